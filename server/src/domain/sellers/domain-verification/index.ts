@@ -1,0 +1,18 @@
+/**
+ * Seller domain verification: a seller proves control of its domain by publishing a challenge token through one of
+ * three methods (SEP-1 stellar.toml, DNS TXT, an HTTPS well-known file). Pure domain code: the network is reached
+ * only through the injectable ports (DomainCheckPorts); createSafeFetcher and createDnsTxtResolver are the real ones.
+ */
+export {
+  DOMAIN_VERIFICATION_METHODS,
+  challengeInstructions,
+  newChallengeToken,
+  type ChallengeInstructions,
+  type DomainVerificationMethod,
+} from './challenge';
+export { checkDomain, type DomainCheckResult } from './check-domain';
+export { createDnsTxtResolver, type DnsTxtResolverOptions } from './dns-resolver';
+export { DOMAIN_CHECK_REASONS, DomainCheckError, type DomainCheckReason } from './errors';
+export type { DomainCheckInput, DomainCheckOptions, DomainCheckPorts } from './ports';
+export { createSafeFetcher, type ResolvedAddress, type SafeFetcherOptions } from './safe-fetcher';
+export { isValidSellerDomain } from './seller-domain';
