@@ -1,0 +1,56 @@
+import express, { type Express } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Sequelize } from 'sequelize';
+import type { Handlers } from './http/operation-types';
+import type { SellerRepository } from './domain/sellers/types';
+import type { Metrics } from './metrics/registry';
+import type { Logger } from './logger';
+import { requestId } from './http/request-id';
+import { requestMetrics } from './http/request-metrics';
+import { authenticate } from './http/authenticate';
+import { rateLimit } from './http/rate-limit';
+import { mountOperations } from './http/mount-operations';
+import { errorHandler, notFoundHandler } from './http/error-handler';
+import { docsRouter } from './http/docs';
+
+export interface AppDeps {
+  /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
+  spec: { paths: Record<string, Record<string, never>> } & Record<string, unknown>;
+  handlers: Handlers;
+  db: Sequelize;
+  sellers: SellerRepository;
+  metrics: Metrics;
+  logger: Logger;
+  operatorApiKey: string | null;
+  rateLimit: { points: number; windowSeconds: number };
+  bodyLimitBytes: number;
+  /** Validate every response against the spec too (on in tests: a response that breaks the contract is a 500). */
+  responseValidation: boolean;
+}
+
+/** Builds the Express app (no listen()), so tests create it with their own dependencies. */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.use(requestId);
+  app.use(requestMetrics(deps.metrics));
+  app.use('/docs', docsRouter(deps.spec));
+  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(authenticate({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
+  app.use('/v1', rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(deps.spec) as never,
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
+      validateResponses: deps.responseValidation ? { removeAdditional: false } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      ignoreUndocumented: false,
+    }),
+  );
+  app.use(mountOperations(deps.spec as never, deps.handlers));
+  app.use(notFoundHandler());
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,192 @@
+/**
+ * The only reader of process.env. Every setting has a safe local default and is validated once at start; a bad
+ * value stops the process with one clear message per variable.
+ */
+import path from 'node:path';
+
+export type NetworkId = 'stellar:testnet' | 'stellar:pubnet';
+export const NETWORK_IDS: readonly NetworkId[] = ['stellar:testnet', 'stellar:pubnet'];
+
+export interface AssetConfig {
+  code: string;
+  issuer: string;
+}
+
+export interface NetworkConfig {
+  network: NetworkId;
+  passphrase: string;
+  /** Soroban RPC URL; null when the network is the in-process local network (filled in at start). */
+  rpcUrl: string | null;
+  assets: AssetConfig[];
+  settlementEnabled: boolean;
+}
+
+export interface Config {
+  environment: string;
+  host: string;
+  port: number;
+  databaseUrl: string | null;
+  embeddedDatabaseDir: string;
+  mongodbUrl: string | null;
+  operatorApiKey: string | null;
+  operatorKeyFile: string;
+  rateLimit: { points: number; windowSeconds: number };
+  bodyLimitBytes: number;
+  localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string };
+  networks: NetworkConfig[];
+  domainVerificationTestMode: boolean;
+  responseValidation: boolean;
+  version: string;
+  commit: string | null;
+  logRequests: boolean;
+}
+
+export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
+export const PUBNET_PASSPHRASE = 'Public Global Stellar Network ; September 2015';
+/** Circle's USDC issuers, the default asset of each network. */
+export const DEFAULT_USDC_ISSUER: Record<NetworkId, string> = {
+  'stellar:testnet': 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5',
+  'stellar:pubnet': 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
+};
+
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const REPO_ROOT = path.resolve(__dirname, '../..');
+
+type Env = Record<string, string | undefined>;
+
+class Reader {
+  readonly problems: string[] = [];
+  constructor(private readonly env: Env) {}
+
+  str(name: string, fallback: string): string {
+    const v = this.env[name];
+    return v === undefined || v === '' ? fallback : v;
+  }
+
+  optional(name: string): string | null {
+    const v = this.env[name];
+    return v === undefined || v === '' ? null : v;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      this.problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+    this.problems.push(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  }
+
+  url(name: string, protocols: string[]): string | null {
+    const raw = this.optional(name);
+    if (raw === null) return null;
+    try {
+      const u = new URL(raw);
+      if (!protocols.includes(u.protocol)) throw new Error('protocol');
+      return raw;
+    } catch {
+      this.problems.push(`${name} must be a ${protocols.join(' or ')} URL`);
+      return null;
+    }
+  }
+
+  /** `CODE:ISSUER,CODE:ISSUER` */
+  assets(name: string, fallback: AssetConfig[]): AssetConfig[] {
+    const raw = this.optional(name);
+    if (raw === null) return fallback;
+    const out: AssetConfig[] = [];
+    for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const m = /^([A-Za-z0-9]{1,12}):(G[A-Z2-7]{55})$/.exec(part);
+      if (!m) {
+        this.problems.push(`${name} must be a comma-separated list of CODE:ISSUER (bad entry "${part}")`);
+        continue;
+      }
+      out.push({ code: m[1], issuer: m[2] });
+    }
+    return out;
+  }
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const r = new Reader(env);
+  const environment = r.str('APP_ENV', 'local');
+  if (!/^[a-z0-9_-]{1,32}$/.test(environment)) r.problems.push('APP_ENV must match [a-z0-9_-]{1,32}');
+  const dataDir = path.resolve(r.str('DATA_DIR', path.join(REPO_ROOT, '.data')));
+  const localNetworkEnabled = r.bool('LOCAL_NETWORK', env.STELLAR_TESTNET_RPC_URL ? false : true);
+  const testnetRpc = r.url('STELLAR_TESTNET_RPC_URL', ['http:', 'https:']);
+  const pubnetRpc = r.url('STELLAR_PUBNET_RPC_URL', ['https:', 'http:']);
+  if (!localNetworkEnabled && !testnetRpc && !pubnetRpc) {
+    r.problems.push('with LOCAL_NETWORK=false, set STELLAR_TESTNET_RPC_URL or STELLAR_PUBNET_RPC_URL');
+  }
+  const networks: NetworkConfig[] = [
+    {
+      network: 'stellar:testnet',
+      passphrase: TESTNET_PASSPHRASE,
+      rpcUrl: localNetworkEnabled ? null : testnetRpc,
+      assets: r.assets('STELLAR_TESTNET_ASSETS', [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:testnet'] }]),
+      settlementEnabled: localNetworkEnabled || testnetRpc !== null,
+    },
+    {
+      network: 'stellar:pubnet',
+      passphrase: PUBNET_PASSPHRASE,
+      rpcUrl: pubnetRpc,
+      assets: r.assets('STELLAR_PUBNET_ASSETS', [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }]),
+      // Mainnet settlement moves real money: it is off unless an operator turns it on explicitly.
+      settlementEnabled: pubnetRpc !== null && r.bool('STELLAR_PUBNET_SETTLEMENT_ENABLED', false),
+    },
+  ];
+  const operatorApiKey = r.optional('OPERATOR_API_KEY');
+  if (operatorApiKey !== null && operatorApiKey.length < 24) r.problems.push('OPERATOR_API_KEY must be at least 24 characters');
+  const config: Config = {
+    environment,
+    host: r.str('HOST', '127.0.0.1'),
+    port: r.int('PORT', 3000, 0, 65535),
+    databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    embeddedDatabaseDir: path.join(dataDir, 'postgres'),
+    mongodbUrl: r.url('MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
+    operatorApiKey,
+    operatorKeyFile: path.join(dataDir, 'operator-api-key'),
+    rateLimit: {
+      points: r.int('RATE_LIMIT_REQUESTS', 300, 1, 1_000_000),
+      windowSeconds: r.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    },
+    bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 16 * 1024 * 1024),
+    localNetwork: {
+      enabled: localNetworkEnabled,
+      host: r.str('LOCAL_NETWORK_HOST', '127.0.0.1'),
+      port: r.int('LOCAL_NETWORK_PORT', 8000, 0, 65535),
+      ledgerCloseMs: r.int('LOCAL_NETWORK_LEDGER_CLOSE_MS', 5000, 0, 600_000),
+      dataFile: path.resolve(r.str('LOCAL_NETWORK_DATA_FILE', path.join(dataDir, 'local-network.json'))),
+    },
+    networks,
+    domainVerificationTestMode: r.bool('DOMAIN_VERIFICATION_TEST_MODE', false),
+    responseValidation: r.bool('RESPONSE_VALIDATION', false),
+    version: r.str('SERVICE_VERSION', readPackageVersion()),
+    commit: r.optional('GIT_COMMIT'),
+    logRequests: r.bool('LOG_REQUESTS', false),
+  };
+  if (r.problems.length > 0) throw new ConfigError(r.problems);
+  return config;
+}
+
+function readPackageVersion(): string {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('../package.json') as { version: string }).version;
+}

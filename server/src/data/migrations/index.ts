@@ -1,0 +1,6 @@
+import type { Migration } from './types';
+import { migration as m0001 } from './0001-catalog-and-sellers';
+import { migration as m0002 } from './0002-payments';
+
+/** Every migration, in order. New ones are appended; applied ones are never edited. */
+export const MIGRATIONS: Migration[] = [m0001, m0002];

@@ -1,0 +1,134 @@
+import type { ErrorCode } from '../errors';
+import { isAmount, toStroops } from '../amount';
+import type { NetworkRegistry } from '../../ledger/network-registry';
+import { isPayToAddress } from '../../ledger/network-registry';
+import { checkRouteTemplate, pathMatchesTemplate } from './route-template';
+import { checkJsonSchema } from './json-schema';
+
+/** The terms of a resource as a seller submits them (create, update, validate and catalog share them). */
+export interface ResourceTerms {
+  type: 'http' | 'mcp';
+  name: string;
+  description: string;
+  url: string;
+  routeTemplate: string;
+  network: string;
+  payTo: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+  extensions: Record<string, unknown>;
+}
+
+export interface ValidationIssue {
+  code: ErrorCode;
+  field: string;
+  message: string;
+}
+
+export interface RuleContext {
+  networks: NetworkRegistry;
+  seller: { id: string; walletAddress: string; domainVerified: boolean } | null;
+  /** The caller asks for trusted catalog status (requires a verified domain). */
+  trusted: boolean;
+  /** Prefix of field paths in issues, e.g. "resource." for the discovery endpoints. */
+  fieldPrefix?: string;
+}
+
+export interface RuleResult {
+  errors: ValidationIssue[];
+  warnings: ValidationIssue[];
+}
+
+const MAX_URL_LENGTH = 2048;
+
+/**
+ * Every rule a resource must pass before it is stored or cataloged. Returns issues instead of throwing so that
+ * `validate` can report all of them at once. Pure: the caller supplies the seller it loaded.
+ */
+export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): RuleResult {
+  const p = ctx.fieldPrefix ?? '';
+  const errors: ValidationIssue[] = [];
+  const warnings: ValidationIssue[] = [];
+  const err = (code: ErrorCode, field: string, message: string) => errors.push({ code, field: p + field, message });
+  const warn = (code: ErrorCode, field: string, message: string) => warnings.push({ code, field: p + field, message });
+
+  if (!ctx.seller) err('CATALOG_VALIDATION_FAILED', 'sellerId', 'seller does not exist');
+  if (ctx.trusted && ctx.seller && !ctx.seller.domainVerified) {
+    err('SELLER_DOMAIN_UNVERIFIED', 'sellerId', 'trusted catalog status requires a verified seller domain');
+  }
+
+  const network = ctx.networks.get(terms.network);
+  if (!network) err('UNSUPPORTED_NETWORK', 'network', `network ${terms.network} is not supported`);
+  else if (!ctx.networks.asset(terms.network, terms.assetCode, terms.assetIssuer)) {
+    err('UNSUPPORTED_ASSET', 'assetCode', `asset ${terms.assetCode}:${terms.assetIssuer} is not configured on ${terms.network}`);
+  }
+  if (terms.network === 'stellar:pubnet' && ctx.seller && !ctx.seller.domainVerified) {
+    err('SELLER_DOMAIN_UNVERIFIED', 'network', 'resources on stellar:pubnet (real money) require a verified seller domain');
+  }
+
+  if (!isAmount(terms.amount) || toStroops(terms.amount) <= 0n) {
+    err('CATALOG_VALIDATION_FAILED', 'amount', 'must be a positive decimal string with at most 7 fractional digits');
+  }
+  if (!isPayToAddress(terms.payTo)) {
+    err('CATALOG_VALIDATION_FAILED', 'payTo', 'must be a valid Stellar account (G...) or contract (C...) address');
+  } else if (ctx.seller && terms.payTo !== ctx.seller.walletAddress) {
+    warn('CATALOG_VALIDATION_FAILED', 'payTo', "payTo differs from the seller's wallet address");
+  }
+
+  const routeProblem = checkRouteTemplate(terms.routeTemplate);
+  if (routeProblem) err('ROUTE_TEMPLATE_INVALID', 'routeTemplate', routeProblem.message);
+
+  const urlProblem = checkUrl(terms.url, terms.network);
+  if (urlProblem) err('CATALOG_VALIDATION_FAILED', 'url', urlProblem);
+  else if (!routeProblem) {
+    const pathname = rawPath(terms.url);
+    if (!pathMatchesTemplate(pathname, terms.routeTemplate)) {
+      err('ROUTE_TEMPLATE_INVALID', 'routeTemplate', `the URL path ${pathname} does not match the route template`);
+    }
+    if (new URL(terms.url).protocol === 'http:') warn('CATALOG_VALIDATION_FAILED', 'url', 'plain http URL: buyers should call https endpoints');
+  }
+
+  for (const field of ['inputSchema', 'outputSchema'] as const) {
+    const problem = checkJsonSchema(terms[field]);
+    if (problem) err('CATALOG_VALIDATION_FAILED', field, problem);
+  }
+
+  if (typeof terms.extensions !== 'object' || terms.extensions === null || Array.isArray(terms.extensions)) {
+    err('CATALOG_VALIDATION_FAILED', 'extensions', 'must be an object');
+  } else {
+    for (const key of Object.keys(terms.extensions)) {
+      if (key !== 'bazaar' && key !== 'mcp') err('CATALOG_VALIDATION_FAILED', `extensions.${key}`, 'unknown extension (known: bazaar, mcp)');
+    }
+    if ('mcp' in terms.extensions && terms.type !== 'mcp') {
+      err('CATALOG_VALIDATION_FAILED', 'extensions.mcp', 'the mcp extension is only valid on resources of type mcp');
+    }
+  }
+  if (!terms.description.trim()) warn('CATALOG_VALIDATION_FAILED', 'description', 'an empty description ranks low in search');
+  return { errors, warnings };
+}
+
+function checkUrl(url: string, network: string): string | null {
+  if (url.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be an https URL';
+  if (parsed.protocol === 'http:' && network === 'stellar:pubnet') return 'must be https on stellar:pubnet';
+  if (parsed.username || parsed.password) return 'must not carry credentials';
+  if (parsed.hash) return 'must not have a fragment';
+  if (!parsed.hostname) return 'must have a host';
+  return null;
+}
+
+/** The URL's path as written, with {placeholders} kept (WHATWG URL would percent-encode the braces). */
+function rawPath(url: string): string {
+  const afterScheme = url.replace(/^[a-z]+:\/\/[^/?#]*/i, '');
+  const path = afterScheme.split(/[?#]/)[0];
+  return path === '' ? '/' : path;
+}

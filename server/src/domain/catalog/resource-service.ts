@@ -1,0 +1,205 @@
+import { DomainError, notFound, type ErrorDetail } from '../errors';
+import { newId } from '../ids';
+import { normalizeAmount } from '../amount';
+import { assertActsFor, type Principal } from '../auth/principal';
+import { decodeCursor, pageLimit, type Page, type PageRequest } from '../pagination';
+import type { NetworkRegistry, RegisteredAsset } from '../../ledger/network-registry';
+import type { Seller } from '../sellers/types';
+import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
+import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
+
+export interface ResourceDetail extends Resource {
+  paymentRequirements: {
+    scheme: 'exact';
+    network: string;
+    amount: string;
+    payTo: string;
+    asset: RegisteredAsset;
+    maxTimeoutSeconds: number;
+    resource: string;
+  };
+  sellerTrust: {
+    sellerId: string;
+    displayName: string;
+    domain: string;
+    domainVerified: boolean;
+    domainVerifiedAt: Date | null;
+    trusted: boolean;
+  };
+  settlementStats: SettlementStats;
+}
+
+export interface ResourceServiceDeps {
+  resources: ResourceRepository;
+  findSeller(sellerId: string): Promise<Seller | null>;
+  networks: NetworkRegistry;
+  /** Called after every catalog change so the search index can be refreshed (queues indexing). */
+  onCatalogChange?: (resourceId: string) => void | Promise<void>;
+  onValidationFailure?: (issues: ValidationIssue[]) => void;
+}
+
+/** How long a buyer's signed authorization may take to reach settlement, announced in the payment requirements. */
+export const MAX_TIMEOUT_SECONDS = 300;
+
+const TERM_FIELDS = ['name', 'description', 'url', 'routeTemplate', 'network', 'payTo', 'assetCode', 'assetIssuer', 'amount', 'inputSchema', 'outputSchema', 'extensions'] as const;
+type TermField = (typeof TERM_FIELDS)[number];
+
+/** Throws the issues of a failed rule check as one error: their shared code, or CATALOG_VALIDATION_FAILED. */
+export function throwIfInvalid(result: RuleResult): void {
+  if (result.errors.length === 0) return;
+  const codes = new Set(result.errors.map((e) => e.code));
+  const code = codes.size === 1 ? result.errors[0].code : 'CATALOG_VALIDATION_FAILED';
+  const details: ErrorDetail[] = result.errors.map((e) => ({ field: e.field, message: e.message, code: e.code }));
+  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, details);
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  return v;
+}
+
+export function createResourceService(deps: ResourceServiceDeps) {
+  const { resources, networks } = deps;
+
+  async function sellerFor(sellerId: string): Promise<Seller> {
+    const seller = await deps.findSeller(sellerId);
+    if (!seller) throw notFound('seller', sellerId);
+    return seller;
+  }
+
+  function check(terms: ResourceTerms, seller: Seller): void {
+    const result = checkResourceTerms(terms, {
+      networks,
+      seller: { id: seller.id, walletAddress: seller.walletAddress, domainVerified: seller.domainVerifiedAt !== null },
+      trusted: false,
+    });
+    if (result.errors.length) deps.onValidationFailure?.(result.errors);
+    throwIfInvalid(result);
+  }
+
+  async function load(id: string): Promise<Resource> {
+    const resource = await resources.findById(id);
+    if (!resource) throw notFound('resource', id);
+    return resource;
+  }
+
+  function versionOf(r: Resource, seller: Seller, versionId: string, at: Date): ResourceVersion {
+    const { type: _t, id: _id, sellerId: _s, versionId: _v, version, status: _st, createdAt: _c, updatedAt: _u, ...terms } = r;
+    return { ...terms, id: versionId, resourceId: r.id, version, sellerDomain: seller.domain, createdAt: at };
+  }
+
+  async function detail(resource: Resource): Promise<ResourceDetail> {
+    const seller = await sellerFor(resource.sellerId);
+    const asset = networks.asset(resource.network, resource.assetCode, resource.assetIssuer);
+    const verified = seller.domainVerifiedAt !== null;
+    return {
+      ...resource,
+      paymentRequirements: {
+        scheme: 'exact',
+        network: resource.network,
+        amount: resource.amount,
+        payTo: resource.payTo,
+        // An asset removed from configuration after the resource was stored still shows its terms.
+        asset: asset ?? { code: resource.assetCode, issuer: resource.assetIssuer, contractId: '' },
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+        resource: resource.url,
+      },
+      sellerTrust: {
+        sellerId: seller.id,
+        displayName: seller.displayName,
+        domain: seller.domain,
+        domainVerified: verified,
+        domainVerifiedAt: seller.domainVerifiedAt,
+        trusted: verified,
+      },
+      settlementStats: await resources.settlementStats(resource.id),
+    };
+  }
+
+  async function notify(resourceId: string) {
+    await deps.onCatalogChange?.(resourceId);
+  }
+
+  return {
+    async create(principal: Principal, input: ResourceTerms & { sellerId: string }): Promise<ResourceDetail> {
+      assertActsFor(principal, input.sellerId);
+      const seller = await sellerFor(input.sellerId);
+      const { sellerId, ...rawTerms } = input;
+      const terms: ResourceTerms = { ...rawTerms, extensions: rawTerms.extensions ?? {} };
+      check(terms, seller);
+      const now = new Date();
+      const resource: Resource = {
+        ...terms,
+        amount: normalizeAmount(terms.amount),
+        id: newId('resource'),
+        sellerId,
+        versionId: newId('version'),
+        version: 1,
+        status: 'active',
+        createdAt: now,
+        updatedAt: now,
+      };
+      await resources.insert(resource, versionOf(resource, seller, resource.versionId, now), { id: newId('catalogEvent'), kind: 'created' });
+      await notify(resource.id);
+      return detail(resource);
+    },
+
+    async get(id: string): Promise<ResourceDetail> {
+      return detail(await load(id));
+    },
+
+    async list(filters: ResourceFilters, page: PageRequest): Promise<Page<Resource>> {
+      return resources.list(filters, decodeCursor(page.cursor), pageLimit(page.limit));
+    },
+
+    async versions(id: string, page: PageRequest): Promise<Page<ResourceVersion>> {
+      await load(id);
+      return resources.versions(id, decodeCursor(page.cursor), pageLimit(page.limit));
+    },
+
+    /** A change of any term stores a new version; history is kept and receipts keep pointing at their version. */
+    async update(principal: Principal, id: string, patch: Partial<Pick<ResourceTerms, TermField>>): Promise<ResourceDetail> {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const current = await load(id);
+        assertActsFor(principal, current.sellerId);
+        if (current.status === 'deleted') throw new DomainError('CONFLICT', 'A deleted resource cannot be changed');
+        const seller = await sellerFor(current.sellerId);
+        const next: Resource = { ...current };
+        for (const field of TERM_FIELDS) {
+          if (patch[field] !== undefined) (next as unknown as Record<string, unknown>)[field] = patch[field];
+        }
+        next.amount = normalizeAmount(next.amount);
+        const changed = TERM_FIELDS.some((f) => !sameJson(current[f], next[f]));
+        if (!changed) return detail(current);
+        check(next, seller);
+        const now = new Date();
+        next.version = current.version + 1;
+        next.versionId = newId('version');
+        next.updatedAt = now;
+        const saved = await resources.saveNewVersion(next, versionOf(next, seller, next.versionId, now), current.version, { id: newId('catalogEvent'), kind: 'updated' });
+        if (saved) {
+          await notify(id);
+          return detail(next);
+        }
+      }
+      throw new DomainError('CONFLICT', 'The resource was changed concurrently; retry the request');
+    },
+
+    /** Soft-deletes a resource that has payments or receipts (they keep pointing at it); hard-deletes otherwise. */
+    async remove(principal: Principal, id: string): Promise<{ id: string; status: 'deleted'; mode: 'soft' | 'hard' }> {
+      const current = await load(id);
+      assertActsFor(principal, current.sellerId);
+      const outcome = await resources.deleteIfUnpaid(id);
+      if (outcome === 'has_payments') await resources.softDelete(id, { id: newId('catalogEvent'), kind: 'deleted' });
+      await notify(id);
+      return { id, status: 'deleted', mode: outcome === 'deleted' ? 'hard' : 'soft' };
+    },
+  };
+}
+
+export type ResourceService = ReturnType<typeof createResourceService>;

@@ -1,0 +1,58 @@
+/**
+ * Domain errors. Domain code throws these; only http/ turns them into HTTP responses. Codes are the contract's
+ * stable strings (see openapi/components/schemas/ErrorCode.yaml, which lists them all with their HTTP status).
+ */
+export const ERROR_CODES = [
+  'RESOURCE_NOT_FOUND',
+  'SELLER_DOMAIN_UNVERIFIED',
+  'CATALOG_VALIDATION_FAILED',
+  'ROUTE_TEMPLATE_INVALID',
+  'UNSUPPORTED_NETWORK',
+  'UNSUPPORTED_ASSET',
+  'RATE_LIMITED',
+  'INTERNAL_ERROR',
+  'INVALID_PAYMENT_PAYLOAD',
+  'INVALID_SIGNATURE',
+  'AUTH_EXPIRED',
+  'REPLAY_DETECTED',
+  'AMOUNT_MISMATCH',
+  'ASSET_MISMATCH',
+  'RECIPIENT_MISMATCH',
+  'SETTLEMENT_FAILED',
+  'TRUSTLINE_REQUIRED',
+  'PAYMENT_REQUIRED',
+  'INVALID_REQUEST',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
+  'CONFLICT',
+  'IDEMPOTENCY_CONFLICT',
+  'PAYLOAD_TOO_LARGE',
+  'INSUFFICIENT_BALANCE',
+  'SERVICE_UNAVAILABLE',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ErrorDetail {
+  field?: string;
+  message: string;
+  code?: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+    public readonly details: ErrorDetail[] = [],
+    /** Extra response headers, e.g. Retry-After for RATE_LIMITED. */
+    public readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const notFound = (kind: string, id: string): DomainError =>
+  new DomainError(kind === 'resource' ? 'RESOURCE_NOT_FOUND' : 'NOT_FOUND', `No ${kind} with id ${id}`);

@@ -1,0 +1,46 @@
+import type { Page } from '../pagination';
+
+export const PAYMENT_STATUSES = [
+  'created',
+  'verified',
+  'verification_failed',
+  'settlement_pending',
+  'settled',
+  'settlement_failed',
+  'expired',
+  'replayed',
+  'cancelled',
+] as const;
+export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
+
+export interface PaymentAttempt {
+  id: string;
+  resourceId: string | null;
+  versionId: string | null;
+  sellerId: string | null;
+  paymentHash: string;
+  network: string;
+  payer: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  payTo: string;
+  status: PaymentStatus;
+  failureCode: string | null;
+  failureReason: string | null;
+  expiresAtLedger: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface PaymentFilters {
+  resourceId?: string;
+  sellerId?: string;
+  network?: string;
+  asset?: string;
+  status?: PaymentStatus;
+}
+
+export interface PaymentReadRepository {
+  list(filters: PaymentFilters, afterId: string | null, limit: number): Promise<Page<PaymentAttempt>>;
+}

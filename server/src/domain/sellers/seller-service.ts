@@ -1,0 +1,139 @@
+import { DomainError, notFound } from '../errors';
+import { newId } from '../ids';
+import { newApiKey, assertActsFor, type Principal } from '../auth/principal';
+import { isAccountAddress } from '../../ledger/network-registry';
+import type { Seller, SellerRepository, VerificationStatus, DomainChallenge } from './types';
+import {
+  challengeInstructions,
+  checkDomain,
+  isValidSellerDomain,
+  newChallengeToken,
+  type DomainCheckPorts,
+  type DomainVerificationMethod,
+} from './domain-verification';
+
+export interface SellerView extends Seller {
+  verificationStatus: VerificationStatus;
+}
+
+export interface DomainVerificationView {
+  sellerId: string;
+  domain: string;
+  status: 'pending' | 'verified' | 'failed';
+  token: string;
+  methods: ReturnType<typeof challengeInstructions>;
+  checkedMethod: DomainVerificationMethod | null;
+  failureReason: string | null;
+  domainVerifiedAt: Date | null;
+  expiresAt: Date;
+}
+
+export interface SellerServiceDeps {
+  sellers: SellerRepository;
+  domainCheck: DomainCheckPorts;
+  /** Where checks fetch from; tests point it at a local server. Default https://<domain>. */
+  domainUrlBase?: (domain: string) => string;
+  onDomainVerificationFailure?: (reason: string) => void;
+}
+
+const CHALLENGE_TTL_MS = 7 * 24 * 3600 * 1000;
+
+export function createSellerService(deps: SellerServiceDeps) {
+  const { sellers } = deps;
+
+  async function view(seller: Seller): Promise<SellerView> {
+    let verificationStatus: VerificationStatus = 'unverified';
+    if (seller.domainVerifiedAt) verificationStatus = 'verified';
+    else if (await sellers.latestChallenge(seller.id)) verificationStatus = 'pending';
+    return { ...seller, verificationStatus };
+  }
+
+  async function load(sellerId: string): Promise<Seller> {
+    const seller = await sellers.findById(sellerId);
+    if (!seller) throw notFound('seller', sellerId);
+    return seller;
+  }
+
+  function challengeView(seller: Seller, challenge: DomainChallenge): DomainVerificationView {
+    return {
+      sellerId: seller.id,
+      domain: seller.domain,
+      status: challenge.status,
+      token: challenge.token,
+      methods: challengeInstructions(seller.domain, seller.walletAddress, challenge.token),
+      checkedMethod: (challenge.checkedMethod as DomainVerificationMethod | null) ?? null,
+      failureReason: challenge.failureReason,
+      domainVerifiedAt: seller.domainVerifiedAt,
+      expiresAt: challenge.expiresAt,
+    };
+  }
+
+  return {
+    /** Creates a seller and its API key; the key is returned here once and stored only as a hash. */
+    async create(input: { displayName: string; walletAddress: string; domain: string }): Promise<{ seller: SellerView; apiKey: string }> {
+      const domain = input.domain.toLowerCase();
+      const details = [];
+      if (!isAccountAddress(input.walletAddress)) details.push({ field: 'walletAddress', message: 'must be a valid Stellar account address (G...)' });
+      if (!isValidSellerDomain(domain)) details.push({ field: 'domain', message: 'must be a public DNS hostname such as api.example.com' });
+      if (!input.displayName.trim()) details.push({ field: 'displayName', message: 'must not be blank' });
+      if (details.length) throw new DomainError('INVALID_REQUEST', 'The seller is not valid', details);
+      const now = new Date();
+      const seller = { id: newId('seller'), displayName: input.displayName.trim(), walletAddress: input.walletAddress, domain, domainVerifiedAt: null, createdAt: now, updatedAt: now };
+      const key = newApiKey();
+      const outcome = await sellers.createWithKey(seller, { id: newId('apiKey'), sellerId: seller.id, role: 'seller', keyHash: key.hash, createdAt: now });
+      if (outcome === 'wallet_taken') throw new DomainError('CONFLICT', 'A seller with this wallet address already exists', [{ field: 'walletAddress', message: 'already registered' }]);
+      return { seller: { ...seller, verificationStatus: 'unverified' }, apiKey: key.key };
+    },
+
+    async get(sellerId: string): Promise<SellerView> {
+      return view(await load(sellerId));
+    },
+
+    /** Returns the seller when it exists (for the catalog rules), else null. */
+    async find(sellerId: string): Promise<Seller | null> {
+      return sellers.findById(sellerId);
+    },
+
+    /**
+     * Without a method: creates a challenge (or returns the open one). With a method: checks it now and, when it
+     * passes, sets domainVerifiedAt.
+     */
+    async verifyDomain(principal: Principal, sellerId: string, method: DomainVerificationMethod | undefined): Promise<DomainVerificationView> {
+      const seller = await load(sellerId);
+      assertActsFor(principal, sellerId);
+      let challenge = await sellers.latestChallenge(sellerId);
+      if (!challenge || challenge.domain !== seller.domain) {
+        const now = new Date();
+        challenge = {
+          id: newId('challenge'),
+          sellerId,
+          domain: seller.domain,
+          token: newChallengeToken(),
+          status: 'pending',
+          checkedMethod: null,
+          failureReason: null,
+          checkedAt: null,
+          expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS),
+          createdAt: now,
+        };
+        await sellers.createChallenge(challenge);
+      }
+      if (!method) return challengeView(seller, challenge);
+      const result = await checkDomain(
+        method,
+        { domain: seller.domain, walletAddress: seller.walletAddress, token: challenge.token },
+        deps.domainCheck,
+        deps.domainUrlBase ? { urlBase: deps.domainUrlBase } : undefined,
+      );
+      const checkedAt = new Date();
+      const status = result.verified ? 'verified' : 'failed';
+      const failureReason = result.verified ? null : `${result.reason}: ${result.message}`;
+      await sellers.recordCheck(challenge.id, sellerId, { status, method, failureReason, checkedAt });
+      if (!result.verified) deps.onDomainVerificationFailure?.(result.reason ?? 'unknown');
+      const updated = result.verified ? { ...seller, domainVerifiedAt: seller.domainVerifiedAt ?? checkedAt } : seller;
+      return challengeView(updated, { ...challenge, status, checkedMethod: method, failureReason, checkedAt });
+    },
+  };
+}
+
+export type SellerService = ReturnType<typeof createSellerService>;

@@ -1,0 +1,46 @@
+export interface Seller {
+  id: string;
+  displayName: string;
+  walletAddress: string;
+  domain: string;
+  domainVerifiedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type VerificationStatus = 'unverified' | 'pending' | 'verified';
+
+export interface ApiKeyRecord {
+  id: string;
+  sellerId: string | null;
+  role: 'seller' | 'operator';
+}
+
+export interface DomainChallenge {
+  id: string;
+  sellerId: string;
+  domain: string;
+  token: string;
+  status: 'pending' | 'verified' | 'failed';
+  checkedMethod: string | null;
+  failureReason: string | null;
+  checkedAt: Date | null;
+  expiresAt: Date;
+  createdAt: Date;
+}
+
+export interface SellerRepository {
+  createWithKey(
+    seller: Omit<Seller, 'domainVerifiedAt'> & { domainVerifiedAt: null },
+    key: { id: string; sellerId: string; role: 'seller'; keyHash: Buffer; createdAt: Date },
+  ): Promise<'created' | 'wallet_taken'>;
+  findById(id: string): Promise<Seller | null>;
+  findApiKeyByHash(hash: Buffer): Promise<ApiKeyRecord | null>;
+  latestChallenge(sellerId: string): Promise<DomainChallenge | null>;
+  createChallenge(challenge: DomainChallenge): Promise<void>;
+  recordCheck(
+    challengeId: string,
+    sellerId: string,
+    result: { status: 'verified' | 'failed'; method: string; failureReason: string | null; checkedAt: Date },
+  ): Promise<void>;
+}

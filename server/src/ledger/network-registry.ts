@@ -1,0 +1,73 @@
+import { Asset, StrKey } from '@stellar/stellar-sdk';
+import type { NetworkConfig, NetworkId } from '../config';
+
+export interface RegisteredAsset {
+  code: string;
+  issuer: string;
+  /** The SEP-41 Stellar Asset Contract id, derived with the Stellar SDK exactly as the ledger derives it. */
+  contractId: string;
+}
+
+export type EvidenceLabel =
+  | 'local_simulation'
+  | 'testnet_verification'
+  | 'testnet_settlement'
+  | 'mainnet_verification'
+  | 'mainnet_settlement'
+  | 'failed_settlement'
+  | 'pending_settlement';
+
+export interface RegisteredNetwork {
+  network: NetworkId;
+  passphrase: string;
+  rpcUrl: string | null;
+  /** True when the RPC is this service's own local network simulator: its evidence is local simulation. */
+  local: boolean;
+  settlementEnabled: boolean;
+  assets: RegisteredAsset[];
+}
+
+/** The configured networks and assets: the one place domain code asks "is this network / asset supported?". */
+export class NetworkRegistry {
+  private readonly byId = new Map<string, RegisteredNetwork>();
+
+  constructor(networks: Array<NetworkConfig & { local?: boolean }>) {
+    for (const n of networks) {
+      this.byId.set(n.network, {
+        network: n.network,
+        passphrase: n.passphrase,
+        rpcUrl: n.rpcUrl,
+        local: n.local ?? false,
+        settlementEnabled: n.settlementEnabled,
+        assets: n.assets.map((a) => ({ ...a, contractId: new Asset(a.code, a.issuer).contractId(n.passphrase) })),
+      });
+    }
+  }
+
+  list(): RegisteredNetwork[] {
+    return [...this.byId.values()];
+  }
+
+  get(network: string): RegisteredNetwork | undefined {
+    return this.byId.get(network);
+  }
+
+  asset(network: string, code: string, issuer: string): RegisteredAsset | undefined {
+    return this.get(network)?.assets.find((a) => a.code === code && a.issuer === issuer);
+  }
+
+  /** What a successful settlement on this network proves. */
+  settlementEvidence(network: string): EvidenceLabel {
+    const n = this.get(network);
+    if (!n || n.local) return 'local_simulation';
+    return n.network === 'stellar:pubnet' ? 'mainnet_settlement' : 'testnet_settlement';
+  }
+}
+
+export function isAccountAddress(value: string): boolean {
+  return StrKey.isValidEd25519PublicKey(value);
+}
+
+export function isPayToAddress(value: string): boolean {
+  return StrKey.isValidEd25519PublicKey(value) || StrKey.isValidContract(value);
+}

@@ -1,0 +1,115 @@
+/**
+ * Composition root: config -> database -> ledger -> service -> http. Owns graceful shutdown: on SIGTERM/SIGINT it
+ * stops accepting connections, lets in-flight requests finish, closes the database and the local network, and
+ * exits 0.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Server } from 'node:http';
+import { loadConfig, ConfigError, type Config } from './config';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from './data/embedded-database';
+import { migrate } from './data/database';
+import { NetworkRegistry } from './ledger/network-registry';
+import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
+import { createService } from './compose';
+import { createLogger } from './logger';
+
+const logger = createLogger();
+
+/** The operator key: from OPERATOR_API_KEY, else generated once and kept in a file only the owner can read. */
+function operatorKey(config: Config): string {
+  if (config.operatorApiKey) return config.operatorApiKey;
+  if (fs.existsSync(config.operatorKeyFile)) return fs.readFileSync(config.operatorKeyFile, 'utf8').trim();
+  fs.mkdirSync(path.dirname(config.operatorKeyFile), { recursive: true });
+  const key = `mk_op_${crypto.randomBytes(32).toString('base64url')}`;
+  fs.writeFileSync(config.operatorKeyFile, `${key}\n`, { mode: 0o600 });
+  return key;
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+
+  let embedded: EmbeddedDatabase | null = null;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    logger.info('DATABASE_URL is unset: starting the embedded PostgreSQL', { dataDir: config.embeddedDatabaseDir });
+    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true });
+    databaseUrl = await embedded.urlFor('marketplace');
+  }
+  const applied = await migrate(databaseUrl);
+  if (applied.length) logger.info('migrations applied', { applied });
+
+  let localNetwork: LocalNetwork | null = null;
+  const networks = config.networks.map((n) => ({ ...n, local: false }));
+  if (config.localNetwork.enabled) {
+    localNetwork = await startLocalNetwork({
+      host: config.localNetwork.host,
+      port: config.localNetwork.port,
+      ledgerCloseMs: config.localNetwork.ledgerCloseMs,
+      dataFile: config.localNetwork.dataFile,
+    });
+    const testnet = networks.find((n) => n.network === 'stellar:testnet')!;
+    testnet.rpcUrl = localNetwork.rpcUrl;
+    testnet.local = true;
+    testnet.assets = localNetwork.assets.map((a) => ({ code: a.code, issuer: a.issuer }));
+    logger.info('local network started (evidence: local simulation)', { rpcUrl: localNetwork.rpcUrl, assets: localNetwork.assets });
+  }
+
+  const operatorApiKey = operatorKey(config);
+  if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
+
+  const service = createService({
+    databaseUrl,
+    environment: config.environment,
+    version: config.version,
+    commit: config.commit,
+    networks: new NetworkRegistry(networks),
+    operatorApiKey,
+    rateLimit: config.rateLimit,
+    bodyLimitBytes: config.bodyLimitBytes,
+    responseValidation: config.responseValidation,
+    logger,
+  });
+
+  const server: Server = service.app.listen(config.port, config.host, () => {
+    logger.info('listening', { url: `http://${config.host}:${config.port}`, docs: `http://${config.host}:${config.port}/docs` });
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down', { signal });
+    const forced = setTimeout(() => {
+      logger.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, 25_000);
+    forced.unref();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    await service.close();
+    if (localNetwork) await localNetwork.stop();
+    if (embedded) await embedded.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  logger.error('failed to start', { error: (err as Error).message });
+  process.exit(1);
+});

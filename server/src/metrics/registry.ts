@@ -1,0 +1,67 @@
+import client from 'prom-client';
+
+/**
+ * The one metrics registry. Every metric of the service is defined in this file; other code imports the metric
+ * objects. Every series carries the `environment` label (a default label), and every ledger-related series also
+ * carries `network`, so testnet and mainnet figures never mix.
+ */
+export interface Metrics {
+  registry: client.Registry;
+  httpRequests: client.Counter<'method' | 'route' | 'status'>;
+  httpErrors: client.Counter<'route' | 'code'>;
+  httpLatency: client.Histogram<'method' | 'route' | 'status'>;
+  rateLimited: client.Counter<'route'>;
+  authFailures: client.Counter<'reason'>;
+  uptime: client.Gauge;
+}
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createMetrics(environment: string): Metrics {
+  const registry = new client.Registry();
+  registry.setDefaultLabels({ environment });
+  client.collectDefaultMetrics({ register: registry });
+  const startedAt = Date.now();
+  return {
+    registry,
+    httpRequests: new client.Counter({
+      name: 'api_requests_total',
+      help: 'API requests by method, route template and status code',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    httpErrors: new client.Counter({
+      name: 'api_errors_total',
+      help: 'API error responses by route template and error code',
+      labelNames: ['route', 'code'],
+      registers: [registry],
+    }),
+    httpLatency: new client.Histogram({
+      name: 'api_request_duration_seconds',
+      help: 'API latency by route template (p50/p95/p99 via histogram_quantile)',
+      labelNames: ['method', 'route', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    rateLimited: new client.Counter({
+      name: 'api_rate_limited_total',
+      help: 'Requests refused with RATE_LIMITED',
+      labelNames: ['route'],
+      registers: [registry],
+    }),
+    authFailures: new client.Counter({
+      name: 'api_auth_failures_total',
+      help: 'Authentication (401) and authorization (403) failures by reason',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    uptime: new client.Gauge({
+      name: 'service_uptime_seconds',
+      help: 'Seconds since this server process started',
+      registers: [registry],
+      collect() {
+        this.set((Date.now() - startedAt) / 1000);
+      },
+    }),
+  };
+}
