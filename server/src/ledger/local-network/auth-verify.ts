@@ -1,0 +1,170 @@
+import { randomBytes } from 'node:crypto';
+import { Address, Keypair, StrKey, hash, xdr } from '@stellar/stellar-sdk';
+import { MAX_ENTRY_TTL } from './constants';
+import { FootprintRecorder } from './footprint';
+import { HostError } from './host-error';
+import { ledgerKeys } from './ledger-entries';
+import { LedgerView, entryKey, getAccount, getNonce } from './ledger-state';
+
+/**
+ * Soroban authorization as the host enforces it for `require_auth(address)`:
+ * - source-account credentials authorize the operation's source account;
+ * - address credentials need an ed25519 signature over sha256(HashIdPreimage envelopeTypeSorobanAuthorization
+ *   {networkId = sha256(passphrase), nonce, signatureExpirationLedger, invocation}), where the signature ScVal is
+ *   a vec of maps {public_key: bytes, signature: bytes}; the nonce is consumed once per address; the entry
+ *   expires after its signatureExpirationLedger.
+ * In recording mode (simulation without auth entries) it produces the entries a client must sign instead.
+ */
+
+export type AuthMode = 'enforce' | 'record';
+
+export interface AuthContext {
+  view: LedgerView;
+  networkId: Buffer;
+  /** The ledger the invocation runs in (latest closed + 1). */
+  currentLedger: number;
+  /** The operation's source account: the invoker, whose authorization comes with the transaction signature. */
+  invoker: string;
+  mode: AuthMode;
+  entries: xdr.SorobanAuthorizationEntry[];
+  footprint: FootprintRecorder;
+  /** Entries produced in recording mode. */
+  recorded: xdr.SorobanAuthorizationEntry[];
+}
+
+export function authorizationPayload(networkId: Buffer, nonce: xdr.Int64, expiration: number, invocation: xdr.SorobanAuthorizedInvocation): Buffer {
+  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
+    new xdr.HashIdPreimageSorobanAuthorization({ networkId, nonce, signatureExpirationLedger: expiration, invocation }),
+  );
+  return hash(preimage.toXDR());
+}
+
+function rootInvocationOf(call: xdr.InvokeContractArgs): xdr.SorobanAuthorizedInvocation {
+  return new xdr.SorobanAuthorizedInvocation({
+    function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call),
+    subInvocations: [],
+  });
+}
+
+function randomNonce(): xdr.Int64 {
+  return xdr.Int64.fromString(randomBytes(8).readBigInt64BE().toString());
+}
+
+function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs): void {
+  const rootInvocation = rootInvocationOf(call);
+  if (address === ctx.invoker) {
+    ctx.recorded.push(new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation }));
+    return;
+  }
+  const nonce = randomNonce();
+  const nonceValue = BigInt(nonce.toString());
+  // Recording mode accounts for the nonce entry the signed invocation will write, as the real simulation does.
+  ctx.footprint.write(ledgerKeys.nonce(address, nonceValue));
+  ctx.view.set(entryKey.nonce(address, nonceValue), { kind: 'nonce', expirationLedger: ctx.currentLedger, lastModified: ctx.currentLedger });
+  ctx.recorded.push(
+    new xdr.SorobanAuthorizationEntry({
+      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
+        new xdr.SorobanAddressCredentials({
+          address: new Address(address).toScAddress(),
+          nonce,
+          signatureExpirationLedger: 0,
+          signature: xdr.ScVal.scvVoid(),
+        }),
+      ),
+      rootInvocation,
+    }),
+  );
+}
+
+interface SignaturePair {
+  publicKey: Buffer;
+  signature: Buffer;
+}
+
+function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
+  if (signature.switch().name !== 'scvVec') {
+    throw new HostError('Auth', 'InvalidAction', 'the authorization entry carries no signature (it was never signed)');
+  }
+  const items = signature.vec() ?? [];
+  if (items.length === 0) throw new HostError('Auth', 'InvalidAction', 'the authorization entry carries an empty signature vector');
+  return items.map((item) => {
+    if (item.switch().name !== 'scvMap') throw new HostError('Auth', 'InvalidInput', 'each account signature must be a map {public_key, signature}');
+    const fields = new Map<string, xdr.ScVal>();
+    for (const entry of item.map() ?? []) {
+      if (entry.key().switch().name !== 'scvSymbol') throw new HostError('Auth', 'InvalidInput', 'account signature map keys must be symbols');
+      fields.set(entry.key().sym().toString(), entry.val());
+    }
+    const publicKey = fields.get('public_key');
+    const sig = fields.get('signature');
+    if (fields.size !== 2 || publicKey?.switch().name !== 'scvBytes' || sig?.switch().name !== 'scvBytes') {
+      throw new HostError('Auth', 'InvalidInput', 'account signature must be {public_key: bytes, signature: bytes}');
+    }
+    const pair = { publicKey: publicKey.bytes(), signature: sig.bytes() };
+    if (pair.publicKey.length !== 32 || pair.signature.length !== 64) {
+      throw new HostError('Auth', 'InvalidInput', 'account signature has a wrong public key or signature length');
+    }
+    return pair;
+  });
+}
+
+function verifyAccountSignatures(ctx: AuthContext, account: string, creds: xdr.SorobanAddressCredentials, invocation: xdr.SorobanAuthorizedInvocation): void {
+  if (!getAccount(ctx.view, account)) throw new HostError('Auth', 'InvalidInput', `account ${account} does not exist`);
+  const pairs = parseSignatures(creds.signature());
+  const payload = authorizationPayload(ctx.networkId, creds.nonce(), creds.signatureExpirationLedger(), invocation);
+  const master = StrKey.decodeEd25519PublicKey(account);
+  let previous: Buffer | undefined;
+  for (const pair of pairs) {
+    if (previous && Buffer.compare(previous, pair.publicKey) >= 0) {
+      throw new HostError('Auth', 'InvalidInput', 'account signatures must be sorted by public key without duplicates');
+    }
+    previous = pair.publicKey;
+    if (!pair.publicKey.equals(master)) {
+      throw new HostError('Auth', 'InvalidAction', `public key ${StrKey.encodeEd25519PublicKey(pair.publicKey)} is not a signer of ${account}`);
+    }
+    if (!Keypair.fromPublicKey(account).verify(payload, pair.signature)) {
+      throw new HostError('Crypto', 'InvalidInput', `ed25519 signature of ${account} does not verify over the authorization preimage`);
+    }
+  }
+}
+
+function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr.SorobanAuthorizationEntry): void {
+  const creds = entry.credentials().address();
+  const expiration = creds.signatureExpirationLedger();
+  if (expiration < ctx.currentLedger) {
+    throw new HostError('Auth', 'InvalidInput', `signature has expired: expiration ledger ${expiration} is before the current ledger ${ctx.currentLedger}`);
+  }
+  if (expiration > ctx.currentLedger + MAX_ENTRY_TTL - 1) {
+    throw new HostError('Auth', 'InvalidInput', `signature expiration ledger ${expiration} is further than the maximum entry lifetime allows`);
+  }
+  if (StrKey.isValidContract(address)) {
+    throw new HostError('Auth', 'InvalidAction', 'custom account contracts cannot be executed by the local simulation');
+  }
+  const nonce = BigInt(creds.nonce().toString());
+  ctx.footprint.write(ledgerKeys.nonce(address, nonce));
+  if (getNonce(ctx.view, address, nonce)) {
+    throw new HostError('Auth', 'ExistingValue', `nonce ${nonce} was already used by ${address}`);
+  }
+  verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+  ctx.view.set(entryKey.nonce(address, nonce), { kind: 'nonce', expirationLedger: expiration, lastModified: ctx.currentLedger });
+}
+
+/** `require_auth(address)` for a root contract call. Throws HostError when the authorization is missing or invalid. */
+export function requireAuth(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs): void {
+  if (ctx.mode === 'record') {
+    record(ctx, address, call);
+    return;
+  }
+  const wanted = xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call).toXDR('base64');
+  for (const entry of ctx.entries) {
+    if (entry.rootInvocation().function().toXDR('base64') !== wanted) continue;
+    const creds = entry.credentials();
+    if (creds.switch().name === 'sorobanCredentialsSourceAccount') {
+      if (address === ctx.invoker) return;
+      continue;
+    }
+    if (Address.fromScAddress(creds.address().address()).toString() !== address) continue;
+    enforceAddressCredentials(ctx, address, entry);
+    return;
+  }
+  throw new HostError('Auth', 'InvalidAction', `Unauthorized function call for address ${address}: no authorization entry matches the invocation`);
+}

@@ -1,0 +1,60 @@
+import { Address, StrKey, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+
+/**
+ * Stellar Asset Contract events as protocol 23 (CAP-67) emits them, built as real `ContractEvent` XDR:
+ * transfer [symbol "transfer", from, to, "CODE:ISSUER"] -> i128 amount, mint/burn for classic payments that
+ * involve the issuer, and the transaction-level fee event from the native asset's contract.
+ */
+
+function contractEvent(contractId: string, topics: xdr.ScVal[], data: xdr.ScVal): xdr.ContractEvent {
+  return new xdr.ContractEvent({
+    ext: new xdr.ExtensionPoint(0),
+    contractId: StrKey.decodeContract(contractId) as unknown as xdr.Hash,
+    type: xdr.ContractEventType.contract(),
+    body: new xdr.ContractEventBody(0, new xdr.ContractEventV0({ topics, data })),
+  });
+}
+
+const sym = (s: string): xdr.ScVal => xdr.ScVal.scvSymbol(s);
+const addr = (a: string): xdr.ScVal => new Address(a).toScVal();
+const i128 = (n: bigint): xdr.ScVal => nativeToScVal(n, { type: 'i128' });
+
+export interface AssetEventSource {
+  contractId: string;
+  /** SEP-11 asset string: "native" or "CODE:ISSUER". */
+  assetId: string;
+  issuer: string;
+}
+
+/** The event a SAC `transfer(from, to, amount)` call emits. */
+export function transferEvent(asset: AssetEventSource, from: string, to: string, amount: bigint): xdr.ContractEvent {
+  return contractEvent(asset.contractId, [sym('transfer'), addr(from), addr(to), xdr.ScVal.scvString(asset.assetId)], i128(amount));
+}
+
+/** The event a classic payment emits (CAP-67): mint when the issuer pays, burn when the issuer is paid. */
+export function paymentEvent(asset: AssetEventSource, from: string, to: string, amount: bigint): xdr.ContractEvent {
+  const assetTopic = xdr.ScVal.scvString(asset.assetId);
+  if (asset.issuer && from === asset.issuer) return contractEvent(asset.contractId, [sym('mint'), addr(to), assetTopic], i128(amount));
+  if (asset.issuer && to === asset.issuer) return contractEvent(asset.contractId, [sym('burn'), addr(from), assetTopic], i128(amount));
+  return transferEvent(asset, from, to, amount);
+}
+
+/** The fee event charged to the fee source, emitted by the native asset contract. */
+export function feeEvent(nativeContractId: string, feeSource: string, amount: bigint): xdr.ContractEvent {
+  return contractEvent(nativeContractId, [sym('fee'), addr(feeSource)], i128(amount));
+}
+
+export function asDiagnostic(event: xdr.ContractEvent, inSuccessfulContractCall = true): xdr.DiagnosticEvent {
+  return new xdr.DiagnosticEvent({ inSuccessfulContractCall, event });
+}
+
+/** A diagnostic "error" event carrying the host's explanation, as the real RPC returns for failed invocations. */
+export function errorDiagnostic(message: string): xdr.DiagnosticEvent {
+  const event = new xdr.ContractEvent({
+    ext: new xdr.ExtensionPoint(0),
+    contractId: null,
+    type: xdr.ContractEventType.diagnostic(),
+    body: new xdr.ContractEventBody(0, new xdr.ContractEventV0({ topics: [sym('error')], data: xdr.ScVal.scvString(message) })),
+  });
+  return new xdr.DiagnosticEvent({ inSuccessfulContractCall: false, event });
+}

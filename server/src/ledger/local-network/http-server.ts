@@ -1,0 +1,122 @@
+import http from 'node:http';
+import express, { NextFunction, Request, Response } from 'express';
+import { toStroops } from './amounts';
+import { FRIENDBOT_PATH } from './constants';
+import { LocalLedger } from './local-ledger';
+import { RpcError } from './rpc-error';
+import { rpcMethods } from './rpc-methods';
+
+/**
+ * HTTP front of the local network: JSON-RPC 2.0 at POST /rpc (and POST /, where the real RPC listens), the
+ * testnet-style friendbot at GET /friendbot?addr=G..., the local faucet at POST /faucet, and GET / describing
+ * the network. Every response that is not JSON-RPC carries `"label": "local simulation"`.
+ */
+
+export interface HttpHooks {
+  ledger: LocalLedger;
+  friendbotStroops: bigint;
+  /** Called after anything that changed the ledger outside a ledger close (friendbot, faucet). */
+  onChange: () => void;
+  describe: () => Record<string, unknown>;
+}
+
+interface JsonRpcRequest {
+  jsonrpc?: unknown;
+  id?: unknown;
+  method?: unknown;
+  params?: unknown;
+}
+
+const LABEL = 'local simulation';
+
+function rpcError(id: unknown, code: number, message: string) {
+  return { jsonrpc: '2.0', id: id ?? null, error: { code, message } };
+}
+
+function handleOne(hooks: HttpHooks, request: JsonRpcRequest, friendbotUrl: string) {
+  const id = request.id ?? null;
+  if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return rpcError(id, RpcError.invalidRequest, 'invalid JSON-RPC 2.0 request');
+  const method = Object.prototype.hasOwnProperty.call(rpcMethods, request.method) ? rpcMethods[request.method] : undefined;
+  if (!method) return rpcError(id, RpcError.methodNotFound, `method "${request.method}" not found`);
+  const params = request.params && typeof request.params === 'object' && !Array.isArray(request.params) ? (request.params as Record<string, unknown>) : {};
+  try {
+    const result = method(hooks.ledger, params, { friendbotUrl });
+    return { jsonrpc: '2.0', id, result };
+  } catch (error) {
+    if (error instanceof RpcError) return rpcError(id, error.code, error.message);
+    return rpcError(id, RpcError.internalError, (error as Error).message);
+  }
+}
+
+export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
+  const app = express();
+  app.use(express.json({ limit: '2mb' }));
+
+  const rpc = (req: Request, res: Response): void => {
+    const friendbotUrl = `${req.protocol}://${req.get('host') ?? ''}${FRIENDBOT_PATH}`;
+    const body = req.body as unknown;
+    if (Array.isArray(body)) {
+      res.json(body.map((r) => handleOne(hooks, r as JsonRpcRequest, friendbotUrl)));
+      return;
+    }
+    res.json(handleOne(hooks, (body ?? {}) as JsonRpcRequest, friendbotUrl));
+  };
+  app.post('/rpc', rpc);
+  app.post('/', rpc);
+
+  app.get(FRIENDBOT_PATH, (req, res) => {
+    const addr = typeof req.query.addr === 'string' ? req.query.addr : '';
+    try {
+      const hash = hooks.ledger.friendbot(addr, hooks.friendbotStroops);
+      hooks.onChange();
+      res.json({ label: LABEL, successful: true, hash, ledger: hooks.ledger.latest.sequence });
+    } catch (error) {
+      res.status(400).json({
+        type: 'https://stellar.org/horizon-errors/bad_request',
+        title: 'Bad Request',
+        status: 400,
+        detail: (error as Error).message,
+        label: LABEL,
+      });
+    }
+  });
+
+  app.post('/faucet', (req, res) => {
+    const { address, asset, amount } = (req.body ?? {}) as { address?: unknown; asset?: unknown; amount?: unknown };
+    if (typeof address !== 'string' || typeof asset !== 'string' || typeof amount !== 'string') {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "amount": "10.5"}' });
+      return;
+    }
+    try {
+      const hash = hooks.ledger.faucet(address, asset, toStroops(amount), hooks.friendbotStroops);
+      hooks.onChange();
+      res.json({ label: LABEL, hash, address, asset, amount });
+    } catch (error) {
+      res.status(400).json({ label: LABEL, error: (error as Error).message });
+    }
+  });
+
+  app.get('/', (_req, res) => {
+    res.json({ label: LABEL, ...hooks.describe() });
+  });
+
+  app.use((error: Error & { type?: string }, _req: Request, res: Response, _next: NextFunction) => {
+    if (error.type === 'entity.parse.failed') {
+      res.status(200).json(rpcError(null, RpcError.parseError, 'parse error: invalid JSON'));
+      return;
+    }
+    res.status(500).json(rpcError(null, RpcError.internalError, error.message));
+  });
+  return app;
+}
+
+export function listen(app: express.Express, host: string, port: number): Promise<http.Server> {
+  return new Promise((resolve, reject) => {
+    const server = http.createServer(app);
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
+  });
+}

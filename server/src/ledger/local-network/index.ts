@@ -1,0 +1,156 @@
+import http from 'node:http';
+import { AddressInfo } from 'node:net';
+import { Keypair } from '@stellar/stellar-sdk';
+import { fromStroops, toStroops } from './amounts';
+import { AssetRegistry } from './asset-registry';
+import { NETWORK_PASSPHRASE } from './constants';
+import { createLocalNetworkApp, listen } from './http-server';
+import { LocalLedger } from './local-ledger';
+import { PersistedNetwork, loadNetworkState, saveNetworkState } from './persistence';
+
+/**
+ * A local Stellar network simulator that speaks Soroban RPC (see README.md). Everything it shows is
+ * "local simulation": it serves the testnet passphrase so stock clients work unchanged, but no real network
+ * is involved.
+ */
+
+export interface LocalAssetConfig {
+  code: string;
+  /** The issuer is generated (or reloaded from the data file) when no secret is given. */
+  issuerSecret?: string;
+}
+
+export interface LocalNetworkOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 8000; 0 picks a free port. */
+  port?: number;
+  /** Default 5000; 0 means ledgers close only through closeLedger(). */
+  ledgerCloseMs?: number;
+  /** When set, the ledger and the network's keys persist there across restarts. */
+  dataFile?: string;
+  /** Default [{ code: 'USDC' }]. */
+  assets?: LocalAssetConfig[];
+  /** XLM friendbot gives a new account. Default '10000'. */
+  friendbotXlm?: string;
+}
+
+export interface LocalNetworkAsset {
+  code: string;
+  issuer: string;
+  /** new Asset(code, issuer).contractId(networkPassphrase) */
+  contractId: string;
+}
+
+export interface LocalNetwork {
+  /** http://host:port/rpc */
+  rpcUrl: string;
+  /** http://host:port */
+  baseUrl: string;
+  /** Networks.TESTNET: it serves stellar:testnet. */
+  networkPassphrase: string;
+  assets: LocalNetworkAsset[];
+  issuerSecret(code: string): string;
+  latestLedger(): number;
+  /** Closes one ledger now, applying queued transactions; resolves to the new sequence. */
+  closeLedger(): Promise<number>;
+  /** Same as friendbot: creates the account with `xlm` (default friendbotXlm). */
+  fundAccount(address: string, xlm?: string): Promise<void>;
+  /** Creates the account if missing, adds the trustline if missing, credits `amount` of `assetCode`. */
+  faucet(address: string, assetCode: string, amount: string): Promise<void>;
+  /** Decimal string, '0' when none. */
+  balance(address: string, assetCode: string | 'XLM'): string;
+  hasTrustline(address: string, assetCode: string): boolean;
+  stop(): Promise<void>;
+}
+
+const DEFAULTS = { host: '127.0.0.1', port: 8000, ledgerCloseMs: 5000, assets: [{ code: 'USDC' }], friendbotXlm: '10000' };
+
+function resolveIssuers(configured: LocalAssetConfig[], persisted: PersistedNetwork | undefined): Array<{ code: string; issuer: Keypair }> {
+  return configured.map(({ code, issuerSecret }) => {
+    const saved = persisted?.issuers.find((i) => i.code.toUpperCase() === code.toUpperCase());
+    const secret = issuerSecret ?? saved?.secret;
+    return { code, issuer: secret ? Keypair.fromSecret(secret) : Keypair.random() };
+  });
+}
+
+export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise<LocalNetwork> {
+  const host = opts.host ?? DEFAULTS.host;
+  const ledgerCloseMs = opts.ledgerCloseMs ?? DEFAULTS.ledgerCloseMs;
+  const friendbotStroops = toStroops(opts.friendbotXlm ?? DEFAULTS.friendbotXlm);
+  const persisted = opts.dataFile ? loadNetworkState(opts.dataFile) : undefined;
+  if (persisted && persisted.passphrase !== NETWORK_PASSPHRASE) throw new Error(`${opts.dataFile} holds another network's state`);
+
+  const issuers = resolveIssuers(opts.assets ?? DEFAULTS.assets, persisted);
+  const root = persisted ? Keypair.fromSecret(persisted.rootSecret) : Keypair.random();
+  const registry = new AssetRegistry(NETWORK_PASSPHRASE, issuers);
+  const ledger = new LocalLedger(NETWORK_PASSPHRASE, registry, root, persisted?.ledger);
+
+  const persist = (): void => {
+    if (!opts.dataFile) return;
+    saveNetworkState(opts.dataFile, {
+      version: 1,
+      passphrase: NETWORK_PASSPHRASE,
+      rootSecret: root.secret(),
+      issuers: issuers.map((i) => ({ code: i.code, secret: i.issuer.secret() })),
+      ledger: ledger.snapshot(),
+    });
+  };
+  persist();
+
+  const assets: LocalNetworkAsset[] = registry.issued().map((a) => ({ code: a.code, issuer: a.issuer, contractId: a.contractId }));
+  let baseUrl = '';
+  const app = createLocalNetworkApp({
+    ledger,
+    friendbotStroops,
+    onChange: persist,
+    describe: () => ({
+      rpcUrl: `${baseUrl}/rpc`,
+      networkPassphrase: NETWORK_PASSPHRASE,
+      latestLedger: ledger.latest.sequence,
+      ledgerCloseMs,
+      assets,
+    }),
+  });
+  const server: http.Server = await listen(app, host, opts.port ?? DEFAULTS.port);
+  const { port } = server.address() as AddressInfo;
+  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  const close = (): number => {
+    const sequence = ledger.closeLedger();
+    persist();
+    return sequence;
+  };
+  const timer = ledgerCloseMs > 0 ? setInterval(close, ledgerCloseMs) : undefined;
+  let stopped = false;
+
+  return {
+    rpcUrl: `${baseUrl}/rpc`,
+    baseUrl,
+    networkPassphrase: NETWORK_PASSPHRASE,
+    assets,
+    issuerSecret: (code) => registry.issuerKeypair(code).secret(),
+    latestLedger: () => ledger.latest.sequence,
+    closeLedger: async () => close(),
+    fundAccount: async (address, xlm) => {
+      ledger.friendbot(address, xlm === undefined ? friendbotStroops : toStroops(xlm));
+      persist();
+    },
+    faucet: async (address, assetCode, amount) => {
+      ledger.faucet(address, assetCode, toStroops(amount), friendbotStroops);
+      persist();
+    },
+    balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
+    hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      if (timer) clearInterval(timer);
+      persist();
+      await new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      });
+    },
+  };
+}

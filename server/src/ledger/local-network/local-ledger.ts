@@ -1,0 +1,303 @@
+import { Account, Keypair, Operation, StrKey, TransactionBuilder, hash, xdr } from '@stellar/stellar-sdk';
+import { AssetRegistry } from './asset-registry';
+import { availableNative, balanceOf } from './balances';
+import { BASE_FEE, BASE_RESERVE, LEDGER_RETENTION_WINDOW, MAX_INT64 } from './constants';
+import { EventRecord, eventId } from './event-query';
+import { readLedgerEntry } from './ledger-entries';
+import { LedgerRecord, LedgerStore, entryKey, getAccount, getTrustline } from './ledger-state';
+import { AppliedTransaction, applyTransaction } from './transaction-apply';
+import { ParsedTransaction, parseTransaction } from './transaction-envelope';
+import { RawSimulation, simulateTransaction } from './transaction-simulate';
+import { validateTransaction } from './transaction-validate';
+import { RpcError } from './rpc-error';
+import { fromStroops } from './amounts';
+
+/**
+ * The simulated ledger: committed state, the queue of accepted transactions, closed ledgers, applied
+ * transactions and their events. Everything the RPC methods and the conveniences need goes through here.
+ */
+
+export interface LedgerHeaderRecord {
+  sequence: number;
+  /** Unix seconds. */
+  closeTime: number;
+  /** Hex. */
+  hash: string;
+}
+
+export interface TransactionRecord {
+  hash: string;
+  status: 'SUCCESS' | 'FAILED';
+  ledger: number;
+  createdAt: number;
+  applicationOrder: number;
+  feeBump: boolean;
+  envelopeXdr: string;
+  resultXdr: string;
+  resultMetaXdr: string;
+  diagnosticEventsXdr: string[];
+  transactionEventsXdr: string[];
+  contractEventsXdr: string[][];
+}
+
+/** Everything that survives a restart. */
+export interface LedgerSnapshot {
+  ledgers: LedgerHeaderRecord[];
+  entries: Array<[string, LedgerRecord]>;
+  transactions: TransactionRecord[];
+  events: EventRecord[];
+}
+
+export type SendStatus = 'PENDING' | 'DUPLICATE' | 'TRY_AGAIN_LATER' | 'ERROR';
+
+export interface SendResult {
+  status: SendStatus;
+  hash: string;
+  errorResultXdr?: string;
+}
+
+/** 10,000 XLM, enough reserve and fees for an issuer. */
+const ISSUER_STARTING_BALANCE = 100_000_000_000n;
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+/** Friendbot and faucet transactions may land at any time. */
+const CONVENIENCE_TX_TIMEOUT = 0;
+
+export class LocalLedger {
+  private readonly store: LedgerStore;
+  private readonly ledgers: LedgerHeaderRecord[];
+  private readonly transactions = new Map<string, TransactionRecord>();
+  private readonly events: EventRecord[];
+  private pending: ParsedTransaction[] = [];
+  private readonly pendingSources = new Set<string>();
+  private readonly networkId: Buffer;
+  /** How many transactions the latest ledger holds (friendbot/faucet transactions are appended to it). */
+  private latestTxCount = 0;
+
+  constructor(
+    readonly passphrase: string,
+    readonly registry: AssetRegistry,
+    private readonly root: Keypair,
+    snapshot?: LedgerSnapshot,
+  ) {
+    this.networkId = hash(Buffer.from(passphrase));
+    this.store = new LedgerStore(snapshot?.entries ?? []);
+    this.ledgers = snapshot?.ledgers.length ? [...snapshot.ledgers] : [this.genesisHeader()];
+    this.events = snapshot?.events ? [...snapshot.events] : [];
+    for (const tx of snapshot?.transactions ?? []) this.transactions.set(tx.hash, tx);
+    this.latestTxCount = [...this.transactions.values()].filter((t) => t.ledger === this.latest.sequence).length;
+    this.ensureGenesisAccounts();
+  }
+
+  private genesisHeader(): LedgerHeaderRecord {
+    return { sequence: 1, closeTime: nowSeconds(), hash: hash(Buffer.from(`local-network genesis ${this.passphrase}`)).toString('hex') };
+  }
+
+  /**
+   * The root (friendbot) account holds the XLM supply; issuers exist so trustlines and SAC transfers work.
+   * Missing ones are created, so an asset added to the configuration after a restart gets its issuer.
+   */
+  private ensureGenesisAccounts(): void {
+    const genesis = { kind: 'account' as const, seqNum: 1n << 32n, numSubEntries: 0, lastModified: 1 };
+    const wanted: Array<[string, bigint]> = [
+      [this.root.publicKey(), MAX_INT64 / 2n],
+      ...this.registry.issued().map((a): [string, bigint] => [a.issuer, ISSUER_STARTING_BALANCE]),
+    ];
+    for (const [accountId, balance] of wanted) {
+      if (!getAccount(this.store, accountId)) this.store.set(entryKey.account(accountId), { ...genesis, balance });
+    }
+  }
+
+  get latest(): LedgerHeaderRecord {
+    return this.ledgers[this.ledgers.length - 1];
+  }
+
+  get oldest(): LedgerHeaderRecord {
+    return this.ledgers[0];
+  }
+
+  snapshot(): LedgerSnapshot {
+    return { ledgers: [...this.ledgers], entries: [...this.store.all()], transactions: [...this.transactions.values()], events: [...this.events] };
+  }
+
+  simulate(envelopeXdr: string, authMode?: string): RawSimulation {
+    return simulateTransaction(
+      { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, latestLedger: this.latest.sequence },
+      envelopeXdr,
+      authMode,
+    );
+  }
+
+  /** sendTransaction: validates now, queues for the next ledger close. */
+  submit(envelopeXdr: string): SendResult {
+    let tx: ParsedTransaction;
+    try {
+      tx = parseTransaction(envelopeXdr, this.passphrase);
+    } catch (error) {
+      throw new RpcError(RpcError.invalidParams, `invalid transaction: ${(error as Error).message}`);
+    }
+    if (this.pending.some((p) => p.hash === tx.hash)) return { status: 'DUPLICATE', hash: tx.hash };
+    if (this.pendingSources.has(tx.source)) return { status: 'TRY_AGAIN_LATER', hash: tx.hash };
+    const validation = validateTransaction(tx, { view: this.store, closeTime: nowSeconds(), ledgerSeq: this.latest.sequence + 1 });
+    if (!validation.ok) return { status: 'ERROR', hash: tx.hash, errorResultXdr: validation.result.toXDR('base64') };
+    this.pending.push(tx);
+    this.pendingSources.add(tx.source);
+    return { status: 'PENDING', hash: tx.hash };
+  }
+
+  transaction(txHash: string): TransactionRecord | undefined {
+    return this.transactions.get(txHash);
+  }
+
+  pendingCount(): number {
+    return this.pending.length;
+  }
+
+  /** Closes one ledger, applying the queued transactions in arrival order; returns the new sequence. */
+  closeLedger(): number {
+    const previous = this.latest;
+    const header = { sequence: previous.sequence + 1, closeTime: Math.max(previous.closeTime, nowSeconds()), hash: '' };
+    const queue = this.pending;
+    this.pending = [];
+    this.pendingSources.clear();
+    this.latestTxCount = 0;
+    this.ledgers.push(header);
+    queue.forEach((tx) => this.record(tx, applyTransaction(this.applyContext(header), tx), header));
+    header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...queue.map((t) => t.hash)].join('|'))).toString('hex');
+    this.store.evictExpiredNonces(header.sequence + 1);
+    this.prune();
+    return header.sequence;
+  }
+
+  private applyContext(header: LedgerHeaderRecord) {
+    return { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, ledgerSeq: header.sequence, closeTime: header.closeTime };
+  }
+
+  private record(tx: ParsedTransaction, applied: AppliedTransaction, header: LedgerHeaderRecord): TransactionRecord {
+    this.latestTxCount += 1;
+    const applicationOrder = this.latestTxCount;
+    const record: TransactionRecord = {
+      hash: tx.hash,
+      status: applied.status,
+      ledger: header.sequence,
+      createdAt: header.closeTime,
+      applicationOrder,
+      feeBump: tx.feeBump !== undefined,
+      envelopeXdr: tx.envelopeXdr,
+      resultXdr: applied.result.toXDR('base64'),
+      resultMetaXdr: applied.meta.toXDR('base64'),
+      diagnosticEventsXdr: applied.diagnosticEvents.map((e) => e.toXDR('base64')),
+      transactionEventsXdr: applied.transactionEvents.map((e) => e.toXDR('base64')),
+      contractEventsXdr: applied.contractEvents.map((op) => op.map((e) => e.toXDR('base64'))),
+    };
+    this.transactions.set(tx.hash, record);
+    const closedAt = new Date(header.closeTime * 1000).toISOString().replace('.000Z', 'Z');
+    applied.contractEvents.forEach((opEvents, operationIndex) =>
+      opEvents.forEach((event, index) => {
+        const body = event.body().v0();
+        this.events.push({
+          type: 'contract',
+          id: eventId(header.sequence, applicationOrder, operationIndex, index),
+          ledger: header.sequence,
+          ledgerClosedAt: closedAt,
+          transactionIndex: applicationOrder,
+          operationIndex,
+          inSuccessfulContractCall: true,
+          txHash: tx.hash,
+          contractId: StrKey.encodeContract(event.contractId() as unknown as Buffer),
+          topic: body.topics().map((t) => t.toXDR('base64')),
+          value: body.data().toXDR('base64'),
+        });
+      }),
+    );
+    return record;
+  }
+
+  /** Keeps the RPC's retention window of ledgers, transactions and events. */
+  private prune(): void {
+    const excess = this.ledgers.length - LEDGER_RETENTION_WINDOW;
+    if (excess <= 0) return;
+    this.ledgers.splice(0, excess);
+    const oldest = this.oldest.sequence;
+    for (const [key, tx] of this.transactions) {
+      if (tx.ledger >= oldest) break;
+      this.transactions.delete(key);
+    }
+    const firstKept = this.events.findIndex((e) => e.ledger >= oldest);
+    this.events.splice(0, firstKept < 0 ? this.events.length : firstKept);
+  }
+
+  /** Applied transactions in ledger and application order. */
+  transactionsInOrder(): TransactionRecord[] {
+    return [...this.transactions.values()];
+  }
+
+  allEvents(): EventRecord[] {
+    return this.events;
+  }
+
+  ledgerEntry(key: xdr.LedgerKey) {
+    return readLedgerEntry(this.store, this.registry, key, this.latest.sequence);
+  }
+
+  // ---- conveniences (friendbot, faucet) and reads for the public API --------------------------------------
+
+  /**
+   * Signs `build`'s transaction with `signer` and applies it at once in the latest ledger: friendbot and the
+   * faucet do not wait for a ledger close.
+   */
+  private applyNow(signer: Keypair, addOperations: (builder: TransactionBuilder) => TransactionBuilder): { hash: string; ok: boolean } {
+    const account = getAccount(this.store, signer.publicKey());
+    if (!account) throw new Error(`account ${signer.publicKey()} does not exist`);
+    const builder = new TransactionBuilder(new Account(signer.publicKey(), account.seqNum.toString()), {
+      fee: BASE_FEE.toString(),
+      networkPassphrase: this.passphrase,
+    }).setTimeout(CONVENIENCE_TX_TIMEOUT);
+    const tx = addOperations(builder).build();
+    tx.sign(signer);
+    const parsed = parseTransaction(tx.toXDR(), this.passphrase);
+    const header = this.latest;
+    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, nowSeconds()) }, parsed);
+    this.record(parsed, applied, header);
+    return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };
+  }
+
+  /** Friendbot: creates `address` with `stroops` of XLM; throws when it already exists. */
+  friendbot(address: string, stroops: bigint): string {
+    if (!StrKey.isValidEd25519PublicKey(address)) throw new Error(`invalid address ${address}`);
+    if (getAccount(this.store, address)) throw new Error(`account ${address} already exists`);
+    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: fromStroops(stroops) })));
+    if (!result.ok) throw new Error('friendbot transaction failed');
+    return result.hash;
+  }
+
+  /** Faucet: creates the account when missing, adds the trustline when missing, then credits `stroops`. */
+  faucet(address: string, assetCode: string, stroops: bigint, fundXlm: bigint): string {
+    const asset = this.registry.require(assetCode);
+    if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
+    if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
+    const payer = asset.asset.isNative() ? this.root : this.registry.issuerKeypair(asset.code);
+    const result = this.applyNow(payer, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
+    if (!result.ok) throw new Error(`faucet payment of ${asset.code} to ${address} failed (trustline limit?)`);
+    return result.hash;
+  }
+
+  private addTrustline(address: string, assetId: string): void {
+    const account = getAccount(this.store, address);
+    if (!account) throw new Error(`account ${address} does not exist`);
+    if (availableNative(account) < BASE_RESERVE) throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
+    const ledger = this.latest.sequence;
+    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, lastModified: ledger });
+    this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
+  }
+
+  /** Balance in stroops; the issuer's own asset reports 0 (it has no trustline). */
+  balance(address: string, assetCode: string): bigint {
+    return balanceOf(this.store, address, this.registry.require(assetCode)) ?? 0n;
+  }
+
+  hasTrustline(address: string, assetCode: string): boolean {
+    const asset = this.registry.require(assetCode);
+    if (asset.asset.isNative()) return getAccount(this.store, address) !== undefined;
+    return getTrustline(this.store, address, asset.assetId) !== undefined;
+  }
+}

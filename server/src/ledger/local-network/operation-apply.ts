@@ -1,0 +1,171 @@
+import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
+import { toStroops } from './amounts';
+import { AssetRegistry, assetIdOf } from './asset-registry';
+import { AssetRef, availableNative, credit, debit } from './balances';
+import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
+import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
+import { HostError } from './host-error';
+import { invokeHost } from './host-invoke';
+import { LedgerView, entryKey, getAccount, getTrustline } from './ledger-state';
+import { ParsedTransaction, operationSource } from './transaction-envelope';
+import { operationCodeResult } from './transaction-results';
+
+/**
+ * Applies one operation at ledger close: createAccount, payment (XLM and issued assets, trustlines required),
+ * changeTrust, and invokeHostFunction on a Stellar Asset Contract. Each returns a real OperationResult.
+ */
+
+export interface OperationContext {
+  view: LedgerView;
+  registry: AssetRegistry;
+  passphrase: string;
+  networkId: Buffer;
+  ledgerSeq: number;
+  tx: ParsedTransaction;
+}
+
+export interface OperationOutcome {
+  result: xdr.OperationResult;
+  success: boolean;
+  events: xdr.ContractEvent[];
+  returnValue?: xdr.ScVal;
+  /** Why a Soroban invocation failed, for diagnostics. */
+  error?: string;
+}
+
+const inner = (tr: xdr.OperationResultTr): xdr.OperationResult => xdr.OperationResult.opInner(tr);
+const done = (result: xdr.OperationResult, success: boolean, events: xdr.ContractEvent[] = []): OperationOutcome => ({ result, success, events });
+
+function eventSource(asset: Asset, ctx: OperationContext): AssetEventSource & AssetRef {
+  const registered = ctx.registry.find(assetIdOf(asset));
+  if (registered) return registered;
+  return { assetId: assetIdOf(asset), issuer: asset.isNative() ? '' : asset.getIssuer(), contractId: asset.contractId(ctx.passphrase) };
+}
+
+function createAccount(ctx: OperationContext, source: string, op: Operation.CreateAccount): OperationOutcome {
+  const wrap = (r: xdr.CreateAccountResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.createAccount(r)), ok);
+  const amount = toStroops(op.startingBalance);
+  if (amount <= 0n || op.destination === source) return wrap(xdr.CreateAccountResult.createAccountMalformed());
+  if (getAccount(ctx.view, op.destination)) return wrap(xdr.CreateAccountResult.createAccountAlreadyExist());
+  if (amount < ACCOUNT_BASE_RESERVE_ENTRIES * BASE_RESERVE) return wrap(xdr.CreateAccountResult.createAccountLowReserve());
+  const native = eventSource(Asset.native(), ctx);
+  if (debit(ctx.view, source, native, amount, ctx.ledgerSeq)) return wrap(xdr.CreateAccountResult.createAccountUnderfunded());
+  ctx.view.set(entryKey.account(op.destination), {
+    kind: 'account',
+    balance: amount,
+    seqNum: BigInt(ctx.ledgerSeq) << 32n,
+    numSubEntries: 0,
+    lastModified: ctx.ledgerSeq,
+  });
+  const outcome = wrap(xdr.CreateAccountResult.createAccountSuccess(), true);
+  outcome.events.push(transferEvent(native, source, op.destination, amount));
+  return outcome;
+}
+
+function payment(ctx: OperationContext, source: string, op: Operation.Payment): OperationOutcome {
+  const wrap = (r: xdr.PaymentResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.payment(r)), ok);
+  const amount = toStroops(op.amount);
+  if (amount <= 0n) return wrap(xdr.PaymentResult.paymentMalformed());
+  const asset = eventSource(op.asset, ctx);
+  if (asset.issuer && !getAccount(ctx.view, asset.issuer)) return wrap(xdr.PaymentResult.paymentNoIssuer());
+  if (!getAccount(ctx.view, op.destination)) return wrap(xdr.PaymentResult.paymentNoDestination());
+  switch (debit(ctx.view, source, asset, amount, ctx.ledgerSeq)) {
+    case 'noTrust':
+      return wrap(xdr.PaymentResult.paymentSrcNoTrust());
+    case 'underfunded':
+    case 'noAccount':
+      return wrap(xdr.PaymentResult.paymentUnderfunded());
+    default:
+  }
+  switch (credit(ctx.view, op.destination, asset, amount, ctx.ledgerSeq)) {
+    case 'noTrust':
+      return wrap(xdr.PaymentResult.paymentNoTrust());
+    case 'lineFull':
+      return wrap(xdr.PaymentResult.paymentLineFull());
+    case 'noAccount':
+      return wrap(xdr.PaymentResult.paymentNoDestination());
+    default:
+  }
+  const outcome = wrap(xdr.PaymentResult.paymentSuccess(), true);
+  outcome.events.push(paymentEvent(asset, source, op.destination, amount));
+  return outcome;
+}
+
+function changeTrust(ctx: OperationContext, source: string, op: Operation.ChangeTrust): OperationOutcome {
+  const wrap = (r: xdr.ChangeTrustResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.changeTrust(r)), ok);
+  const line = op.line;
+  if (!(line instanceof Asset) || line.isNative() || line.getIssuer() === source) return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
+  const limit = toStroops(op.limit);
+  const assetId = assetIdOf(line);
+  const account = getAccount(ctx.view, source);
+  if (!account) return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
+  const existing = getTrustline(ctx.view, source, assetId);
+  const key = entryKey.trustline(source, assetId);
+  if (limit === 0n) {
+    if (!existing || existing.balance > 0n) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    ctx.view.delete(key);
+    ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries - 1, lastModified: ctx.ledgerSeq });
+    return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
+  }
+  if (existing) {
+    if (limit < existing.balance) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    ctx.view.set(key, { ...existing, limit, lastModified: ctx.ledgerSeq });
+    return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
+  }
+  if (!getAccount(ctx.view, line.getIssuer())) return wrap(xdr.ChangeTrustResult.changeTrustNoIssuer());
+  if (availableNative(account) < BASE_RESERVE) return wrap(xdr.ChangeTrustResult.changeTrustLowReserve());
+  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, lastModified: ctx.ledgerSeq });
+  ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ctx.ledgerSeq });
+  return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
+}
+
+function invokeHostFunction(ctx: OperationContext, source: string, op: Operation.InvokeHostFunction): OperationOutcome {
+  const wrap = (r: xdr.InvokeHostFunctionResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.invokeHostFunction(r)), ok);
+  const declared = ctx.tx.sorobanData?.resources();
+  if (!declared) return wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionMalformed());
+  try {
+    const run = invokeHost({
+      view: ctx.view,
+      registry: ctx.registry,
+      networkId: ctx.networkId,
+      currentLedger: ctx.ledgerSeq,
+      invoker: source,
+      mode: 'enforce',
+      hostFunction: op.func,
+      authEntries: op.auth ?? [],
+    });
+    const violation = run.footprint.violationOf(declared.footprint());
+    if (violation) return { ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionTrapped()), error: violation };
+    const used = run.resources;
+    if (used.instructions() > declared.instructions() || used.writeBytes() > declared.writeBytes() || used.diskReadBytes() > declared.diskReadBytes()) {
+      return { ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionResourceLimitExceeded()), error: 'declared Soroban resources are too low' };
+    }
+    const preimage = new xdr.InvokeHostFunctionSuccessPreImage({ returnValue: run.returnValue, events: run.events });
+    return {
+      result: inner(xdr.OperationResultTr.invokeHostFunction(xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(hash(preimage.toXDR())))),
+      success: true,
+      events: run.events,
+      returnValue: run.returnValue,
+    };
+  } catch (error) {
+    if (!(error instanceof HostError)) throw error;
+    return { ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionTrapped()), error: error.message };
+  }
+}
+
+export function applyOperation(ctx: OperationContext, op: Operation): OperationOutcome {
+  const source = operationSource(ctx.tx, op);
+  if (!getAccount(ctx.view, source)) return done(operationCodeResult('opNoAccount'), false);
+  switch (op.type) {
+    case 'createAccount':
+      return createAccount(ctx, source, op);
+    case 'payment':
+      return payment(ctx, source, op);
+    case 'changeTrust':
+      return changeTrust(ctx, source, op);
+    case 'invokeHostFunction':
+      return invokeHostFunction(ctx, source, op);
+    default:
+      return done(operationCodeResult('opNotSupported'), false);
+  }
+}

@@ -1,0 +1,97 @@
+import { xdr } from '@stellar/stellar-sdk';
+import { availableNative } from './balances';
+import { BASE_FEE } from './constants';
+import { LedgerView, getAccount } from './ledger-state';
+import { resourceFeeOf } from './resource-fee';
+import { checkSignatures } from './signatures';
+import { ParsedTransaction, isSorobanOperation, operationSource } from './transaction-envelope';
+import { TxCode, feeBumpResult, transactionResult } from './transaction-results';
+
+/**
+ * The checks stellar-core runs before a transaction may enter a ledger (and again when it is applied):
+ * operations present, Soroban shape, time and ledger bounds, source account, sequence number (current + 1),
+ * fee (base fee per operation plus the declared resource fee), declared resource fee covering the declared
+ * resources, signatures (no missing, no extra), and the fee source's spendable balance.
+ */
+
+export interface ValidationContext {
+  view: LedgerView;
+  /** Close time (unix seconds) of the ledger the transaction would be applied in. */
+  closeTime: number;
+  /** Sequence of the ledger the transaction would be applied in. */
+  ledgerSeq: number;
+}
+
+export type Validation = { ok: true; feeCharged: bigint } | { ok: false; result: xdr.TransactionResult };
+
+/** The fee the network charges: base fee per operation (one more for a fee bump) plus the declared resource fee. */
+export function feeToCharge(tx: ParsedTransaction): bigint {
+  const operations = BigInt(tx.operations.length + (tx.feeBump ? 1 : 0));
+  const resourceFee = tx.sorobanData ? BigInt(tx.sorobanData.resourceFee().toString()) : 0n;
+  return BASE_FEE * operations + resourceFee;
+}
+
+function checkBounds(tx: ParsedTransaction, ctx: ValidationContext): TxCode | null {
+  const { timeBounds, ledgerBounds } = tx.inner;
+  if (timeBounds) {
+    if (Number(timeBounds.minTime) > ctx.closeTime) return 'txTooEarly';
+    if (Number(timeBounds.maxTime) !== 0 && Number(timeBounds.maxTime) < ctx.closeTime) return 'txTooLate';
+  }
+  if (ledgerBounds) {
+    if (ledgerBounds.minLedger > ctx.ledgerSeq) return 'txTooEarly';
+    if (ledgerBounds.maxLedger !== 0 && ledgerBounds.maxLedger <= ctx.ledgerSeq) return 'txTooLate';
+  }
+  return null;
+}
+
+function checkShape(tx: ParsedTransaction): TxCode | null {
+  if (tx.operations.length === 0) return 'txMissingOperation';
+  const soroban = tx.operations.some(isSorobanOperation);
+  if (soroban && (tx.operations.length !== 1 || !tx.sorobanData)) return 'txMalformed';
+  if (!soroban && tx.sorobanData) return 'txMalformed';
+  return null;
+}
+
+function checkInner(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: bigint): TxCode | null {
+  const shape = checkShape(tx);
+  if (shape) return shape;
+  const bounds = checkBounds(tx, ctx);
+  if (bounds) return bounds;
+  const source = getAccount(ctx.view, tx.source);
+  if (!source) return 'txNoAccount';
+  if (tx.seqNum !== source.seqNum + 1n) return 'txBadSeq';
+  if (!tx.feeBump && tx.fee < feeCharged) return 'txInsufficientFee';
+  if (tx.sorobanData && BigInt(tx.sorobanData.resourceFee().toString()) < resourceFeeOf(tx.sorobanData.resources())) {
+    return 'txSorobanInvalid';
+  }
+  const signers = [tx.source, ...tx.operations.map((op) => operationSource(tx, op))];
+  const signatures = checkSignatures(tx.innerHash, tx.inner.signatures, signers);
+  if (signatures === 'missing') return 'txBadAuth';
+  if (signatures === 'extra') return 'txBadAuthExtra';
+  if (!tx.feeBump && availableNative(source) < feeCharged) return 'txInsufficientBalance';
+  return null;
+}
+
+function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: bigint): TxCode | null {
+  if (!tx.feeBump) return null;
+  const feeSource = getAccount(ctx.view, tx.feeBump.feeSource);
+  if (!feeSource) return 'txNoAccount';
+  if (tx.feeBump.fee < feeCharged) return 'txInsufficientFee';
+  const signatures = checkSignatures(tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [tx.feeBump.feeSource]);
+  if (signatures === 'missing') return 'txBadAuth';
+  if (signatures === 'extra') return 'txBadAuthExtra';
+  if (availableNative(feeSource) < feeCharged) return 'txInsufficientBalance';
+  return null;
+}
+
+export function validateTransaction(tx: ParsedTransaction, ctx: ValidationContext): Validation {
+  const feeCharged = feeToCharge(tx);
+  const outer = checkFeeBump(tx, ctx, feeCharged);
+  if (outer) return { ok: false, result: transactionResult(feeCharged, { kind: 'code', code: outer }) };
+  const inner = checkInner(tx, ctx, feeCharged);
+  if (inner) {
+    const outcome = { kind: 'code', code: inner } as const;
+    return { ok: false, result: tx.feeBump ? feeBumpResult(feeCharged, tx.innerHash, outcome) : transactionResult(feeCharged, outcome) };
+  }
+  return { ok: true, feeCharged };
+}
