@@ -470,7 +470,88 @@ export interface components {
          * @example ver_01JD6Z8V3KA0B1C2D3E4F5G6H7
          */
         VersionId: string;
-        /** @description A paid HTTP endpoint or MCP tool registered by a seller, with its current terms (its latest version). */
+        /**
+         * @description A paid HTTP endpoint or MCP tool registered by a seller, with its current terms (its latest version).
+         * @example {
+         *       "id": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "type": "http",
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "inputSchema": {
+         *         "type": "object",
+         *         "required": [
+         *           "city"
+         *         ],
+         *         "properties": {
+         *           "city": {
+         *             "type": "string",
+         *             "description": "City name"
+         *           }
+         *         }
+         *       },
+         *       "outputSchema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "city": {
+         *             "type": "string"
+         *           },
+         *           "hourly": {
+         *             "type": "array",
+         *             "items": {
+         *               "type": "object",
+         *               "properties": {
+         *                 "time": {
+         *                   "type": "string",
+         *                   "format": "date-time"
+         *                 },
+         *                 "temperatureC": {
+         *                   "type": "number"
+         *                 }
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "extensions": {
+         *         "bazaar": {
+         *           "info": {
+         *             "input": {
+         *               "type": "http",
+         *               "method": "GET",
+         *               "pathParams": {
+         *                 "city": "Lisbon"
+         *               }
+         *             },
+         *             "output": {
+         *               "type": "json",
+         *               "example": {
+         *                 "city": "Lisbon",
+         *                 "hourly": [
+         *                   {
+         *                     "time": "2025-01-15T11:00:00Z",
+         *                     "temperatureC": 14.5
+         *                   }
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "status": "active",
+         *       "versionId": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
+         *       "version": 2,
+         *       "createdAt": "2025-01-10T09:05:00Z",
+         *       "updatedAt": "2025-01-12T16:20:00Z"
+         *     }
+         */
         Resource: {
             id: components["schemas"]["ResourceId"];
             sellerId: components["schemas"]["SellerId"];
@@ -680,7 +761,84 @@ export interface components {
             sellerTrust: components["schemas"]["SellerTrust"];
             settlementStats: components["schemas"]["SettlementStats"];
         };
-        /** @description One stored version of a resource's terms. Versions are immutable; receipts point at the version active at settlement. */
+        /**
+         * @description One stored version of a resource's terms. Versions are immutable; receipts point at the version active at settlement.
+         * @example {
+         *       "id": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
+         *       "resourceId": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "version": 2,
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "inputSchema": {
+         *         "type": "object",
+         *         "required": [
+         *           "city"
+         *         ],
+         *         "properties": {
+         *           "city": {
+         *             "type": "string",
+         *             "description": "City name"
+         *           }
+         *         }
+         *       },
+         *       "outputSchema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "city": {
+         *             "type": "string"
+         *           },
+         *           "hourly": {
+         *             "type": "array",
+         *             "items": {
+         *               "type": "object",
+         *               "properties": {
+         *                 "time": {
+         *                   "type": "string",
+         *                   "format": "date-time"
+         *                 },
+         *                 "temperatureC": {
+         *                   "type": "number"
+         *                 }
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "extensions": {
+         *         "bazaar": {
+         *           "info": {
+         *             "input": {
+         *               "type": "http",
+         *               "method": "GET",
+         *               "pathParams": {
+         *                 "city": "Lisbon"
+         *               }
+         *             },
+         *             "output": {
+         *               "type": "json",
+         *               "example": {
+         *                 "city": "Lisbon",
+         *                 "hourly": [
+         *                   {
+         *                     "time": "2025-01-15T11:00:00Z",
+         *                     "temperatureC": 14.5
+         *                   }
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "createdAt": "2025-01-12T16:20:00Z"
+         *     }
+         */
         ResourceVersion: {
             id: components["schemas"]["VersionId"];
             resourceId: components["schemas"]["ResourceId"];
@@ -739,7 +897,24 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        /** @description A resource as discovery lists it. The full resource (schemas, extensions, payment requirements, seller trust) is at `GET /v1/resources/{id}`. */
+        /**
+         * @description A resource as discovery lists it. The full resource (schemas, extensions, payment requirements, seller trust) is at `GET /v1/resources/{id}`.
+         * @example {
+         *       "id": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "type": "http",
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "status": "active"
+         *     }
+         */
         DiscoveryResource: {
             id: components["schemas"]["ResourceId"];
             sellerId: components["schemas"]["SellerId"];

@@ -461,7 +461,9 @@ export interface paths {
          *     `failureCode`, and the answer is the error envelope with the status of that code.
          *
          *     The signature is checked locally; balances and trustlines are read from the ledger (`503` when its RPC is
-         *     unavailable). Without `resourceId` the resource is looked up by `paymentRequirements.resource`.
+         *     unavailable). With `resourceId` the requirements must equal the terms of that resource's current version (an
+         *     unknown id answers `404 RESOURCE_NOT_FOUND`); without it the resource is looked up by
+         *     `paymentRequirements.resource`.
          *
          *     **Who may call:** anyone; a key is optional. Usually the seller's server (the x402 resource server) calls it.
          */
@@ -739,7 +741,88 @@ export interface components {
          * @example ver_01JD6Z8V3KA0B1C2D3E4F5G6H7
          */
         VersionId: string;
-        /** @description A paid HTTP endpoint or MCP tool registered by a seller, with its current terms (its latest version). */
+        /**
+         * @description A paid HTTP endpoint or MCP tool registered by a seller, with its current terms (its latest version).
+         * @example {
+         *       "id": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "type": "http",
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "inputSchema": {
+         *         "type": "object",
+         *         "required": [
+         *           "city"
+         *         ],
+         *         "properties": {
+         *           "city": {
+         *             "type": "string",
+         *             "description": "City name"
+         *           }
+         *         }
+         *       },
+         *       "outputSchema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "city": {
+         *             "type": "string"
+         *           },
+         *           "hourly": {
+         *             "type": "array",
+         *             "items": {
+         *               "type": "object",
+         *               "properties": {
+         *                 "time": {
+         *                   "type": "string",
+         *                   "format": "date-time"
+         *                 },
+         *                 "temperatureC": {
+         *                   "type": "number"
+         *                 }
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "extensions": {
+         *         "bazaar": {
+         *           "info": {
+         *             "input": {
+         *               "type": "http",
+         *               "method": "GET",
+         *               "pathParams": {
+         *                 "city": "Lisbon"
+         *               }
+         *             },
+         *             "output": {
+         *               "type": "json",
+         *               "example": {
+         *                 "city": "Lisbon",
+         *                 "hourly": [
+         *                   {
+         *                     "time": "2025-01-15T11:00:00Z",
+         *                     "temperatureC": 14.5
+         *                   }
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "status": "active",
+         *       "versionId": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
+         *       "version": 2,
+         *       "createdAt": "2025-01-10T09:05:00Z",
+         *       "updatedAt": "2025-01-12T16:20:00Z"
+         *     }
+         */
         Resource: {
             id: components["schemas"]["ResourceId"];
             sellerId: components["schemas"]["SellerId"];
@@ -1057,7 +1140,84 @@ export interface components {
             outputSchema?: components["schemas"]["JsonSchemaObject"];
             extensions?: components["schemas"]["ResourceExtensions"];
         };
-        /** @description One stored version of a resource's terms. Versions are immutable; receipts point at the version active at settlement. */
+        /**
+         * @description One stored version of a resource's terms. Versions are immutable; receipts point at the version active at settlement.
+         * @example {
+         *       "id": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
+         *       "resourceId": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "version": 2,
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "inputSchema": {
+         *         "type": "object",
+         *         "required": [
+         *           "city"
+         *         ],
+         *         "properties": {
+         *           "city": {
+         *             "type": "string",
+         *             "description": "City name"
+         *           }
+         *         }
+         *       },
+         *       "outputSchema": {
+         *         "type": "object",
+         *         "properties": {
+         *           "city": {
+         *             "type": "string"
+         *           },
+         *           "hourly": {
+         *             "type": "array",
+         *             "items": {
+         *               "type": "object",
+         *               "properties": {
+         *                 "time": {
+         *                   "type": "string",
+         *                   "format": "date-time"
+         *                 },
+         *                 "temperatureC": {
+         *                   "type": "number"
+         *                 }
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "extensions": {
+         *         "bazaar": {
+         *           "info": {
+         *             "input": {
+         *               "type": "http",
+         *               "method": "GET",
+         *               "pathParams": {
+         *                 "city": "Lisbon"
+         *               }
+         *             },
+         *             "output": {
+         *               "type": "json",
+         *               "example": {
+         *                 "city": "Lisbon",
+         *                 "hourly": [
+         *                   {
+         *                     "time": "2025-01-15T11:00:00Z",
+         *                     "temperatureC": 14.5
+         *                   }
+         *                 ]
+         *               }
+         *             }
+         *           }
+         *         }
+         *       },
+         *       "createdAt": "2025-01-12T16:20:00Z"
+         *     }
+         */
         ResourceVersion: {
             id: components["schemas"]["VersionId"];
             resourceId: components["schemas"]["ResourceId"];
@@ -1282,6 +1442,25 @@ export interface components {
          * @description One attempt to pay for a resource, created by `POST /v1/verify` and moved on by `POST /v1/settle` and the
          *     background workers (see `PaymentAttemptStatus` for the transitions). `payer` is the buyer's identity: payment
          *     attempts are only returned to the operator and to the seller that receives the payment.
+         * @example {
+         *       "id": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
+         *       "resourceId": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "versionId": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
+         *       "paymentHash": "9f2c4e1a7b3d5f60812a4c6e8b0d2f4a6c8e0a2b4d6f8a0c2e4a6b8d0f2a4c6e",
+         *       "network": "stellar:testnet",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "payer": "GCFXHS4GXL6BVUCXBWXGTITROWLVYXQKQLF4YH5O5JT3YZXCYPAFBJZB",
+         *       "status": "settled",
+         *       "failureCode": null,
+         *       "failureReason": null,
+         *       "expiresAtLedger": 1234620,
+         *       "createdAt": "2025-01-15T10:29:58Z",
+         *       "updatedAt": "2025-01-15T10:30:05Z"
+         *     }
          */
         PaymentAttempt: {
             id: components["schemas"]["PaymentAttemptId"];
@@ -1316,7 +1495,24 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null when there are no more. */
             nextCursor: string | null;
         };
-        /** @description A resource as discovery lists it. The full resource (schemas, extensions, payment requirements, seller trust) is at `GET /v1/resources/{id}`. */
+        /**
+         * @description A resource as discovery lists it. The full resource (schemas, extensions, payment requirements, seller trust) is at `GET /v1/resources/{id}`.
+         * @example {
+         *       "id": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "type": "http",
+         *       "name": "Weather forecast",
+         *       "description": "Hourly weather forecast for the next 48 hours for a city, with temperature, wind and precipitation.",
+         *       "url": "https://weather.example.com/v1/forecast/{city}",
+         *       "routeTemplate": "/v1/forecast/{city}",
+         *       "network": "stellar:testnet",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "assetCode": "USDC",
+         *       "assetIssuer": "GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5",
+         *       "amount": "0.0100000",
+         *       "status": "active"
+         *     }
+         */
         DiscoveryResource: {
             id: components["schemas"]["ResourceId"];
             sellerId: components["schemas"]["SellerId"];
@@ -3028,6 +3224,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessablePayment"];
