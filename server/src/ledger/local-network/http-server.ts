@@ -1,10 +1,12 @@
 import http from 'node:http';
+import https from 'node:https';
 import express, { NextFunction, Request, Response } from 'express';
 import { toStroops } from './amounts';
 import { FRIENDBOT_PATH } from './constants';
 import { LocalLedger } from './local-ledger';
 import { RpcError } from './rpc-error';
 import { rpcMethods } from './rpc-methods';
+import { TlsMaterial } from './tls-certificate';
 
 /**
  * HTTP front of the local network: JSON-RPC 2.0 at POST /rpc (and POST /, where the real RPC listens), the
@@ -110,9 +112,10 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
   return app;
 }
 
-export function listen(app: express.Express, host: string, port: number): Promise<http.Server> {
+/** Listens on host:port, over HTTPS when `tls` is given. */
+export function listen(app: express.Express, host: string, port: number, tls?: TlsMaterial): Promise<http.Server> {
   return new Promise((resolve, reject) => {
-    const server = http.createServer(app);
+    const server = tls ? https.createServer({ key: tls.keyPem, cert: tls.certPem }, app) : http.createServer(app);
     server.once('error', reject);
     server.listen(port, host, () => {
       server.off('error', reject);

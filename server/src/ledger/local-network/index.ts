@@ -7,6 +7,7 @@ import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
 import { LocalLedger } from './local-ledger';
 import { PersistedNetwork, loadNetworkState, saveNetworkState } from './persistence';
+import { createSelfSignedCertificate } from './tls-certificate';
 
 /**
  * A local Stellar network simulator that speaks Soroban RPC (see README.md). Everything it shows is
@@ -33,6 +34,11 @@ export interface LocalNetworkOptions {
   assets?: LocalAssetConfig[];
   /** XLM friendbot gives a new account. Default '10000'. */
   friendbotXlm?: string;
+  /**
+   * Serve HTTPS with a freshly generated self-signed certificate (see `certificatePem`). Needed by clients that
+   * refuse plain-HTTP RPC URLs, such as the @x402/stellar exact client. Default false.
+   */
+  tls?: boolean;
 }
 
 export interface LocalNetworkAsset {
@@ -61,8 +67,12 @@ export interface LocalNetwork {
   /** Decimal string, '0' when none. */
   balance(address: string, assetCode: string | 'XLM'): string;
   hasTrustline(address: string, assetCode: string): boolean;
+  /** The self-signed certificate when started with `tls: true` (trust it with trustCertificate()). */
+  certificatePem?: string;
   stop(): Promise<void>;
 }
+
+export { trustCertificate } from './tls-certificate';
 
 const DEFAULTS = { host: '127.0.0.1', port: 8000, ledgerCloseMs: 5000, assets: [{ code: 'USDC' }], friendbotXlm: '10000' };
 
@@ -112,9 +122,10 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
       assets,
     }),
   });
-  const server: http.Server = await listen(app, host, opts.port ?? DEFAULTS.port);
+  const tls = opts.tls ? createSelfSignedCertificate([host]) : undefined;
+  const server: http.Server = await listen(app, host, opts.port ?? DEFAULTS.port, tls);
   const { port } = server.address() as AddressInfo;
-  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  baseUrl = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   const close = (): number => {
     const sequence = ledger.closeLedger();
@@ -142,6 +153,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     },
     balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
+    certificatePem: tls?.certPem,
     stop: async () => {
       if (stopped) return;
       stopped = true;
