@@ -1,4 +1,18 @@
-import { Keypair, rpc } from '@stellar/stellar-sdk';
+import {
+  Account,
+  Asset,
+  BASE_FEE,
+  Contract,
+  FeeBumpTransaction,
+  Keypair,
+  Operation,
+  Transaction,
+  TransactionBuilder,
+  authorizeEntry,
+  nativeToScVal,
+  rpc,
+  xdr,
+} from '@stellar/stellar-sdk';
 import { LocalNetwork, LocalNetworkOptions, startLocalNetwork } from '../../src/ledger/local-network';
 
 /** A network on a free port whose ledgers close only when the test says so. */
@@ -26,4 +40,69 @@ export async function whileLedgersClose<T>(network: LocalNetwork, work: Promise<
   } finally {
     clearInterval(timer);
   }
+}
+
+export interface TransferOptions {
+  network: LocalNetwork;
+  server: rpc.Server;
+  /** Signs and pays the fee; the transaction source. */
+  submitter: Keypair;
+  /** The `from` of the transfer; when it differs from the submitter its auth entry is signed by `authSigner`. */
+  from: string;
+  to: string;
+  /** Stroops. */
+  amount: bigint;
+  asset?: string;
+  /** Key that signs the address-credential auth entry (default: the `from` keypair must be passed here). */
+  authSigner?: Keypair;
+  /** Signature expiration ledger (default latest + 20). */
+  expiration?: number;
+}
+
+/** Builds a SAC transfer the way wallets do: simulate, sign the auth entry, assemble, sign the transaction. */
+export async function buildTransfer(opts: TransferOptions): Promise<Transaction> {
+  const asset = opts.network.assets.find((a) => a.code === (opts.asset ?? 'USDC'));
+  const contractId = asset ? asset.contractId : Asset.native().contractId(opts.network.networkPassphrase);
+  const op = new Contract(contractId).call(
+    'transfer',
+    nativeToScVal(opts.from, { type: 'address' }),
+    nativeToScVal(opts.to, { type: 'address' }),
+    nativeToScVal(opts.amount, { type: 'i128' }),
+  );
+  const account = await opts.server.getAccount(opts.submitter.publicKey());
+  const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: opts.network.networkPassphrase }).addOperation(op).setTimeout(60).build();
+  const sim = await opts.server.simulateTransaction(draft);
+  if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(`simulation failed: ${sim.error}`);
+  const expiration = opts.expiration ?? opts.network.latestLedger() + 20;
+  const auth = await Promise.all(
+    (sim.result?.auth ?? []).map((entry) =>
+      entry.credentials().switch().name === 'sorobanCredentialsAddress' && opts.authSigner
+        ? authorizeEntry(entry, opts.authSigner, expiration, opts.network.networkPassphrase)
+        : entry,
+    ),
+  );
+  const invoke = draft.operations[0] as Operation.InvokeHostFunction;
+  const tx = new TransactionBuilder(new Account(account.accountId(), (BigInt(account.sequenceNumber()) - 1n).toString()), {
+    fee: BASE_FEE,
+    networkPassphrase: opts.network.networkPassphrase,
+  })
+    .setSorobanData(sim.transactionData.build())
+    .addOperation(Operation.invokeHostFunction({ func: invoke.func, auth }))
+    .setTimeout(60)
+    .build();
+  tx.sign(opts.submitter);
+  return tx;
+}
+
+/** Sends, closes one ledger, and returns the final getTransaction answer. */
+export async function submitAndClose(network: LocalNetwork, server: rpc.Server, tx: Transaction | FeeBumpTransaction) {
+  const sent = await server.sendTransaction(tx);
+  if (sent.status !== 'PENDING') throw new Error(`expected PENDING, got ${sent.status}`);
+  await network.closeLedger();
+  return server.getTransaction(sent.hash);
+}
+
+/** The result code name of a transaction result (inner result for fee bumps). */
+export function resultCode(result: xdr.TransactionResult): string {
+  return result.result().switch().name;
 }
