@@ -16,6 +16,8 @@
 //   sdk-buyer/src/generated/openapi.ts                      types of the buyer bundle
 //   sdk-seller/src/generated/openapi.ts                     types of the seller bundle
 //   <each generated folder>/README.md                       says it is generated
+//   docs/index.html                                         the Redoc page (scripts/build-docs.mjs), so that a
+//                                                            stale copy is caught by --check too
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -46,6 +48,7 @@ const TYPES = [
 ];
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
 const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir)];
+const DOCS = 'docs/index.html';
 const EXPECTED_OPERATIONS = 26;
 
 const args = new Set(process.argv.slice(2));
@@ -200,7 +203,21 @@ async function generateTypes(stage) {
   }
 }
 
-// 4. Compare the staging directory with the tree; write (or, with --check, report) every difference.
+// 4. The documentation page, from the staged full bundle.
+async function buildDocs(stage) {
+  try {
+    await run(process.execPath, [
+      join(ROOT, 'scripts', 'build-docs.mjs'),
+      '--spec', join(stage, 'openapi/dist/openapi.json'),
+      '--out', join(stage, DOCS),
+      '--quiet',
+    ], { cwd: ROOT, env, maxBuffer: 16 * 1024 * 1024 });
+  } catch (err) {
+    fail(`scripts/build-docs.mjs failed:\n${err.stderr ?? err.message}`);
+  }
+}
+
+// 5. Compare the staging directory with the tree; write (or, with --check, report) every difference.
 async function sync(stage, dirs) {
   const produced = new Map();
   for (const f of await listFiles(stage)) produced.set(relative(stage, f), f);
@@ -232,7 +249,10 @@ try {
   await timed('lint', lint);
   await timed('bundle', () => bundle(stage));
   await timed('check bundles', () => checkBundles(stage));
-  if (!BUNDLE_ONLY) await timed('openapi-typescript', () => generateTypes(stage));
+  if (!BUNDLE_ONLY) {
+    await timed('openapi-typescript', () => generateTypes(stage));
+    await timed('docs', () => buildDocs(stage));
+  }
   const changed = await sync(stage, BUNDLE_ONLY ? ['openapi/dist'] : GENERATED_DIRS);
   const total = ((performance.now() - t0) / 1000).toFixed(2);
   if (CHECK) {
