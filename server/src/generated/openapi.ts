@@ -2189,8 +2189,8 @@ export interface components {
         VersionInfo: {
             /** @description Version of the server package. */
             version: string;
-            /** @description Git commit the server was built from, or `unknown`. */
-            commit: string;
+            /** @description Git commit the server was built from; null when it is not known (for example no git metadata at build time). */
+            commit: string | null;
             /** @description `info.version` of the OpenAPI contract the server implements. */
             contractVersion: string;
             /** @description Node.js version. */
