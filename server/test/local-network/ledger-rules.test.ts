@@ -55,6 +55,21 @@ describe('ledger rules of the local network', () => {
       expect(network.balance(payer.publicKey(), 'USDC')).toBe('100');
     });
 
+    it('when the signature bytes are forged for the payer key, the ed25519 check fails', async () => {
+      const tx = await transfer(1n);
+      const op = tx.operations[0] as Operation.InvokeHostFunction;
+      const entry = (op.auth ?? [])[0];
+      const fields = entry.credentials().address().signature().vec()?.[0].map() ?? [];
+      fields.filter((f) => f.key().sym().toString() === 'signature').forEach((f) => f.val(xdr.ScVal.scvBytes(Buffer.alloc(64, 7))));
+      const forged = new TransactionBuilder(await server.getAccount(submitter.publicKey()), { fee: BASE_FEE, networkPassphrase: network.networkPassphrase })
+        .setSorobanData(tx.toEnvelope().v1().tx().ext().sorobanData())
+        .addOperation(Operation.invokeHostFunction({ func: op.func, auth: [entry] }))
+        .setTimeout(60)
+        .build();
+      const sim = await server.simulateTransaction(forged);
+      expect(rpc.Api.isSimulationError(sim) && sim.error).toMatch(/Error\(Crypto, InvalidInput\)[\s\S]*does not verify/);
+    });
+
     it('when the auth nonce was already used, the transfer fails', async () => {
       const first = await transfer(1_000_000n);
       expect((await submitAndClose(network, server, first)).status).toBe('SUCCESS');

@@ -1,0 +1,100 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Keypair, rpc } from '@stellar/stellar-sdk';
+import request from 'supertest';
+import { LocalNetwork, startLocalNetwork } from '../../src/ledger/local-network';
+import { buildTransfer, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
+
+describe('friendbot and faucet', () => {
+  let network: LocalNetwork;
+
+  beforeAll(async () => {
+    network = await startTestNetwork({ friendbotXlm: '250' });
+  });
+
+  afterAll(() => network.stop());
+
+  it('GET /friendbot creates and funds an account, and funding it again answers 400 like testnet', async () => {
+    const addr = Keypair.random().publicKey();
+    const first = await request(network.baseUrl).get('/friendbot').query({ addr });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ successful: true, label: 'local simulation' });
+    expect(first.body.hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(network.balance(addr, 'XLM')).toBe('250');
+    const tx = await rpcClient(network).getTransaction(first.body.hash);
+    expect(tx.status).toBe('SUCCESS');
+    const again = await request(network.baseUrl).get('/friendbot').query({ addr });
+    expect(again.status).toBe(400);
+    expect(again.body.detail).toMatch(/already exists/);
+  });
+
+  it('POST /faucet adds the trustline when missing and credits the asset', async () => {
+    const addr = Keypair.random().publicKey();
+    await network.fundAccount(addr);
+    expect(network.hasTrustline(addr, 'USDC')).toBe(false);
+    const res = await request(network.baseUrl).post('/faucet').send({ address: addr, asset: 'USDC', amount: '12.3456789' });
+    expect(res.status).toBe(200);
+    expect(network.hasTrustline(addr, 'USDC')).toBe(true);
+    expect(network.balance(addr, 'USDC')).toBe('12.3456789');
+    const bad = await request(network.baseUrl).post('/faucet').send({ address: addr, asset: 'USDC', amount: '0.123456789' });
+    expect(bad.status).toBe(400);
+  });
+
+  it('balance() is "0" for an account without the asset', () => {
+    expect(network.balance(Keypair.random().publicKey(), 'USDC')).toBe('0');
+  });
+});
+
+describe('ledger clock', () => {
+  it('when ledgerCloseMs is set, ledgers close by themselves and apply queued transactions', async () => {
+    const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 20 });
+    try {
+      const start = network.latestLedger();
+      await new Promise((r) => setTimeout(r, 150));
+      expect(network.latestLedger()).toBeGreaterThanOrEqual(start + 3);
+      const payer = await fundedAccount(network, '5');
+      const payee = await fundedAccount(network, '0.0000001');
+      const server = rpcClient(network);
+      const tx = await buildTransfer({ network, server, submitter: payer, from: payer.publicKey(), to: payee.publicKey(), amount: 10_000_000n });
+      const sent = await server.sendTransaction(tx);
+      const final = await server.pollTransaction(sent.hash, { attempts: 50, sleepStrategy: () => 20 });
+      expect(final.status).toBe(rpc.Api.GetTransactionStatus.SUCCESS);
+      expect(network.balance(payee.publicKey(), 'USDC')).toBe('1.0000001');
+    } finally {
+      await network.stop();
+    }
+  });
+});
+
+describe('restart with a data file', () => {
+  it('keeps balances, trustlines, nonces, transactions, the ledger sequence and the issuers', async () => {
+    const dataFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'local-network-')), 'state.json');
+    const first = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile });
+    const server1 = rpcClient(first);
+    const payer = await fundedAccount(first, '40');
+    const payee = await fundedAccount(first, '0.0000001');
+    const submitter = await fundedAccount(first, '0');
+    const tx = await buildTransfer({ network: first, server: server1, submitter, from: payer.publicKey(), to: payee.publicKey(), amount: 15_000_000n, authSigner: payer, expiration: first.latestLedger() + 100 });
+    expect((await submitAndClose(first, server1, tx)).status).toBe('SUCCESS');
+    const ledger = first.latestLedger();
+    const issuer = first.assets[0].issuer;
+    await first.stop();
+
+    const second = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile });
+    try {
+      const server2 = rpcClient(second);
+      expect(second.latestLedger()).toBe(ledger);
+      expect(second.assets[0].issuer).toBe(issuer);
+      expect(second.balance(payer.publicKey(), 'USDC')).toBe('38.5');
+      expect(second.balance(payee.publicKey(), 'USDC')).toBe('1.5000001');
+      expect(second.hasTrustline(payee.publicKey(), 'USDC')).toBe(true);
+      expect((await server2.getTransaction(tx.hash().toString('hex'))).status).toBe('SUCCESS');
+      const replay = await server2.simulateTransaction(tx);
+      expect(rpc.Api.isSimulationError(replay) && replay.error).toMatch(/already used/);
+      expect(fs.readdirSync(path.dirname(dataFile))).toEqual(['state.json']);
+    } finally {
+      await second.stop();
+    }
+  });
+});
