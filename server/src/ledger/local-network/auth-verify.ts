@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Address, Keypair, StrKey, hash, xdr } from '@stellar/stellar-sdk';
+import { Address, StrKey, hash, xdr } from '@stellar/stellar-sdk';
 import { MAX_ENTRY_TTL } from './constants';
+import { verifyEd25519 } from './ed25519';
 import { FootprintRecorder } from './footprint';
 import { HostError } from './host-error';
 import { ledgerKeys } from './ledger-entries';
@@ -121,7 +122,7 @@ function verifyAccountSignatures(ctx: AuthContext, account: string, creds: xdr.S
     if (!pair.publicKey.equals(master)) {
       throw new HostError('Auth', 'InvalidAction', `public key ${StrKey.encodeEd25519PublicKey(pair.publicKey)} is not a signer of ${account}`);
     }
-    if (!Keypair.fromPublicKey(account).verify(payload, pair.signature)) {
+    if (!verifyEd25519(pair.publicKey, payload, pair.signature)) {
       throw new HostError('Crypto', 'InvalidInput', `ed25519 signature of ${account} does not verify over the authorization preimage`);
     }
   }

@@ -1,4 +1,5 @@
 import { Keypair, xdr } from '@stellar/stellar-sdk';
+import { verifyEd25519 } from './ed25519';
 
 export type SignatureCheck = 'ok' | 'missing' | 'extra';
 
@@ -12,7 +13,7 @@ export function checkSignatures(txHash: Buffer, signatures: xdr.DecoratedSignatu
     const keypair = Keypair.fromPublicKey(account);
     const hint = keypair.signatureHint();
     const index = signatures.findIndex(
-      (sig, i) => !used.has(i) && sig.hint().equals(hint) && keypair.verify(txHash, sig.signature()),
+      (sig, i) => !used.has(i) && sig.hint().equals(hint) && verifyEd25519(keypair.rawPublicKey(), txHash, sig.signature()),
     );
     if (index < 0) return 'missing';
     used.add(index);
