@@ -14,6 +14,7 @@ import { NetworkRegistry } from './ledger/network-registry';
 import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
+import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
 
 const logger = createLogger();
 
@@ -79,6 +80,10 @@ async function main(): Promise<void> {
     bodyLimitBytes: config.bodyLimitBytes,
     responseValidation: config.responseValidation,
     logger,
+    // Test mode lets domain checks reach http:// and loopback servers; never on in production.
+    domainCheck: config.domainVerificationTestMode
+      ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
+      : undefined,
   });
 
   const server: Server = service.app.listen(config.port, config.host, () => {

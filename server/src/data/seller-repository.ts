@@ -36,6 +36,10 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
       const row = (await ApiKeyModel.findOne({ where: { keyHash: hash, revokedAt: null }, raw: true })) as unknown as ApiKeyRecord | null;
       return row ? { id: row.id, sellerId: row.sellerId, role: row.role } : null;
     },
+    async domainVerifiedByOther(domain, sellerId) {
+      const count = await SellerModel.count({ where: { domain, id: { [Op.ne]: sellerId }, domainVerifiedAt: { [Op.ne]: null } } });
+      return count > 0;
+    },
     async latestChallenge(sellerId) {
       const row = await DomainChallengeModel.findOne({
         where: { sellerId, expiresAt: { [Op.gt]: new Date() } },
@@ -56,7 +60,7 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
         if (result.status === 'verified') {
           await SellerModel.update(
             { domainVerifiedAt: result.checkedAt, updatedAt: result.checkedAt },
-            { where: { id: sellerId }, transaction },
+            { where: { id: sellerId, domainVerifiedAt: null }, transaction },
           );
         }
       });

@@ -959,6 +959,13 @@ export interface components {
             };
         };
         /**
+         * @description CAIP-2 network identifier of a request. Any well-formed CAIP-2 string is accepted by the schema so that the
+         *     service can answer `UNSUPPORTED_NETWORK` (400) for networks it does not support; the supported ones are
+         *     `stellar:testnet` and `stellar:pubnet` (see `GET /v1/networks`).
+         * @example stellar:testnet
+         */
+        RequestedNetwork: string;
+        /**
          * @description A new resource (`POST /v1/resources`). A seller key may only create resources for its own `sellerId`.
          *     `payTo` is usually the seller's wallet; the asset (code + issuer) must be configured on the network.
          * @example {
@@ -1017,7 +1024,7 @@ export interface components {
             description: components["schemas"]["ResourceDescription"];
             url: components["schemas"]["ResourceUrl"];
             routeTemplate: components["schemas"]["RouteTemplate"];
-            network: components["schemas"]["Network"];
+            network: components["schemas"]["RequestedNetwork"];
             payTo: components["schemas"]["PayToAddress"];
             assetCode: components["schemas"]["AssetCode"];
             assetIssuer: components["schemas"]["AccountAddress"];
@@ -1155,7 +1162,7 @@ export interface components {
             description?: components["schemas"]["ResourceDescription"];
             url?: components["schemas"]["ResourceUrl"];
             routeTemplate?: components["schemas"]["RouteTemplate"];
-            network?: components["schemas"]["Network"];
+            network?: components["schemas"]["RequestedNetwork"];
             payTo?: components["schemas"]["PayToAddress"];
             assetCode?: components["schemas"]["AssetCode"];
             assetIssuer?: components["schemas"]["AccountAddress"];
@@ -1635,7 +1642,7 @@ export interface components {
             description: components["schemas"]["ResourceDescription"];
             url: components["schemas"]["ResourceUrl"];
             routeTemplate: components["schemas"]["RouteTemplate"];
-            network: components["schemas"]["Network"];
+            network: components["schemas"]["RequestedNetwork"];
             payTo: components["schemas"]["PayToAddress"];
             assetCode: components["schemas"]["AssetCode"];
             assetIssuer: components["schemas"]["AccountAddress"];
@@ -1983,7 +1990,7 @@ export interface components {
             x402Version?: number;
             /** @constant */
             scheme: "exact";
-            network: components["schemas"]["Network"];
+            network: components["schemas"]["RequestedNetwork"];
             asset: components["schemas"]["Asset"];
             amount: components["schemas"]["Amount"];
             payTo: components["schemas"]["PayToAddress"];
@@ -2010,7 +2017,7 @@ export interface components {
         PaymentRequirements: {
             /** @constant */
             scheme: "exact";
-            network: components["schemas"]["Network"];
+            network: components["schemas"]["RequestedNetwork"];
             amount: components["schemas"]["Amount"];
             payTo: components["schemas"]["PayToAddress"];
             asset?: components["schemas"]["Asset"];

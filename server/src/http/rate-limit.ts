@@ -30,7 +30,7 @@ export function rateLimit(deps: { db: Sequelize; points: number; windowSeconds: 
     } catch (err) {
       if (err instanceof RateLimiterRes) {
         const retryAfter = String(Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
-        deps.metrics.rateLimited.inc({ route: req.path.startsWith('/v1') ? routeOf(req.path) : req.path });
+        deps.metrics.rateLimited.inc({ route: routeOf(req.originalUrl) });
         return next(
           new DomainError('RATE_LIMITED', `Too many requests; retry after ${retryAfter} s`, [], {
             'Retry-After': retryAfter,
@@ -46,6 +46,6 @@ export function rateLimit(deps: { db: Sequelize; points: number; windowSeconds: 
 }
 
 /** A bounded label for a path that has not been matched to a route yet: its first two segments. */
-function routeOf(path: string): string {
-  return path.split('/').slice(0, 3).join('/');
+function routeOf(url: string): string {
+  return url.split('?')[0].split('/').slice(0, 3).join('/');
 }

@@ -119,7 +119,9 @@ export function createSellerService(deps: SellerServiceDeps) {
         await sellers.createChallenge(challenge);
       }
       if (!method) return challengeView(seller, challenge);
-      const result = await checkDomain(
+      const result = (await sellers.domainVerifiedByOther(seller.domain, sellerId))
+        ? { verified: false, reason: 'domain_claimed', message: 'another seller has already verified this domain' }
+        : await checkDomain(
         method,
         { domain: seller.domain, walletAddress: seller.walletAddress, token: challenge.token },
         deps.domainCheck,

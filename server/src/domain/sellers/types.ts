@@ -36,6 +36,8 @@ export interface SellerRepository {
   ): Promise<'created' | 'wallet_taken'>;
   findById(id: string): Promise<Seller | null>;
   findApiKeyByHash(hash: Buffer): Promise<ApiKeyRecord | null>;
+  /** Whether a seller other than `sellerId` has already verified `domain`. */
+  domainVerifiedByOther(domain: string, sellerId: string): Promise<boolean>;
   latestChallenge(sellerId: string): Promise<DomainChallenge | null>;
   createChallenge(challenge: DomainChallenge): Promise<void>;
   recordCheck(

@@ -1,0 +1,16 @@
+import type { SellerService } from '../../domain/sellers/seller-service';
+import type { ResourceService } from '../../domain/catalog/resource-service';
+import type { PaymentReadService } from '../../domain/payments/payment-read-service';
+import type { HealthReport } from '../../domain/operations/health';
+import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { Metrics } from '../../metrics/registry';
+
+export interface HandlerDeps {
+  sellers: SellerService;
+  resources: ResourceService;
+  payments: PaymentReadService;
+  networks: NetworkRegistry;
+  metrics: Metrics;
+  health(): Promise<HealthReport>;
+  version: { version: string; commit: string | null; contractVersion: string };
+}

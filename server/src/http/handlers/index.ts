@@ -1,0 +1,20 @@
+import type { Handlers } from '../operation-types';
+import type { HandlerDeps } from './deps';
+import { resourceHandlers } from './resources';
+import { sellerHandlers } from './sellers';
+import { paymentHandlers } from './payments';
+import { operationHandlers } from './operations';
+import { notYetBuiltHandlers } from './not-yet-built';
+
+export type { HandlerDeps } from './deps';
+
+/** Every operation of the contract, by operationId. A missing one is a compile error. */
+export function createHandlers(deps: HandlerDeps): Handlers {
+  return {
+    ...resourceHandlers(deps),
+    ...sellerHandlers(deps),
+    ...paymentHandlers(deps),
+    ...operationHandlers(deps),
+    ...notYetBuiltHandlers(),
+  };
+}

@@ -1,0 +1,38 @@
+import type { Handlers } from '../operation-types';
+import type { HandlerDeps } from './deps';
+import { DomainError } from '../../domain/errors';
+
+type OperationHandlers = Pick<Handlers, 'getHealth' | 'getVersion' | 'listNetworks' | 'getMetrics'>;
+
+export function operationHandlers({ health, version, networks, metrics }: HandlerDeps): OperationHandlers {
+  return {
+    async getHealth() {
+      const report = await health();
+      const body = { ...report, time: report.time.toISOString() };
+      return report.status === 'down' ? { status: 503, body } : { status: 200, body };
+    },
+    async getVersion() {
+      return { status: 200, body: { ...version, node: process.version } };
+    },
+    async listNetworks() {
+      return {
+        status: 200,
+        body: {
+          items: networks.list().map((n) => ({
+            network: n.network,
+            passphrase: n.passphrase,
+            evidence: networks.settlementEvidence(n.network),
+            rpcUrl: n.rpcUrl,
+            settlementEnabled: n.settlementEnabled,
+            assets: n.assets,
+          })),
+          nextCursor: null,
+        },
+      };
+    },
+    async getMetrics({ principal }) {
+      if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Metrics are for the operator key only');
+      return { status: 200, body: await metrics.registry.metrics() };
+    },
+  };
+}
