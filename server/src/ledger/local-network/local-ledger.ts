@@ -9,6 +9,8 @@ import { AppliedTransaction, applyTransaction } from './transaction-apply';
 import { ParsedTransaction, parseTransaction } from './transaction-envelope';
 import { RawSimulation, simulateTransaction } from './transaction-simulate';
 import { validateTransaction } from './transaction-validate';
+import { feeBumpResult, transactionResult } from './transaction-results';
+import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
 import { fromStroops } from './amounts';
 
@@ -161,11 +163,26 @@ export class LocalLedger {
     this.pendingSources.clear();
     this.latestTxCount = 0;
     this.ledgers.push(header);
-    queue.forEach((tx) => this.record(tx, applyTransaction(this.applyContext(header), tx), header));
+    queue.forEach((tx) => this.record(tx, this.applySafely(tx, header), header));
     header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...queue.map((t) => t.hash)].join('|'))).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
     this.prune();
     return header.sequence;
+  }
+
+  /** A bug in the simulator must not stop the ledger: the transaction is recorded FAILED with txInternalError. */
+  private applySafely(tx: ParsedTransaction, header: LedgerHeaderRecord): AppliedTransaction {
+    try {
+      return applyTransaction(this.applyContext(header), tx);
+    } catch (error) {
+      const outcome = { kind: 'code', code: 'txInternalError' } as const;
+      const result = tx.feeBump ? feeBumpResult(0n, tx.innerHash, outcome) : transactionResult(0n, outcome);
+      const meta = new xdr.TransactionMeta(4, new xdr.TransactionMetaV4({
+        ext: new xdr.ExtensionPoint(0), txChangesBefore: [], operations: [], txChangesAfter: [], sorobanMeta: null, events: [],
+        diagnosticEvents: [errorDiagnostic(`local network internal error: ${(error as Error).message}`)],
+      }));
+      return { status: 'FAILED', result, meta, contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
+    }
   }
 
   private applyContext(header: LedgerHeaderRecord) {
