@@ -18,6 +18,10 @@ import { createMetrics, type Metrics } from './metrics/registry';
 import { NetworkRegistry } from './ledger/network-registry';
 import { checkRpc } from './ledger/rpc-health';
 import { createHandlers } from './http/handlers';
+import { createJobSystem, type JobSystem } from './jobs/job-system';
+import { createDiscoveryArea } from './areas/discovery';
+import { createFacilitatorArea } from './areas/facilitator';
+import type { AreaContext } from './areas/area';
 import type { Logger } from './logger';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */
@@ -35,13 +39,18 @@ export interface ServiceOptions {
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
   domainCheck?: DomainCheckPorts;
   domainUrlBase?: (domain: string) => string;
-  jobsHealth?: () => Promise<Check>;
+  mongodbUrl?: string | null;
+  /** Process background jobs in this process (main: yes; tests: only those that exercise workers). */
+  runJobs?: boolean;
+  /** How often Agenda polls for due jobs (tests use a short interval). */
+  jobPollMs?: number;
 }
 
 export interface Service {
   app: Express;
   db: Sequelize;
   metrics: Metrics;
+  jobs: JobSystem;
   close(): Promise<void>;
 }
 
@@ -51,7 +60,7 @@ export function loadBundledSpec(): AppSpec {
 }
 type AppSpec = Parameters<typeof createApp>[0]['spec'];
 
-export function createService(opts: ServiceOptions): Service {
+export async function createService(opts: ServiceOptions): Promise<Service> {
   const db = createSequelize(opts.databaseUrl);
   defineModels(db);
   const metrics = createMetrics(opts.environment);
@@ -64,11 +73,28 @@ export function createService(opts: ServiceOptions): Service {
     domainCheck: opts.domainCheck ?? { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() },
     domainUrlBase: opts.domainUrlBase,
   });
+  const jobs = await createJobSystem({
+    databaseUrl: opts.databaseUrl,
+    mongodbUrl: opts.mongodbUrl ?? null,
+    db,
+    metrics: metrics.jobs,
+    logger: opts.logger,
+    processEvery: opts.jobPollMs,
+  });
+  // Bound once the discovery area exists: catalog changes queue search indexing.
+  let onCatalogChange: (resourceId: string) => Promise<void> = async () => undefined;
   const resources = createResourceService({
     resources: createResourceRepository(db),
     findSeller: (id) => sellerRepo.findById(id),
     networks: opts.networks,
+    onCatalogChange: (id) => onCatalogChange(id),
   });
+  const ctx: AreaContext = { db, networks: opts.networks, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
+  const discovery = createDiscoveryArea(ctx);
+  onCatalogChange = (id) => discovery.onCatalogChange(id);
+  const facilitator = createFacilitatorArea(ctx);
+  const areas = [discovery, facilitator];
+  for (const area of areas) for (const worker of area.workers) jobs.define(worker);
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
@@ -86,7 +112,7 @@ export function createService(opts: ServiceOptions): Service {
             return { status: 'down', latencyMs: Date.now() - t, message: `database unreachable: ${(err as Error).message}`.slice(0, 200) };
           }
         },
-        jobs: opts.jobsHealth ?? (async () => ({ status: 'ok', message: 'no background jobs registered in this process' })),
+        jobs: opts.runJobs ? () => jobs.health() : async () => ({ status: 'ok', message: 'this process does not run background jobs' }),
         async ledger() {
           const out: Record<string, Check> = {};
           for (const n of opts.networks.list()) {
@@ -101,7 +127,8 @@ export function createService(opts: ServiceOptions): Service {
       startedAt,
     );
 
-  const handlers = createHandlers({
+  const handlers = createHandlers(
+    {
     sellers,
     resources,
     payments,
@@ -109,7 +136,9 @@ export function createService(opts: ServiceOptions): Service {
     metrics,
     health,
     version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
-  });
+    },
+    { ...discovery.handlers, ...facilitator.handlers },
+  );
 
   const app = createApp({
     spec,
@@ -123,11 +152,16 @@ export function createService(opts: ServiceOptions): Service {
     bodyLimitBytes: opts.bodyLimitBytes,
     responseValidation: opts.responseValidation,
   });
+  for (const area of areas) await area.start?.();
+  if (opts.runJobs) await jobs.start();
   return {
     app,
     db,
     metrics,
+    jobs,
     async close() {
+      await jobs.stop();
+      for (const area of [...areas].reverse()) await area.stop?.();
       await db.close();
     },
   };

@@ -1,7 +1,7 @@
 /**
- * Composition root: config -> database -> ledger -> service -> http. Owns graceful shutdown: on SIGTERM/SIGINT it
- * stops accepting connections, lets in-flight requests finish, closes the database and the local network, and
- * exits 0.
+ * Composition root: config -> database -> ledger -> service (jobs, areas) -> http. Owns graceful shutdown: on
+ * SIGTERM/SIGINT it stops accepting connections, lets in-flight requests finish, drains the background jobs, closes
+ * the database and the local network, and exits 0.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   const operatorApiKey = operatorKey(config);
   if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
 
-  const service = createService({
+  const service = await createService({
     databaseUrl,
     environment: config.environment,
     version: config.version,
@@ -80,6 +80,8 @@ async function main(): Promise<void> {
     bodyLimitBytes: config.bodyLimitBytes,
     responseValidation: config.responseValidation,
     logger,
+    mongodbUrl: config.mongodbUrl,
+    runJobs: true,
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }

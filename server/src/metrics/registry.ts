@@ -1,8 +1,10 @@
 import client from 'prom-client';
+import { defineDiscoveryMetrics, type DiscoveryMetrics } from './discovery';
+import { defineFacilitatorMetrics, type FacilitatorMetrics } from './facilitator';
 
 /**
- * The one metrics registry. Every metric of the service is defined in this file; other code imports the metric
- * objects. Every series carries the `environment` label (a default label), and every ledger-related series also
+ * The one metrics registry. Every metric of the service is defined here or in the area files beside it
+ * (discovery.ts, facilitator.ts), all on this registry; other code receives the metric objects. Every series carries the `environment` label (a default label), and every ledger-related series also
  * carries `network`, so testnet and mainnet figures never mix.
  */
 export interface Metrics {
@@ -13,6 +15,21 @@ export interface Metrics {
   rateLimited: client.Counter<'route'>;
   authFailures: client.Counter<'reason'>;
   uptime: client.Gauge;
+  jobs: JobMetrics;
+  discovery: DiscoveryMetrics;
+  facilitator: FacilitatorMetrics;
+}
+
+/** The eight tracked figures of every background worker, labelled by worker name. */
+export interface JobMetrics {
+  queueDepth: client.Gauge<'worker'>;
+  active: client.Gauge<'worker'>;
+  completed: client.Counter<'worker'>;
+  failed: client.Counter<'worker'>;
+  retries: client.Counter<'worker'>;
+  deadLetters: client.Counter<'worker'>;
+  latency: client.Histogram<'worker'>;
+  lastSuccess: client.Gauge<'worker'>;
 }
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -63,5 +80,17 @@ export function createMetrics(environment: string): Metrics {
         this.set((Date.now() - startedAt) / 1000);
       },
     }),
+    jobs: {
+      queueDepth: new client.Gauge({ name: 'job_queue_depth', help: 'Jobs waiting to run, by worker', labelNames: ['worker'], registers: [registry] }),
+      active: new client.Gauge({ name: 'job_active', help: 'Jobs running now in this process, by worker', labelNames: ['worker'], registers: [registry] }),
+      completed: new client.Counter({ name: 'job_completed_total', help: 'Jobs that completed successfully', labelNames: ['worker'], registers: [registry] }),
+      failed: new client.Counter({ name: 'job_failed_total', help: 'Job runs that failed (each failed try counts)', labelNames: ['worker'], registers: [registry] }),
+      retries: new client.Counter({ name: 'job_retries_total', help: 'Retries scheduled after a failed try', labelNames: ['worker'], registers: [registry] }),
+      deadLetters: new client.Counter({ name: 'job_dead_letter_total', help: 'Jobs dead-lettered after their last try', labelNames: ['worker'], registers: [registry] }),
+      latency: new client.Histogram({ name: 'job_processing_duration_seconds', help: 'Processing latency of one job run', labelNames: ['worker'], buckets: LATENCY_BUCKETS, registers: [registry] }),
+      lastSuccess: new client.Gauge({ name: 'job_last_success_timestamp_seconds', help: 'Unix time of the last successful run', labelNames: ['worker'], registers: [registry] }),
+    },
+    discovery: defineDiscoveryMetrics(registry),
+    facilitator: defineFacilitatorMetrics(registry),
   };
 }

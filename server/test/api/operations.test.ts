@@ -115,7 +115,7 @@ describe('rate limiting', () => {
 
   it('two server instances on one database share the same counters', async () => {
     const a = await startTestService({ rateLimit: { points: 2, windowSeconds: 60 } });
-    const b = createService({
+    const b = await createService({
       databaseUrl: a.databaseUrl,
       environment: 'test',
       version: 'x',

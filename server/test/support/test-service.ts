@@ -22,7 +22,7 @@ export interface TestService extends Service {
 /** The real service on a fresh database, with response validation on: a response that breaks the contract fails. */
 export async function startTestService(overrides: Partial<ServiceOptions> = {}): Promise<TestService> {
   const database = await createTestDatabase();
-  const service = createService({
+  const service = await createService({
     databaseUrl: database.url,
     environment: 'test',
     version: '0.0.0-test',

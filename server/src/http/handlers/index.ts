@@ -4,17 +4,18 @@ import { resourceHandlers } from './resources';
 import { sellerHandlers } from './sellers';
 import { paymentHandlers } from './payments';
 import { operationHandlers } from './operations';
-import { notYetBuiltHandlers } from './not-yet-built';
+import type { DiscoveryOperation } from '../../areas/discovery';
+import type { FacilitatorOperation } from '../../areas/facilitator';
 
 export type { HandlerDeps } from './deps';
 
 /** Every operation of the contract, by operationId. A missing one is a compile error. */
-export function createHandlers(deps: HandlerDeps): Handlers {
+export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, DiscoveryOperation | FacilitatorOperation>): Handlers {
   return {
     ...resourceHandlers(deps),
     ...sellerHandlers(deps),
     ...paymentHandlers(deps),
     ...operationHandlers(deps),
-    ...notYetBuiltHandlers(),
+    ...areas,
   };
 }

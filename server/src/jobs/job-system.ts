@@ -1,0 +1,168 @@
+import { Agenda, backoffStrategies, type Job } from 'agenda';
+import type { Sequelize } from 'sequelize';
+import type { JobMetrics } from '../metrics/registry';
+import type { Logger } from '../logger';
+import type { Check } from '../domain/operations/health';
+
+/**
+ * Background work on Agenda 6. The job store is PostgreSQL (the service's own database) by default, MongoDB when
+ * MONGODB_URL is set; workers never know which. Every worker is retried with jittered exponential backoff,
+ * dead-lettered (into PostgreSQL) after its last try, and reports the eight tracked figures.
+ */
+export interface WorkerDefinition<D = Record<string, unknown>> {
+  /** The contract's worker name, e.g. settlement-confirmation-worker. */
+  name: string;
+  run(data: D): Promise<void>;
+  /** Runs on a schedule as well as on demand, e.g. '30 seconds'. */
+  every?: string;
+  concurrency?: number;
+  maxRetries?: number;
+  /** First retry delay in ms (doubles each try, with jitter). */
+  retryDelayMs?: number;
+}
+
+export interface JobSystem {
+  define<D extends Record<string, unknown>>(worker: WorkerDefinition<D>): void;
+  start(): Promise<void>;
+  enqueue(name: string, data?: Record<string, unknown>): Promise<void>;
+  /** Waits for running jobs to finish (up to timeoutMs), then stops. */
+  stop(timeoutMs?: number): Promise<void>;
+  health(): Promise<Check>;
+  refreshQueueMetrics(): Promise<void>;
+}
+
+export interface JobSystemOptions {
+  databaseUrl: string;
+  mongodbUrl: string | null;
+  db: Sequelize;
+  metrics: JobMetrics;
+  logger: Logger;
+  /** How often to poll for due jobs (PostgreSQL LISTEN/NOTIFY wakes it sooner). */
+  processEvery?: string | number;
+}
+
+async function createBackend(opts: JobSystemOptions) {
+  if (opts.mongodbUrl) {
+    const { MongoBackend } = await import('@agendajs/mongo-backend');
+    return new MongoBackend({ address: opts.mongodbUrl });
+  }
+  const { PostgresBackend } = await import('@agendajs/postgres-backend');
+  return new PostgresBackend({ connectionString: opts.databaseUrl, tableName: 'agenda_jobs', channelName: 'agenda_jobs' });
+}
+
+export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem> {
+  const backend = await createBackend(opts);
+  const newAgenda = () =>
+    new Agenda({
+      backend,
+      name: `marketplace-${process.pid}`,
+      processEvery: opts.processEvery ?? '2 seconds',
+      defaultConcurrency: 4,
+      removeOnComplete: true,
+    });
+  // The PostgreSQL backend creates its table on first connect; several processes starting at once would race on
+  // CREATE TABLE IF NOT EXISTS, so connecting is serialised with a transaction-scoped advisory lock.
+  const agenda = opts.mongodbUrl
+    ? newAgenda()
+    : await opts.db.transaction(async (transaction) => {
+        await opts.db.query('SELECT pg_advisory_xact_lock(815200402)', { transaction });
+        const a = newAgenda();
+        await a.ready;
+        return a;
+      });
+  const m = opts.metrics;
+  const workers: WorkerDefinition<Record<string, unknown>>[] = [];
+  let started = false;
+  let metricsTimer: NodeJS.Timeout | null = null;
+
+  agenda.on('error', (err) => opts.logger.error('job backend error', { error: err.message }));
+
+  async function deadLetter(name: string, job: Job, error: Error) {
+    m.deadLetters.inc({ worker: name });
+    opts.logger.error('job dead-lettered', { worker: name, error: error.message });
+    await opts.db.query('INSERT INTO dead_letter_jobs (worker, data, error, attempts) VALUES (:worker, :data, :error, :attempts)', {
+      replacements: { worker: name, data: JSON.stringify(job.attrs.data ?? {}), error: error.message.slice(0, 2000), attempts: (job.attrs.failCount ?? 0) },
+    });
+  }
+
+  const system: JobSystem = {
+    define(worker) {
+      const def = worker as unknown as WorkerDefinition<Record<string, unknown>>;
+      workers.push(def);
+      const maxRetries = def.maxRetries ?? 5;
+      agenda.define(
+        def.name,
+        async (job: Job<Record<string, unknown>>) => {
+          m.active.inc({ worker: def.name });
+          const end = m.latency.startTimer({ worker: def.name });
+          try {
+            await def.run(job.attrs.data ?? {});
+            m.completed.inc({ worker: def.name });
+            m.lastSuccess.set({ worker: def.name }, Date.now() / 1000);
+          } catch (err) {
+            m.failed.inc({ worker: def.name });
+            throw err;
+          } finally {
+            end();
+            m.active.dec({ worker: def.name });
+          }
+        },
+        {
+          concurrency: def.concurrency ?? 2,
+          backoff: backoffStrategies.exponential({ delay: def.retryDelayMs ?? 1000, maxDelay: 60_000, maxRetries, jitter: 0.2 }),
+        },
+      );
+      agenda.on(`retry:${def.name}`, () => m.retries.inc({ worker: def.name }));
+      agenda.on(`retry exhausted:${def.name}`, (error: Error, job) => {
+        deadLetter(def.name, job as unknown as Job, error).catch((e: Error) => opts.logger.error('dead-letter write failed', { worker: def.name, error: e.message }));
+      });
+      for (const label of ['queueDepth', 'active'] as const) m[label].set({ worker: def.name }, 0);
+    },
+
+    async start() {
+      await agenda.start();
+      started = true;
+      for (const w of workers) if (w.every) await agenda.every(w.every, w.name);
+      await system.refreshQueueMetrics();
+      metricsTimer = setInterval(() => void system.refreshQueueMetrics().catch(() => undefined), 5000);
+      metricsTimer.unref();
+    },
+
+    async enqueue(name, data = {}) {
+      await agenda.now(name, data);
+    },
+
+    async stop(timeoutMs = 20_000) {
+      if (metricsTimer) clearInterval(metricsTimer);
+      if (started) {
+        started = false;
+        await agenda.drain({ timeout: timeoutMs, closeConnection: true });
+      } else {
+        // Never started (enqueue-only, e.g. an API-only process): still close the backend's connections.
+        await agenda.ready.catch(() => undefined);
+        await backend.disconnect().catch(() => undefined);
+      }
+    },
+
+    async health() {
+      if (!started) return { status: 'degraded', message: 'job processing is not running' };
+      const t = Date.now();
+      try {
+        await agenda.getJobsOverview();
+        return { status: 'ok', latencyMs: Date.now() - t };
+      } catch (err) {
+        return { status: 'down', latencyMs: Date.now() - t, message: `job backend unreachable: ${(err as Error).message}`.slice(0, 200) };
+      }
+    },
+
+    async refreshQueueMetrics() {
+      if (!started) return;
+      const overview = await agenda.getJobsOverview();
+      for (const w of workers) {
+        const row = overview.find((o) => o.name === w.name);
+        m.queueDepth.set({ worker: w.name }, row ? row.queued : 0);
+      }
+    },
+  };
+  return system;
+}

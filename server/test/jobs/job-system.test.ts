@@ -1,0 +1,75 @@
+import { createTestDatabase } from '../support/database';
+import { createSequelize } from '../../src/data/database';
+import { createJobSystem, type JobSystem } from '../../src/jobs/job-system';
+import { createMetrics } from '../../src/metrics/registry';
+import { createLogger } from '../../src/logger';
+import type { Sequelize } from 'sequelize';
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let db: Sequelize;
+let jobs: JobSystem;
+const metrics = createMetrics('test');
+
+async function until(predicate: () => Promise<boolean> | boolean, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('condition not met in time');
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = createSequelize(database.url);
+  jobs = await createJobSystem({ databaseUrl: database.url, mongodbUrl: null, db, metrics: metrics.jobs, logger: createLogger({ silent: true }), processEvery: 200 });
+});
+afterAll(async () => {
+  await jobs.stop();
+  await db.close();
+  await database.drop();
+});
+
+describe('the job system on the PostgreSQL backend', () => {
+  const calls: Record<string, number> = { flaky: 0, broken: 0 };
+  it('retries a failing job with backoff until it succeeds, and dead-letters one that fails its last try', async () => {
+    jobs.define({
+      name: 'flaky-worker',
+      retryDelayMs: 50,
+      maxRetries: 3,
+      async run() {
+        calls.flaky++;
+        if (calls.flaky < 3) throw new Error('transient');
+      },
+    });
+    jobs.define({
+      name: 'broken-worker',
+      retryDelayMs: 50,
+      maxRetries: 2,
+      async run() {
+        calls.broken++;
+        throw new Error('always broken');
+      },
+    });
+    await jobs.start();
+    expect(await jobs.health()).toMatchObject({ status: 'ok' });
+    await jobs.enqueue('flaky-worker', { n: 1 });
+    await jobs.enqueue('broken-worker', { order: 'x' });
+    await until(async () => {
+      const [rows] = await db.query("SELECT worker, data, attempts FROM dead_letter_jobs WHERE worker = 'broken-worker'");
+      return rows.length === 1 && calls.flaky >= 3;
+    });
+    const [rows] = await db.query("SELECT worker, data, error FROM dead_letter_jobs");
+    expect(rows).toEqual([{ worker: 'broken-worker', data: { order: 'x' }, error: 'always broken' }]);
+    expect(calls.broken).toBe(3);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/job_completed_total\{worker="flaky-worker",environment="test"\} 1/);
+    expect(text).toMatch(/job_failed_total\{worker="flaky-worker",environment="test"\} 2/);
+    expect(text).toMatch(/job_retries_total\{worker="flaky-worker",environment="test"\} 2/);
+    expect(text).toMatch(/job_dead_letter_total\{worker="broken-worker",environment="test"\} 1/);
+    expect(text).toMatch(/job_last_success_timestamp_seconds\{worker="flaky-worker",environment="test"\} \d+/);
+    expect(text).toMatch(/job_processing_duration_seconds_count\{environment="test",worker="flaky-worker"\} 3/);
+    expect(text).toMatch(/job_queue_depth\{worker="broken-worker",environment="test"\} 0/);
+    expect(text).toMatch(/job_active\{worker="flaky-worker",environment="test"\} 0/);
+  });
+});
