@@ -12,6 +12,7 @@ import { rateLimit } from './http/rate-limit';
 import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
+import { idempotency } from './http/idempotency';
 
 export interface AppDeps {
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
@@ -49,6 +50,7 @@ export function createApp(deps: AppDeps): Express {
       ignoreUndocumented: false,
     }),
   );
+  app.use(idempotency(deps.db));
   app.use(mountOperations(deps.spec as never, deps.handlers));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -1,0 +1,87 @@
+import crypto from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { QueryTypes, type Sequelize } from 'sequelize';
+import { DomainError } from '../domain/errors';
+
+/**
+ * `Idempotency-Key` on POST: the first request with a key runs and its response (status and body) is stored; a
+ * retry with the same key and the same body replays it (header `Idempotent-Replayed: true`) without running again;
+ * the same key with a different body, or while the first request is still running, answers 409
+ * IDEMPOTENCY_CONFLICT. Keys are scoped to the caller (API key, or client IP without one) and kept 24 hours.
+ * 5xx responses are not stored, so a retry after a server failure runs again. The claim is an INSERT on the
+ * primary key, so it holds across server processes.
+ */
+const KEEP_HOURS = 24;
+/** A claim whose request never finished (a crashed process) is taken over after this long. */
+const ABANDONED_SECONDS = 60;
+
+interface StoredKey {
+  request_hash: string;
+  status_code: number | null;
+  response_body: unknown;
+}
+
+export function idempotency(db: Sequelize): RequestHandler {
+  return async (req, res, next) => {
+    const key = req.get('idempotency-key');
+    if (req.method !== 'POST' || !key) return next();
+    const scope = `${(res.locals.rateLimitKey as string | undefined) ?? `ip:${req.ip}`}`;
+    const requestHash = crypto.createHash('sha256').update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`).digest('hex');
+    try {
+      const claimed = await claim(db, scope, key, requestHash);
+      if (!claimed) {
+        const [stored] = await db.query<StoredKey>(
+          `SELECT request_hash, status_code, response_body
+             FROM idempotency_keys WHERE scope = :scope AND key = :key`,
+          { replacements: { scope, key }, type: QueryTypes.SELECT },
+        );
+        if (!stored) return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key is being reused; retry'));
+        if (stored.request_hash !== requestHash) {
+          return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was used with a different request body'));
+        }
+        if (stored.status_code === null) {
+          return next(new DomainError('IDEMPOTENCY_CONFLICT', 'A request with this Idempotency-Key is still in progress; retry later', [], { 'Retry-After': '1' }));
+        }
+        res.setHeader('Idempotent-Replayed', 'true');
+        res.locals.routeTemplate = res.locals.routeTemplate ?? 'idempotent-replay';
+        res.status(stored.status_code).json(stored.response_body);
+        return;
+      }
+      const originalJson = res.json.bind(res);
+      res.json = (body: unknown) => {
+        const status = res.statusCode;
+        const store =
+          status < 500
+            ? db.query('UPDATE idempotency_keys SET status_code = :status, response_body = :body::jsonb WHERE scope = :scope AND key = :key', {
+                replacements: { status, body: JSON.stringify(body), scope, key },
+              })
+            : db.query('DELETE FROM idempotency_keys WHERE scope = :scope AND key = :key', { replacements: { scope, key } });
+        // The response waits for the record, so a retry that arrives right after it sees the stored answer.
+        store.then(
+          () => originalJson(body),
+          () => originalJson(body),
+        );
+        return res;
+      };
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+async function claim(db: Sequelize, scope: string, key: string, requestHash: string): Promise<boolean> {
+  // Expired or abandoned claims are removed first, so the key can be used again.
+  await db.query(
+    `DELETE FROM idempotency_keys WHERE scope = :scope AND key = :key
+       AND (created_at < now() - make_interval(hours => :keep)
+            OR (status_code IS NULL AND created_at < now() - make_interval(secs => :abandoned)))`,
+    { replacements: { scope, key, keep: KEEP_HOURS, abandoned: ABANDONED_SECONDS } },
+  );
+  const inserted = await db.query(
+    `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES (:scope, :key, :hash)
+       ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
+    { replacements: { scope, key, hash: requestHash }, type: QueryTypes.SELECT },
+  );
+  return inserted.length === 1;
+}

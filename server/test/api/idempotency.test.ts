@@ -1,0 +1,43 @@
+import request from 'supertest';
+import { Keypair } from '@stellar/stellar-sdk';
+import { startTestService, type TestService } from '../support/test-service';
+
+let svc: TestService;
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(async () => {
+  await svc.stop();
+});
+
+describe('Idempotency-Key on POST', () => {
+  it('a retry with the same key and body replays the first response and does the work once', async () => {
+    const body = { displayName: 'Retry Co', walletAddress: Keypair.random().publicKey(), domain: 'retry.example.com' };
+    const first = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0001-aaaa').send(body);
+    const second = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0001-aaaa').send(body);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(201);
+    expect(second.headers['idempotent-replayed']).toBe('true');
+    expect(second.body).toEqual(first.body);
+    const [rows] = await svc.db.query(`SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${body.walletAddress}'`);
+    expect(rows).toEqual([{ n: 1 }]);
+  });
+
+  it('the same key with a different body fails with IDEMPOTENCY_CONFLICT', async () => {
+    const body = { displayName: 'Conflict Co', walletAddress: Keypair.random().publicKey(), domain: 'conflict.example.com' };
+    expect((await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0002-bbbb').send(body)).status).toBe(201);
+    const res = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0002-bbbb').send({ ...body, displayName: 'Other' });
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
+  });
+
+  it('concurrent requests with one key run the work once', async () => {
+    const body = { displayName: 'Race Co', walletAddress: Keypair.random().publicKey(), domain: 'race.example.com' };
+    const results = await Promise.all(Array.from({ length: 8 }, () => request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0003-cccc').send(body)));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    const [rows] = await svc.db.query(`SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${body.walletAddress}'`);
+    expect(rows).toEqual([{ n: 1 }]);
+  });
+});
