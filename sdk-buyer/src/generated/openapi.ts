@@ -1671,6 +1671,15 @@ export interface operations {
                 type?: components["parameters"]["ResourceTypeQuery"];
                 /** @description Only items of this seller. */
                 sellerId?: components["parameters"]["SellerIdQuery"];
+                /** @description Only resources whose price (`amount`) is at least this amount, compared exactly. */
+                minPrice?: components["parameters"]["MinPrice"];
+                /**
+                 * @description Only resources whose price (`amount`) is at most this amount, compared exactly.
+                 * @example 0.0500000
+                 */
+                maxPrice?: components["parameters"]["MaxPrice"];
+                /** @description Only resources that carry this extension. */
+                extension?: components["parameters"]["ExtensionQuery"];
                 /**
                  * @description Opaque cursor from the `nextCursor` of the previous page. Omit it for the first page.
                  * @example eyJjIjoiMjAyNS0wMS0xNVQxMDozMDowMFoiLCJpIjoicmVzXzAxIn0

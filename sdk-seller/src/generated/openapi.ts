@@ -1635,6 +1635,14 @@ export interface components {
              * @default false
              */
             trusted: boolean;
+            /**
+             * @description The seller declares that `resource.payTo`, which is not its own wallet address, is its payment recipient (for
+             *     example a contract account or a treasury). Without this declaration a payTo other than the seller's wallet is
+             *     rejected as forged seller metadata. The declaration covers that one address and is recorded with the catalog
+             *     entry.
+             * @default false
+             */
+            payToDeclared: boolean;
             resource: components["schemas"]["ResourceDraft"];
         };
         /**
@@ -1689,6 +1697,14 @@ export interface components {
              * @default false
              */
             trusted: boolean;
+            /**
+             * @description The seller declares that `resource.payTo`, which is not its own wallet address, is its payment recipient (for
+             *     example a contract account or a treasury). Without this declaration a payTo other than the seller's wallet is
+             *     rejected as forged seller metadata. The declaration covers that one address and is recorded with the catalog
+             *     entry.
+             * @default false
+             */
+            payToDeclared: boolean;
             resource: components["schemas"]["ResourceDraft"];
         };
         /**
@@ -2909,6 +2925,15 @@ export interface operations {
                 type?: components["parameters"]["ResourceTypeQuery"];
                 /** @description Only items of this seller. */
                 sellerId?: components["parameters"]["SellerIdQuery"];
+                /** @description Only resources whose price (`amount`) is at least this amount, compared exactly. */
+                minPrice?: components["parameters"]["MinPrice"];
+                /**
+                 * @description Only resources whose price (`amount`) is at most this amount, compared exactly.
+                 * @example 0.0500000
+                 */
+                maxPrice?: components["parameters"]["MaxPrice"];
+                /** @description Only resources that carry this extension. */
+                extension?: components["parameters"]["ExtensionQuery"];
                 /**
                  * @description Opaque cursor from the `nextCursor` of the previous page. Omit it for the first page.
                  * @example eyJjIjoiMjAyNS0wMS0xNVQxMDozMDowMFoiLCJpIjoicmVzXzAxIn0
