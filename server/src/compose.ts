@@ -20,7 +20,7 @@ import { checkRpc } from './ledger/rpc-health';
 import { createHandlers } from './http/handlers';
 import { createJobSystem, type JobSystem } from './jobs/job-system';
 import { createDiscoveryArea } from './areas/discovery';
-import { createFacilitatorArea } from './areas/facilitator';
+import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
 import type { AreaContext } from './areas/area';
 import type { Logger } from './logger';
 
@@ -44,6 +44,8 @@ export interface ServiceOptions {
   runJobs?: boolean;
   /** How often Agenda polls for due jobs (tests use a short interval). */
   jobPollMs?: number;
+  /** Facilitator settings: channel accounts, fee limit, confirmation wait (defaults in areas/facilitator.ts). */
+  facilitator?: FacilitatorOptions;
 }
 
 export interface Service {
@@ -92,7 +94,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const ctx: AreaContext = { db, networks: opts.networks, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
   const discovery = createDiscoveryArea(ctx);
   onCatalogChange = (id) => discovery.onCatalogChange(id);
-  const facilitator = createFacilitatorArea(ctx);
+  const facilitator = createFacilitatorArea(ctx, opts.facilitator);
   const areas = [discovery, facilitator];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
   const payments = createPaymentReadService({

@@ -39,6 +39,17 @@ export interface Config {
   version: string;
   commit: string | null;
   logRequests: boolean;
+  /** Facilitator settings. Channel secrets are never logged. */
+  facilitator: {
+    /** Channel accounts per network created at start on the local network. */
+    channelAccounts: number;
+    /** Channel account secret seeds per network (real networks); each process needs its own disjoint set. */
+    channelSecrets: Partial<Record<NetworkId, string[]>>;
+    /** Highest total fee a settlement transaction may pay, in stroops. */
+    maxFeeStroops: number;
+    /** How long POST /v1/settle waits for confirmation before answering 202 settlement_pending. */
+    confirmWaitMs: number;
+  };
 }
 
 export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
@@ -105,6 +116,15 @@ class Reader {
       this.problems.push(`${name} must be a ${protocols.join(' or ')} URL`);
       return null;
     }
+  }
+
+  /** A comma-separated list of Stellar secret seeds (S...). The values never appear in a message. */
+  secrets(name: string): string[] {
+    const raw = this.optional(name);
+    if (raw === null) return [];
+    const out = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    if (out.some((s) => !/^S[A-Z2-7]{55}$/.test(s))) this.problems.push(`${name} must be a comma-separated list of Stellar secret seeds (S...)`);
+    return out;
   }
 
   /** `CODE:ISSUER,CODE:ISSUER` */
@@ -181,6 +201,15 @@ export function loadConfig(env: Env = process.env): Config {
     version: r.str('SERVICE_VERSION', readPackageVersion()),
     commit: r.optional('GIT_COMMIT'),
     logRequests: r.bool('LOG_REQUESTS', false),
+    facilitator: {
+      channelAccounts: r.int('FACILITATOR_CHANNEL_ACCOUNTS', 4, 1, 256),
+      channelSecrets: {
+        'stellar:testnet': r.secrets('STELLAR_TESTNET_CHANNEL_SECRETS'),
+        'stellar:pubnet': r.secrets('STELLAR_PUBNET_CHANNEL_SECRETS'),
+      },
+      maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
+      confirmWaitMs: r.int('FACILITATOR_CONFIRM_WAIT_MS', 15_000, 0, 120_000),
+    },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

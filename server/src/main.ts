@@ -82,6 +82,7 @@ async function main(): Promise<void> {
     logger,
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
+    facilitator: config.facilitator,
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }

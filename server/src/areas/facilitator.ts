@@ -1,16 +1,102 @@
 import type { Area, AreaContext } from './area';
-import { DomainError } from '../domain/errors';
+import { createFacilitatorService, type FacilitatorService } from '../domain/facilitator/facilitator-service';
+import { createPaymentRepository, currentVersionId } from '../data/payment-repository';
+import { SorobanLedger } from '../ledger/soroban-ledger';
+import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
+import { facilitatorHandlers } from '../http/handlers/payments';
+import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-worker';
+import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
+import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
+import type { ResourceTermsRef } from '../domain/facilitator/types';
 
 export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt';
 
-const notBuilt = async (): Promise<never> => {
-  throw new DomainError('SERVICE_UNAVAILABLE', 'The facilitator is not available in this version of the service yet');
-};
+export interface FacilitatorOptions {
+  /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
+  channelAccounts?: number;
+  /** Channel secrets per network for real networks (disjoint per process). */
+  channelSecrets?: Partial<Record<string, string[]>>;
+  /** Highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
+  maxFeeStroops?: number;
+  /** How long settle waits for confirmation before answering 202. Default 15 s. */
+  confirmWaitMs?: number;
+  /** How long the in-process confirmation keeps polling before leaving it to the worker. Default 60 s. */
+  confirmTimeoutMs?: number;
+  /** Ledger poll interval while confirming. Default 250 ms. */
+  pollMs?: number;
+  /** Pending settlements older than this are checked by the confirmation worker. Default 30 s. */
+  confirmationWorkerAgeSeconds?: number;
+  /** Test seam: runs right after submission; throwing simulates a crash between submit and record. */
+  afterSubmit?(hash: string): void | Promise<void>;
+}
+
+export interface FacilitatorArea extends Area<FacilitatorOperation> {
+  service: FacilitatorService;
+  channels: ChannelAccountPool;
+}
 
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
-export function createFacilitatorArea(_ctx: AreaContext): Area<FacilitatorOperation> {
+export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions = {}): FacilitatorArea {
+  const m = ctx.metrics.facilitator;
+  const repo = createPaymentRepository(ctx.db);
+  const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: 120 });
+  const channels = new ChannelAccountPool(m);
+
+  const resourceById = async (id: string): Promise<ResourceTermsRef | null> => repo.resourceRef(id);
+  const networks = {
+    get: (n: string) => ctx.networks.get(n),
+    asset: (n: string, code: string, issuer: string) => ctx.networks.asset(n, code, issuer),
+    list: () => ctx.networks.list(),
+    settlementEvidence: (n: string) => ctx.networks.settlementEvidence(n),
+    settlementEnabled: (n: string) => ctx.networks.get(n)?.settlementEnabled ?? false,
+  };
+
+  const service = createFacilitatorService({
+    repo,
+    ledger,
+    channels,
+    networks,
+    resourceById,
+    confirmWaitMs: opts.confirmWaitMs ?? 15_000,
+    confirmTimeoutMs: opts.confirmTimeoutMs ?? 60_000,
+    pollMs: opts.pollMs ?? 250,
+    afterSubmit: opts.afterSubmit,
+    observer: {
+      request: (operation, network) => m.requests.inc({ operation, network }),
+      outcome(operation, network, outcome, seconds) {
+        (operation === 'verify' ? m.verifyOutcomes : m.settleOutcomes).inc({ network, outcome });
+        (operation === 'verify' ? m.verifyLatency : m.settleLatency).observe({ network, outcome }, seconds);
+      },
+      failed(operation, network, code) {
+        m.failures.inc({ operation, network, code });
+        if (code === 'REPLAY_DETECTED') m.replayDetected.inc({ operation, network });
+        if (code === 'AUTH_EXPIRED') m.authExpired.inc({ operation, network });
+        if (code === 'AMOUNT_MISMATCH') m.amountMismatch.inc({ network });
+        if (code === 'ASSET_MISMATCH') m.assetMismatch.inc({ network });
+        if (code === 'RECIPIENT_MISMATCH') m.recipientMismatch.inc({ network });
+        if (code === 'TRUSTLINE_REQUIRED') m.trustlineFailures.inc({ network });
+      },
+      submissionFailed: (network, reason) => m.submissionFailures.inc({ network, reason: reason.split(':')[0].slice(0, 40) }),
+      confirmed: (network, delay) => m.confirmationDelay.observe({ network }, delay),
+    },
+  });
+
+  const settlementNetworks = () => ctx.networks.list().filter((n) => n.rpcUrl).map((n) => n.network);
+
   return {
-    handlers: { getSupported: notBuilt, verifyPayment: notBuilt, settlePayment: notBuilt, getPayment: notBuilt, getSettlement: notBuilt, getReceipt: notBuilt },
-    workers: [],
+    service,
+    channels,
+    handlers: facilitatorHandlers(service),
+    workers: [
+      settlementConfirmationWorker({ repo, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
+      receiptFinalizerWorker({ repo, versionAtSettlement: currentVersionId }),
+      stalePaymentCleanupWorker({ repo, ledger, networks: settlementNetworks, logger: ctx.logger }),
+    ],
+    async start() {
+      await setUpChannels(channels, ctx.networks, { channelAccounts: opts.channelAccounts ?? 4, channelSecrets: opts.channelSecrets ?? {} });
+      for (const n of ctx.networks.list()) {
+        if (channels.size(n.network) > 0) ctx.logger.info('facilitator channel accounts ready', { network: n.network, count: channels.size(n.network) });
+      }
+    },
   };
 }

@@ -1,0 +1,90 @@
+import { DomainError, type ErrorCode } from '../errors';
+import { isOperatorOrSeller, type Principal } from '../auth/principal';
+import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
+import { createSettlePayment, type SettleDeps, type SettleOutcome } from './settle-payment';
+import type { AttemptRecord, PaymentRepository, ReceiptRecord, SettlementRecord } from './types';
+
+export interface FacilitatorObserver {
+  request(operation: string, network: string): void;
+  outcome(operation: 'verify' | 'settle', network: string, outcome: 'success' | 'failure', seconds: number): void;
+  failed(operation: 'verify' | 'settle', network: string, code: ErrorCode): void;
+  submissionFailed(network: string, reason: string): void;
+  confirmed(network: string, delaySeconds: number): void;
+}
+
+export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events'> {
+  networks: SettleDeps['networks'] & NetworkLookup & { list(): Array<{ network: string; assets: Array<{ code: string; issuer: string }> }> };
+  observer: FacilitatorObserver;
+}
+
+/** The facilitator's use cases: supported, verify, settle and the payment/settlement/receipt reads. */
+export function createFacilitatorService(deps: FacilitatorServiceDeps) {
+  const events = {
+    failed: deps.observer.failed,
+    submissionFailed: deps.observer.submissionFailed,
+    confirmed: deps.observer.confirmed,
+  };
+  const verifyPayment = createVerifyPayment({ repo: deps.repo, ledger: deps.ledger, networks: deps.networks, resourceById: deps.resourceById, events });
+  const settlePayment = createSettlePayment({ ...deps, events });
+  const repo: PaymentRepository = deps.repo;
+
+  async function timed<T>(operation: 'verify' | 'settle', network: string, work: () => Promise<T>): Promise<T> {
+    deps.observer.request(operation, network);
+    const started = process.hrtime.bigint();
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    try {
+      const out = await work();
+      deps.observer.outcome(operation, network, 'success', seconds());
+      return out;
+    } catch (err) {
+      deps.observer.outcome(operation, network, 'failure', seconds());
+      if (operation === 'settle' && err instanceof DomainError) deps.observer.failed('settle', network, err.code);
+      throw err;
+    }
+  }
+
+  return {
+    supported() {
+      deps.observer.request('supported', 'all');
+      return {
+        schemes: deps.networks.list().map((n) => ({ name: 'exact' as const, network: n.network, assets: n.assets.map((a) => ({ code: a.code, issuer: a.issuer })) })),
+        extensions: { bazaar: true, upto: false },
+      };
+    },
+
+    verify(input: { paymentPayload: PaymentPayloadInput; paymentRequirements: PaymentRequirementsInput; resourceId?: string }): Promise<AttemptRecord> {
+      return timed('verify', input.paymentPayload.network, () => verifyPayment(input));
+    },
+
+    settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId: string }): Promise<SettleOutcome> {
+      return timed('settle', input.paymentPayload.network, () => settlePayment.settle(input));
+    },
+
+    confirmOnce: settlePayment.confirmOnce,
+
+    async payment(principal: Principal, id: string): Promise<{ attempt: AttemptRecord; settlement: SettlementRecord | null; receipt: ReceiptRecord | null }> {
+      if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
+      const attempt = await repo.findAttempt(id);
+      if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${id}`);
+      if (!isOperatorOrSeller(principal, attempt.sellerId)) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
+      deps.observer.request('getPayment', attempt.network);
+      return { attempt, settlement: await repo.findSettlementByAttempt(id), receipt: await repo.findReceiptByAttempt(id) };
+    },
+
+    async settlement(hash: string): Promise<SettlementRecord> {
+      const s = await repo.findSettlementByHash(hash);
+      if (!s) throw new DomainError('NOT_FOUND', `No settlement with transaction hash ${hash}`);
+      deps.observer.request('getSettlement', s.network);
+      return s;
+    },
+
+    async receipt(id: string): Promise<ReceiptRecord> {
+      const r = await repo.findReceipt(id);
+      if (!r) throw new DomainError('NOT_FOUND', `No receipt with id ${id}`);
+      deps.observer.request('getReceipt', r.network);
+      return r;
+    },
+  };
+}
+
+export type FacilitatorService = ReturnType<typeof createFacilitatorService>;

@@ -1,0 +1,167 @@
+import type { PaymentAttempt } from '../payments/types';
+import type { ErrorCode } from '../errors';
+
+/** Records and ports of the facilitator. Domain code talks only to these; data/ and ledger/ implement them. */
+export type EvidenceLabel =
+  | 'local_simulation'
+  | 'testnet_verification'
+  | 'testnet_settlement'
+  | 'mainnet_verification'
+  | 'mainnet_settlement'
+  | 'failed_settlement'
+  | 'pending_settlement';
+
+export interface AttemptRecord extends PaymentAttempt {
+  nonce: string;
+}
+
+export interface NewAttempt {
+  id: string;
+  resourceId: string | null;
+  versionId: string | null;
+  sellerId: string | null;
+  paymentHash: string;
+  network: string;
+  payer: string;
+  nonce: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  payTo: string;
+  status: 'verified' | 'verification_failed';
+  failureCode: ErrorCode | null;
+  failureReason: string | null;
+  expiresAtLedger: number;
+  authorizationXdr: string;
+}
+
+export type SettlementStatus = 'pending' | 'settled' | 'failed';
+
+export interface SettlementRecord {
+  id: string;
+  paymentAttemptId: string;
+  transactionHash: string;
+  ledger: number | null;
+  network: string;
+  amount: string;
+  assetCode: string;
+  assetIssuer: string;
+  status: SettlementStatus;
+  evidence: EvidenceLabel;
+  channelAccount: string | null;
+  settledAt: Date | null;
+  createdAt: Date;
+}
+
+export interface ReceiptRecord {
+  id: string;
+  paymentAttemptId: string;
+  settlementId: string;
+  resourceId: string;
+  sellerId: string;
+  versionId: string;
+  transactionHash: string;
+  ledger: number | null;
+  network: string;
+  amount: string;
+  assetCode: string;
+  assetIssuer: string;
+  status: SettlementStatus;
+  evidence: EvidenceLabel;
+  failureCode: ErrorCode | null;
+  failureReason: string | null;
+  settledAt: Date | null;
+  createdAt: Date;
+}
+
+/** The terms of a cataloged resource's current version, as verify and settle compare them. */
+export interface ResourceTermsRef {
+  id: string;
+  sellerId: string;
+  versionId: string;
+  network: string;
+  payTo: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+}
+
+export interface PaymentRepository {
+  findAttempt(id: string): Promise<AttemptRecord | null>;
+  /** The attempt that holds the replay key (network, payer, nonce), among attempts that verified. */
+  findByReplayKey(network: string, payer: string, nonce: string): Promise<AttemptRecord | null>;
+  findByHash(paymentHash: string): Promise<AttemptRecord[]>;
+  /** Inserts; answers 'replay' when the unique replay index already holds (network, payer, nonce). */
+  insertAttempt(a: NewAttempt): Promise<'inserted' | 'replay'>;
+  /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner. */
+  claimForSettlement(id: string, resource: ResourceTermsRef): Promise<boolean>;
+  /** verified -> expired with AUTH_EXPIRED. */
+  expireAttempt(id: string, reason: string): Promise<void>;
+  /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
+  failClaimedAttempt(id: string, code: ErrorCode, reason: string): Promise<void>;
+  /** Writes the pending settlement and pending receipt in one transaction, before submission. */
+  insertPendingSettlement(s: SettlementRecord, r: ReceiptRecord): Promise<void>;
+  /** pending -> settled for settlement, attempt and receipt in one transaction; false when it was already final. */
+  finalizeSettled(settlementId: string, ledger: number, settledAt: Date, evidence: EvidenceLabel): Promise<boolean>;
+  /** pending -> failed for settlement, attempt (settlement_failed) and receipt (failed_settlement). */
+  finalizeFailed(settlementId: string, code: ErrorCode, reason: string): Promise<boolean>;
+  findSettlementByAttempt(attemptId: string): Promise<SettlementRecord | null>;
+  findSettlementByHash(hash: string): Promise<SettlementRecord | null>;
+  findSettlement(id: string): Promise<SettlementRecord | null>;
+  findReceipt(id: string): Promise<ReceiptRecord | null>;
+  findReceiptByAttempt(attemptId: string): Promise<ReceiptRecord | null>;
+  pendingSettlements(olderThanSeconds: number, limit: number): Promise<SettlementRecord[]>;
+  /** Settled attempts whose receipt is missing or not settled. */
+  settledWithoutSettledReceipt(limit: number): Promise<Array<{ attempt: AttemptRecord; settlement: SettlementRecord }>>;
+  /** Creates or updates the receipt of a settled settlement to settled (idempotent). */
+  upsertSettledReceipt(attempt: AttemptRecord, settlement: SettlementRecord, versionId: string): Promise<void>;
+  /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
+  expireStale(network: string, latestLedger: number): Promise<number>;
+  findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
+}
+
+/** Ledger port (see ledger/soroban-ledger.ts). */
+export interface AssetRef {
+  code: string;
+  issuer: string;
+  contractId: string;
+}
+
+export interface Holding {
+  /** False when the account does not exist or holds no trustline to the asset. */
+  trustline: boolean;
+  /** Stroops. */
+  balance: bigint;
+}
+
+export type SubmitResult = { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
+
+export type TransactionState =
+  | { status: 'SUCCESS'; ledger: number; closedAt: Date }
+  | { status: 'FAILED'; ledger: number; reason: string }
+  | { status: 'NOT_FOUND' };
+
+export interface PreparedSettlement {
+  hash: string;
+  envelopeXdr: string;
+  /** The channel account (source) that signed it. */
+  channel: string;
+}
+
+export interface ChannelLease {
+  address: string;
+  release(): void;
+}
+
+export interface LedgerPort {
+  latestLedger(network: string): Promise<number>;
+  holding(network: string, account: string, asset: AssetRef): Promise<Holding>;
+  /** Builds, simulates and signs the transfer from the leased channel account; the signed auth entry is kept as is. */
+  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string }>;
+  submit(network: string, envelopeXdr: string): Promise<SubmitResult>;
+  transaction(network: string, hash: string): Promise<TransactionState>;
+}
+
+export interface ChannelLeaser {
+  acquire(network: string): Promise<ChannelLease>;
+}

@@ -1,0 +1,237 @@
+import { DomainError, type ErrorCode } from '../errors';
+import { isAmount, normalizeAmount, toStroops } from '../amount';
+import { newId } from '../ids';
+import { parseAuthorization, verifyAuthorizationSignature, type ParsedAuthorization } from './authorization';
+import { paymentHash } from './payment-hash';
+import type { AssetRef, AttemptRecord, LedgerPort, PaymentRepository, ResourceTermsRef } from './types';
+
+export interface AssetInput {
+  code: string;
+  issuer: string;
+}
+
+export interface PaymentPayloadInput {
+  scheme: string;
+  network: string;
+  asset: AssetInput;
+  amount: string;
+  payTo: string;
+  expiresAtLedger: number;
+  authorization: { format: string; xdr: string; payer?: string };
+}
+
+export interface PaymentRequirementsInput {
+  scheme: string;
+  network: string;
+  amount: string;
+  payTo: string;
+  asset?: AssetInput;
+  resource?: string;
+}
+
+export interface NetworkLookup {
+  get(network: string): { network: string; passphrase: string; assets: AssetRef[] } | undefined;
+  asset(network: string, code: string, issuer: string): AssetRef | undefined;
+}
+
+export interface FacilitatorEvents {
+  /** Called for every failed check (metrics). */
+  failed(operation: 'verify' | 'settle', network: string, code: ErrorCode): void;
+}
+
+export interface VerifyDeps {
+  repo: PaymentRepository;
+  ledger: LedgerPort;
+  networks: NetworkLookup;
+  /** The current terms of a cataloged resource; null when unknown. */
+  resourceById(id: string): Promise<ResourceTermsRef | null>;
+  events: FacilitatorEvents;
+}
+
+export interface VerifiedPayment {
+  attempt: AttemptRecord;
+}
+
+/** The checks both verify and settle run on a payload, in the contract's order, up to (and including) the signature. */
+export function checkPayload(
+  networks: NetworkLookup,
+  payload: PaymentPayloadInput,
+  required: { network: string; amount: string; payTo: string; asset?: AssetInput },
+): { parsed: ParsedAuthorization; asset: AssetRef; passphrase: string } {
+  // 1. shape (the HTTP validator already checked the JSON schema; here the parts it cannot).
+  if (payload.scheme !== 'exact' || required.network === undefined) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Only the exact scheme is supported');
+  if (!isAmount(payload.amount) || toStroops(payload.amount) <= 0n) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'amount must be a positive decimal amount');
+  // 2. network
+  const net = networks.get(payload.network);
+  if (!net) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${payload.network} is not supported`);
+  if (required.network !== payload.network) {
+    if (!networks.get(required.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${required.network} is not supported`);
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
+  }
+  // 3. asset
+  const asset = networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
+  if (!asset) throw new DomainError('UNSUPPORTED_ASSET', `Asset ${payload.asset.code} is not supported on ${payload.network}`);
+  const requiredAsset = required.asset ?? net.assets.find((a) => a.code === 'USDC') ?? net.assets[0];
+  if (required.asset && !networks.asset(payload.network, required.asset.code, required.asset.issuer)) {
+    throw new DomainError('UNSUPPORTED_ASSET', `Asset ${required.asset.code} is not supported on ${payload.network}`);
+  }
+  // 4. amount, 5. recipient, 6. asset against the requirements
+  if (toStroops(payload.amount) !== toStroops(required.amount)) throw new DomainError('AMOUNT_MISMATCH', `The payment amount ${payload.amount} differs from the required ${required.amount}`);
+  if (payload.payTo !== required.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The payment recipient differs from the required payTo');
+  if (!requiredAsset || requiredAsset.code !== asset.code || requiredAsset.issuer !== asset.issuer) {
+    throw new DomainError('ASSET_MISMATCH', 'The payment asset differs from the required asset');
+  }
+  // 7. the signed authorization: a single transfer of exactly these terms, signed by the payer
+  const parsed = parseAuthorization(payload.authorization.format, payload.authorization.xdr);
+  if (payload.authorization.payer && payload.authorization.payer !== parsed.payer) {
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'authorization.payer differs from the address that signed the authorization');
+  }
+  if (parsed.contractId !== asset.contractId) throw new DomainError('ASSET_MISMATCH', 'The authorized transfer is on another asset contract');
+  if (parsed.to !== payload.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The authorized transfer pays another recipient than payTo');
+  if (parsed.amount !== toStroops(payload.amount)) throw new DomainError('AMOUNT_MISMATCH', 'The authorized transfer amount differs from the payment amount');
+  if (!verifyAuthorizationSignature(parsed, net.passphrase)) throw new DomainError('INVALID_SIGNATURE', 'The authorization signature does not verify for the payer');
+  if (parsed.signatureExpirationLedger !== payload.expiresAtLedger) {
+    throw new DomainError('AUTH_EXPIRED', 'The authorization expiration ledger differs from expiresAtLedger');
+  }
+  return { parsed, asset, passphrase: net.passphrase };
+}
+
+/** Fails with AUTH_EXPIRED when the network's latest ledger reached the authorization's expiry. */
+export function checkNotExpired(expiresAtLedger: number, latestLedger: number): void {
+  if (expiresAtLedger <= latestLedger) {
+    throw new DomainError('AUTH_EXPIRED', `The authorization expired at ledger ${expiresAtLedger} (latest ledger ${latestLedger})`);
+  }
+}
+
+/** Reads a holding, answering TRUSTLINE_REQUIRED / INSUFFICIENT_BALANCE. Issuers hold unlimited amounts. */
+async function checkLedgerState(ledger: LedgerPort, network: string, asset: AssetRef, payer: string, payTo: string, amount: bigint): Promise<void> {
+  if (payer !== asset.issuer) {
+    const payerHolding = await ledger.holding(network, payer, asset);
+    if (!payerHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The payer has no trustline for ${asset.code}`);
+    if (payerHolding.balance < amount) throw new DomainError('INSUFFICIENT_BALANCE', `The payer's ${asset.code} balance is below the amount`);
+  }
+  if (payTo !== asset.issuer && payTo.startsWith('G')) {
+    const payToHolding = await ledger.holding(network, payTo, asset);
+    if (!payToHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The recipient has no trustline for ${asset.code}`);
+  }
+}
+
+function sameTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
+  if (r.network !== req.network) throw new DomainError('UNSUPPORTED_NETWORK', `The resource is sold on ${r.network}, not ${req.network}`);
+  if (toStroops(normalizeAmount(r.amount)) !== toStroops(req.amount)) throw new DomainError('AMOUNT_MISMATCH', 'The required amount differs from the resource price');
+  if (r.payTo !== req.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The required payTo differs from the resource payTo');
+  if (req.asset && (req.asset.code !== r.assetCode || req.asset.issuer !== r.assetIssuer)) throw new DomainError('ASSET_MISMATCH', 'The required asset differs from the resource asset');
+}
+
+/**
+ * POST /v1/verify: checks the payload in the contract's order and records the attempt (verified, or
+ * verification_failed with the code once the authorization could be read). Verifying the same authorization again
+ * while its attempt is still verified answers that attempt (idempotent).
+ */
+export function createVerifyPayment(deps: VerifyDeps) {
+  return async function verify(input: { paymentPayload: PaymentPayloadInput; paymentRequirements: PaymentRequirementsInput; resourceId?: string }): Promise<AttemptRecord> {
+    const { paymentPayload: payload, paymentRequirements: req } = input;
+    const parsedForRecord = readableAuthorization(deps.networks, payload);
+    let resource: ResourceTermsRef | null = null;
+    try {
+      if (req.scheme !== 'exact') throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Only the exact scheme is supported');
+      const { parsed, asset } = checkPayload(deps.networks, payload, req);
+      if (input.resourceId) {
+        resource = await deps.resourceById(input.resourceId);
+        if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
+        sameTerms(resource, req);
+      } else if (req.resource) {
+        resource = await deps.repo.findResourceByUrl(req.network, req.payTo, req.resource);
+      }
+      // 8. ledger expiry
+      const latest = await deps.ledger.latestLedger(payload.network);
+      checkNotExpired(payload.expiresAtLedger, latest);
+      // 9. replay state
+      const hash = paymentHash(parsed.entryXdr);
+      const existing = await deps.repo.findByReplayKey(payload.network, parsed.payer, parsed.nonce);
+      if (existing) {
+        if (existing.paymentHash === hash && existing.status === 'verified') return existing;
+        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
+      }
+      // 10. ledger state
+      await checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
+      const id = newId('payment');
+      const outcome = await deps.repo.insertAttempt({
+        id,
+        resourceId: resource?.id ?? null,
+        versionId: resource?.versionId ?? null,
+        sellerId: resource?.sellerId ?? null,
+        paymentHash: hash,
+        network: payload.network,
+        payer: parsed.payer,
+        nonce: parsed.nonce,
+        assetCode: asset.code,
+        assetIssuer: asset.issuer,
+        amount: normalizeAmount(payload.amount),
+        payTo: payload.payTo,
+        status: 'verified',
+        failureCode: null,
+        failureReason: null,
+        expiresAtLedger: payload.expiresAtLedger,
+        authorizationXdr: parsed.entryXdr,
+      });
+      if (outcome === 'replay') {
+        // A concurrent verify of the same authorization won the unique index: answer its attempt if it is the same one.
+        const winner = await deps.repo.findByReplayKey(payload.network, parsed.payer, parsed.nonce);
+        if (winner && winner.paymentHash === hash && winner.status === 'verified') return winner;
+        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
+      }
+      const created = await deps.repo.findAttempt(id);
+      if (!created) throw new Error('attempt vanished after insert');
+      return created;
+    } catch (err) {
+      if (err instanceof DomainError) {
+        deps.events.failed('verify', payload.network, err.code);
+        if (parsedForRecord && err.code !== 'RESOURCE_NOT_FOUND' && err.code !== 'SERVICE_UNAVAILABLE') {
+          await recordFailure(deps.repo, payload, parsedForRecord, resource, err);
+        }
+      }
+      throw err;
+    }
+  };
+}
+
+/** The authorization and asset when they can be read, so that a failed verify can be recorded; else null. */
+function readableAuthorization(networks: NetworkLookup, payload: PaymentPayloadInput): { parsed: ParsedAuthorization; asset: AssetRef } | null {
+  try {
+    const asset = networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
+    if (!asset || !isAmount(payload.amount) || toStroops(payload.amount) <= 0n || !Number.isInteger(payload.expiresAtLedger)) return null;
+    return { parsed: parseAuthorization(payload.authorization.format, payload.authorization.xdr), asset };
+  } catch {
+    return null;
+  }
+}
+
+async function recordFailure(
+  repo: PaymentRepository,
+  payload: PaymentPayloadInput,
+  checked: { parsed: ParsedAuthorization; asset: AssetRef },
+  resource: ResourceTermsRef | null,
+  err: DomainError,
+): Promise<void> {
+  // verification_failed attempts are outside the replay index, so recording one never blocks a later valid payment.
+  await repo.insertAttempt({
+    id: newId('payment'),
+    resourceId: resource?.id ?? null,
+    versionId: resource?.versionId ?? null,
+    sellerId: resource?.sellerId ?? null,
+    paymentHash: paymentHash(checked.parsed.entryXdr),
+    network: payload.network,
+    payer: checked.parsed.payer,
+    nonce: checked.parsed.nonce,
+    assetCode: checked.asset.code,
+    assetIssuer: checked.asset.issuer,
+    amount: normalizeAmount(payload.amount),
+    payTo: payload.payTo,
+    status: 'verification_failed',
+    failureCode: err.code,
+    failureReason: err.message.slice(0, 500),
+    expiresAtLedger: Math.max(1, payload.expiresAtLedger),
+    authorizationXdr: checked.parsed.entryXdr,
+  });
+}

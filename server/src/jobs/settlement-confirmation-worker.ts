@@ -1,0 +1,34 @@
+import type { WorkerDefinition } from './job-system';
+import type { PaymentRepository, SettlementRecord } from '../domain/facilitator/types';
+import type { Logger } from '../logger';
+
+/**
+ * Finishes settlements left pending (a crash between submit and record, or a confirmation that outlived the
+ * request): asks the ledger for each pending settlement older than `olderThanSeconds` and records settled/failed.
+ * It never resubmits; a transaction still NOT_FOUND after its authorization expired can never apply, so it is failed.
+ */
+export function settlementConfirmationWorker(deps: {
+  repo: PaymentRepository;
+  confirmOnce(s: SettlementRecord): Promise<'settled' | 'failed' | 'pending'>;
+  logger: Logger;
+  olderThanSeconds: number;
+  every?: string;
+}): WorkerDefinition<{ olderThanSeconds?: number }> {
+  return {
+    name: 'settlement-confirmation-worker',
+    every: deps.every ?? '5 seconds',
+    concurrency: 1,
+    maxRetries: 3,
+    async run(data) {
+      const pending = await deps.repo.pendingSettlements(data.olderThanSeconds ?? deps.olderThanSeconds, 200);
+      for (const s of pending) {
+        try {
+          const state = await deps.confirmOnce(s);
+          if (state !== 'pending') deps.logger.info('settlement confirmed by worker', { settlementId: s.id, network: s.network, state });
+        } catch (err) {
+          deps.logger.warn('settlement confirmation deferred', { settlementId: s.id, network: s.network, error: (err as Error).message });
+        }
+      }
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import { Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
+import type {
+  AssetRef,
+  ChannelLease,
+  Holding,
+  LedgerPort,
+  PreparedSettlement,
+  SubmitResult,
+  TransactionState,
+} from '../domain/facilitator/types';
+import { DomainError } from '../domain/errors';
+import type { FacilitatorMetrics } from '../metrics/facilitator';
+import type { NetworkRegistry } from './network-registry';
+import type { LeasedChannel } from './channel-accounts';
+
+export interface SorobanLedgerOptions {
+  /** Highest total fee (stroops) a settlement transaction may pay; above it settlement is refused. */
+  maxFeeStroops: number;
+  /** Validity of a settlement transaction (its time bound), seconds. */
+  txTimeoutSeconds: number;
+}
+
+/**
+ * The ledger port over Soroban RPC (`rpc.Server`): the same code talks to the local network, testnet and pubnet.
+ * Every call is counted, timed and marks the network's RPC up or down.
+ */
+export class SorobanLedger implements LedgerPort {
+  private readonly servers = new Map<string, rpc.Server>();
+
+  constructor(
+    private readonly networks: NetworkRegistry,
+    private readonly metrics: FacilitatorMetrics,
+    private readonly opts: SorobanLedgerOptions,
+  ) {}
+
+  private server(network: string): rpc.Server {
+    let s = this.servers.get(network);
+    if (!s) {
+      const n = this.networks.get(network);
+      if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
+      s = new rpc.Server(n.rpcUrl, { allowHttp: n.rpcUrl.startsWith('http:') });
+      this.servers.set(network, s);
+    }
+    return s;
+  }
+
+  private passphrase(network: string): string {
+    const n = this.networks.get(network);
+    if (!n) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${network} is not supported`);
+    return n.passphrase;
+  }
+
+  /** Runs one RPC call with metrics; transport failures become SERVICE_UNAVAILABLE. */
+  private async call<T>(network: string, method: string, fn: (s: rpc.Server) => Promise<T>): Promise<T> {
+    const server = this.server(network);
+    this.metrics.rpcRequests.inc({ network, method });
+    const end = this.metrics.rpcLatency.startTimer({ network, method });
+    try {
+      const out = await fn(server);
+      this.metrics.rpcUp.set({ network }, 1);
+      return out;
+    } catch (err) {
+      this.metrics.rpcErrors.inc({ network, method });
+      if (err instanceof DomainError) throw err;
+      this.metrics.rpcUp.set({ network }, 0);
+      throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is unavailable`);
+    } finally {
+      end();
+    }
+  }
+
+  async latestLedger(network: string): Promise<number> {
+    const res = await this.call(network, 'getLatestLedger', (s) => s.getLatestLedger());
+    this.metrics.latestLedger.set({ network }, res.sequence);
+    return res.sequence;
+  }
+
+  async holding(network: string, account: string, asset: AssetRef): Promise<Holding> {
+    const key = xdr.LedgerKey.trustline(
+      new xdr.LedgerKeyTrustLine({
+        accountId: Keypair.fromPublicKey(account).xdrAccountId(),
+        asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject(),
+      }),
+    );
+    const res = await this.call(network, 'getLedgerEntries', (s) => s.getLedgerEntries(key));
+    const entry = res.entries[0];
+    if (!entry) return { trustline: false, balance: 0n };
+    return { trustline: true, balance: BigInt(entry.val.trustLine().balance().toString()) };
+  }
+
+  async prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string }> {
+    const keypair = (lease as LeasedChannel).keypair;
+    if (!keypair) throw new Error('the lease does not come from the channel account pool');
+    const networkPassphrase = this.passphrase(network);
+    const entry = xdr.SorobanAuthorizationEntry.fromXDR(entryXdr, 'base64');
+    const call = entry.rootInvocation().function().contractFn();
+    const func = xdr.HostFunction.hostFunctionTypeInvokeContract(
+      new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
+    );
+    // Fresh sequence number for every transaction: never trust a cached one.
+    const account = await this.call(network, 'getAccount', (s) => s.getAccount(lease.address));
+    const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase })
+      .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
+      .setTimeout(this.opts.txTimeoutSeconds)
+      .build();
+    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft));
+    if (rpc.Api.isSimulationError(sim)) return { error: `simulation failed: ${sim.error}` };
+    if (rpc.Api.isSimulationRestore(sim)) return { error: 'simulation requires a ledger entry restore' };
+    // assembleTransaction keeps the auth entries already on the operation: the buyer's signed entry is not replaced.
+    const tx = rpc.assembleTransaction(draft, sim).build();
+    if (Number(tx.fee) > this.opts.maxFeeStroops) return { error: `fee ${tx.fee} stroops exceeds the limit of ${this.opts.maxFeeStroops}` };
+    tx.sign(keypair);
+    return { hash: tx.hash().toString('hex'), envelopeXdr: tx.toXDR(), channel: lease.address };
+  }
+
+  async submit(network: string, envelopeXdr: string): Promise<SubmitResult> {
+    const tx = TransactionBuilder.fromXDR(envelopeXdr, this.passphrase(network));
+    const res = await this.call(network, 'sendTransaction', (s) => s.sendTransaction(tx));
+    if (res.status === 'PENDING' || res.status === 'DUPLICATE') return { status: res.status };
+    const reason = res.errorResult ? resultReason(res.errorResult) : res.status;
+    return { status: res.status === 'TRY_AGAIN_LATER' ? 'TRY_AGAIN_LATER' : 'ERROR', reason };
+  }
+
+  async transaction(network: string, hash: string): Promise<TransactionState> {
+    const res = await this.call(network, 'getTransaction', (s) => s.getTransaction(hash));
+    if (res.status === rpc.Api.GetTransactionStatus.SUCCESS) {
+      return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(Number(res.createdAt) * 1000) };
+    }
+    if (res.status === rpc.Api.GetTransactionStatus.FAILED) {
+      return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.resultXdr) };
+    }
+    return { status: 'NOT_FOUND' };
+  }
+}
+
+/** The ledger's result code, with the first failing operation result for txFailed (e.g. "txFailed: invokeHostFunctionTrapped"). */
+export function resultReason(result: xdr.TransactionResult): string {
+  const code = result.result().switch().name;
+  try {
+    const inner = code === 'txFeeBumpInnerFailed' ? result.result().innerResultPair().result().result() : result.result();
+    const ops = inner.results?.() ?? [];
+    for (const op of ops) {
+      const tr = op.tr?.();
+      if (!tr) return `${code}: ${op.switch().name}`;
+      const arm = tr.switch().name;
+      const value = (tr as unknown as Record<string, () => { switch(): { name: string } }>)[`${arm.replace(/^(\w)/, (m) => m.toLowerCase())}Result`];
+      const name = typeof value === 'function' ? value.call(tr).switch().name : arm;
+      if (!/Success$/.test(name)) return `${code}: ${name}`;
+    }
+  } catch {
+    // fall back to the top-level code
+  }
+  return code;
+}
