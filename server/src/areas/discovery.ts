@@ -1,5 +1,12 @@
 import type { Area, AreaContext } from './area';
-import { DomainError } from '../domain/errors';
+import { createDiscoveryRepository } from '../data/discovery-repository';
+import { createSearchIndexRepository } from '../data/search-index-repository';
+import { createResourceRepository } from '../data/resource-repository';
+import { createDiscoveryService } from '../domain/discovery/discovery-service';
+import { issueReason } from '../domain/catalog/resource-rules';
+import { discoveryHandlers } from '../http/handlers/discovery';
+import { createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
+import { createSearchSyncWorker } from '../jobs/search-sync-worker';
 
 export type DiscoveryOperation = 'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource';
 
@@ -8,15 +15,52 @@ export interface DiscoveryArea extends Area<DiscoveryOperation> {
   onCatalogChange(resourceId: string): Promise<void>;
 }
 
-const notBuilt = async (): Promise<never> => {
-  throw new DomainError('SERVICE_UNAVAILABLE', 'Discovery is not available in this version of the service yet');
-};
-
 /** The discovery area: listing, ranked search, validation, cataloging and the indexing workers. */
-export function createDiscoveryArea(_ctx: AreaContext): DiscoveryArea {
+export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
+  const m = ctx.metrics.discovery;
+  const repo = createDiscoveryRepository(ctx.db);
+  const index = createSearchIndexRepository(ctx.db);
+  const resources = createResourceRepository(ctx.db);
+  const queue = (data: { catalogEventId?: string; resourceId: string }) => ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);
+
+  const service = createDiscoveryService({
+    repo,
+    networks: ctx.networks,
+    findSeller: (id) => ctx.sellerRepository.findById(id),
+    findResource: (id) => resources.findById(id),
+    domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
+    queueIndexing: (catalogEventId, resourceId) => queue({ catalogEventId, resourceId }),
+    observe: {
+      validationFailed(errors) {
+        for (const reason of new Set(errors.map(issueReason))) m.validationFailures.inc({ reason });
+        if (errors.some((e) => e.code === 'ROUTE_TEMPLATE_INVALID')) m.routeTemplateFailures.inc();
+        if (errors.some((e) => e.code === 'SELLER_DOMAIN_UNVERIFIED')) m.domainVerificationFailures.inc();
+      },
+      cataloged(kind) {
+        m.catalogEvents.inc({ kind });
+      },
+      searched({ seconds, empty, partial }) {
+        m.searchRequests.inc();
+        m.searchLatency.observe(seconds);
+        if (empty) m.emptySearchResults.inc();
+        if (partial) m.partialResults.inc({ endpoint: 'search' });
+      },
+      listed({ partial }) {
+        if (partial) m.partialResults.inc({ endpoint: 'list' });
+      },
+    },
+  });
+  m.bindSnapshot(() => index.counts());
+
   return {
-    handlers: { listDiscoveryResources: notBuilt, searchResources: notBuilt, validateResource: notBuilt, catalogResource: notBuilt },
-    workers: [],
-    async onCatalogChange() {},
+    handlers: discoveryHandlers(service),
+    workers: [
+      createResourceIndexingWorker({ index, networks: ctx.networks, metrics: m, logger: ctx.logger }),
+      createSearchSyncWorker({ index, requeue: (resourceId) => queue({ resourceId }), logger: ctx.logger }),
+    ],
+    /** Plain resource creates, updates and deletes (resources API): the index follows them too. */
+    async onCatalogChange(resourceId) {
+      await queue({ resourceId });
+    },
   };
 }

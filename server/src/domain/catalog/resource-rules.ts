@@ -26,6 +26,44 @@ export interface ValidationIssue {
   code: ErrorCode;
   field: string;
   message: string;
+  /** Poisoning class, for metrics (catalog validation failures by reason); never part of an API response. */
+  reason?: IssueReason;
+}
+
+/** Why an issue was raised, as a metric label (catalog validation failures by reason). */
+export type IssueReason =
+  | 'seller_not_found'
+  | 'forged_seller_metadata'
+  | 'route_template'
+  | 'unsupported_network'
+  | 'unsupported_asset'
+  | 'domain_unverified'
+  | 'invalid_schema'
+  | 'ambiguous_mcp'
+  | 'extension'
+  | 'invalid_field';
+
+/** The reason of an issue: its own, else derived from its code and field. */
+export function issueReason(issue: ValidationIssue): IssueReason {
+  if (issue.reason) return issue.reason;
+  switch (issue.code) {
+    case 'ROUTE_TEMPLATE_INVALID':
+      return 'route_template';
+    case 'UNSUPPORTED_NETWORK':
+      return 'unsupported_network';
+    case 'UNSUPPORTED_ASSET':
+      return 'unsupported_asset';
+    case 'SELLER_DOMAIN_UNVERIFIED':
+      return 'domain_unverified';
+    case 'FORBIDDEN':
+      return 'forged_seller_metadata';
+    default:
+      break;
+  }
+  if (/Schema$/.test(issue.field)) return 'invalid_schema';
+  if (issue.field.includes('extensions.mcp')) return 'ambiguous_mcp';
+  if (issue.field.includes('extensions')) return 'extension';
+  return 'invalid_field';
 }
 
 export interface RuleContext {
@@ -55,9 +93,10 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
   const err = (code: ErrorCode, field: string, message: string) => errors.push({ code, field: p + field, message });
   const warn = (code: ErrorCode, field: string, message: string) => warnings.push({ code, field: p + field, message });
 
-  if (!ctx.seller) err('CATALOG_VALIDATION_FAILED', 'sellerId', 'seller does not exist');
+  // sellerId and trusted sit next to the resource in the discovery requests: no field prefix for them.
+  if (!ctx.seller) errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'sellerId', message: 'seller does not exist', reason: 'seller_not_found' });
   if (ctx.trusted && ctx.seller && !ctx.seller.domainVerified) {
-    err('SELLER_DOMAIN_UNVERIFIED', 'sellerId', 'trusted catalog status requires a verified seller domain');
+    errors.push({ code: 'SELLER_DOMAIN_UNVERIFIED', field: p ? 'trusted' : 'sellerId', message: 'trusted catalog status requires a verified seller domain' });
   }
 
   const network = ctx.networks.get(terms.network);

@@ -1,0 +1,157 @@
+import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { Resource } from '../catalog/types';
+import { checkCatalogTerms } from '../catalog/catalog-rules';
+import { issueReason, type ValidationIssue } from '../catalog/resource-rules';
+import { mcpToolName } from '../catalog/extension-rules';
+
+/**
+ * Builds the search document of a resource. Everything here is pure: the indexing worker loads the snapshot (in
+ * one transaction, under a per-resource lock) and writes what this returns.
+ *
+ * The anti-poisoning rules run again at indexing time, so a resource that reached the catalog another way (the
+ * resources API only warns about some of them) is kept out of discovery: `discoverable` is false and the reasons
+ * are stored.
+ */
+export interface IndexSnapshot {
+  resource: Resource | null;
+  seller: { id: string; walletAddress: string; domain: string; domainVerified: boolean } | null;
+  declaration: { payTo: string | null; trusted: boolean } | null;
+  payToOwner: string | null;
+  domainVerifiedByOther: boolean;
+  /** The oldest other active resource offering the same MCP tool on the same URL. */
+  mcpToolOwner: { resourceId: string; sellerId: string } | null;
+}
+
+export interface SearchDocument {
+  resourceId: string;
+  sellerId: string;
+  versionId: string;
+  version: number;
+  type: 'http' | 'mcp';
+  name: string;
+  description: string;
+  url: string;
+  routeTemplate: string;
+  network: string;
+  payTo: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  status: string;
+  extensionNames: string[];
+  mcpToolName: string | null;
+  discoverable: boolean;
+  rejectionReasons: Array<{ reason: string; field: string; message: string }>;
+  /** Text for weight C: schema property names, titles and descriptions, tool name, route literals. */
+  schemaText: string;
+  metadataQuality: number;
+  schemaCompleteness: number;
+  sellerVerified: boolean;
+}
+
+const MAX_SCHEMA_TEXT = 8000;
+
+export function buildSearchDocument(snap: IndexSnapshot, networks: NetworkRegistry): SearchDocument | null {
+  const r = snap.resource;
+  if (!r || r.status !== 'active') return null;
+  const result = checkCatalogTerms(r, {
+    networks,
+    seller: snap.seller,
+    callerSellerId: null,
+    trusted: snap.declaration?.trusted ?? false,
+    payToDeclared: snap.declaration?.payTo === r.payTo,
+    payToOwner: snap.payToOwner,
+    domainVerifiedByOther: snap.domainVerifiedByOther,
+    // The first resource to offer a tool on a server keeps it; later ones are ambiguous.
+    mcpToolConflict: snap.mcpToolOwner && snap.mcpToolOwner.resourceId < r.id ? snap.mcpToolOwner.resourceId : null,
+  });
+  const toolName = r.type === 'mcp' ? mcpToolName(r.extensions) : null;
+  return {
+    resourceId: r.id,
+    sellerId: r.sellerId,
+    versionId: r.versionId,
+    version: r.version,
+    type: r.type,
+    name: r.name,
+    description: r.description,
+    url: r.url,
+    routeTemplate: r.routeTemplate,
+    network: r.network,
+    payTo: r.payTo,
+    assetCode: r.assetCode,
+    assetIssuer: r.assetIssuer,
+    amount: r.amount,
+    status: r.status,
+    extensionNames: Object.keys(r.extensions ?? {}).filter((k) => k === 'bazaar' || k === 'mcp').sort(),
+    mcpToolName: toolName,
+    discoverable: result.errors.length === 0,
+    rejectionReasons: result.errors.map((e: ValidationIssue) => ({ reason: issueReason(e), field: e.field, message: e.message })),
+    schemaText: schemaText(r, toolName),
+    metadataQuality: metadataQuality(r),
+    schemaCompleteness: schemaCompleteness(r),
+    sellerVerified: snap.seller?.domainVerified ?? false,
+  };
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function collectSchemaWords(node: unknown, out: string[], depth = 0): void {
+  if (depth > 8 || out.join(' ').length > MAX_SCHEMA_TEXT) return;
+  if (Array.isArray(node)) {
+    for (const n of node) collectSchemaWords(n, out, depth + 1);
+    return;
+  }
+  if (!isObj(node)) return;
+  for (const key of ['title', 'description'] as const) if (typeof node[key] === 'string') out.push(node[key] as string);
+  if (isObj(node.properties)) {
+    for (const [name, sub] of Object.entries(node.properties)) {
+      out.push(name.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/[_-]+/g, ' '));
+      collectSchemaWords(sub, out, depth + 1);
+    }
+  }
+  for (const key of ['items', 'anyOf', 'oneOf', 'allOf', '$defs'] as const) {
+    const v = node[key];
+    if (key === '$defs' && isObj(v)) collectSchemaWords(Object.values(v), out, depth + 1);
+    else if (v !== undefined) collectSchemaWords(v, out, depth + 1);
+  }
+}
+
+function schemaText(r: Resource, toolName: string | null): string {
+  const words: string[] = [];
+  collectSchemaWords(r.inputSchema, words);
+  collectSchemaWords(r.outputSchema, words);
+  if (toolName) words.push(toolName.replace(/[_.-]+/g, ' '));
+  const mcp = r.extensions?.mcp;
+  if (isObj(mcp) && typeof mcp.description === 'string') words.push(mcp.description);
+  words.push(...r.routeTemplate.split('/').filter((s) => s && !s.startsWith('{')).map((s) => s.replace(/[_.~-]+/g, ' ')));
+  return words.join(' ').slice(0, MAX_SCHEMA_TEXT);
+}
+
+/** Metadata quality in [0, 1]: a descriptive name and description, https, Bazaar call metadata. */
+export function metadataQuality(r: Resource): number {
+  const bazaar = r.extensions?.bazaar;
+  const parts = [
+    Math.min(r.name.trim().length / 12, 1),
+    Math.min(r.description.trim().length / 120, 1),
+    r.url.startsWith('https://') ? 1 : 0,
+    isObj(bazaar) && isObj(bazaar.info) ? 1 : 0,
+    isObj(bazaar) && isObj(bazaar.schema) ? 1 : 0,
+  ];
+  return round(parts.reduce((a, b) => a + b, 0) / parts.length);
+}
+
+/** Schema completeness in [0, 1]: typed, described properties, required fields, a described output. */
+export function schemaCompleteness(r: Resource): number {
+  const score = (s: Obj): number => {
+    const props = isObj(s.properties) ? Object.values(s.properties) : [];
+    if (props.length === 0) return typeof s.type === 'string' ? 0.25 : 0;
+    const typed = props.filter((p) => isObj(p) && (p.type !== undefined || p.$ref !== undefined || p.enum !== undefined)).length / props.length;
+    const described = props.filter((p) => isObj(p) && typeof p.description === 'string' && p.description.trim() !== '').length / props.length;
+    const required = Array.isArray(s.required) && s.required.length > 0 ? 1 : 0;
+    return 0.25 + 0.75 * ((typed + described + required) / 3);
+  };
+  return round((score(r.inputSchema) + score(r.outputSchema)) / 2);
+}
+
+const round = (n: number) => Math.round(n * 10000) / 10000;

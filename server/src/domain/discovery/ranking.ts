@@ -1,0 +1,58 @@
+import type { RankingWeights } from './types';
+import { DomainError } from '../errors';
+
+/**
+ * Ranking strategy pg-fts-weighted-v1.
+ *
+ *   score = text * W.text + Σ signal_i * W_i        (W.text = 0.5, the other weights sum to 0.5)
+ *
+ * - text: ts_rank_cd over the weighted tsvector (name A = 1.0, description B = 0.4, schema text, tool name and
+ *   route C = 0.2, D = 0.1), normalised by rank/(rank+1) into [0, 1).
+ * - metadataQuality, schemaCompleteness: computed at indexing time, in [0, 1] (see indexing.ts).
+ * - sellerVerified: 1 when the seller's domain is verified, else 0.
+ * - uptime, settlementSuccess: in [0, 1]; a missing signal (no health probe yet, no settled or failed payment in
+ *   the last 30 days) counts as neutral 0.5.
+ * - type: http 1.0, mcp 0.8 (any x402 client can call an http resource; an MCP tool needs an MCP client).
+ * - network: stellar:pubnet 1.0 (needs a verified domain), stellar:testnet 0.8.
+ * - asset: a stablecoin (USDC, EURC) 1.0, any other configured asset 0.5.
+ * - price: 1 / (1 + 10 * amount): cheaper ranks higher, all else equal.
+ *
+ * Pages are keyset-paged on (score DESC, id DESC): the cursor carries the score (float8 text, which round-trips
+ * exactly) and the id of the last item, so pages neither repeat nor skip while the ranking inputs stay the same. If
+ * the search-sync worker changes a signal between two page requests an item may move; the cursor also names the
+ * strategy, and a cursor of another strategy is refused.
+ */
+export const RANKING_STRATEGY = 'pg-fts-weighted-v1';
+
+export const RANKING_WEIGHTS: RankingWeights = {
+  text: 0.5,
+  metadataQuality: 0.08,
+  schemaCompleteness: 0.07,
+  sellerVerified: 0.1,
+  uptime: 0.05,
+  settlementSuccess: 0.08,
+  type: 0.03,
+  network: 0.03,
+  asset: 0.03,
+  price: 0.03,
+};
+
+/** Ranking signals older than this make a result page partial (the search-sync worker runs every 30 s). */
+export const SIGNALS_MAX_AGE_SECONDS = 600;
+
+export function encodeSearchCursor(score: string, id: string): string {
+  return Buffer.from(JSON.stringify({ v: RANKING_STRATEGY, s: score, i: id }), 'utf8').toString('base64url');
+}
+
+export function decodeSearchCursor(cursor: string | undefined): { score: string; id: string } | null {
+  if (cursor === undefined || cursor === '') return null;
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; s?: unknown; i?: unknown };
+    if (parsed.v === RANKING_STRATEGY && typeof parsed.s === 'string' && /^-?[0-9.e+-]+$/i.test(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i)) {
+      return { score: parsed.s, id: parsed.i };
+    }
+  } catch {
+    // fall through
+  }
+  throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [{ field: 'cursor', message: `not a cursor of ranking strategy ${RANKING_STRATEGY}` }]);
+}

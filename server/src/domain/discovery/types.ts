@@ -1,0 +1,89 @@
+import type { Resource, ResourceVersion } from '../catalog/types';
+
+/** Filters shared by the listing and search. Prices are decimal strings compared exactly (NUMERIC) in SQL. */
+export interface DiscoveryFilters {
+  network?: string;
+  asset?: string;
+  type?: 'http' | 'mcp';
+  sellerId?: string;
+  minPrice?: string;
+  maxPrice?: string;
+  extension?: 'bazaar' | 'mcp';
+}
+
+/** A listing item: the resource fields without schemas, extensions and timestamps. */
+export interface DiscoveryItem {
+  id: string;
+  sellerId: string;
+  type: 'http' | 'mcp';
+  name: string;
+  description: string;
+  url: string;
+  routeTemplate: string;
+  network: string;
+  payTo: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  status: 'active' | 'deleted';
+}
+
+export interface RankedItem extends DiscoveryItem {
+  /** The score as PostgreSQL prints it (float8 text round-trips exactly), kept for the cursor. */
+  score: string;
+  /** Whether this result's ranking signals were refreshed recently. */
+  signalsFresh: boolean;
+}
+
+export interface IndexLag {
+  /** Catalog events not yet reflected in the index. */
+  unindexed: number;
+  /** Seconds since the oldest unindexed catalog event (0 when the index is up to date). */
+  lagSeconds: number;
+}
+
+export interface RankingWeights {
+  text: number;
+  metadataQuality: number;
+  schemaCompleteness: number;
+  sellerVerified: number;
+  uptime: number;
+  settlementSuccess: number;
+  type: number;
+  network: number;
+  asset: number;
+  price: number;
+}
+
+export interface CatalogWrite {
+  mode: 'create' | 'update' | 'unchanged';
+  resource: Resource;
+  /** The new version (create, update); null when unchanged. */
+  version: ResourceVersion | null;
+  /** For update: compare-and-set on the resource's version. */
+  expectedVersion: number | null;
+  event: { id: string; versionId: string };
+  declaration: { payTo: string | null; trusted: boolean };
+  /** Re-checked under a lock in the same transaction: no other active resource offers this tool on this URL. */
+  mcpTool: { url: string; toolName: string } | null;
+}
+
+export type CatalogWriteOutcome = { status: 'ok' } | { status: 'version_conflict' } | { status: 'mcp_conflict'; resourceId: string };
+
+/** The discovery index and the catalog writes it needs (implemented in data/discovery-repository.ts). */
+export interface DiscoveryRepository {
+  list(filters: DiscoveryFilters, afterId: string | null, limit: number): Promise<DiscoveryItem[]>;
+  search(
+    q: string,
+    filters: DiscoveryFilters,
+    after: { score: string; id: string } | null,
+    limit: number,
+    weights: RankingWeights,
+    signalsMaxAgeSeconds: number,
+  ): Promise<RankedItem[]>;
+  indexLag(): Promise<IndexLag>;
+  walletOwner(address: string): Promise<string | null>;
+  mcpToolOwner(url: string, toolName: string, excludeResourceId: string | null): Promise<{ resourceId: string; sellerId: string } | null>;
+  declaration(resourceId: string): Promise<{ payTo: string | null; trusted: boolean } | null>;
+  catalog(write: CatalogWrite): Promise<CatalogWriteOutcome>;
+}

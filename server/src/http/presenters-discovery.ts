@@ -1,0 +1,36 @@
+import type { components } from '../generated/openapi';
+import type { DiscoveryItem } from '../domain/discovery/types';
+import type { CatalogOutcome } from '../domain/discovery/discovery-service';
+
+/** Discovery domain objects -> the contract's JSON shapes. */
+type S = components['schemas'];
+
+export function presentDiscoveryResource(r: DiscoveryItem): S['DiscoveryResource'] {
+  return {
+    id: r.id,
+    sellerId: r.sellerId,
+    type: r.type,
+    name: r.name,
+    description: r.description,
+    url: r.url,
+    routeTemplate: r.routeTemplate,
+    network: r.network as S['Network'],
+    payTo: r.payTo,
+    assetCode: r.assetCode,
+    assetIssuer: r.assetIssuer,
+    amount: r.amount,
+    status: r.status,
+  };
+}
+
+export function presentDiscoveryPage(page: { items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }): S['DiscoveryPage'] {
+  return { resources: page.items.map(presentDiscoveryResource), nextCursor: page.nextCursor, partialResults: page.partialResults };
+}
+
+export function presentSearchPage(page: { items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean; strategy: string }): S['SearchPage'] {
+  return { resources: page.items.map(presentDiscoveryResource), ranking: { strategy: page.strategy }, partialResults: page.partialResults, nextCursor: page.nextCursor };
+}
+
+export function presentCatalogResult(c: CatalogOutcome): S['CatalogResult'] {
+  return { ok: true, resourceId: c.resourceId, versionId: c.versionId, catalogEventId: c.catalogEventId, indexingStatus: 'queued' };
+}

@@ -1,0 +1,27 @@
+import type { WorkerDefinition } from './job-system';
+import type { SearchIndexRepository } from '../data/search-index-repository';
+import type { Logger } from '../logger';
+
+export const SEARCH_SYNC_WORKER = 'search-sync-worker';
+
+/**
+ * Every 30 seconds: refreshes the ranking signals of every search document (seller verification, settlement
+ * success over the last 30 days from payment attempts; uptime stays null, neutral in ranking, until a health probe
+ * exists) and re-queues indexing of catalog events left unindexed for over a minute (a lost or dead job), so the
+ * index converges on the catalog.
+ */
+export function createSearchSyncWorker(deps: { index: SearchIndexRepository; requeue(resourceId: string): Promise<void>; logger: Logger }): WorkerDefinition {
+  return {
+    name: SEARCH_SYNC_WORKER,
+    every: '30 seconds',
+    maxRetries: 3,
+    concurrency: 1,
+    async run() {
+      const refreshed = await deps.index.refreshSignals();
+      const stale = await deps.index.staleResources(60, 500);
+      for (const resourceId of stale) await deps.requeue(resourceId);
+      if (stale.length) deps.logger.warn('re-queued indexing of stale catalog events', { resources: stale.length });
+      void refreshed;
+    },
+  };
+}
