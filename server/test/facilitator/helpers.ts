@@ -14,8 +14,8 @@ export interface FacilitatorEnv {
 }
 
 /** The real service on a fresh database, with the local network in-process as stellar:testnet. */
-export async function startFacilitatorEnv(opts: { ledgerCloseMs?: number; facilitator?: FacilitatorOptions } = {}): Promise<FacilitatorEnv> {
-  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: opts.ledgerCloseMs ?? 100 });
+export async function startFacilitatorEnv(opts: { ledgerCloseMs?: number; facilitator?: FacilitatorOptions; assets?: string[] } = {}): Promise<FacilitatorEnv> {
+  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: opts.ledgerCloseMs ?? 100, assets: (opts.assets ?? ['USDC']).map((code) => ({ code })) });
   const svc = await startTestService({
     networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
     facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000, ...opts.facilitator },
