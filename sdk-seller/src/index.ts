@@ -1,32 +1,143 @@
 /**
  * The seller SDK: sellers, resources, domain verification, cataloging, payments, settlements and receipts over the
- * marketplace API, typed from the seller bundle of the spec (src/generated).
+ * marketplace API, typed from the seller bundle of the spec (src/generated, never edited by hand), and `paywall`,
+ * an Express middleware that charges for a route through the marketplace's x402 facilitator.
+ *
+ * Every call goes through one transport (src/core): the API key, an Idempotency-Key on every POST, retries of
+ * safe failures with jittered backoff, and one ApiError for every error answer.
  */
-import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import type { paths } from './generated/openapi.js';
+import type { Client } from 'openapi-fetch';
+import type { components, operations, paths } from './generated/openapi.js';
+import { createTransport, type RetryOptions } from './core/http.js';
+import { paginate, type PageIterable } from './core/pagination.js';
 
 export type { paths, components, operations } from './generated/openapi.js';
+export { ApiError, type ApiErrorDetail } from './core/errors.js';
+export type { RetryOptions } from './core/http.js';
+export type { PageIterable } from './core/pagination.js';
+export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
+export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
+
+type Schemas = components['schemas'];
+type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type NoCursor<Q> = Omit<Q, 'cursor'>;
+type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+/** Per-call options of a POST: your own Idempotency-Key (otherwise a random one is sent). */
+export interface PostOptions {
+  idempotencyKey?: string;
+}
 
 export interface SellerClientOptions {
+  /** The marketplace API, e.g. http://127.0.0.1:3000 */
   baseUrl: string;
-  /** The seller's API key (returned once by createSeller). */
-  apiKey: string;
+  /**
+   * The seller's API key (returned once by `sellers.create`). Only `sellers.create` and the public reads work
+   * without one; after signing up, use `client.withApiKey(apiKey)`.
+   */
+  apiKey?: string;
   fetch?: typeof globalThis.fetch;
+  retry?: RetryOptions;
 }
 
-export type SellerClient = Client<paths>;
+export type RawSellerClient = Client<paths>;
 
-export function createSellerClient(options: SellerClientOptions): SellerClient {
-  const client = createClient<paths>({ baseUrl: options.baseUrl, fetch: options.fetch });
-  client.use(bearerAuth(options.apiKey));
-  return client;
+async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
+  const r = await p;
+  return r.data as T;
 }
 
-function bearerAuth(apiKey: string): Middleware {
+const idem = (o?: PostOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : undefined);
+
+export function createSellerClient(options: SellerClientOptions) {
+  const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
+
+  const sellers = {
+    /** Signs up (public). The answer holds the API key, shown exactly once. */
+    create: (input: Body<'createSeller'>, o?: PostOptions): Promise<Schemas['SellerCreated']> =>
+      data(raw.POST('/v1/sellers', { body: input, headers: idem(o) })),
+    get: (sellerId: string): Promise<Schemas['Seller']> => data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
+    verifyDomain: (sellerId: string, input: Body<'verifySellerDomain'>, o?: PostOptions): Promise<Schemas['DomainVerification']> =>
+      data(raw.POST('/v1/sellers/{sellerId}/verify-domain', { params: { path: { sellerId } }, body: input, headers: idem(o) })),
+    resources: (sellerId: string, query: Query<'listSellerResources'> = {}): Promise<Schemas['ResourceList']> =>
+      data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
+    iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
+      paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+  };
+
+  const resources = {
+    create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceDetail']> =>
+      data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceDetail']>,
+    get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    update: (id: string, patch: Body<'updateResource'>): Promise<Schemas['ResourceDetail']> =>
+      data(raw.PATCH('/v1/resources/{id}', { params: { path: { id } }, body: patch })) as Promise<Schemas['ResourceDetail']>,
+    delete: (id: string): Promise<Schemas['ResourceDeletion']> => data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
+    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> => data(raw.GET('/v1/resources', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> => paginate((cursor) => resources.list({ ...query, cursor })),
+    versions: (id: string, query: Query<'listResourceVersions'> = {}): Promise<Schemas['ResourceVersionList']> =>
+      data(raw.GET('/v1/resources/{id}/versions', { params: { path: { id }, query } })),
+    iterateVersions: (id: string, query: NoCursor<Query<'listResourceVersions'>> = {}): PageIterable<Schemas['ResourceVersion']> =>
+      paginate((cursor) => resources.versions(id, { ...query, cursor })),
+  };
+
+  const catalog = {
+    /** Checks a resource against the catalog rules without changing anything. */
+    validate: (input: Body<'validateResource'>, o?: PostOptions): Promise<Schemas['ValidationResult']> =>
+      data(raw.POST('/v1/discovery/validate', { body: input, headers: idem(o) })),
+    /** Validates and publishes a resource in discovery. */
+    catalog: (input: Body<'catalogResource'>, o?: PostOptions): Promise<Schemas['CatalogResult']> =>
+      data(raw.POST('/v1/discovery/catalog', { body: input, headers: idem(o) })) as Promise<Schemas['CatalogResult']>,
+  };
+
+  const discovery = {
+    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> => data(raw.GET('/v1/discovery/resources', { params: { query } })),
+    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> => data(raw.GET('/v1/discovery/search', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> => paginate((cursor) => discovery.list({ ...query, cursor })),
+    iterateSearch: (query: NoCursor<Query<'searchResources'>>): PageIterable<Schemas['DiscoveryResource']> => paginate((cursor) => discovery.search({ ...query, cursor })),
+  };
+
+  const payments = {
+    /** Payment attempts (GET /v1/payments; a seller key sees only its own). Pass `sellerId` to use the seller's own list. */
+    list: (query: Query<'listPayments'> = {}): Promise<Schemas['PaymentAttemptList']> =>
+      query.sellerId
+        ? data(raw.GET('/v1/sellers/{sellerId}/payments', { params: { path: { sellerId: query.sellerId }, query: { ...query, sellerId: undefined } } }))
+        : data(raw.GET('/v1/payments', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listPayments'>> = {}): PageIterable<Schemas['PaymentAttempt']> => paginate((cursor) => payments.list({ ...query, cursor })),
+    get: (paymentId: string): Promise<Schemas['PaymentDetail']> => data(raw.GET('/v1/payments/{paymentId}', { params: { path: { paymentId } } })),
+  };
+
+  const settlements = {
+    get: (transactionHash: string): Promise<Schemas['Settlement']> => data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
+  };
+  const receipts = {
+    get: (receiptId: string): Promise<Schemas['Receipt']> => data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
+  };
+
+  const facilitator = {
+    supported: (): Promise<Schemas['Supported']> => data(raw.GET('/v1/supported')),
+    verify: (input: Schemas['VerifyRequest'], o?: PostOptions): Promise<Schemas['VerifyResponse']> => data(raw.POST('/v1/verify', { body: input, headers: idem(o) })),
+    settle: (input: Schemas['SettleRequest'], o?: PostOptions): Promise<Schemas['SettleResponse']> =>
+      data(raw.POST('/v1/settle', { body: input, headers: idem(o) })) as Promise<Schemas['SettleResponse']>,
+  };
+
+  const networks = {
+    list: (): Promise<Schemas['NetworkList']> => data(raw.GET('/v1/networks')),
+  };
+
   return {
-    onRequest({ request }) {
-      request.headers.set('Authorization', `Bearer ${apiKey}`);
-      return request;
-    },
+    sellers,
+    resources,
+    catalog,
+    discovery,
+    payments,
+    settlements,
+    receipts,
+    facilitator,
+    networks,
+    /** A client with the same options and another API key (e.g. the one `sellers.create` returned). */
+    withApiKey: (apiKey: string) => createSellerClient({ ...options, apiKey }),
+    /** The typed openapi-fetch client for anything else (errors still throw ApiError). */
+    raw,
   };
 }
+
+export type SellerClient = ReturnType<typeof createSellerClient>;

@@ -1,0 +1,267 @@
+/**
+ * paywall(): an Express (or any connect-style) middleware that charges for a route through the marketplace's x402
+ * facilitator. Order of events for one request:
+ *
+ * 1. No `PAYMENT-SIGNATURE` / `X-PAYMENT` header: answer 402 with the resource's requirements, as the x402 v2
+ *    `PAYMENT-REQUIRED` header (base64 JSON) and the same PaymentRequired JSON body. The handler does not run.
+ * 2. A payment header: translate it (ours, or the stock x402 `exact` Stellar payload) and call POST /v1/verify
+ *    BEFORE the handler runs. A refusal answers 402 with the facilitator's error code (502 when the facilitator
+ *    itself failed). The handler does not run.
+ * 3. The handler runs while its response is held: `writeHead`, `write`, `end` (so `res.json`/`res.send`) are
+ *    buffered in memory and nothing reaches the client.
+ * 4. If the handler's status is an error (>= 400), nothing is settled and its response is sent as is, unpaid.
+ *    Otherwise POST /v1/settle; on success `PAYMENT-RESPONSE` (base64 JSON: transactionHash, receiptId, network,
+ *    ...) is added and the held response is released. If settlement fails the paid content is dropped and the
+ *    answer is 402 (payment refused) or 502 (the facilitator or the ledger failed) with the error code.
+ *
+ * The whole response body is buffered, so this suits JSON-sized answers, not streams.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Asset } from '@stellar/stellar-sdk';
+import type { components } from '../generated/openapi.js';
+import { ApiError } from '../core/errors.js';
+import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
+
+type Schemas = components['schemas'];
+type Requirements = Schemas['ResourcePaymentRequirements'];
+
+/** What the paywall needs of the seller client (createSellerClient returns it). */
+export interface PaywallClient {
+  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
+  facilitator: {
+    verify(input: Schemas['VerifyRequest']): Promise<Schemas['VerifyResponse']>;
+    settle(input: Schemas['SettleRequest']): Promise<Schemas['SettleResponse']>;
+  };
+}
+
+export interface PaywallOptions {
+  /** The seller client: its facilitator calls go to the marketplace it was created for. */
+  client: PaywallClient;
+  /** The cataloged resource this route serves. Settling needs it. */
+  resourceId: string;
+  /**
+   * The terms, when you do not want them read from the resource (GET /v1/resources/{id}, cached for
+   * `requirementsTtlMs`). `asset.contractId` is derived when missing.
+   */
+  requirements?: Omit<Requirements, 'asset'> & { asset: { code: string; issuer: string; contractId?: string } };
+  /** Default 60 s. */
+  requirementsTtlMs?: number;
+  /** Shown in the 402's `resource`. */
+  description?: string;
+  mimeType?: string;
+}
+
+/** What the handler finds in `res.locals.payment` (Express) once the payment is verified. */
+export interface PaywallPayment {
+  paymentAttemptId: string;
+  payer: string;
+  network: string;
+}
+
+type Next = (err?: unknown) => void;
+const PASSPHRASES: Record<string, string> = {
+  'stellar:testnet': 'Test SDF Network ; September 2015',
+  'stellar:pubnet': 'Public Global Stellar Network ; September 2015',
+};
+
+export function paywall(options: PaywallOptions): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
+  if (!options.resourceId) throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
+  const ttl = options.requirementsTtlMs ?? 60_000;
+  let cached: { value: Requirements; at: number } | null = null;
+
+  async function requirements(): Promise<Requirements> {
+    if (options.requirements) {
+      const r = options.requirements;
+      return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
+    }
+    if (cached && Date.now() - cached.at < ttl) return cached.value;
+    const resource = await options.client.resources.get(options.resourceId);
+    cached = { value: resource.paymentRequirements, at: Date.now() };
+    return cached.value;
+  }
+
+  function paymentRequired(req: IncomingMessage, terms: Requirements, error: string) {
+    const url = absoluteUrl(req);
+    return {
+      x402Version: 2,
+      error,
+      resource: { url, description: options.description ?? '', mimeType: options.mimeType ?? 'application/json' },
+      accepts: [
+        {
+          scheme: 'exact',
+          network: terms.network,
+          amount: toStroops(terms.amount),
+          asset: terms.asset.contractId,
+          payTo: terms.payTo,
+          maxTimeoutSeconds: terms.maxTimeoutSeconds,
+          extra: { areFeesSponsored: true, asset: { code: terms.asset.code, issuer: terms.asset.issuer }, amount: terms.amount, resourceId: options.resourceId },
+        },
+      ],
+    };
+  }
+
+  function answer(res: ServerResponse, status: number, body: unknown, paymentRequiredHeader?: unknown): void {
+    res.statusCode = status;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    if (paymentRequiredHeader) res.setHeader('PAYMENT-REQUIRED', encode(paymentRequiredHeader));
+    res.end(JSON.stringify(body));
+  }
+
+  return (req, res, next) => {
+    void (async () => {
+      let terms: Requirements;
+      try {
+        terms = await requirements();
+      } catch (err) {
+        return answer(res, 502, errorBody(err, 'Could not read the payment requirements'));
+      }
+      const header = req.headers['payment-signature'] ?? req.headers['x-payment'];
+      const headerValue = Array.isArray(header) ? header[0] : header;
+      if (!headerValue) {
+        const pr = paymentRequired(req, terms, 'PAYMENT_REQUIRED');
+        return answer(res, 402, pr, pr);
+      }
+
+      let payload: Schemas['PaymentPayload'];
+      try {
+        payload = toFacilitatorPayload(decodePaymentHeader(headerValue), terms);
+      } catch (err) {
+        const code = err instanceof PayloadError ? err.code : 'INVALID_PAYMENT_PAYLOAD';
+        const pr = { ...paymentRequired(req, terms, code), message: (err as Error).message };
+        return answer(res, 402, pr, pr);
+      }
+
+      const paymentRequirements: Schemas['PaymentRequirements'] = {
+        scheme: 'exact',
+        network: terms.network,
+        amount: terms.amount,
+        payTo: terms.payTo,
+        asset: { code: terms.asset.code, issuer: terms.asset.issuer },
+        maxTimeoutSeconds: terms.maxTimeoutSeconds,
+        resource: terms.resource,
+      };
+      let verified: Schemas['VerifyResponse'];
+      try {
+        verified = await options.client.facilitator.verify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId: options.resourceId });
+      } catch (err) {
+        return refuse(req, res, terms, err);
+      }
+
+      const held = hold(res);
+      const locals = ((res as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
+      locals.payment = { paymentAttemptId: verified.paymentAttemptId, payer: verified.payer, network: verified.network } satisfies PaywallPayment;
+
+      held.onEnd(async () => {
+        if (held.statusCode() >= 400) return held.release();
+        let settled: Schemas['SettleResponse'];
+        try {
+          settled = await options.client.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: options.resourceId });
+        } catch (err) {
+          held.discard();
+          return refuse(req, res, terms, err);
+        }
+        res.setHeader(
+          'PAYMENT-RESPONSE',
+          encode({
+            success: true,
+            transaction: settled.transactionHash,
+            transactionHash: settled.transactionHash,
+            receiptId: settled.receiptId,
+            settlementId: settled.settlementId,
+            network: settled.network,
+            payer: verified.payer,
+            status: settled.status,
+            ledger: settled.ledger,
+          }),
+        );
+        held.release();
+      });
+      next();
+    })().catch(next);
+  };
+
+  function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): void {
+    const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
+    const body = { ...paymentRequired(req, terms, err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED'), ...errorBody(err, 'Payment failed') };
+    answer(res, clientSide ? 402 : 502, body, clientSide ? body : undefined);
+  }
+}
+
+function errorBody(err: unknown, fallback: string) {
+  if (err instanceof ApiError) return { ok: false, error: { code: err.code, message: err.message, requestId: err.requestId, details: err.details } };
+  return { ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: fallback } };
+}
+
+/** Buffers writeHead/write/end of a response until release() (send it) or discard() (drop it). */
+function hold(res: ServerResponse) {
+  const original = { writeHead: res.writeHead, write: res.write, end: res.end, flushHeaders: res.flushHeaders };
+  const chunks: Array<{ chunk: unknown; encoding?: BufferEncoding }> = [];
+  let head: unknown[] | null = null;
+  let onEnd: (() => Promise<void>) | null = null;
+  let ended = false;
+
+  const r = res as unknown as Record<string, unknown>;
+  r.writeHead = (...args: unknown[]) => {
+    head = args;
+    if (typeof args[0] === 'number') res.statusCode = args[0];
+    return res;
+  };
+  r.flushHeaders = () => undefined;
+  r.write = (chunk: unknown, encoding?: unknown, cb?: unknown) => {
+    if (chunk != null) chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
+    const callback = typeof encoding === 'function' ? encoding : cb;
+    if (typeof callback === 'function') queueMicrotask(() => (callback as () => void)());
+    return true;
+  };
+  r.end = (chunk?: unknown, encoding?: unknown, cb?: unknown) => {
+    if (ended) return res;
+    ended = true;
+    if (chunk != null && typeof chunk !== 'function') chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
+    const callback = [chunk, encoding, cb].find((x) => typeof x === 'function');
+    if (callback) res.once('finish', callback as () => void);
+    void onEnd?.();
+    return res;
+  };
+  const restore = () => Object.assign(r, original);
+
+  return {
+    onEnd(fn: () => Promise<void>) {
+      onEnd = () => fn().catch((err) => {
+        restore();
+        if (!res.headersSent) {
+          res.statusCode = 502;
+          res.setHeader('Content-Type', 'application/json; charset=utf-8');
+          res.end(JSON.stringify({ ok: false, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } }));
+        } else res.destroy(err as Error);
+      });
+    },
+    statusCode: () => (head && typeof head[0] === 'number' ? head[0] : res.statusCode),
+    release() {
+      restore();
+      if (head) (original.writeHead as (...a: unknown[]) => void).apply(res, head);
+      for (const { chunk, encoding } of chunks) (original.write as (c: unknown, e?: BufferEncoding) => boolean).call(res, chunk, encoding);
+      (original.end as () => void).call(res);
+    },
+    discard() {
+      restore();
+      chunks.length = 0;
+      head = null;
+      for (const name of res.getHeaderNames()) if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
+    },
+  };
+}
+
+function encode(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
+}
+
+function toStroops(amount: string): string {
+  const [w, f = ''] = amount.split('.');
+  return (BigInt(w) * 10_000_000n + BigInt(f.padEnd(7, '0').slice(0, 7) || '0')).toString();
+}
+
+function absoluteUrl(req: IncomingMessage): string {
+  const r = req as IncomingMessage & { originalUrl?: string; protocol?: string };
+  const proto = r.protocol ?? ((req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http');
+  return `${proto}://${req.headers.host ?? 'localhost'}${r.originalUrl ?? req.url ?? '/'}`;
+}
