@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { QueryTypes } from 'sequelize';
 import { Keypair } from '@stellar/stellar-sdk';
 import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
 
@@ -20,7 +21,7 @@ describe('facilitator: each verify and settle check answers its stable code', ()
   const verify = (c: PaymentCase) => request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
 
   async function attemptRows(payer: string) {
-    return (await env.svc.db.query('SELECT status, failure_code FROM payment_attempts WHERE payer = :payer ORDER BY id', { replacements: { payer }, type: 'SELECT' as never })) as Array<{
+    return (await env.svc.db.query('SELECT status, failure_code FROM payment_attempts WHERE payer = :payer ORDER BY id', { replacements: { payer }, type: QueryTypes.SELECT })) as Array<{
       status: string;
       failure_code: string | null;
     }>;
