@@ -13,3 +13,5 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60000,
 };
+// `npm test` runs Jest with --forceExit: Agenda 6's drain() leaves its per-job scheduling timers behind, which
+// keeps a finished run alive (seen on the job-system tests). The server itself exits explicitly on SIGTERM.
