@@ -255,8 +255,13 @@ describe('DELETE /v1/resources/:id', () => {
     expect(read.body.status).toBe('deleted');
     const active = await request(svc.app).get('/v1/resources').query({ sellerId: seller.id, limit: 100 });
     expect(active.body.items.map((r: { id: string }) => r.id)).not.toContain(created.id);
-    const deleted = await request(svc.app).get('/v1/resources').query({ sellerId: seller.id, status: 'deleted' });
+    const deleted = await request(svc.app).get('/v1/resources').set(bearer(seller.apiKey)).query({ sellerId: seller.id, status: 'deleted' });
     expect(deleted.body.items.map((r: { id: string }) => r.id)).toContain(created.id);
+    const anonymous = await request(svc.app).get('/v1/resources').query({ sellerId: seller.id, status: 'deleted' });
+    expect(anonymous.status).toBe(401);
+    const other = await signUpSeller(svc.app);
+    const foreign = await request(svc.app).get('/v1/resources').set(bearer(other.apiKey)).query({ sellerId: seller.id, status: 'deleted' });
+    expect(foreign.status).toBe(403);
     const payments = await request(svc.app).get(`/v1/sellers/${seller.id}/payments`).set(bearer(seller.apiKey));
     expect(payments.body.items).toHaveLength(1);
     expect(payments.body.items[0]).not.toHaveProperty('authorizationXdr');

@@ -153,7 +153,12 @@ export function createResourceService(deps: ResourceServiceDeps) {
       return detail(await load(id));
     },
 
-    async list(filters: ResourceFilters, page: PageRequest): Promise<Page<Resource>> {
+    /** Active resources for anyone; soft-deleted ones only for their seller (sellerId filter) or the operator. */
+    async list(principal: Principal, filters: ResourceFilters, page: PageRequest): Promise<Page<Resource>> {
+      if (filters.status === 'deleted' && principal.role !== 'operator') {
+        if (!filters.sellerId) throw new DomainError(principal.role === 'public' ? 'UNAUTHORIZED' : 'FORBIDDEN', 'Listing deleted resources needs the operator key, or a seller key with its own sellerId');
+        assertActsFor(principal, filters.sellerId);
+      }
       return resources.list(filters, decodeCursor(page.cursor), pageLimit(page.limit));
     },
 

@@ -6,9 +6,9 @@ type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'get
 
 export function resourceHandlers({ resources }: HandlerDeps): ResourceHandlers {
   return {
-    async listResources({ query }) {
+    async listResources({ principal, query }) {
       const { cursor, limit, ...filters } = query;
-      return { status: 200, body: presentPage(await resources.list(filters, { cursor, limit }), presentResource) };
+      return { status: 200, body: presentPage(await resources.list(principal, filters, { cursor, limit }), presentResource) };
     },
     async createResource({ principal, body }) {
       return { status: 201, body: presentResourceDetail(await resources.create(principal, { ...body, extensions: body.extensions ?? {} })) };

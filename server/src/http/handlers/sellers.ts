@@ -16,9 +16,9 @@ export function sellerHandlers({ sellers, resources, payments }: HandlerDeps): S
     async verifySellerDomain({ principal, params, body }) {
       return { status: 200, body: presentDomainVerification(await sellers.verifyDomain(principal, params.sellerId, body?.method)) };
     },
-    async listSellerResources({ params, query }) {
+    async listSellerResources({ principal, params, query }) {
       await sellers.get(params.sellerId);
-      return { status: 200, body: presentPage(await resources.list({ sellerId: params.sellerId }, query), presentResource) };
+      return { status: 200, body: presentPage(await resources.list(principal, { sellerId: params.sellerId }, query), presentResource) };
     },
     async listSellerPayments({ principal, params, query }) {
       return { status: 200, body: presentPage(await payments.listForSeller(principal, params.sellerId, query), presentPayment) };
