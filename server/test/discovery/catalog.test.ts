@@ -151,7 +151,7 @@ describe('anti-poisoning: each class is rejected by validate and by catalog', ()
     [{ type: 'nonsense' }, 'an invalid schema'],
     [{ $ref: 'https://evil.example/schema.json' }, 'an external $ref (never fetched)'],
     [{ type: 'object', properties: { a: { $ref: 'other.json#/x' } } }, 'a relative external $ref'],
-  ])('an invalid JSON Schema (%j, %s) is refused', async (inputSchema) => {
+  ])('an invalid JSON Schema (%j, %s) is refused', async (inputSchema: object, _why: string) => {
     await expectRejected(seller, { sellerId: seller.id, resource: draft(seller, { inputSchema }) }, { code: 'CATALOG_VALIDATION_FAILED', field: 'resource.inputSchema' });
   });
 
