@@ -2,7 +2,10 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Keypair } from '@stellar/stellar-sdk';
 import express from 'express';
-import { startLocalNetwork, type LocalNetwork } from '../../server/src/ledger/local-network';
+import http from 'node:http';
+import https from 'node:https';
+import { startLocalNetwork, trustCertificate, type LocalNetwork } from '../../server/src/ledger/local-network';
+import { createSelfSignedCertificate } from '../../server/src/ledger/local-network/tls-certificate';
 import { startTestService, testNetworks, type TestService } from '../../server/test/support/test-service';
 import { createSellerClient, paywall, type SellerClient } from '../../sdk-seller/src';
 
@@ -30,8 +33,8 @@ export interface Marketplace {
 }
 
 /** The local network (ledgers close every 200 ms) and the real service with its workers, listening on a free port. */
-export async function startMarketplace(opts: { tls?: boolean } = {}): Promise<Marketplace> {
-  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200, tls: opts.tls });
+export async function startMarketplace(): Promise<Marketplace> {
+  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
   const service = await startTestService({
     networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
     runJobs: true,
@@ -126,4 +129,33 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     if (Date.now() > until) throw new Error('condition not met in time');
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * An HTTPS front for the local network's RPC, for the stock @x402/stellar client, which refuses http:// RPC URLs.
+ * The service keeps the plain-HTTP URL (its friendbot calls use fetch, which would not trust a self-signed
+ * certificate); the front's certificate is trusted by https.globalAgent, which the Stellar SDK's RPC client uses.
+ */
+export async function httpsRpcFront(network: LocalNetwork): Promise<{ rpcUrl: string; close(): Promise<void> }> {
+  const material = createSelfSignedCertificate(['127.0.0.1']);
+  const target = new URL(network.baseUrl);
+  const server = https.createServer({ key: material.keyPem, cert: material.certPem }, (req, res) => {
+    const upstream = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  trustCertificate(material.certPem);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    rpcUrl: `https://127.0.0.1:${port}/rpc`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
 }
