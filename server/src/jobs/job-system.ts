@@ -1,4 +1,5 @@
-import { Agenda, backoffStrategies, type Job } from 'agenda';
+import { Agenda, backoffStrategies, type AgendaBackend, type Job } from 'agenda';
+import { Pool } from 'pg';
 import type { Sequelize } from 'sequelize';
 import type { JobMetrics } from '../metrics/registry';
 import type { Logger } from '../logger';
@@ -41,17 +42,21 @@ export interface JobSystemOptions {
   processEvery?: string | number;
 }
 
-async function createBackend(opts: JobSystemOptions) {
+async function createBackend(opts: JobSystemOptions): Promise<{ backend: AgendaBackend; pool: Pool | null }> {
   if (opts.mongodbUrl) {
     const { MongoBackend } = await import('@agendajs/mongo-backend');
-    return new MongoBackend({ address: opts.mongodbUrl });
+    return { backend: new MongoBackend({ address: opts.mongodbUrl }), pool: null };
   }
   const { PostgresBackend } = await import('@agendajs/postgres-backend');
-  return new PostgresBackend({ connectionString: opts.databaseUrl, tableName: 'agenda_jobs', channelName: 'agenda_jobs' });
+  // Our own pool, so a connection the server drops (restart, shutdown) is logged instead of crashing the process,
+  // and so we close it ourselves after draining.
+  const pool = new Pool({ connectionString: opts.databaseUrl, max: 5 });
+  pool.on('error', (err) => opts.logger.warn('job backend connection lost', { error: err.message }));
+  return { backend: new PostgresBackend({ pool, tableName: 'agenda_jobs', channelName: 'agenda_jobs' }), pool };
 }
 
 export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem> {
-  const backend = await createBackend(opts);
+  const { backend, pool } = await createBackend(opts);
   const newAgenda = () =>
     new Agenda({
       backend,
@@ -142,6 +147,7 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
         await agenda.ready.catch(() => undefined);
         await backend.disconnect().catch(() => undefined);
       }
+      if (pool && !pool.ended) await pool.end();
     },
 
     async health() {
