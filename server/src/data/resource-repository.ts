@@ -6,7 +6,8 @@ import { toPage } from '../domain/pagination';
 
 type Row = Record<string, unknown>;
 
-function toResource(row: Row): Resource {
+/** Maps a resources row read through ResourceModel (camelCase attributes) to the domain object. */
+export function toResource(row: Row): Resource {
   return {
     id: row.id as string,
     sellerId: row.sellerId as string,

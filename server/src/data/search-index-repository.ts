@@ -1,6 +1,7 @@
+import { toResource } from './resource-repository';
+import { ResourceModel } from './models';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { normalizeAmount } from '../domain/amount';
-import type { Resource } from '../domain/catalog/types';
 import type { IndexSnapshot, SearchDocument } from '../domain/discovery/indexing';
 
 type Row = Record<string, unknown>;
@@ -23,30 +24,6 @@ export interface SearchIndexRepository {
   counts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number; volume: Array<{ network: string; asset: string; amount: number }> }>;
 }
 
-function toResource(row: Row): Resource {
-  return {
-    id: row.id as string,
-    sellerId: row.seller_id as string,
-    versionId: row.current_version_id as string,
-    version: row.version as number,
-    type: row.type as Resource['type'],
-    name: row.name as string,
-    description: row.description as string,
-    url: row.url as string,
-    routeTemplate: row.route_template as string,
-    network: row.network as string,
-    payTo: row.pay_to as string,
-    assetCode: row.asset_code as string,
-    assetIssuer: row.asset_issuer as string,
-    amount: normalizeAmount(String(row.amount)),
-    inputSchema: row.input_schema as Record<string, unknown>,
-    outputSchema: row.output_schema as Record<string, unknown>,
-    extensions: (row.extensions ?? {}) as Record<string, unknown>,
-    status: row.status as Resource['status'],
-    createdAt: row.created_at as Date,
-    updatedAt: row.updated_at as Date,
-  };
-}
 
 const SIGNALS_SQL = `
   UPDATE search_documents d SET
@@ -85,8 +62,8 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           { resourceId },
           transaction,
         );
-        const [row] = await select<Row>('SELECT * FROM resources WHERE id = :resourceId', { resourceId }, transaction);
-        const resource = row ? toResource(row) : null;
+        const row = await ResourceModel.findByPk(resourceId, { raw: true, transaction });
+        const resource = row ? toResource(row as unknown as Row) : null;
         let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null };
         if (resource && resource.status === 'active') {
           const [seller] = await select<{ id: string; walletAddress: string; domain: string; verifiedAt: Date | null }>(

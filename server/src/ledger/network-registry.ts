@@ -1,5 +1,6 @@
 import { Asset, StrKey } from '@stellar/stellar-sdk';
 import type { NetworkConfig, NetworkId } from '../config';
+import type { EvidenceLabel } from '../domain/payments/types';
 
 export interface RegisteredAsset {
   code: string;
@@ -8,14 +9,7 @@ export interface RegisteredAsset {
   contractId: string;
 }
 
-export type EvidenceLabel =
-  | 'local_simulation'
-  | 'testnet_verification'
-  | 'testnet_settlement'
-  | 'mainnet_verification'
-  | 'mainnet_settlement'
-  | 'failed_settlement'
-  | 'pending_settlement';
+export type { EvidenceLabel };
 
 export interface RegisteredNetwork {
   network: NetworkId;

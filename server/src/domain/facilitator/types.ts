@@ -1,15 +1,9 @@
 import type { PaymentAttempt } from '../payments/types';
+import type { EvidenceLabel } from '../payments/types';
 import type { ErrorCode } from '../errors';
 
 /** Records and ports of the facilitator. Domain code talks only to these; data/ and ledger/ implement them. */
-export type EvidenceLabel =
-  | 'local_simulation'
-  | 'testnet_verification'
-  | 'testnet_settlement'
-  | 'mainnet_verification'
-  | 'mainnet_settlement'
-  | 'failed_settlement'
-  | 'pending_settlement';
+export type { EvidenceLabel } from '../payments/types';
 
 export interface AttemptRecord extends PaymentAttempt {
   nonce: string;

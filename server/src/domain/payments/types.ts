@@ -13,6 +13,16 @@ export const PAYMENT_STATUSES = [
 ] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 
+/** What a settlement or receipt proves; the contract's EvidenceLabel enum. */
+export type EvidenceLabel =
+  | 'local_simulation'
+  | 'testnet_verification'
+  | 'testnet_settlement'
+  | 'mainnet_verification'
+  | 'mainnet_settlement'
+  | 'failed_settlement'
+  | 'pending_settlement';
+
 export interface PaymentAttempt {
   id: string;
   resourceId: string | null;
