@@ -1,0 +1,44 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { packAndInstall, runIn } from './support/pack';
+import { startServer, type RunningServer } from './support/server';
+
+const script = (load: string) => `${load}
+(async () => {
+  const buyer = createBuyerClient({ baseUrl: process.env.BASE_URL });
+  const { items } = await buyer.networks.list();
+  let err;
+  try { await buyer.resources.get('res_01JD6Z8V3K9Q2W7X4M5N6P8R0T'); } catch (e) { err = e; }
+  console.log(JSON.stringify({ networks: items.map((n) => n.network), isApiError: err instanceof ApiError, code: err && err.code, status: err && err.status, signPayment: typeof signPayment }));
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+describe('the packed buyer SDK installs and works in an empty project', () => {
+  let server: RunningServer;
+  let pkg: ReturnType<typeof packAndInstall>;
+  beforeAll(async () => {
+    server = await startServer();
+    pkg = packAndInstall(path.resolve(__dirname, '..'));
+  }, 240_000);
+  afterAll(async () => {
+    pkg?.cleanup();
+    await server?.close();
+  });
+
+  it('ships only dist (ESM + CJS with types) and the README, and no server code', () => {
+    const installed = path.join(pkg.dir, 'node_modules/@paid-api-marketplace/sdk-buyer');
+    for (const f of ['dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'README.md', 'package.json']) expect(fs.existsSync(path.join(installed, f))).toBe(true);
+    expect(fs.existsSync(path.join(installed, 'src'))).toBe(false);
+    expect(fs.existsSync(path.join(pkg.dir, 'node_modules/@paid-api-marketplace/server'))).toBe(false);
+    const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
+    expect(Object.keys(manifest.dependencies)).not.toContain('@paid-api-marketplace/server');
+  });
+
+  it.each([
+    ['require (CommonJS)', 'check.cjs', "const { createBuyerClient, ApiError, signPayment } = require('@paid-api-marketplace/sdk-buyer');"],
+    ['import (ESM)', 'check.mjs', "import { createBuyerClient, ApiError, signPayment } from '@paid-api-marketplace/sdk-buyer';"],
+  ])('from %s it talks to the server and throws ApiError', (_label, file, load) => {
+    const out = JSON.parse(runIn(pkg.dir, file, script(load), { BASE_URL: server.baseUrl }));
+    expect(out).toEqual({ networks: ['stellar:testnet', 'stellar:pubnet'], isApiError: true, code: 'RESOURCE_NOT_FOUND', status: 404, signPayment: 'function' });
+  });
+});

@@ -1,0 +1,34 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * `npm pack` the package (its prepack builds dist/esm + dist/cjs) and install the tarball into an empty temp
+ * project. The install is `npm install --offline --no-audit <tarball>` from the local npm cache; when the cache
+ * lacks a packument (a fresh machine), it falls back to `--prefer-offline`, which fetches only what is missing.
+ * Nothing is taken from the monorepo's node_modules, so this proves the tarball's own dependency list is complete.
+ */
+export function packAndInstall(packageDir: string): { dir: string; tarball: string; installMode: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-pack-'));
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const env = { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const out = execFileSync(npm, ['pack', '--json', '--pack-destination', dir], { cwd: packageDir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const filename = (JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>)[0].filename.replace(/^@/, '').replace(/\//, '-');
+  const tarball = path.join(dir, filename);
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'sdk-pack-consumer', version: '1.0.0', private: true }));
+  let installMode = '--offline';
+  try {
+    execFileSync(npm, ['install', '--offline', '--no-audit', tarball], { cwd: dir, env, stdio: 'pipe' });
+  } catch {
+    installMode = '--prefer-offline';
+    execFileSync(npm, ['install', '--prefer-offline', '--no-audit', tarball], { cwd: dir, env, stdio: 'pipe' });
+  }
+  return { dir, tarball, installMode, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Runs a script in the temp project (`.cjs` -> require, `.mjs` -> import) and returns its stdout. */
+export function runIn(dir: string, file: string, source: string, env: Record<string, string> = {}): string {
+  fs.writeFileSync(path.join(dir, file), source);
+  return execFileSync(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+}
