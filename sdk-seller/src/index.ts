@@ -22,6 +22,8 @@ type Schemas = components['schemas'];
 type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
 type NoCursor<Q> = Omit<Q, 'cursor'>;
 type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+/** Fields the contract gives a default are optional here (openapi-typescript marks defaulted fields required). */
+type Defaulted<B, K extends keyof B> = Omit<B, K> & Partial<Pick<B, K>>;
 /** Per-call options of a POST: your own Idempotency-Key (otherwise a random one is sent). */
 export interface PostOptions {
   idempotencyKey?: string;
@@ -81,11 +83,11 @@ export function createSellerClient(options: SellerClientOptions) {
 
   const catalog = {
     /** Checks a resource against the catalog rules without changing anything. */
-    validate: (input: Body<'validateResource'>, o?: PostOptions): Promise<Schemas['ValidationResult']> =>
-      data(raw.POST('/v1/discovery/validate', { body: input, headers: idem(o) })),
+    validate: (input: Defaulted<Body<'validateResource'>, 'trusted' | 'payToDeclared'>, o?: PostOptions): Promise<Schemas['ValidationResult']> =>
+      data(raw.POST('/v1/discovery/validate', { body: input as Body<'validateResource'>, headers: idem(o) })),
     /** Validates and publishes a resource in discovery. */
-    catalog: (input: Body<'catalogResource'>, o?: PostOptions): Promise<Schemas['CatalogResult']> =>
-      data(raw.POST('/v1/discovery/catalog', { body: input, headers: idem(o) })) as Promise<Schemas['CatalogResult']>,
+    catalog: (input: Defaulted<Body<'catalogResource'>, 'trusted' | 'payToDeclared'>, o?: PostOptions): Promise<Schemas['CatalogResult']> =>
+      data(raw.POST('/v1/discovery/catalog', { body: input as Body<'catalogResource'>, headers: idem(o) })) as Promise<Schemas['CatalogResult']>,
   };
 
   const discovery = {

@@ -19,10 +19,10 @@ export function packAndInstall(packageDir: string): { dir: string; tarball: stri
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'sdk-pack-consumer', version: '1.0.0', private: true }));
   let installMode = '--offline';
   try {
-    execFileSync(npm, ['install', '--offline', '--no-audit', tarball], { cwd: dir, env, stdio: 'pipe' });
+    execFileSync(npm, ['install', '--offline', '--no-audit', tarball], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
   } catch {
     installMode = '--prefer-offline';
-    execFileSync(npm, ['install', '--prefer-offline', '--no-audit', tarball], { cwd: dir, env, stdio: 'pipe' });
+    execFileSync(npm, ['install', '--prefer-offline', '--no-audit', tarball], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
   }
   return { dir, tarball, installMode, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
