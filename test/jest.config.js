@@ -17,4 +17,7 @@ module.exports = {
   globalSetup: '<rootDir>/support/global-setup.ts',
   globalTeardown: '<rootDir>/../server/test/support/global-teardown.ts',
   testTimeout: 120000,
+  // The service with runJobs (Agenda) leaves a handle open after stop(); detectOpenHandles names none. Until the
+  // server side is fixed, do not let a finished run hang 'npm test'.
+  forceExit: true,
 };
