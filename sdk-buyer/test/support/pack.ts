@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,8 +28,12 @@ export function packAndInstall(packageDir: string): { dir: string; tarball: stri
   return { dir, tarball, installMode, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** Runs a script in the temp project (`.cjs` -> require, `.mjs` -> import) and returns its stdout. */
-export function runIn(dir: string, file: string, source: string, env: Record<string, string> = {}): string {
+/**
+ * Runs a script in the temp project (`.cjs` -> require, `.mjs` -> import) and returns its stdout. Asynchronous on
+ * purpose: the script calls the test server running in this process, which must keep serving meanwhile.
+ */
+export async function runIn(dir: string, file: string, source: string, env: Record<string, string> = {}): Promise<string> {
   fs.writeFileSync(path.join(dir, file), source);
-  return execFileSync(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' });
+  const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+  return stdout;
 }
