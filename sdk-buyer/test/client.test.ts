@@ -2,7 +2,7 @@ import util from 'node:util';
 import request from 'supertest';
 import { signUpSeller, resourceInput, bearer, type SignedUpSeller } from '../../server/test/support/fixtures';
 import { createBuyerClient, ApiError } from '../src';
-import { startServer, recordingFetch, type RunningServer } from './support/server';
+import { startServer, recordingFetch, type RunningServer } from '../../test/support/sdk-server';
 
 describe('buyer client against the real server', () => {
   let server: RunningServer;

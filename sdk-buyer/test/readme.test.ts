@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createBuyerClient, ApiError } from '../src';
-import { readmeBlocks, normalize } from './support/readme';
+import { readmeBlocks, normalize } from '../../test/support/readme';
 import { eventually, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../../test/support/marketplace';
 
 describe('README examples', () => {

@@ -1,6 +1,6 @@
 import { Keypair } from '@stellar/stellar-sdk';
 import { createSellerClient, ApiError } from '../src';
-import { startServer, recordingFetch, type RunningServer } from './support/server';
+import { startServer, recordingFetch, type RunningServer } from '../../test/support/sdk-server';
 import { DEFAULT_USDC_ISSUER } from '../../server/src/config';
 
 function draft(sellerId: string, wallet: string, domain: string, n = 0) {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { packAndInstall, runIn } from './support/pack';
-import { startServer, type RunningServer } from './support/server';
+import { packAndInstall, runIn } from '../../test/support/pack';
+import { startServer, type RunningServer } from '../../test/support/sdk-server';
 
 const script = (load: string) => `${load}
 (async () => {

@@ -8,8 +8,8 @@ import express from 'express';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createSellerClient, ApiError, paywall } from '../src';
 import { DEFAULT_USDC_ISSUER } from '../../server/src/config';
-import { readmeBlocks, normalize } from './support/readme';
-import { startServer, type RunningServer } from './support/server';
+import { readmeBlocks, normalize } from '../../test/support/readme';
+import { startServer, type RunningServer } from '../../test/support/sdk-server';
 
 describe('README examples', () => {
   let server: RunningServer;

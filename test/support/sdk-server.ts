@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { startTestService, type TestService } from '../../../server/test/support/test-service';
+import { startTestService, type TestService } from '../../server/test/support/test-service';
 
 export interface RunningServer {
   service: TestService;
