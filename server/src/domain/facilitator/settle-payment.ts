@@ -141,9 +141,8 @@ export function createSettlePayment(deps: SettleDeps) {
         deps.events.submissionFailed(attempt.network, 'simulation');
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
-      const now = new Date();
-      const settlement: SettlementRecord = {
-        id: newId('settlement'),
+      // What the pending settlement and its receipt share: the money moved, the hash, and that it is not final yet.
+      const unconfirmed = {
         paymentAttemptId: attempt.id,
         transactionHash: prepared.hash,
         ledger: null,
@@ -151,31 +150,21 @@ export function createSettlePayment(deps: SettleDeps) {
         amount: attempt.amount,
         assetCode: attempt.assetCode,
         assetIssuer: attempt.assetIssuer,
-        status: 'pending',
-        evidence: 'pending_settlement',
-        channelAccount: prepared.channel,
+        status: 'pending' as const,
+        evidence: 'pending_settlement' as const,
         settledAt: null,
-        createdAt: now,
+        createdAt: new Date(),
       };
+      const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel };
       const receipt: ReceiptRecord = {
+        ...unconfirmed,
         id: newId('receipt'),
-        paymentAttemptId: attempt.id,
         settlementId: settlement.id,
         resourceId: resource.id,
         sellerId: resource.sellerId,
         versionId: resource.versionId,
-        transactionHash: prepared.hash,
-        ledger: null,
-        network: attempt.network,
-        amount: attempt.amount,
-        assetCode: attempt.assetCode,
-        assetIssuer: attempt.assetIssuer,
-        status: 'pending',
-        evidence: 'pending_settlement',
         failureCode: null,
         failureReason: null,
-        settledAt: null,
-        createdAt: now,
       };
       // Crash safety: the record (with the hash) exists before the transaction can reach the ledger.
       await deps.repo.insertPendingSettlement(settlement, receipt);
