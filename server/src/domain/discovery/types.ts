@@ -12,21 +12,11 @@ export interface DiscoveryFilters {
 }
 
 /** A listing item: the resource fields without schemas, extensions and timestamps. */
-export interface DiscoveryItem {
-  id: string;
-  sellerId: string;
-  type: 'http' | 'mcp';
-  name: string;
-  description: string;
-  url: string;
-  routeTemplate: string;
-  network: string;
-  payTo: string;
-  assetCode: string;
-  assetIssuer: string;
-  amount: string;
-  status: 'active' | 'deleted';
-}
+/** A listing item: the contract's resource fields without schemas, extensions and timestamps. */
+export type DiscoveryItem = Pick<
+  Resource,
+  'id' | 'sellerId' | 'type' | 'name' | 'description' | 'url' | 'routeTemplate' | 'network' | 'payTo' | 'assetCode' | 'assetIssuer' | 'amount' | 'status'
+>;
 
 export interface RankedItem extends DiscoveryItem {
   /** The score as PostgreSQL prints it (float8 text round-trips exactly), kept for the cursor. */
