@@ -9,7 +9,7 @@ export function requestMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const end = metrics.httpLatency.startTimer();
     res.on('finish', () => {
-      const route = (res.locals.routeTemplate as string | undefined) ?? (res.statusCode === 404 ? 'unmatched' : req.path.startsWith('/docs') ? '/docs' : 'unmatched');
+      const route = (res.locals.routeTemplate as string | undefined) ?? (req.originalUrl.startsWith('/docs') ? '/docs' : 'unmatched');
       const labels = { method: req.method, route, status: String(res.statusCode) };
       end(labels);
       metrics.httpRequests.inc(labels);
