@@ -229,10 +229,10 @@ describe('authorization matrix: every operation of the spec, four callers, selle
     const { seller: a, resource } = await sellerWithResource(env, '0.25');
     const { seller: b } = await sellerWithResource(env, '0.25');
     const buyer = await fundedBuyer(env, '100');
-    const deletedId = await freshResourceOfA({ env, a } as World);
+    const deletedId = await freshResourceOfA({ env, a } as unknown as World);
     const del = await request(env.svc.app).delete(`/v1/resources/${deletedId}`).set(bearer(a.apiKey));
     if (del.status !== 200) throw new Error(`delete failed: ${del.status}`);
-    const partial = { env, a, b, buyer, resourceA: resource } as World;
+    const partial = { env, a, b, buyer, resourceA: resource } as unknown as World;
     const { c, attemptId } = await verifiedPaymentToA(partial);
     const settled = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId: resource.id });
     if (settled.status !== 200) throw new Error(`settle failed: ${settled.status} ${JSON.stringify(settled.body)}`);
