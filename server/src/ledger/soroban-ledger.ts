@@ -12,6 +12,7 @@ import { DomainError } from '../domain/errors';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from './network-registry';
 import type { LeasedChannel } from './channel-accounts';
+import { networkKnownDown } from './rpc-health';
 
 export interface SorobanLedgerOptions {
   /** Highest total fee (stroops) a settlement transaction may pay; above it settlement is refused. */
@@ -52,6 +53,8 @@ export class SorobanLedger implements LedgerPort {
 
   /** Runs one RPC call with metrics; transport failures become SERVICE_UNAVAILABLE. */
   private async call<T>(network: string, method: string, fn: (s: rpc.Server) => Promise<T>): Promise<T> {
+    // Fail fast while the network-health worker knows this network's RPC is down (see ledger/rpc-health.ts).
+    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
     const server = this.server(network);
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
