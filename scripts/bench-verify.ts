@@ -1,76 +1,74 @@
 /**
- * Facilitator benchmark: POST /v1/verify per second through HTTP, against the real service (embedded PostgreSQL,
- * every check including the ledger balance/trustline reads) and the local network in-process (local simulation).
- * Run with `npm run bench:verify`; BENCH_VERIFY_SECONDS (default 5) and BENCH_CONCURRENCY (default 16) bound it.
- * Signing the payloads is done before the clock starts.
+ * bench:verify — POST /v1/verify per second through HTTP, the service, the local network and the load generator
+ * each in its OWN process (scripts/bench/processes.ts): the bench's embedded PostgreSQL, the local network
+ * (server/src/ledger/local-network/cli.ts), the service (server/src/main.ts, configured by environment only) and the
+ * stock @x402/stellar facilitator (scripts/bench/stock-facilitator.ts). Local simulation; loopback only.
+ *
+ * It prints, in order:
+ *   1. full rate: a closed loop of BENCH_CONCURRENCY clients, verifies/s, p50/p95/p99, the service's peak RSS;
+ *   2. half rate: an open loop at half the measured rate (or BENCH_HALF_RATE), p50/p95/p99 from the scheduled send;
+ *   3. the baseline: the stock facilitator's verify of the stock exact payload (a signed transaction, simulated at
+ *      the network), same concurrency, same network, same run;
+ *   4. last line: the ratio of our rate to the stock rate.
+ * Every payload is signed before its clock starts (each of ours is used once: verify records an attempt per
+ * authorization; the stock facilitator keeps no state, so its pool is reused).
+ *
+ * Env: BENCH_SECONDS (10) per measured run, BENCH_VERIFY_REQUESTS (20000) most requests per run, BENCH_CONCURRENCY
+ * (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate), BENCH_PROFILE=1 (the
+ * service under --cpu-prof, SQL statements counted with pg_stat_statements, ledger RPC calls counted by a proxy;
+ * the figures are then slower than without it).
+ *
+ * The helpers bench:settle imported from this file (startBenchEnv, fundedBuyers, postJson, signedPayment,
+ * stopDatabase) are re-exported from scripts/bench/in-process-env.ts until bench:settle moves to separate processes.
  */
-import os from 'node:os';
-import path from 'node:path';
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { performance } from 'node:perf_hooks';
-import { Address, Keypair, authorizeInvocation, nativeToScVal, xdr } from '@stellar/stellar-sdk';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../server/src/data/embedded-database';
-import { migrate } from '../server/src/data/database';
-import { startLocalNetwork, type LocalNetwork } from '../server/src/ledger/local-network';
-import { createService, type Service } from '../server/src/compose';
-import { NetworkRegistry } from '../server/src/ledger/network-registry';
-import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../server/src/config';
-import { createLogger } from '../server/src/logger';
+import { Keypair } from '@stellar/stellar-sdk';
+import { closedLoop, envNumber, httpClient, latencyLine, openLoop, type LoadResult } from './bench/load';
+import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
+import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
+import { seedSeller } from './bench/seed';
+import { summarizeCpuProfile } from './bench/cpu-profile';
 
-export interface BenchEnv {
-  network: LocalNetwork;
-  service: Service;
-  baseUrl: string;
-  payTo: Keypair;
-  resourceId: string;
-  stop(): Promise<void>;
+export { startBenchEnv, stopDatabase, signedPayment, fundedBuyers, postJson, type BenchEnv } from './bench/in-process-env';
+
+const SECONDS = envNumber('BENCH_SECONDS', 10);
+const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
+const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 32);
+const BUYERS = envNumber('BENCH_BUYERS', 40);
+const LEDGER_MS = envNumber('BENCH_LEDGER_MS', 5000);
+const WARMUP = Math.min(300, Math.ceil(REQUESTS / 10));
+const PROFILE = process.env.BENCH_PROFILE === '1';
+const AMOUNT = '0.01';
+const STROOPS = 100_000n;
+
+function report(label: string, r: LoadResult, extra = ''): void {
+  console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
+  console.log(`  latency ${latencyLine(r.latencies)}`);
+  if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
-let db: EmbeddedDatabase | null = null;
-let dbCounter = 0;
+async function main() {
+  console.log(`bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run${PROFILE ? ', PROFILE mode' : ''}`);
+  const db = await startBenchDatabase({ statements: PROFILE });
+  const net = await startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
+  const usdc = net.assets.find((a) => a.code === 'USDC');
+  if (!usdc) throw new Error('the local network has no USDC');
+  const counter = PROFILE ? await startRpcCounter(net.rpcUrl) : null;
 
-export async function startBenchEnv(opts: { channelAccounts: number; ledgerCloseMs: number; confirmWaitMs?: number }): Promise<BenchEnv> {
-  if (!db) db = await startEmbeddedDatabase({ dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pg-')), persistent: false });
-  const url = await db.urlFor(`bench_${process.pid}_${++dbCounter}`);
-  await migrate(url);
-  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: opts.ledgerCloseMs });
-  const networks = new NetworkRegistry([
-    { network: 'stellar:testnet', passphrase: TESTNET_PASSPHRASE, rpcUrl: network.rpcUrl, settlementEnabled: true, local: true, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) },
-    { network: 'stellar:pubnet', passphrase: PUBNET_PASSPHRASE, rpcUrl: null, settlementEnabled: false, assets: [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }] },
-  ]);
-  const operatorApiKey = `mk_op_bench_${'x'.repeat(24)}`;
-  const service = await createService({
-    databaseUrl: url,
-    environment: 'bench',
-    version: 'bench',
-    commit: null,
-    networks,
-    operatorApiKey,
-    rateLimit: { points: 10_000_000, windowSeconds: 60 },
-    bodyLimitBytes: 256 * 1024,
-    responseValidation: false,
-    logger: createLogger({ silent: true }),
-    facilitator: { channelAccounts: opts.channelAccounts, confirmWaitMs: opts.confirmWaitMs ?? 60_000, pollMs: 50 },
-  });
-  const server = service.app.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-
-  // A seller with a resource; its wallet holds a USDC trustline.
+  // Seller (seeded in the database), its wallet with a USDC trustline, and funded buyers.
   const wallet = Keypair.random();
-  await network.fundAccount(wallet.publicKey());
-  await network.faucet(wallet.publicKey(), 'USDC', '0.0000001');
-  const post = async (p: string, body: unknown, key?: string) => {
-    const res = await fetch(`${baseUrl}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
-    return { status: res.status, body: (await res.json()) as Record<string, any> };
-  };
-  const seller = await post('/v1/sellers', { displayName: 'Bench seller', walletAddress: wallet.publicKey(), domain: 'bench.example.com' });
-  const usdc = network.assets[0];
-  const resource = await post(
+  await net.fund(wallet.publicKey());
+  await net.faucet(wallet.publicKey(), 'USDC', '0.0000001');
+  const seller = await seedSeller(db, { walletAddress: wallet.publicKey(), domain: 'bench.example.com' });
+  progress(`funding ${BUYERS} buyers on the local network`);
+  const buyers = await fundBuyers(net, BUYERS, '100000');
+
+  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: counter?.url ?? net.rpcUrl, assets: net.assets, cpuProfile: PROFILE });
+  const api = httpClient(service.baseUrl);
+  const created = await api.json<{ id: string }>(
+    'POST',
     '/v1/resources',
     {
-      sellerId: seller.body.seller.id,
+      sellerId: seller.sellerId,
       type: 'http',
       name: 'Bench resource',
       description: 'A paid endpoint for the benchmark',
@@ -80,124 +78,100 @@ export async function startBenchEnv(opts: { channelAccounts: number; ledgerClose
       payTo: wallet.publicKey(),
       assetCode: usdc.code,
       assetIssuer: usdc.issuer,
-      amount: '0.01',
+      amount: AMOUNT,
       inputSchema: { type: 'object' },
       outputSchema: { type: 'object' },
       extensions: {},
     },
-    seller.body.apiKey,
+    { authorization: `Bearer ${seller.apiKey}` },
   );
-  if (resource.status !== 201) throw new Error(`resource: ${resource.status} ${JSON.stringify(resource.body)}`);
-  return {
-    network,
-    service,
-    baseUrl,
-    payTo: wallet,
-    resourceId: resource.body.id,
-    async stop() {
-      await new Promise((r) => server.close(r));
-      await service.close();
-      await network.stop();
-    },
+  if (created.status !== 201) throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
+  const resourceId = created.body.id;
+
+  const expiration = (await net.latestLedger()) + 700;
+  const sign = async (n: number, label: string): Promise<VerifyBody[]> => {
+    const out: VerifyBody[] = [];
+    for (let i = 0; i < n; i++) {
+      out.push(await signedVerifyBody({ passphrase: net.passphrase, asset: usdc, buyer: buyers[i % buyers.length], payTo: wallet.publicKey(), stroops: STROOPS, amount: AMOUNT, expiration, resourceId }));
+      if ((i + 1) % 5000 === 0) progress(`  signed ${i + 1}/${n} ${label} payloads`);
+    }
+    return out;
   };
-}
+  progress(`signing ${WARMUP + REQUESTS} payloads`);
+  const pool = await sign(WARMUP + REQUESTS, 'full-rate');
+  let next = 0;
+  const send = () => api.request('POST', '/v1/verify', pool[next++]);
 
-export async function stopDatabase(): Promise<void> {
-  await db?.stop();
-  db = null;
-}
+  progress(`warming up (${WARMUP} verifies)`);
+  const warm = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send });
+  if (warm.ok === 0) throw new Error(`no verify succeeded during warm-up: ${warm.firstFailure}`);
+  await db.resetStatements();
+  counter?.reset();
 
-/** A signed exact payload paying 0.01 USDC from `buyer` to the bench seller. */
-export function signedPayment(env: BenchEnv, buyer: Keypair, expiration: number) {
-  const usdc = env.network.assets[0];
-  return authorizeInvocation(
-    buyer,
-    expiration,
-    new xdr.SorobanAuthorizedInvocation({
-      function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
-        new xdr.InvokeContractArgs({
-          contractAddress: new Address(usdc.contractId).toScAddress(),
-          functionName: 'transfer',
-          args: [nativeToScVal(buyer.publicKey(), { type: 'address' }), nativeToScVal(env.payTo.publicKey(), { type: 'address' }), nativeToScVal(100_000n, { type: 'i128' })],
-        }),
-      ),
-      subInvocations: [],
-    }),
-    buyer.publicKey(),
-    env.network.networkPassphrase,
-  ).then((entry) => {
-    const asset = { code: usdc.code, issuer: usdc.issuer };
-    return {
-      paymentPayload: { scheme: 'exact', network: 'stellar:testnet', asset, amount: '0.01', payTo: env.payTo.publicKey(), expiresAtLedger: expiration, authorization: { format: 'sorobanAuthorizationEntry', xdr: entry.toXDR('base64') } },
-      paymentRequirements: { scheme: 'exact', network: 'stellar:testnet', amount: '0.01', payTo: env.payTo.publicKey(), asset },
-      resourceId: env.resourceId,
-    };
-  });
-}
+  // 1. Full rate.
+  progress('measuring the full rate');
+  const rss = sampleRss(service.pid);
+  const full = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send });
+  const fullRss = rss.stop();
+  const statements = await db.statementCounts();
+  const rpcCounts = counter?.counts() ?? {};
 
-export async function fundedBuyers(env: BenchEnv, n: number, usdc: string): Promise<Keypair[]> {
-  const buyers = Array.from({ length: n }, () => Keypair.random());
-  for (const b of buyers) {
-    await env.network.fundAccount(b.publicKey());
-    await env.network.faucet(b.publicKey(), 'USDC', usdc);
+  // 2. Half rate, fresh payloads.
+  const halfRate = envNumber('BENCH_HALF_RATE', Math.max(1, Math.floor(full.rate / 2)));
+  const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
+  progress(`signing ${halfCount} payloads for the half-rate run`);
+  const halfPool = await sign(halfCount, 'half-rate');
+  let nextHalf = 0;
+  progress(`measuring at a fixed ${halfRate}/s`);
+  const rssHalf = sampleRss(service.pid);
+  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: () => api.request('POST', '/v1/verify', halfPool[nextHalf++]) });
+  const halfRss = rssHalf.stop();
+  api.close();
+
+  // Profile outputs, before the service stops.
+  const profileFile = PROFILE ? await service.stop() : null;
+  if (!PROFILE) await service.stop();
+
+  // 3. The stock facilitator on the same network.
+  const facilitatorKey = Keypair.random();
+  await net.fund(facilitatorKey.publicKey());
+  const stock = startNodeProcess('scripts/bench/stock-facilitator.ts', { name: 'stock facilitator', cwd: REPO_ROOT, env: { STOCK_RPC_URL: net.rpcUrl, STOCK_FACILITATOR_SECRET: facilitatorKey.secret() } });
+  onStop(async () => void (await stock.stop()));
+  const [, stockUrl] = await stock.waitForLine(/listening on (\S+)/, 60_000);
+  const requirements: StockRequirements = { scheme: 'exact', network: 'stellar:testnet', asset: usdc.contractId, amount: String(STROOPS), payTo: wallet.publicKey(), maxTimeoutSeconds: 3600, extra: { areFeesSponsored: true } };
+  progress(`building ${buyers.length} stock payloads (signed transactions, simulated at the network)`);
+  const stockMaxLedger = (await net.latestLedger()) + 700;
+  const stockPool: string[] = [];
+  for (const b of buyers) stockPool.push(JSON.stringify({ paymentPayload: await stockPayload(net, b, requirements, stockMaxLedger), paymentRequirements: requirements }));
+  const stockApi = httpClient(stockUrl);
+  const isValid = (a: { status: number; text: string }) => a.status === 200 && a.text.includes('"isValid":true');
+  let nextStock = 0;
+  const stockSend = () => stockApi.request('POST', '/verify', stockPool[nextStock++ % stockPool.length]);
+  progress('warming up the stock facilitator');
+  await closedLoop({ concurrency: CONCURRENCY, maxRequests: Math.min(WARMUP, 100), maxSeconds: 30, send: stockSend, isOk: isValid });
+  progress('measuring the stock facilitator');
+  const rssStock = sampleRss(stock.pid);
+  const base = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid });
+  const stockRss = rssStock.stop();
+  const stats = await stockApi.json<{ refusedLookups: number }>('GET', '/stats');
+  stockApi.close();
+
+  console.log('\n=== results (local simulation; the machine is shared, so figures vary with other load) ===');
+  report(`verify, full rate (closed loop, ${CONCURRENCY} clients)`, full, `; service RSS peak ${fullRss.maxMiB.toFixed(0)} MiB`);
+  report(`verify, half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late; service RSS peak ${halfRss.maxMiB.toFixed(0)} MiB`);
+  report(`stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`, base, `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused (loopback only)`);
+
+  if (PROFILE) {
+    const perVerify = (n: number) => (n / Math.max(1, full.ok + full.failed)).toFixed(2);
+    console.log(`\n--- profile: per verify over the full-rate run (${full.ok + full.failed} requests) ---`);
+    console.log(`SQL statements per verify: ${perVerify(statements.reduce((a, s) => a + s.calls, 0))}`);
+    for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+    console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
+    for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}`);
+    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30)}\n(kept in ${keepFile(profileFile, 'verify')}; covers the service's whole life, start-up included)`);
   }
-  return buyers;
+
+  console.log(`\nratio to the stock @x402/stellar facilitator (same network, same run): ${(full.rate / Math.max(base.rate, 1e-9)).toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)} verifies/s)`);
 }
 
-export async function postJson(env: BenchEnv, p: string, body: unknown, retries = 3): Promise<{ status: number; body: Record<string, any> }> {
-  try {
-    return await postOnce(env, p, body);
-  } catch (err) {
-    // A reused keep-alive socket the server just closed: the request never reached a handler, so retrying is safe.
-    if (retries > 0) return postJson(env, p, body, retries - 1);
-    throw err;
-  }
-}
-
-async function postOnce(env: BenchEnv, p: string, body: unknown): Promise<{ status: number; body: Record<string, any> }> {
-  const res = await fetch(`${env.baseUrl}${p}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-async function main() {
-  const seconds = Number(process.env.BENCH_VERIFY_SECONDS ?? 5);
-  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
-  const env = await startBenchEnv({ channelAccounts: 1, ledgerCloseMs: 0 });
-  try {
-    const buyers = await fundedBuyers(env, 20, '1000');
-    const expiration = env.network.latestLedger() + 10_000;
-    // Pre-sign a pool of payloads (each verify records one attempt, so each payload is used once).
-    const pool = await Promise.all(Array.from({ length: 6000 }, (_, i) => signedPayment(env, buyers[i % buyers.length], expiration)));
-    let next = 0;
-    let ok = 0;
-    let failed = 0;
-    const deadline = performance.now() + seconds * 1000;
-    const started = performance.now();
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (performance.now() < deadline && next < pool.length) {
-          const body = pool[next++];
-          const res = await postJson(env, '/v1/verify', body);
-          if (res.status === 200) ok++;
-          else if (++failed === 1) console.error('first failure:', res.status, JSON.stringify(res.body));
-        }
-      }),
-    );
-    const elapsed = (performance.now() - started) / 1000;
-    console.log(`verify over HTTP (local simulation): ${ok} verified, ${failed} failed in ${elapsed.toFixed(2)} s, concurrency ${concurrency}`);
-    console.log(`verifies per second: ${(ok / elapsed).toFixed(1)}`);
-  } finally {
-    await env.stop();
-    await stopDatabase();
-  }
-}
-
-if (require.main === module) {
-  main().then(
-    () => process.exit(0),
-    (err) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
-}
+if (require.main === module) runBench(main);
