@@ -10,6 +10,8 @@ export interface FetchTextResult {
   status: number;
   /** The UTF-8 body for a 200; empty for any other status (it is never read). */
   body: string;
+  /** Response headers (lower-case names), for callers that read a non-200 answer (the conformance 402 probe). */
+  headers?: Record<string, string>;
 }
 
 export type FetchText = (url: string) => Promise<FetchTextResult>;
@@ -28,6 +30,8 @@ export interface SafeFetcherOptions {
   allowInsecureForTests?: boolean;
   /** Tests only: allow loopback/private addresses (to reach a local test server). */
   allowPrivateAddressesForTests?: boolean;
+  /** Statuses whose body is read (default only 200). The conformance runner reads 402 answers. */
+  readBodyOfStatuses?: number[];
   /** Host name resolution; default dns.lookup with all addresses. Injectable so tests can simulate DNS answers. */
   lookup?: (hostname: string) => Promise<ResolvedAddress[]>;
 }
@@ -70,7 +74,7 @@ export function createSafeFetcher(options: SafeFetcherOptions = {}): FetchText {
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const vetted = await withAbort(resolveAndVet(host, lookup, allowPrivate), controller.signal, host, timeoutMs);
-      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs);
+      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200]);
     } finally {
       clearTimeout(timer);
     }
@@ -126,6 +130,7 @@ function get(
   signal: AbortSignal,
   maxBytes: number,
   timeoutMs: number,
+  readStatuses: number[] = [200],
 ): Promise<FetchTextResult> {
   const client = url.protocol === 'https:' ? https : http;
   // Always answer with the vetted address, in whichever shape net.connect asks for (Node 20 asks for `all` when
@@ -158,7 +163,7 @@ function get(
       },
       (res) => {
         const status = res.statusCode ?? 0;
-        if (status !== 200) {
+        if (!readStatuses.includes(status)) {
           settled = true;
           res.destroy();
           req.destroy();
@@ -184,7 +189,7 @@ function get(
           if (settled) return;
           settled = true;
           const body = new TextDecoder('utf-8').decode(Buffer.concat(chunks)); // strips a BOM, replaces bad bytes
-          resolve({ status, body });
+          resolve({ status, body, headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')])) });
         });
         res.on('error', (err) => fail(transportError(err, host, signal, timeoutMs)));
         res.on('close', () => fail(transportError(new Error('closed'), host, signal, timeoutMs)));
