@@ -26,7 +26,7 @@ import { closedLoop, envNumber, httpClient, latencyLine, openLoop, type LoadResu
 import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
 import { seedSeller } from './bench/seed';
-import { summarizeCpuProfile } from './bench/cpu-profile';
+import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 
 export { startBenchEnv, stopDatabase, signedPayment, fundedBuyers, postJson, type BenchEnv } from './bench/in-process-env';
 
@@ -111,7 +111,9 @@ async function main() {
   // 1. Full rate.
   progress('measuring the full rate');
   const rss = sampleRss(service.pid);
+  const fromUs = profileClockUs();
   const full = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send });
+  const toUs = profileClockUs();
   const fullRss = rss.stop();
   const statements = await db.statementCounts();
   const rpcCounts = counter?.counts() ?? {};
@@ -168,7 +170,7 @@ async function main() {
     for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
     for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30)}\n(kept in ${keepFile(profileFile, 'verify')}; covers the service's whole life, start-up included)`);
+    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the full-rate run only; whole profile kept in ${keepFile(profileFile, 'verify')})`);
   }
 
   console.log(`\nratio to the stock @x402/stellar facilitator (same network, same run): ${(full.rate / Math.max(base.rate, 1e-9)).toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)} verifies/s)`);

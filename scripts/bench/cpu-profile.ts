@@ -19,8 +19,6 @@ interface CpuProfile {
   endTime: number;
 }
 
-const REPO = path.resolve(__dirname, '../..');
-
 /** A short place for a script URL: the npm package, the repository file, or node's internals. */
 function area(url: string): string {
   if (!url) return '';
@@ -31,10 +29,8 @@ function area(url: string): string {
     return parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
   }
   if (p.startsWith('node:')) return 'node internals';
-  if (p.startsWith(REPO)) {
-    const rel = path.relative(REPO, p).split('/');
-    return rel.slice(0, Math.min(rel.length - 1, 3)).join('/') || rel[0];
-  }
+  const src = /\/(server|scripts)\/(.*)$/.exec(p);
+  if (src) return `${src[1]}/${src[2]}`;
   return p;
 }
 
@@ -42,12 +38,33 @@ function place(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
   const p = url.replace(/^file:\/\//, '');
   const nm = p.lastIndexOf('node_modules/');
-  const short = nm >= 0 ? p.slice(nm + 'node_modules/'.length) : p.startsWith(REPO) ? path.relative(REPO, p) : p;
+  const src = /\/((?:server|scripts)\/.*)$/.exec(p);
+  const short = nm >= 0 ? p.slice(nm + 'node_modules/'.length) : src ? src[1] : p;
   return `${functionName || '(anonymous)'} ${short ? `${short}:${lineNumber + 1}` : ''}`.trim();
 }
 
-export function summarizeCpuProfile(file: string, top = 25): string {
+/** Now on the profiler's clock (CLOCK_MONOTONIC in microseconds, the clock of process.hrtime), for `window`. */
+export function profileClockUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * `window` (from profileClockUs() in any process of this machine) keeps only the samples taken inside it, e.g. the
+ * measured run without start-up and warm-up.
+ */
+export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: number; toUs: number }): string {
   const prof = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+  if (window) {
+    let t = prof.startTime;
+    const samples: number[] = [];
+    const deltas: number[] = [];
+    for (let i = 0; i < prof.samples.length; i++) {
+      t += prof.timeDeltas[i] ?? 0;
+      if (t >= window.fromUs && t <= window.toUs) (samples.push(prof.samples[i]), deltas.push(prof.timeDeltas[i] ?? 0));
+    }
+    prof.samples = samples;
+    prof.timeDeltas = deltas;
+  }
   const byId = new Map(prof.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -84,7 +101,7 @@ export function summarizeCpuProfile(file: string, top = 25): string {
 
   const pct = (us: number) => `${((100 * us) / Math.max(1, busyUs)).toFixed(1).padStart(5)}%`;
   const lines = [
-    `CPU profile ${path.basename(file)}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
+    `CPU profile ${path.basename(file)}${window ? ' (measured window only)' : ''}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
     `  top ${top} functions by self time:`,
     ...[...selfByPlace.entries()]
       .filter(([k]) => !k.startsWith('(idle)'))
@@ -93,6 +110,7 @@ export function summarizeCpuProfile(file: string, top = 25): string {
       .map(([k, us]) => `    ${pct(us)}  ${k}`),
     `  inclusive share by package / server folder (a sample counts once per area on its stack):`,
     ...[...inclusive.entries()]
+      .filter(([k]) => k !== 'node internals')
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([k, us]) => `    ${pct(us)}  ${k}`),
