@@ -13,14 +13,14 @@ import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
 import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
-import { healthReport, type Check } from './domain/operations/health';
+import { healthReport, failedCheck } from './domain/operations/health';
 import { createMetrics, type Metrics } from './metrics/registry';
 import { NetworkRegistry } from './ledger/network-registry';
-import { checkRpc } from './ledger/rpc-health';
 import { createHandlers } from './http/handlers';
 import { createJobSystem, type JobSystem } from './jobs/job-system';
 import { createDiscoveryArea } from './areas/discovery';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
+import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
 import type { Logger } from './logger';
 
@@ -46,6 +46,8 @@ export interface ServiceOptions {
   jobPollMs?: number;
   /** Facilitator settings: channel accounts, fee limit, confirmation wait (defaults in areas/facilitator.ts). */
   facilitator?: FacilitatorOptions;
+  /** Network health, conformance runner and dashboard settings (defaults in areas/operations.ts). */
+  operations?: OperationsOptions;
 }
 
 export interface Service {
@@ -53,6 +55,7 @@ export interface Service {
   db: Sequelize;
   metrics: Metrics;
   jobs: JobSystem;
+  operations: OperationsArea;
   close(): Promise<void>;
 }
 
@@ -95,7 +98,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const discovery = createDiscoveryArea(ctx);
   onCatalogChange = (id) => discovery.onCatalogChange(id);
   const facilitator = createFacilitatorArea(ctx, opts.facilitator);
-  const areas = [discovery, facilitator];
+  const operations = createOperationsArea(ctx, facilitator.service, { ...opts.operations, health: async () => health() });
+  const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
@@ -111,20 +115,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             await db.query('SELECT 1');
             return { status: 'ok', latencyMs: Date.now() - t };
           } catch (err) {
-            return { status: 'down', latencyMs: Date.now() - t, message: `database unreachable: ${(err as Error).message}`.slice(0, 200) };
+            void err; // raw text can hold the connection string: only the fixed reason is shown
+            return failedCheck('down', 'DATABASE_UNREACHABLE', Date.now() - t);
           }
         },
         jobs: opts.runJobs ? () => jobs.health() : async () => ({ status: 'ok', message: 'this process does not run background jobs' }),
-        async ledger() {
-          const out: Record<string, Check> = {};
-          for (const n of opts.networks.list()) {
-            if (n.rpcUrl) {
-              const { latestLedger: _l, ...check } = await checkRpc(n.rpcUrl);
-              out[n.network] = check;
-            }
-          }
-          return out;
-        },
+        // From the current health record the network-health worker writes (no RPC call per /health request).
+        ledger: () => operations.ledgerChecks(),
       },
       startedAt,
     );
@@ -139,8 +136,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     health,
     version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
     },
-    { ...discovery.handlers, ...facilitator.handlers },
+    { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers },
   );
+  handlers.getResource = operations.decorateResourceRead(handlers.getResource);
 
   const app = createApp({
     spec,
@@ -161,6 +159,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     db,
     metrics,
     jobs,
+    operations,
     async close() {
       await jobs.stop();
       for (const area of [...areas].reverse()) await area.stop?.();

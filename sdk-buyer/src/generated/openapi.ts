@@ -246,7 +246,7 @@ export interface paths {
         };
         /**
          * List networks
-         * @description Lists the configured ledger networks with their passphrase, public RPC URL, assets (with their SEP-41 contract
+         * @description Lists the configured ledger networks with their passphrase, the scheme and host of its RPC (never the path or query, where providers put API keys), assets (with their SEP-41 contract
          *     ids), whether settlement is enabled, and the evidence label their settlements carry. A network served by the
          *     local simulator is labelled `local_simulation`.
          *
@@ -299,6 +299,30 @@ export interface paths {
          *     **Who may call:** anyone.
          */
         get: operations["getVersion"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get public stats
+         * @description Public figures of the marketplace: indexed resources, active sellers, successful settlements and the latest
+         *     settlement transaction hashes per network (testnet and pubnet never summed together), uptime, API p50/p95
+         *     latency and the status of the latest conformance run. Cached for 5 seconds. Nothing identifies a buyer.
+         *
+         *     **Who may call:** anyone.
+         */
+        get: operations["getStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -755,11 +779,34 @@ export interface components {
             /** @description Settled divided by settled plus failed settlements over the last 30 days; null when there were none. */
             successRate: number | null;
         };
+        /**
+         * @description What the conformance runner last observed at this resource's URL: an unpaid request must answer 402 with
+         *     requirements (amount, asset, payTo, network) that match the catalog entry. `uptime` is the share of passed probes
+         *     over the last 7 days; it feeds the historical-uptime signal of search ranking.
+         * @example {
+         *       "state": "passing",
+         *       "checkedAt": "2025-01-15T10:00:02Z",
+         *       "reason": null,
+         *       "uptime": 0.98
+         *     }
+         */
+        ResourceConformance: {
+            /**
+             * @description `unknown` until the first probe.
+             * @enum {string}
+             */
+            state: "unknown" | "passing" | "failing";
+            /** Format: date-time */
+            checkedAt: string | null;
+            reason: string | null;
+            uptime: number | null;
+        };
         /** @description A resource with its current payment requirements, its seller's trust state and public settlement metadata. */
         ResourceDetail: components["schemas"]["Resource"] & {
             paymentRequirements: components["schemas"]["ResourcePaymentRequirements"];
             sellerTrust: components["schemas"]["SellerTrust"];
             settlementStats: components["schemas"]["SettlementStats"];
+            conformance?: components["schemas"]["ResourceConformance"];
         };
         /**
          * @description One stored version of a resource's terms. Versions are immutable; receipts point at the version active at settlement.
@@ -958,11 +1005,6 @@ export interface components {
             nextCursor: string | null;
         };
         /**
-         * @description Stellar transaction hash, 64 lowercase hexadecimal characters.
-         * @example 3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889
-         */
-        TransactionHash: string;
-        /**
          * @description Settlement identifier. Prefixed ULID (`stl_` + 26 Crockford base32 characters), unguessable and sortable by creation time.
          * @example stl_01JD7A1C5D6E7F8G9H0J1K2M3N
          */
@@ -972,6 +1014,11 @@ export interface components {
          * @example pay_01JD7A1B2C3D4E5F6G7H8J9K0M
          */
         PaymentAttemptId: string;
+        /**
+         * @description Stellar transaction hash, 64 lowercase hexadecimal characters.
+         * @example 3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889
+         */
+        TransactionHash: string;
         /**
          * @description `pending`: submitted, not confirmed yet. `settled`: confirmed on the ledger. `failed`: rejected or failed on the ledger; no money moved.
          * @example settled
@@ -1155,7 +1202,7 @@ export interface components {
             passphrase: string;
             /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet). */
             evidence: components["schemas"]["EvidenceLabel"];
-            /** @description The public Soroban RPC URL clients can use; null when the service uses a non-public RPC. */
+            /** @description The scheme and host of the Soroban RPC the service uses (`https://rpc.example.com`); null when the network has no RPC. Paths, query strings and credentials are never shown, because RPC providers put API keys in them. */
             rpcUrl: string | null;
             /** @description Whether settle submits transactions on this network (verify works either way). */
             settlementEnabled: boolean;
@@ -1173,6 +1220,22 @@ export interface components {
          */
         HealthStatus: "ok" | "degraded" | "down";
         /**
+         * @description Why a check is not `ok`. Each reason comes with one fixed `message`; the raw error is logged at debug level only.
+         *
+         *     | Reason | Check | Meaning |
+         *     |---|---|---|
+         *     | `DATABASE_UNREACHABLE` | database | the database does not answer (status `down`) |
+         *     | `JOBS_NOT_RUNNING` | jobs | this process does not process background jobs although it should |
+         *     | `JOB_BACKEND_UNREACHABLE` | jobs | the job store does not answer |
+         *     | `RPC_UNREACHABLE` | ledger | the network's Soroban RPC does not answer `getHealth` / `getLatestLedger` (status `down`) |
+         *     | `RPC_UNHEALTHY` | ledger | the RPC answers but reports itself unhealthy |
+         *     | `LEDGER_STALE` | ledger | the latest ledger has not advanced for three ledger close intervals |
+         *     | `NOT_PROBED_YET` | ledger | the network-health worker has not probed the network yet, or its last probe is older than a minute |
+         * @example RPC_UNREACHABLE
+         * @enum {string}
+         */
+        HealthReason: "DATABASE_UNREACHABLE" | "JOBS_NOT_RUNNING" | "JOB_BACKEND_UNREACHABLE" | "RPC_UNREACHABLE" | "RPC_UNHEALTHY" | "LEDGER_STALE" | "NOT_PROBED_YET";
+        /**
          * @description State of one dependency.
          * @example {
          *       "status": "ok",
@@ -1183,8 +1246,18 @@ export interface components {
             status: components["schemas"]["HealthStatus"];
             /** @description Duration of the probe. */
             latencyMs?: number;
-            /** @description What is wrong, when the status is not `ok`. Never contains secrets or connection strings. */
+            /** @description What is wrong, when the status is not `ok`, in a fixed sentence per `reason` (the raw error text is logged at debug level only). Never contains secrets, URLs or connection strings. */
             message?: string;
+            reason?: components["schemas"]["HealthReason"];
+            /** @description Ledger checks only. The latest ledger sequence the network-health worker observed. */
+            latestLedger?: number;
+            /** @description Ledger checks only. Seconds since the observed ledger sequence last advanced. */
+            ledgerAgeSeconds?: number;
+            /**
+             * Format: date-time
+             * @description Ledger checks only. When the network-health worker last probed the network.
+             */
+            checkedAt?: string;
         };
         /**
          * @description Health of the service and its dependencies. `down` when the database is down; `degraded` when the job runner or a ledger network is degraded or down.
@@ -1202,20 +1275,26 @@ export interface components {
          *         "ledger": {
          *           "stellar:testnet": {
          *             "status": "ok",
-         *             "latencyMs": 48.1
+         *             "latencyMs": 48.1,
+         *             "latestLedger": 123456,
+         *             "ledgerAgeSeconds": 2.1,
+         *             "checkedAt": "2025-01-15T10:29:58Z"
          *           }
          *         }
          *       },
+         *       "affectedNetworks": [],
          *       "uptimeSeconds": 86400,
          *       "time": "2025-01-15T10:30:00Z"
          *     }
          */
         Health: {
             status: components["schemas"]["HealthStatus"];
+            /** @description The networks whose ledger check is not `ok` (RPC down or unhealthy, ledger not advancing for three close intervals, or not probed yet). Settle on a network whose RPC is known down fails fast with `SERVICE_UNAVAILABLE`. */
+            affectedNetworks: components["schemas"]["Network"][];
             checks: {
                 database: components["schemas"]["HealthCheck"];
                 jobs: components["schemas"]["HealthCheck"];
-                /** @description One check per configured network (its RPC), keyed by network. */
+                /** @description One check per configured network with an RPC, keyed by network, read from the current health record the network-health worker writes every 10 seconds (`getHealth`, `getLatestLedger`, latency, errors). */
                 ledger: {
                     [key: string]: components["schemas"]["HealthCheck"];
                 };
@@ -1245,6 +1324,122 @@ export interface components {
             contractVersion: string;
             /** @description Node.js version. */
             node: string;
+        };
+        /**
+         * @description Public settlement figures of one network.
+         * @example {
+         *       "network": "stellar:testnet",
+         *       "evidence": "local_simulation",
+         *       "successfulSettlements": 12,
+         *       "latestTransactionHashes": [
+         *         "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+         *       ]
+         *     }
+         */
+        NetworkStats: {
+            network: components["schemas"]["Network"];
+            /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
+            evidence: components["schemas"]["EvidenceLabel"];
+            /** @description Settlements confirmed on this network. */
+            successfulSettlements: number;
+            /** @description The transaction hashes of the latest confirmed settlements, newest first. */
+            latestTransactionHashes: components["schemas"]["TransactionHash"][];
+        };
+        /**
+         * @description Conformance run id (`cfr_` + ULID).
+         * @example cfr_01JD7B2C3D4E5F6G7H8J9K0M1N
+         */
+        ConformanceRunId: string;
+        /**
+         * @description `queued` (asked for, not started), `running`, `passed` (every check passed or was skipped), `failed` (at least one check failed).
+         * @example passed
+         * @enum {string}
+         */
+        ConformanceRunStatus: "queued" | "running" | "passed" | "failed";
+        /**
+         * @description A conformance run without its checks.
+         * @example {
+         *       "id": "cfr_01JD7B2C3D4E5F6G7H8J9K0M1N",
+         *       "network": "stellar:testnet",
+         *       "status": "passed",
+         *       "evidence": "local_simulation",
+         *       "startedAt": "2025-01-15T10:00:00Z",
+         *       "finishedAt": "2025-01-15T10:00:04Z"
+         *     }
+         */
+        ConformanceRunSummary: {
+            id: components["schemas"]["ConformanceRunId"];
+            network: components["schemas"]["Network"];
+            status: components["schemas"]["ConformanceRunStatus"];
+            /** @description `local_simulation` for the full cycle on the local network simulator; `testnet_verification` or `mainnet_verification` for the verify-only checks on the real networks (a runner never settles real funds). */
+            evidence: components["schemas"]["EvidenceLabel"];
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
+        /**
+         * @description Public figures of the marketplace, cached for 5 seconds. Per-network figures are never summed across networks
+         *     (testnet and pubnet never mix). Nothing here identifies a buyer: no payer address, no payment attempt id.
+         * @example {
+         *       "generatedAt": "2025-01-15T10:30:00Z",
+         *       "uptimeSeconds": 86400,
+         *       "api": {
+         *         "requests": 5120,
+         *         "p50Ms": 4.2,
+         *         "p95Ms": 38.5
+         *       },
+         *       "catalog": {
+         *         "indexedResources": 42,
+         *         "activeSellers": 9
+         *       },
+         *       "networks": [
+         *         {
+         *           "network": "stellar:testnet",
+         *           "evidence": "local_simulation",
+         *           "successfulSettlements": 1284,
+         *           "latestTransactionHashes": [
+         *             "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+         *           ]
+         *         }
+         *       ],
+         *       "conformance": {
+         *         "latest": {
+         *           "id": "cfr_01JD7B2C3D4E5F6G7H8J9K0M1N",
+         *           "network": "stellar:testnet",
+         *           "status": "passed",
+         *           "evidence": "local_simulation",
+         *           "startedAt": "2025-01-15T10:00:00Z",
+         *           "finishedAt": "2025-01-15T10:00:04Z"
+         *         }
+         *       }
+         *     }
+         */
+        PublicStats: {
+            /** Format: date-time */
+            generatedAt: string;
+            /** @description Seconds since this server process started. */
+            uptimeSeconds: number;
+            /** @description API latency over the last hour of this process (all routes), from the request duration histogram. */
+            api: {
+                /** @description Requests answered in the window. */
+                requests: number;
+                /** @description Median latency in milliseconds; null before the first request. */
+                p50Ms: number | null;
+                p95Ms: number | null;
+            };
+            catalog: {
+                /** @description Resources discoverable in the search index. */
+                indexedResources: number;
+                /** @description Sellers with at least one discoverable resource. */
+                activeSellers: number;
+            };
+            /** @description One entry per configured network. */
+            networks: components["schemas"]["NetworkStats"][];
+            conformance: {
+                /** @description The latest finished conformance run (any network), or null before the first one. */
+                latest: components["schemas"]["ConformanceRunSummary"] | null;
+            };
         };
     };
     responses: {
@@ -1347,10 +1542,10 @@ export interface components {
          * @example 20
          */
         Limit: number;
-        /** @description Resource id. */
-        ResourceIdPath: components["schemas"]["ResourceId"];
-        /** @description Seller id. */
-        SellerIdPath: components["schemas"]["SellerId"];
+        /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        ResourceIdPath: string;
+        /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        SellerIdPath: string;
         /** @description Only resources whose price (`amount`) is at least this amount, compared exactly. */
         MinPrice: components["schemas"]["Amount"];
         /**
@@ -1365,10 +1560,10 @@ export interface components {
          * @example weather forecast
          */
         SearchQuery: string;
-        /** @description Hash of the settlement transaction. */
-        TransactionHashPath: components["schemas"]["TransactionHash"];
-        /** @description Receipt id. */
-        ReceiptIdPath: components["schemas"]["ReceiptId"];
+        /** @description Hash of the settlement transaction (64 lowercase hexadecimal characters). Any other string answers `404 NOT_FOUND`, like an unknown hash. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        TransactionHashPath: string;
+        /** @description Receipt id (`rcp_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        ReceiptIdPath: string;
     };
     requestBodies: never;
     headers: {
@@ -1457,7 +1652,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -1497,7 +1692,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -1526,7 +1721,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -1577,7 +1772,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -1718,7 +1913,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Hash of the settlement transaction. */
+                /** @description Hash of the settlement transaction (64 lowercase hexadecimal characters). Any other string answers `404 NOT_FOUND`, like an unknown hash. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 transactionHash: components["parameters"]["TransactionHashPath"];
             };
             cookie?: never;
@@ -1747,7 +1942,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Receipt id. */
+                /** @description Receipt id (`rcp_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 receiptId: components["parameters"]["ReceiptIdPath"];
             };
             cookie?: never;
@@ -1868,6 +2063,32 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VersionInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures. */
+            200: {
+                headers: {
+                    /** @description `public, max-age=5` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicStats"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -117,9 +117,50 @@ export interface paths {
          *     its hash is stored. The seller starts unverified: verify the domain (`POST /v1/sellers/{sellerId}/verify-domain`)
          *     to get trusted catalog status. A wallet address can belong to one seller only (`409 CONFLICT`).
          *
+         *     **Wallet proof.** Get a challenge for the wallet (`POST /v1/sellers/challenges`), sign its `message` with the
+         *     wallet (SEP-53) and send `walletProof: {challengeId, signature}`. A missing proof is `400 INVALID_REQUEST`; a
+         *     signature that does not verify for `walletAddress`, or a challenge issued for another wallet, is
+         *     `422 INVALID_SIGNATURE`; an unknown or expired challenge is `422 AUTH_EXPIRED`; a challenge that was already
+         *     used is `409 REPLAY_DETECTED`. The challenge is consumed by the first sign-up that presents a valid signature.
+         *
+         *     **Idempotency.** The API key is never stored in the idempotency record: a retry with the same
+         *     `Idempotency-Key` and body does not replay the key; it answers `409 IDEMPOTENCY_CONFLICT` naming the seller
+         *     that the first request created (`details[0].field = "sellerId"`).
+         *
          *     **Who may call:** anyone (no key needed).
          */
         post: operations["createSeller"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sellers/challenges": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a wallet sign-up challenge
+         * @description First step of seller sign-up: proves that the caller controls the wallet it registers, the way SEP-10 does for
+         *     Stellar web authentication. The answer carries a `message` that names the wallet, a random nonce and an
+         *     expiry. Sign it with the wallet's ed25519 key using **SEP-53 signed-message semantics** (the signature is over
+         *     `SHA-256("Stellar Signed Message:\n" + message)`; Freighter's `signMessage`, or
+         *     `Keypair.sign(sha256(...))` in the Stellar SDK), then call `POST /v1/sellers` with
+         *     `walletProof: {challengeId, signature}`.
+         *
+         *     A challenge is valid for 5 minutes and can be used **once**, whatever the outcome of the sign-up it was
+         *     used for. Without this proof anyone could register someone else's wallet (wallet squatting) and block its
+         *     owner from signing up.
+         *
+         *     **Who may call:** anyone (no key needed).
+         */
+        post: operations["createSellerChallenge"];
         delete?: never;
         options?: never;
         head?: never;
@@ -517,7 +558,7 @@ export interface paths {
         };
         /**
          * List networks
-         * @description Lists the configured ledger networks with their passphrase, public RPC URL, assets (with their SEP-41 contract
+         * @description Lists the configured ledger networks with their passphrase, the scheme and host of its RPC (never the path or query, where providers put API keys), assets (with their SEP-41 contract
          *     ids), whether settlement is enabled, and the evidence label their settlements carry. A network served by the
          *     local simulator is labelled `local_simulation`.
          *
@@ -594,6 +635,111 @@ export interface paths {
          *     **Who may call:** the operator.
          */
         get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get public stats
+         * @description Public figures of the marketplace: indexed resources, active sellers, successful settlements and the latest
+         *     settlement transaction hashes per network (testnet and pubnet never summed together), uptime, API p50/p95
+         *     latency and the status of the latest conformance run. Cached for 5 seconds. Nothing identifies a buyer.
+         *
+         *     **Who may call:** anyone.
+         */
+        get: operations["getStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conformance/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List conformance runs
+         * @description Conformance runs, newest first. The conformance-runner worker runs the facilitator conformance suite every hour
+         *     and on demand: on the local network a full cycle with accounts it funds itself (supported, verify, settle,
+         *     receipt readable, the same payment refused with `REPLAY_DETECTED`, an expired one with `AUTH_EXPIRED`, wrong
+         *     amount, asset and recipient refused with their codes; evidence `local_simulation`); on testnet and pubnet
+         *     verify-only checks that move no money; and a probe of every cataloged `http` resource of the network (an unpaid
+         *     request must answer 402 with the cataloged requirements).
+         *
+         *     **Who may call:** the operator.
+         */
+        get: operations["listConformanceRuns"];
+        put?: never;
+        /**
+         * Start a conformance run
+         * @description Queues a conformance run for one network (or one per configured network with an RPC) and answers 202 with the
+         *     queued runs; poll `GET /v1/conformance/runs/{runId}` until the status is `passed` or `failed`. A runner never
+         *     settles real funds: on testnet and pubnet it verifies only.
+         *
+         *     **Who may call:** the operator.
+         */
+        post: operations["createConformanceRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conformance/runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a conformance run
+         * @description One conformance run with every check, its outcome and reason, and the evidence label.
+         *
+         *     **Who may call:** the operator.
+         */
+        get: operations["getConformanceRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/operations/dashboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the operator dashboard data
+         * @description The figures the operator dashboard (`/dashboard`) draws: API status, request and error rate, p50/p95 latency,
+         *     queue depth and dead letters per worker, settlement latency, RPC health per network, search index health,
+         *     supported networks and conformance status, with a rolling one-hour series.
+         *
+         *     **Who may call:** the operator.
+         */
+        get: operations["getOperationsDashboard"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1125,11 +1271,34 @@ export interface components {
             /** @description Settled divided by settled plus failed settlements over the last 30 days; null when there were none. */
             successRate: number | null;
         };
+        /**
+         * @description What the conformance runner last observed at this resource's URL: an unpaid request must answer 402 with
+         *     requirements (amount, asset, payTo, network) that match the catalog entry. `uptime` is the share of passed probes
+         *     over the last 7 days; it feeds the historical-uptime signal of search ranking.
+         * @example {
+         *       "state": "passing",
+         *       "checkedAt": "2025-01-15T10:00:02Z",
+         *       "reason": null,
+         *       "uptime": 0.98
+         *     }
+         */
+        ResourceConformance: {
+            /**
+             * @description `unknown` until the first probe.
+             * @enum {string}
+             */
+            state: "unknown" | "passing" | "failing";
+            /** Format: date-time */
+            checkedAt: string | null;
+            reason: string | null;
+            uptime: number | null;
+        };
         /** @description A resource with its current payment requirements, its seller's trust state and public settlement metadata. */
         ResourceDetail: components["schemas"]["Resource"] & {
             paymentRequirements: components["schemas"]["ResourcePaymentRequirements"];
             sellerTrust: components["schemas"]["SellerTrust"];
             settlementStats: components["schemas"]["SettlementStats"];
+            conformance?: components["schemas"]["ResourceConformance"];
         };
         /**
          * @description Result of deleting a resource. `soft`: the resource has payment attempts or receipts, so it is kept with
@@ -1275,17 +1444,41 @@ export interface components {
             nextCursor: string | null;
         };
         /**
-         * @description A new seller. The wallet address must not belong to another seller.
+         * @description Identifier of a wallet sign-up challenge (`wch_` + 32 base64url characters, random).
+         * @example wch_4Jq8s0cYV1mZ2kWnR7tXb9LpQe3GdUfA
+         */
+        SellerChallengeId: string;
+        /**
+         * @description Proof that the caller controls `walletAddress`: the wallet's ed25519 signature (SEP-53 signed message) of the
+         *     `message` of a challenge from `POST /v1/sellers/challenges` issued for the same wallet.
+         * @example {
+         *       "challengeId": "wch_4Jq8s0cYV1mZ2kWnR7tXb9LpQe3GdUfA",
+         *       "signature": "N7gW4wvqOVP6oFjwkXWiFQQZFiWbNl66BxoCPpDrZyP7F8cPbtiyyGXi2AfzEt9yWX7Zy71HuDpYY2m6Dj+GBA=="
+         *     }
+         */
+        WalletProof: {
+            challengeId: components["schemas"]["SellerChallengeId"];
+            /** @description Base64 (standard or URL-safe) of the 64-byte ed25519 signature of `SHA-256("Stellar Signed Message:\n" + message)`. */
+            signature: string;
+        };
+        /**
+         * @description A new seller. The wallet address must not belong to another seller, and `walletProof` must prove that the caller
+         *     controls it (see `POST /v1/sellers/challenges`).
          * @example {
          *       "displayName": "Example Weather Co",
          *       "walletAddress": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
-         *       "domain": "weather.example.com"
+         *       "domain": "weather.example.com",
+         *       "walletProof": {
+         *         "challengeId": "wch_4Jq8s0cYV1mZ2kWnR7tXb9LpQe3GdUfA",
+         *         "signature": "N7gW4wvqOVP6oFjwkXWiFQQZFiWbNl66BxoCPpDrZyP7F8cPbtiyyGXi2AfzEt9yWX7Zy71HuDpYY2m6Dj+GBA=="
+         *       }
          *     }
          */
         SellerInput: {
             displayName: string;
             walletAddress: components["schemas"]["AccountAddress"];
             domain: components["schemas"]["Domain"];
+            walletProof: components["schemas"]["WalletProof"];
         };
         /**
          * @description A seller identity. A seller without a verified domain is unverified for purposes of trusted catalog status.
@@ -1341,6 +1534,36 @@ export interface components {
             seller: components["schemas"]["Seller"];
             /** @description The seller's API key (`mk_live_` followed by 43 base64url characters). */
             apiKey: string;
+        };
+        /**
+         * @description The wallet a seller is about to register.
+         * @example {
+         *       "walletAddress": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3"
+         *     }
+         */
+        SellerChallengeRequest: {
+            walletAddress: components["schemas"]["AccountAddress"];
+        };
+        /**
+         * @description A single-use sign-up challenge for one wallet. Sign `message` exactly as given (UTF-8, SEP-53) with the wallet's
+         *     key and send the signature with `challengeId` in `POST /v1/sellers`.
+         * @example {
+         *       "challengeId": "wch_4Jq8s0cYV1mZ2kWnR7tXb9LpQe3GdUfA",
+         *       "walletAddress": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "message": "Paid API Marketplace seller sign-up\nwallet: GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3\nchallenge: wch_4Jq8s0cYV1mZ2kWnR7tXb9LpQe3GdUfA\nexpires: 2025-01-10T08:50:12.000Z",
+         *       "expiresAt": "2025-01-10T08:50:12Z"
+         *     }
+         */
+        SellerChallenge: {
+            challengeId: components["schemas"]["SellerChallengeId"];
+            walletAddress: components["schemas"]["AccountAddress"];
+            /** @description The text to sign. It names the service, the wallet, the nonce and the expiry. */
+            message: string;
+            /**
+             * Format: date-time
+             * @description After this time the challenge is refused (`AUTH_EXPIRED`); ask for a new one.
+             */
+            expiresAt: string;
         };
         /**
          * @description How a seller proves control of its domain:
@@ -2128,7 +2351,7 @@ export interface components {
             passphrase: string;
             /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet). */
             evidence: components["schemas"]["EvidenceLabel"];
-            /** @description The public Soroban RPC URL clients can use; null when the service uses a non-public RPC. */
+            /** @description The scheme and host of the Soroban RPC the service uses (`https://rpc.example.com`); null when the network has no RPC. Paths, query strings and credentials are never shown, because RPC providers put API keys in them. */
             rpcUrl: string | null;
             /** @description Whether settle submits transactions on this network (verify works either way). */
             settlementEnabled: boolean;
@@ -2146,6 +2369,22 @@ export interface components {
          */
         HealthStatus: "ok" | "degraded" | "down";
         /**
+         * @description Why a check is not `ok`. Each reason comes with one fixed `message`; the raw error is logged at debug level only.
+         *
+         *     | Reason | Check | Meaning |
+         *     |---|---|---|
+         *     | `DATABASE_UNREACHABLE` | database | the database does not answer (status `down`) |
+         *     | `JOBS_NOT_RUNNING` | jobs | this process does not process background jobs although it should |
+         *     | `JOB_BACKEND_UNREACHABLE` | jobs | the job store does not answer |
+         *     | `RPC_UNREACHABLE` | ledger | the network's Soroban RPC does not answer `getHealth` / `getLatestLedger` (status `down`) |
+         *     | `RPC_UNHEALTHY` | ledger | the RPC answers but reports itself unhealthy |
+         *     | `LEDGER_STALE` | ledger | the latest ledger has not advanced for three ledger close intervals |
+         *     | `NOT_PROBED_YET` | ledger | the network-health worker has not probed the network yet, or its last probe is older than a minute |
+         * @example RPC_UNREACHABLE
+         * @enum {string}
+         */
+        HealthReason: "DATABASE_UNREACHABLE" | "JOBS_NOT_RUNNING" | "JOB_BACKEND_UNREACHABLE" | "RPC_UNREACHABLE" | "RPC_UNHEALTHY" | "LEDGER_STALE" | "NOT_PROBED_YET";
+        /**
          * @description State of one dependency.
          * @example {
          *       "status": "ok",
@@ -2156,8 +2395,18 @@ export interface components {
             status: components["schemas"]["HealthStatus"];
             /** @description Duration of the probe. */
             latencyMs?: number;
-            /** @description What is wrong, when the status is not `ok`. Never contains secrets or connection strings. */
+            /** @description What is wrong, when the status is not `ok`, in a fixed sentence per `reason` (the raw error text is logged at debug level only). Never contains secrets, URLs or connection strings. */
             message?: string;
+            reason?: components["schemas"]["HealthReason"];
+            /** @description Ledger checks only. The latest ledger sequence the network-health worker observed. */
+            latestLedger?: number;
+            /** @description Ledger checks only. Seconds since the observed ledger sequence last advanced. */
+            ledgerAgeSeconds?: number;
+            /**
+             * Format: date-time
+             * @description Ledger checks only. When the network-health worker last probed the network.
+             */
+            checkedAt?: string;
         };
         /**
          * @description Health of the service and its dependencies. `down` when the database is down; `degraded` when the job runner or a ledger network is degraded or down.
@@ -2175,20 +2424,26 @@ export interface components {
          *         "ledger": {
          *           "stellar:testnet": {
          *             "status": "ok",
-         *             "latencyMs": 48.1
+         *             "latencyMs": 48.1,
+         *             "latestLedger": 123456,
+         *             "ledgerAgeSeconds": 2.1,
+         *             "checkedAt": "2025-01-15T10:29:58Z"
          *           }
          *         }
          *       },
+         *       "affectedNetworks": [],
          *       "uptimeSeconds": 86400,
          *       "time": "2025-01-15T10:30:00Z"
          *     }
          */
         Health: {
             status: components["schemas"]["HealthStatus"];
+            /** @description The networks whose ledger check is not `ok` (RPC down or unhealthy, ledger not advancing for three close intervals, or not probed yet). Settle on a network whose RPC is known down fails fast with `SERVICE_UNAVAILABLE`. */
+            affectedNetworks: components["schemas"]["Network"][];
             checks: {
                 database: components["schemas"]["HealthCheck"];
                 jobs: components["schemas"]["HealthCheck"];
-                /** @description One check per configured network (its RPC), keyed by network. */
+                /** @description One check per configured network with an RPC, keyed by network, read from the current health record the network-health worker writes every 10 seconds (`getHealth`, `getLatestLedger`, latency, errors). */
                 ledger: {
                     [key: string]: components["schemas"]["HealthCheck"];
                 };
@@ -2218,6 +2473,274 @@ export interface components {
             contractVersion: string;
             /** @description Node.js version. */
             node: string;
+        };
+        /**
+         * @description Public settlement figures of one network.
+         * @example {
+         *       "network": "stellar:testnet",
+         *       "evidence": "local_simulation",
+         *       "successfulSettlements": 12,
+         *       "latestTransactionHashes": [
+         *         "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+         *       ]
+         *     }
+         */
+        NetworkStats: {
+            network: components["schemas"]["Network"];
+            /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
+            evidence: components["schemas"]["EvidenceLabel"];
+            /** @description Settlements confirmed on this network. */
+            successfulSettlements: number;
+            /** @description The transaction hashes of the latest confirmed settlements, newest first. */
+            latestTransactionHashes: components["schemas"]["TransactionHash"][];
+        };
+        /**
+         * @description Conformance run id (`cfr_` + ULID).
+         * @example cfr_01JD7B2C3D4E5F6G7H8J9K0M1N
+         */
+        ConformanceRunId: string;
+        /**
+         * @description `queued` (asked for, not started), `running`, `passed` (every check passed or was skipped), `failed` (at least one check failed).
+         * @example passed
+         * @enum {string}
+         */
+        ConformanceRunStatus: "queued" | "running" | "passed" | "failed";
+        /**
+         * @description A conformance run without its checks.
+         * @example {
+         *       "id": "cfr_01JD7B2C3D4E5F6G7H8J9K0M1N",
+         *       "network": "stellar:testnet",
+         *       "status": "passed",
+         *       "evidence": "local_simulation",
+         *       "startedAt": "2025-01-15T10:00:00Z",
+         *       "finishedAt": "2025-01-15T10:00:04Z"
+         *     }
+         */
+        ConformanceRunSummary: {
+            id: components["schemas"]["ConformanceRunId"];
+            network: components["schemas"]["Network"];
+            status: components["schemas"]["ConformanceRunStatus"];
+            /** @description `local_simulation` for the full cycle on the local network simulator; `testnet_verification` or `mainnet_verification` for the verify-only checks on the real networks (a runner never settles real funds). */
+            evidence: components["schemas"]["EvidenceLabel"];
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+        };
+        /**
+         * @description Public figures of the marketplace, cached for 5 seconds. Per-network figures are never summed across networks
+         *     (testnet and pubnet never mix). Nothing here identifies a buyer: no payer address, no payment attempt id.
+         * @example {
+         *       "generatedAt": "2025-01-15T10:30:00Z",
+         *       "uptimeSeconds": 86400,
+         *       "api": {
+         *         "requests": 5120,
+         *         "p50Ms": 4.2,
+         *         "p95Ms": 38.5
+         *       },
+         *       "catalog": {
+         *         "indexedResources": 42,
+         *         "activeSellers": 9
+         *       },
+         *       "networks": [
+         *         {
+         *           "network": "stellar:testnet",
+         *           "evidence": "local_simulation",
+         *           "successfulSettlements": 1284,
+         *           "latestTransactionHashes": [
+         *             "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889"
+         *           ]
+         *         }
+         *       ],
+         *       "conformance": {
+         *         "latest": {
+         *           "id": "cfr_01JD7B2C3D4E5F6G7H8J9K0M1N",
+         *           "network": "stellar:testnet",
+         *           "status": "passed",
+         *           "evidence": "local_simulation",
+         *           "startedAt": "2025-01-15T10:00:00Z",
+         *           "finishedAt": "2025-01-15T10:00:04Z"
+         *         }
+         *       }
+         *     }
+         */
+        PublicStats: {
+            /** Format: date-time */
+            generatedAt: string;
+            /** @description Seconds since this server process started. */
+            uptimeSeconds: number;
+            /** @description API latency over the last hour of this process (all routes), from the request duration histogram. */
+            api: {
+                /** @description Requests answered in the window. */
+                requests: number;
+                /** @description Median latency in milliseconds; null before the first request. */
+                p50Ms: number | null;
+                p95Ms: number | null;
+            };
+            catalog: {
+                /** @description Resources discoverable in the search index. */
+                indexedResources: number;
+                /** @description Sellers with at least one discoverable resource. */
+                activeSellers: number;
+            };
+            /** @description One entry per configured network. */
+            networks: components["schemas"]["NetworkStats"][];
+            conformance: {
+                /** @description The latest finished conformance run (any network), or null before the first one. */
+                latest: components["schemas"]["ConformanceRunSummary"] | null;
+            };
+        };
+        /**
+         * @description One check of a conformance run.
+         * @example {
+         *       "name": "replay_refused",
+         *       "outcome": "passed",
+         *       "reason": null,
+         *       "durationMs": 12.5
+         *     }
+         */
+        ConformanceCheck: {
+            /**
+             * @description The check: `supported`, `verify`, `settle`, `receipt_readable`, `replay_refused`, `expired_refused`,
+             *     `wrong_amount_refused`, `wrong_asset_refused`, `wrong_recipient_refused` (facilitator cycle), `verify_offline`
+             *     (verify-only on a real network), `probe_402` (one cataloged http resource).
+             */
+            name: string;
+            /** @enum {string} */
+            outcome: "passed" | "failed" | "skipped";
+            /** @description Why it failed or was skipped (an error code and a short sentence); null when it passed. */
+            reason: string | null;
+            /** @description `probe_402` only: the probed resource. */
+            resourceId?: components["schemas"]["ResourceId"];
+            durationMs?: number;
+        };
+        /**
+         * @description A conformance run with every check.
+         * @example {
+         *       "id": "cfr_01JD7B2C3D4E5F6G7H8J9K0M1N",
+         *       "network": "stellar:testnet",
+         *       "status": "passed",
+         *       "evidence": "local_simulation",
+         *       "trigger": "schedule",
+         *       "createdAt": "2025-01-15T10:00:00Z",
+         *       "startedAt": "2025-01-15T10:00:00Z",
+         *       "finishedAt": "2025-01-15T10:00:04Z",
+         *       "checks": [
+         *         {
+         *           "name": "settle",
+         *           "outcome": "passed",
+         *           "reason": null,
+         *           "durationMs": 812.4
+         *         }
+         *       ]
+         *     }
+         */
+        ConformanceRun: components["schemas"]["ConformanceRunSummary"] & {
+            /** @enum {string} */
+            trigger: "schedule" | "manual";
+            /** Format: date-time */
+            createdAt: string;
+            checks: components["schemas"]["ConformanceCheck"][];
+        };
+        /** @description Conformance runs, newest first. */
+        ConformanceRunList: {
+            items: components["schemas"]["ConformanceRun"][];
+            nextCursor: string | null;
+        };
+        /**
+         * @description Which networks to run the conformance suite on (default every configured network with an RPC).
+         * @example {
+         *       "network": "stellar:testnet"
+         *     }
+         */
+        ConformanceRunRequest: {
+            network?: components["schemas"]["Network"];
+        };
+        /**
+         * @description What the operator dashboard (`/dashboard`) shows: current figures and a rolling one-hour series sampled every
+         *     10 seconds. The series lives in memory of the process that answers (it restarts empty with the process); the
+         *     current figures come from the database and the metrics registry.
+         */
+        OperationsDashboard: {
+            /** Format: date-time */
+            generatedAt: string;
+            sampleIntervalSeconds: number;
+            api: {
+                status: components["schemas"]["HealthStatus"];
+                uptimeSeconds: number;
+                /** @description Requests per second over the last sample interval. */
+                requestRate: number;
+                /** @description Share of 5xx answers over the last sample interval. */
+                errorRate: number;
+                /** @description Over the last hour. */
+                p50Ms: number | null;
+                p95Ms: number | null;
+            };
+            /** @description The eight tracked figures of every background worker (counts since this process started). */
+            workers: {
+                worker: string;
+                queueDepth: number;
+                active: number;
+                completed: number;
+                failed: number;
+                retries: number;
+                /** @description Dead-lettered jobs stored in the database (all processes). */
+                deadLetters: number;
+                /** Format: date-time */
+                lastSuccessAt: string | null;
+            }[];
+            settlement: {
+                /** @description Settle latency over the last hour (until confirmed or answered pending). */
+                p50Ms: number | null;
+                p95Ms: number | null;
+                /** @description Settle calls that succeeded since this process started. */
+                settled: number;
+                failed: number;
+            };
+            /** @description RPC health and support of every configured network. */
+            networks: {
+                network: components["schemas"]["Network"];
+                evidence: components["schemas"]["EvidenceLabel"];
+                settlementEnabled: boolean;
+                status: components["schemas"]["HealthStatus"];
+                reason: components["schemas"]["HealthReason"] | null;
+                latencyMs: number | null;
+                latestLedger: number | null;
+                ledgerAgeSeconds: number | null;
+                /** @description Horizon health where a Horizon server is configured; null when none is (the service uses Soroban RPC only). */
+                horizon: string | null;
+            }[];
+            searchIndex: {
+                indexedResources: number;
+                /** @description Age of the oldest catalog event not indexed yet (0 when the index is up to date). */
+                lagSeconds: number;
+                /** @description True when the lag is under 5 minutes. */
+                fresh: boolean;
+                /** @description Listing and search pages answered with partialResults true since this process started. */
+                partialResults: number;
+            };
+            conformance: {
+                /** @description The latest run of each network. */
+                latest: components["schemas"]["ConformanceRunSummary"][];
+            };
+            /** @description One sample every `sampleIntervalSeconds` over the last hour, oldest first. */
+            series: {
+                /** @description Unix time in seconds. */
+                t: number;
+                requestRate: number;
+                errorRate: number;
+                p50Ms: number | null;
+                p95Ms: number | null;
+                settleP50Ms: number | null;
+                /** @description Sum over workers. */
+                queueDepth: number;
+                deadLetters: number;
+                indexLagSeconds: number;
+                /** @description The last probe latency of each network's RPC (null when down). */
+                rpcLatencyMs: {
+                    [key: string]: number | null;
+                };
+            }[];
         };
     };
     responses: {
@@ -2315,6 +2838,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description The wallet proof does not hold: `INVALID_SIGNATURE` (the signature does not verify for `walletAddress`, or the challenge was issued for another wallet) or `AUTH_EXPIRED` (the challenge is unknown or expired; ask for a new one). */
+        WalletProofRejected: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description The payment payload is well formed but fails verification: `INVALID_SIGNATURE`, `AUTH_EXPIRED`, `AMOUNT_MISMATCH`, `ASSET_MISMATCH`, `RECIPIENT_MISMATCH`, `TRUSTLINE_REQUIRED` or `INSUFFICIENT_BALANCE`. The payment attempt records the same code in `failureCode`. */
         UnprocessablePayment: {
             headers: {
@@ -2377,10 +2910,10 @@ export interface components {
          * @example 5f0c7a3e-9d1b-4c1e-8a47-2b6f3d9e1c05
          */
         IdempotencyKey: string;
-        /** @description Resource id. */
-        ResourceIdPath: components["schemas"]["ResourceId"];
-        /** @description Seller id. */
-        SellerIdPath: components["schemas"]["SellerId"];
+        /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        ResourceIdPath: string;
+        /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        SellerIdPath: string;
         /** @description Only payments for this resource. */
         ResourceIdQuery: components["schemas"]["ResourceId"];
         /** @description Only payment attempts in this status. */
@@ -2399,12 +2932,14 @@ export interface components {
          * @example weather forecast
          */
         SearchQuery: string;
-        /** @description Payment attempt id. */
-        PaymentIdPath: components["schemas"]["PaymentAttemptId"];
-        /** @description Hash of the settlement transaction. */
-        TransactionHashPath: components["schemas"]["TransactionHash"];
-        /** @description Receipt id. */
-        ReceiptIdPath: components["schemas"]["ReceiptId"];
+        /** @description Payment attempt id (`pay_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        PaymentIdPath: string;
+        /** @description Hash of the settlement transaction (64 lowercase hexadecimal characters). Any other string answers `404 NOT_FOUND`, like an unknown hash. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        TransactionHashPath: string;
+        /** @description Receipt id (`rcp_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+        ReceiptIdPath: string;
+        /** @description The conformance run id. */
+        ConformanceRunIdPath: components["schemas"]["ConformanceRunId"];
     };
     requestBodies: never;
     headers: {
@@ -2536,7 +3071,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -2565,7 +3100,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -2595,7 +3130,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -2641,7 +3176,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Resource id. */
+                /** @description Resource id (`res_...`). Any other string answers `404 RESOURCE_NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 id: components["parameters"]["ResourceIdPath"];
             };
             cookie?: never;
@@ -2701,6 +3236,46 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["WalletProofRejected"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSellerChallenge: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry. The same key with the same body replays the first response; the same key
+                 *     with a different body answers `409 IDEMPOTENCY_CONFLICT`. Keys are scoped to the caller and kept for at
+                 *     least 24 hours. Use a fresh random value (for example a UUID) per logical request.
+                 * @example 5f0c7a3e-9d1b-4c1e-8a47-2b6f3d9e1c05
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SellerChallengeRequest"];
+            };
+        };
+        responses: {
+            /** @description The challenge to sign with the wallet. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerChallenge"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2711,7 +3286,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -2748,7 +3323,7 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -2806,7 +3381,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -2855,7 +3430,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description Seller id. */
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 sellerId: components["parameters"]["SellerIdPath"];
             };
             cookie?: never;
@@ -3141,7 +3716,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Payment attempt id. */
+                /** @description Payment attempt id (`pay_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 paymentId: components["parameters"]["PaymentIdPath"];
             };
             cookie?: never;
@@ -3171,7 +3746,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Hash of the settlement transaction. */
+                /** @description Hash of the settlement transaction (64 lowercase hexadecimal characters). Any other string answers `404 NOT_FOUND`, like an unknown hash. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 transactionHash: components["parameters"]["TransactionHashPath"];
             };
             cookie?: never;
@@ -3200,7 +3775,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Receipt id. */
+                /** @description Receipt id (`rcp_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
                 receiptId: components["parameters"]["ReceiptIdPath"];
             };
             cookie?: never;
@@ -3449,6 +4024,151 @@ export interface operations {
                      *     ledger_latest_ledger{environment="development",network="stellar:testnet"} 1234567
                      */
                     "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getStats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures. */
+            200: {
+                headers: {
+                    /** @description `public, max-age=5` */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listConformanceRuns: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Opaque cursor from the `nextCursor` of the previous page. Omit it for the first page.
+                 * @example eyJjIjoiMjAyNS0wMS0xNVQxMDozMDowMFoiLCJpIjoicmVzXzAxIn0
+                 */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description Maximum number of items to return (1 to 100).
+                 * @example 20
+                 */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConformanceRunList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createConformanceRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ConformanceRunRequest"];
+            };
+        };
+        responses: {
+            /** @description The queued runs. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConformanceRunList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getConformanceRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conformance run id. */
+                runId: components["parameters"]["ConformanceRunIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConformanceRun"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getOperationsDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The dashboard data. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperationsDashboard"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -121,7 +121,10 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
       agenda.on(`retry exhausted:${def.name}`, (error: Error, job) => {
         deadLetter(def.name, job as unknown as Job, error).catch((e: Error) => opts.logger.error('dead-letter write failed', { worker: def.name, error: e.message }));
       });
-      for (const label of ['queueDepth', 'active'] as const) m[label].set({ worker: def.name }, 0);
+      // Every series of the eight figures exists at zero from the start, so rates and alerts have something to read.
+      for (const label of ['queueDepth', 'active', 'lastSuccess'] as const) m[label].set({ worker: def.name }, 0);
+      for (const label of ['completed', 'failed', 'retries', 'deadLetters'] as const) m[label].inc({ worker: def.name }, 0);
+      m.latency.zero({ worker: def.name });
     },
 
     async start() {
@@ -151,13 +154,15 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
     },
 
     async health() {
-      if (!started) return { status: 'degraded', message: 'job processing is not running' };
+      if (!started) return { status: 'degraded', reason: 'JOBS_NOT_RUNNING', message: 'This process does not process background jobs.' };
       const t = Date.now();
       try {
         await agenda.getJobsOverview();
         return { status: 'ok', latencyMs: Date.now() - t };
       } catch (err) {
-        return { status: 'down', latencyMs: Date.now() - t, message: `job backend unreachable: ${(err as Error).message}`.slice(0, 200) };
+        // A fixed message: the raw error can name hosts or connection strings.
+        opts.logger.warn('job backend health check failed', { reason: 'JOB_BACKEND_UNREACHABLE' });
+        return { status: 'down', latencyMs: Date.now() - t, reason: 'JOB_BACKEND_UNREACHABLE', message: 'The job store does not answer.' };
       }
     },
 

@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import { defineDiscoveryMetrics, type DiscoveryMetrics } from './discovery';
 import { defineFacilitatorMetrics, type FacilitatorMetrics } from './facilitator';
+import { defineOperationsMetrics, type OperationsMetrics } from './operations';
 
 /**
  * The one metrics registry. Every metric of the service is defined here or in the area files beside it
@@ -18,6 +19,7 @@ export interface Metrics {
   jobs: JobMetrics;
   discovery: DiscoveryMetrics;
   facilitator: FacilitatorMetrics;
+  operations: OperationsMetrics;
 }
 
 /** The eight tracked figures of every background worker, labelled by worker name. */
@@ -92,5 +94,6 @@ export function createMetrics(environment: string): Metrics {
     },
     discovery: defineDiscoveryMetrics(registry),
     facilitator: defineFacilitatorMetrics(registry),
+    operations: defineOperationsMetrics(registry),
   };
 }

@@ -6,11 +6,12 @@ import { paymentHandlers } from './payments';
 import { operationHandlers } from './operations';
 import type { DiscoveryOperation } from '../../areas/discovery';
 import type { FacilitatorOperation } from '../../areas/facilitator';
+import type { OperationsOperation } from '../../areas/operations';
 
 export type { HandlerDeps } from './deps';
 
 /** Every operation of the contract, by operationId. A missing one is a compile error. */
-export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, DiscoveryOperation | FacilitatorOperation>): Handlers {
+export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, DiscoveryOperation | FacilitatorOperation | OperationsOperation>): Handlers {
   return {
     ...resourceHandlers(deps),
     ...sellerHandlers(deps),

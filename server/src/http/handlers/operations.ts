@@ -1,6 +1,8 @@
 import type { Handlers } from '../operation-types';
 import type { HandlerDeps } from './deps';
 import { DomainError } from '../../domain/errors';
+import { rpcOrigin } from '../../ledger/rpc-health';
+import type { Check } from '../../domain/operations/health';
 
 type OperationHandlers = Pick<Handlers, 'getHealth' | 'getVersion' | 'listNetworks' | 'getMetrics'>;
 
@@ -8,7 +10,13 @@ export function operationHandlers({ health, version, networks, metrics }: Handle
   return {
     async getHealth() {
       const report = await health();
-      const body = { ...report, time: report.time.toISOString() };
+      const present = ({ checkedAt, ...c }: Check) => ({ ...c, ...(checkedAt ? { checkedAt: checkedAt.toISOString() } : {}) });
+      const checks = {
+        database: present(report.checks.database),
+        jobs: present(report.checks.jobs),
+        ledger: Object.fromEntries(Object.entries(report.checks.ledger).map(([n, c]) => [n, present(c)])),
+      };
+      const body = { ...report, checks, affectedNetworks: report.affectedNetworks as Array<'stellar:testnet' | 'stellar:pubnet'>, time: report.time.toISOString() };
       return report.status === 'down' ? { status: 503, body } : { status: 200, body };
     },
     async getVersion() {
@@ -22,7 +30,7 @@ export function operationHandlers({ health, version, networks, metrics }: Handle
             network: n.network,
             passphrase: n.passphrase,
             evidence: networks.settlementEvidence(n.network),
-            rpcUrl: n.rpcUrl,
+            rpcUrl: rpcOrigin(n.rpcUrl),
             settlementEnabled: n.settlementEnabled,
             assets: n.assets,
           })),
