@@ -220,7 +220,12 @@ async function main() {
     console.log(`\n--- profile: per search over the measured run (${search.ok + search.failed} requests) ---`);
     console.log(`SQL statements per search: ${per(statements.reduce((a, s) => a + s.calls, 0))}`);
     for (const s of statements.slice(0, 15)) console.log(`  ${per(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(8)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 160)}`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the measured search run only; whole profile kept in ${keepFile(profileFile, 'search')})`);
+    console.log('rows each query matches (all of them are scored by the ranking expression before LIMIT):');
+    for (const q of QUERIES) {
+      const [m] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM search_documents WHERE discoverable AND document @@ websearch_to_tsquery('english', $1)`, [q]);
+      console.log(`  ${String(m.n).padStart(8)}  "${q}"`);
+    }
+    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the measured search run only: profile clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'search')})`);
   }
   const p95 = percentile(search.latencies, 95);
   const plainP95 = percentile(plain.latencies, 95);

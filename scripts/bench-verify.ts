@@ -13,6 +13,9 @@
  * Every payload is signed before its clock starts (each of ours is used once: verify records an attempt per
  * authorization; the stock facilitator keeps no state, so its pool is reused).
  *
+ * Every verify carries what the seller SDK sends: the seller's API key and a fresh Idempotency-Key (BENCH_VERIFY_BARE=1
+ * sends neither).
+ *
  * Env: BENCH_SECONDS (10) per measured run, BENCH_VERIFY_REQUESTS (20000) most requests per run, BENCH_CONCURRENCY
  * (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate), BENCH_PROFILE=1 (the
  * service under --cpu-prof, SQL statements counted with pg_stat_statements, ledger RPC calls counted by a proxy;
@@ -21,6 +24,7 @@
  * The helpers bench:settle imported from this file (startBenchEnv, fundedBuyers, postJson, signedPayment,
  * stopDatabase) are re-exported from scripts/bench/in-process-env.ts until bench:settle moves to separate processes.
  */
+import crypto from 'node:crypto';
 import { Keypair } from '@stellar/stellar-sdk';
 import { closedLoop, envNumber, httpClient, latencyLine, openLoop, type LoadResult } from './bench/load';
 import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
@@ -37,6 +41,7 @@ const BUYERS = envNumber('BENCH_BUYERS', 40);
 const LEDGER_MS = envNumber('BENCH_LEDGER_MS', 5000);
 const WARMUP = Math.min(300, Math.ceil(REQUESTS / 10));
 const PROFILE = process.env.BENCH_PROFILE === '1';
+const BARE = process.env.BENCH_VERIFY_BARE === '1';
 const AMOUNT = '0.01';
 const STROOPS = 100_000n;
 
@@ -47,7 +52,10 @@ function report(label: string, r: LoadResult, extra = ''): void {
 }
 
 async function main() {
-  console.log(`bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run${PROFILE ? ', PROFILE mode' : ''}`);
+  console.log(
+    `bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, ` +
+      `${BARE ? 'no API key, no Idempotency-Key' : 'seller API key + Idempotency-Key on every request (as the seller SDK sends)'}${PROFILE ? ', PROFILE mode' : ''}`,
+  );
   const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
   const usdc = net.assets.find((a) => a.code === 'USDC');
@@ -99,8 +107,11 @@ async function main() {
   };
   progress(`signing ${WARMUP + REQUESTS} payloads`);
   const pool = await sign(WARMUP + REQUESTS, 'full-rate');
+  // As the seller SDK calls it: the seller's API key and a fresh Idempotency-Key on every POST (BENCH_VERIFY_BARE=1:
+  // neither, the cheapest public call).
+  const headers = (): Record<string, string> => (BARE ? {} : { authorization: `Bearer ${seller.apiKey}`, 'idempotency-key': crypto.randomUUID() });
   let next = 0;
-  const send = () => api.request('POST', '/v1/verify', pool[next++]);
+  const send = () => api.request('POST', '/v1/verify', pool[next++], headers());
 
   progress(`warming up (${WARMUP} verifies)`);
   const warm = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send });
@@ -117,6 +128,7 @@ async function main() {
   const fullRss = rss.stop();
   const statements = await db.statementCounts();
   const rpcCounts = counter?.counts() ?? {};
+  const rpcMillis = counter?.millis() ?? {};
 
   // 2. Half rate, fresh payloads.
   const halfRate = envNumber('BENCH_HALF_RATE', Math.max(1, Math.floor(full.rate / 2)));
@@ -126,7 +138,7 @@ async function main() {
   let nextHalf = 0;
   progress(`measuring at a fixed ${halfRate}/s`);
   const rssHalf = sampleRss(service.pid);
-  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: () => api.request('POST', '/v1/verify', halfPool[nextHalf++]) });
+  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: () => api.request('POST', '/v1/verify', halfPool[nextHalf++], headers()) });
   const halfRss = rssHalf.stop();
   api.close();
 
@@ -169,8 +181,8 @@ async function main() {
     console.log(`SQL statements per verify: ${perVerify(statements.reduce((a, s) => a + s.calls, 0))}`);
     for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
-    for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the full-rate run only; whole profile kept in ${keepFile(profileFile, 'verify')})`);
+    for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}  (the network answered in ${((rpcMillis[m] ?? 0) / n).toFixed(2)} ms on average, seen from the counting proxy)`);
+    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the full-rate run only: profile clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'verify')})`);
   }
 
   console.log(`\nratio to the stock @x402/stellar facilitator (same network, same run): ${(full.rate / Math.max(base.rate, 1e-9)).toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)} verifies/s)`);

@@ -81,6 +81,14 @@ export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: n
   }
   const busyUs = totalUs - idleUs;
 
+  const selfByArea = new Map<string, number>();
+  for (const [id, us] of self) {
+    const n = byId.get(id)!;
+    if (n.callFrame.functionName === '(idle)') continue;
+    const a = area(n.callFrame.url) || n.callFrame.functionName;
+    selfByArea.set(a, (selfByArea.get(a) ?? 0) + us);
+  }
+
   // Inclusive time per area: walk each sampled node's stack once.
   const inclusive = new Map<string, number>();
   const stackAreas = new Map<number, Set<string>>();
@@ -101,14 +109,20 @@ export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: n
 
   const pct = (us: number) => `${((100 * us) / Math.max(1, busyUs)).toFixed(1).padStart(5)}%`;
   const lines = [
-    `CPU profile ${path.basename(file)}${window ? ' (measured window only)' : ''}: ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
+    `CPU profile ${path.basename(file)}${window ? ' (measured window only)' : ''}: ${prof.samples.length} samples, ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
     `  top ${top} functions by self time:`,
     ...[...selfByPlace.entries()]
       .filter(([k]) => !k.startsWith('(idle)'))
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
       .map(([k, us]) => `    ${pct(us)}  ${k}`),
-    `  inclusive share by package / server folder (a sample counts once per area on its stack):`,
+    `  self time by package / server file / native (where the CPU actually ran):`,
+    ...[...selfByArea.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, us]) => `    ${pct(us)}  ${k}`),
+    `  inclusive share by package / server file (a sample counts once per area on its stack; a middleware that awaits`,
+    `  next() also carries what runs after it):`,
     ...[...inclusive.entries()]
       .filter(([k]) => k !== 'node internals')
       .sort((a, b) => b[1] - a[1])

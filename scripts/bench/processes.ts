@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../server/src/data/embedded-database';
 
@@ -407,24 +408,30 @@ export async function startNetworkProcess(opts: { ledgerCloseMs: number }): Prom
  * A counting front for the network's JSON-RPC (BENCH_PROFILE): forwards every request and counts JSON-RPC methods,
  * so the ledger round trips per request can be read. Adds one loopback hop, so it is used for profiling only.
  */
-export async function startRpcCounter(targetRpcUrl: string): Promise<{ url: string; counts(): Record<string, number>; reset(): void }> {
+export async function startRpcCounter(targetRpcUrl: string): Promise<{ url: string; counts(): Record<string, number>; millis(): Record<string, number>; reset(): void }> {
   let counts: Record<string, number> = {};
+  let millis: Record<string, number> = {};
   const target = new URL(targetRpcUrl);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
+      const started = performance.now();
+      let method = `${req.method} ${req.url}`;
       try {
         const parsed = JSON.parse(body.toString('utf8')) as { method?: string } | Array<{ method?: string }>;
-        for (const r of Array.isArray(parsed) ? parsed : [parsed]) counts[r.method ?? '?'] = (counts[r.method ?? '?'] ?? 0) + 1;
+        const methods = (Array.isArray(parsed) ? parsed : [parsed]).map((r) => r.method ?? '?');
+        method = methods.join('+');
+        for (const m of methods) counts[m] = (counts[m] ?? 0) + 1;
       } catch {
-        counts[`${req.method} ${req.url}`] = (counts[`${req.method} ${req.url}`] ?? 0) + 1;
+        counts[method] = (counts[method] ?? 0) + 1;
       }
       const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
       const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent }, (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.pipe(res);
+        upRes.on('end', () => void (millis[method] = (millis[method] ?? 0) + performance.now() - started));
       });
       up.on('error', () => res.writeHead(502).end());
       up.end(body);
@@ -436,7 +443,9 @@ export async function startRpcCounter(targetRpcUrl: string): Promise<{ url: stri
   return {
     url: `http://127.0.0.1:${port}${target.pathname}`,
     counts: () => ({ ...counts }),
-    reset: () => void (counts = {}),
+    /** Total milliseconds the network took to answer, per method (summed over calls). */
+    millis: () => ({ ...millis }),
+    reset: () => void ((counts = {}), (millis = {})),
   };
 }
 
