@@ -7,7 +7,9 @@ import type { Metrics } from './metrics/registry';
 import type { Logger } from './logger';
 import { requestId } from './http/request-id';
 import { requestMetrics } from './http/request-metrics';
-import { authenticate } from './http/authenticate';
+import { resolveCredentials, rejectBadCredentials } from './http/authenticate';
+import { createRouteMatcher } from './http/route-label';
+import { verifyJsonDepth } from './http/json-depth';
 import { rateLimit } from './http/rate-limit';
 import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
@@ -34,12 +36,15 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  const routeOf = createRouteMatcher(Object.keys(deps.spec.paths));
   app.use(requestId);
-  app.use(requestMetrics(deps.metrics));
+  app.use(requestMetrics(deps.metrics, routeOf));
+  // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
+  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
+  app.use(rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf }));
+  app.use(rejectBadCredentials());
   app.use('/docs', docsRouter(deps.spec));
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
-  app.use(authenticate({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
-  app.use('/v1', rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics }));
+  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(deps.spec) as never,

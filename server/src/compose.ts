@@ -34,6 +34,8 @@ export interface ServiceOptions {
   operatorApiKey: string | null;
   rateLimit: { points: number; windowSeconds: number };
   bodyLimitBytes: number;
+  /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
+  statementTimeoutMs?: number;
   responseValidation: boolean;
   logger: Logger;
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
@@ -66,7 +68,7 @@ export function loadBundledSpec(): AppSpec {
 type AppSpec = Parameters<typeof createApp>[0]['spec'];
 
 export async function createService(opts: ServiceOptions): Promise<Service> {
-  const db = createSequelize(opts.databaseUrl);
+  const db = createSequelize(opts.databaseUrl, { statementTimeoutMs: opts.statementTimeoutMs });
   defineModels(db);
   const metrics = createMetrics(opts.environment);
   const spec = loadBundledSpec();

@@ -32,6 +32,8 @@ export interface Config {
   operatorKeyFile: string;
   rateLimit: { points: number; windowSeconds: number };
   bodyLimitBytes: number;
+  /** statement_timeout of every database connection of the service, in ms (0 = none). */
+  statementTimeoutMs: number;
   localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string };
   networks: NetworkConfig[];
   domainVerificationTestMode: boolean;
@@ -188,6 +190,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowSeconds: r.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
     },
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 16 * 1024 * 1024),
+    statementTimeoutMs: r.int('DATABASE_STATEMENT_TIMEOUT_MS', 15_000, 0, 600_000),
     localNetwork: {
       enabled: localNetworkEnabled,
       host: r.str('LOCAL_NETWORK_HOST', '127.0.0.1'),

@@ -78,6 +78,7 @@ async function main(): Promise<void> {
     operatorApiKey,
     rateLimit: config.rateLimit,
     bodyLimitBytes: config.bodyLimitBytes,
+    statementTimeoutMs: config.statementTimeoutMs,
     responseValidation: config.responseValidation,
     logger,
     mongodbUrl: config.mongodbUrl,

@@ -5,12 +5,21 @@ import { MIGRATIONS } from './migrations';
 export type Db = Sequelize;
 export { QueryTypes, Transaction };
 
-export function createSequelize(databaseUrl: string, opts: { poolMax?: number } = {}): Sequelize {
+/** Default bound on one SQL statement of the service (DATABASE_STATEMENT_TIMEOUT_MS); 0 turns it off. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+
+/**
+ * The service's connection pool. Every connection carries `statement_timeout`, so no query (a slow search, a lock
+ * wait) can hold a connection longer than that: PostgreSQL cancels it and the request answers an error instead of
+ * exhausting the pool. Migrations use their own pool without the bound.
+ */
+export function createSequelize(databaseUrl: string, opts: { poolMax?: number; statementTimeoutMs?: number } = {}): Sequelize {
+  const statementTimeout = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   return new Sequelize(databaseUrl, {
     dialect: 'postgres',
     logging: false,
     pool: { max: opts.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
-    dialectOptions: { application_name: 'paid-api-marketplace' },
+    dialectOptions: { application_name: 'paid-api-marketplace', ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}) },
   });
 }
 
@@ -19,7 +28,7 @@ export function createSequelize(databaseUrl: string, opts: { poolMax?: number } 
  * single connection of a private pool, serialises them.
  */
 export async function migrate(databaseUrl: string): Promise<string[]> {
-  const db = createSequelize(databaseUrl, { poolMax: 1 });
+  const db = createSequelize(databaseUrl, { poolMax: 1, statementTimeoutMs: 0 });
   const umzug = new Umzug({
     migrations: MIGRATIONS.map((m) => ({
       name: m.name,

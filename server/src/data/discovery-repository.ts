@@ -63,7 +63,8 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
         `WITH query AS (SELECT websearch_to_tsquery('english', :q) AS tsq),
          scored AS (
            SELECT ${ITEM_COLUMNS},
-             d.signals_refreshed_at IS NOT NULL AND d.signals_refreshed_at > now() - make_interval(secs => :maxAge) AS "signalsFresh",
+             d.signals_refreshed_at IS NOT NULL
+               AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => :maxAge) AS "signalsFresh",
              CAST(
                ${f('text')} * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32)
                + ${f('metadataQuality')} * d.metadata_quality

@@ -19,7 +19,10 @@ export interface SearchIndexRepository {
   indexResource(resourceId: string, build: (snap: IndexSnapshot) => SearchDocument | null): Promise<IndexOutcome>;
   /** Resources with catalog events left unindexed for at least `olderThanSeconds` (lost or failed jobs). */
   staleResources(olderThanSeconds: number, limit: number): Promise<string[]>;
-  /** Refreshes seller verification, settlement success (30 days) and uptime of every document (or one). */
+  /**
+   * Refreshes seller verification, settlement success (30 days) and uptime of one document, or of every document
+   * whose signals changed (a full pass; it also records the pass in search_signal_sync). Returns rows written.
+   */
   refreshSignals(resourceId?: string, transaction?: Transaction): Promise<number>;
   counts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number; volume: Array<{ network: string; asset: string; amount: number }> }>;
 }
@@ -27,13 +30,14 @@ export interface SearchIndexRepository {
 
 const SIGNALS_SQL = `
   UPDATE search_documents d SET
-    seller_verified = EXISTS (SELECT 1 FROM sellers s WHERE s.id = d.seller_id AND s.domain_verified_at IS NOT NULL),
+    seller_verified = st.verified,
     settlement_success = st.rate,
     settlement_count = st.settled,
     uptime = NULL, -- no health probe yet: neutral in ranking
     signals_refreshed_at = now()
   FROM (
     SELECT d2.resource_id,
+           EXISTS (SELECT 1 FROM sellers s WHERE s.id = d2.seller_id AND s.domain_verified_at IS NOT NULL) AS verified,
            (SELECT CASE WHEN count(*) > 0 THEN (count(*) FILTER (WHERE p.status = 'settled'))::float8 / count(*) END
               FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status IN ('settled', 'settlement_failed')
@@ -42,7 +46,12 @@ const SIGNALS_SQL = `
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled
       FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
   ) st
-  WHERE st.resource_id = d.resource_id`;
+  WHERE st.resource_id = d.resource_id
+    -- a full pass rewrites only documents whose signals changed (one resource: always, it was just indexed)
+    AND (:resourceId <> '' OR d.signals_refreshed_at IS NULL OR d.uptime IS NOT NULL
+         OR d.seller_verified IS DISTINCT FROM st.verified
+         OR d.settlement_success IS DISTINCT FROM st.rate
+         OR d.settlement_count IS DISTINCT FROM st.settled)`;
 
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
@@ -164,6 +173,9 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
 
     async refreshSignals(resourceId, transaction) {
       const [, count] = (await db.query(SIGNALS_SQL, { replacements: { resourceId: resourceId ?? '' }, transaction })) as [unknown, unknown];
+      if (!resourceId) {
+        await db.query('INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET synced_at = EXCLUDED.synced_at', { transaction });
+      }
       return typeof count === 'number' ? count : Number((count as { rowCount?: number })?.rowCount ?? 0);
     },
 

@@ -1,6 +1,6 @@
-import { Op, type Sequelize } from 'sequelize';
+import { Op, QueryTypes, type Sequelize } from 'sequelize';
 import { ApiKeyModel, DomainChallengeModel, SellerModel } from './models';
-import type { Seller, SellerRepository, ApiKeyRecord, DomainChallenge } from '../domain/sellers/types';
+import type { Seller, SellerRepository, ApiKeyRecord, DomainChallenge, WalletChallenge } from '../domain/sellers/types';
 
 function toSeller(row: Record<string, unknown>): Seller {
   return {
@@ -16,17 +16,37 @@ function toSeller(row: Record<string, unknown>): Seller {
 
 export function createSellerRepository(db: Sequelize): SellerRepository {
   return {
-    async createWithKey(seller, key) {
+    async createWithKey(seller, key, challengeId) {
       try {
-        await db.transaction(async (transaction) => {
+        return await db.transaction(async (transaction) => {
+          const consumed = await db.query(
+            `UPDATE seller_wallet_challenges SET used_at = now()
+              WHERE id = :id AND wallet_address = :wallet AND used_at IS NULL AND expires_at > now() RETURNING id`,
+            { replacements: { id: challengeId, wallet: seller.walletAddress }, type: QueryTypes.SELECT, transaction },
+          );
+          if (consumed.length !== 1) return 'challenge_used' as const;
           await SellerModel.create({ ...seller }, { transaction });
           await ApiKeyModel.create({ ...key, revokedAt: null }, { transaction });
+          return 'created' as const;
         });
-        return 'created';
       } catch (err) {
         if ((err as { name?: string }).name === 'SequelizeUniqueConstraintError') return 'wallet_taken';
         throw err;
       }
+    },
+    async createWalletChallenge(challenge) {
+      await db.query(`DELETE FROM seller_wallet_challenges WHERE expires_at < now() - interval '1 hour'`);
+      await db.query(
+        `INSERT INTO seller_wallet_challenges (id, wallet_address, message, expires_at) VALUES (:id, :wallet, :message, :expiresAt)`,
+        { replacements: { id: challenge.id, wallet: challenge.walletAddress, message: challenge.message, expiresAt: challenge.expiresAt } },
+      );
+    },
+    async findWalletChallenge(id) {
+      const [row] = await db.query<{ id: string; wallet_address: string; message: string; expires_at: Date; used_at: Date | null }>(
+        'SELECT id, wallet_address, message, expires_at, used_at FROM seller_wallet_challenges WHERE id = :id',
+        { replacements: { id }, type: QueryTypes.SELECT },
+      );
+      return row ? ({ id: row.id, walletAddress: row.wallet_address, message: row.message, expiresAt: new Date(row.expires_at), usedAt: row.used_at ? new Date(row.used_at) : null } satisfies WalletChallenge) : null;
     },
     async findById(id) {
       const row = await SellerModel.findByPk(id, { raw: true });

@@ -16,6 +16,7 @@ const FACILITATOR_PATHS = new Set(['/v1/verify', '/v1/settle']);
 /** Maps body-parser and express-openapi-validator errors into the domain error that the envelope carries. */
 function fromFrameworkError(err: ValidatorError, path: string): DomainError | null {
   if (err.type === 'entity.parse.failed') return new DomainError('INVALID_REQUEST', 'The request body is not valid JSON');
+  if (err.type === 'entity.too.deep') return new DomainError('INVALID_REQUEST', err.message ?? 'The request body is nested too deeply');
   if (err.type === 'entity.too.large' || err.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', 'The request body is too large');
   const status = err.status ?? err.statusCode;
   if (!status || !Array.isArray(err.errors)) return null;

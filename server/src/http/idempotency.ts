@@ -10,7 +10,24 @@ import { DomainError } from '../domain/errors';
  * IDEMPOTENCY_CONFLICT. Keys are scoped to the caller (API key, or client IP without one) and kept 24 hours.
  * 5xx responses are not stored, so a retry after a server failure runs again. The claim is an INSERT on the
  * primary key, so it holds across server processes.
+ *
+ * A secret is never stored: a response that carries one (the `apiKey` of `POST /v1/sellers`, shown exactly once)
+ * is recorded as a marker naming what was created, and a replay answers 409 IDEMPOTENCY_CONFLICT with that name
+ * instead of the secret.
  */
+const SECRET_FIELDS = ['apiKey'] as const;
+interface WithheldMarker {
+  withheld: true;
+  created: { field: string; id: string } | null;
+}
+
+function withholdSecrets(body: unknown): WithheldMarker | null {
+  if (typeof body !== 'object' || body === null || !SECRET_FIELDS.some((f) => f in body)) return null;
+  const seller = (body as { seller?: { id?: unknown } }).seller;
+  return { withheld: true, created: typeof seller?.id === 'string' ? { field: 'sellerId', id: seller.id } : null };
+}
+
+const isWithheld = (body: unknown): body is WithheldMarker => typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
 const KEEP_HOURS = 24;
 /** A claim whose request never finished (a crashed process) is taken over after this long. */
 const ABANDONED_SECONDS = 60;
@@ -42,8 +59,17 @@ export function idempotency(db: Sequelize): RequestHandler {
         if (stored.status_code === null) {
           return next(new DomainError('IDEMPOTENCY_CONFLICT', 'A request with this Idempotency-Key is still in progress; retry later', [], { 'Retry-After': '1' }));
         }
+        if (isWithheld(stored.response_body)) {
+          const created = stored.response_body.created;
+          return next(
+            new DomainError(
+              'IDEMPOTENCY_CONFLICT',
+              `The first request with this Idempotency-Key succeeded${created ? ` (${created.field} ${created.id})` : ''}; its secret is shown only once and is not replayed`,
+              created ? [{ field: created.field, message: created.id }] : [],
+            ),
+          );
+        }
         res.setHeader('Idempotent-Replayed', 'true');
-        res.locals.routeTemplate = res.locals.routeTemplate ?? 'idempotent-replay';
         res.status(stored.status_code).json(stored.response_body);
         return;
       }
@@ -53,7 +79,7 @@ export function idempotency(db: Sequelize): RequestHandler {
         const store =
           status < 500
             ? db.query('UPDATE idempotency_keys SET status_code = :status, response_body = :body::jsonb WHERE scope = :scope AND key = :key', {
-                replacements: { status, body: JSON.stringify(body), scope, key },
+                replacements: { status, body: JSON.stringify(withholdSecrets(body) ?? body), scope, key },
               })
             : db.query('DELETE FROM idempotency_keys WHERE scope = :scope AND key = :key', { replacements: { scope, key } });
         // The response waits for the record, so a retry that arrives right after it sees the stored answer.

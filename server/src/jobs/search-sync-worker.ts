@@ -5,10 +5,11 @@ import type { Logger } from '../logger';
 export const SEARCH_SYNC_WORKER = 'search-sync-worker';
 
 /**
- * Every 30 seconds: refreshes the ranking signals of every search document (seller verification, settlement
+ * Every 30 seconds: refreshes the ranking signals of the search documents whose signals changed (seller verification, settlement
  * success over the last 30 days from payment attempts; uptime stays null, neutral in ranking, until a health probe
  * exists) and re-queues indexing of catalog events left unindexed for over a minute (a lost or dead job), so the
- * index converges on the catalog.
+ * index converges on the catalog. Unchanged documents are not rewritten (no table churn every 30 s); the pass
+ * itself is recorded, and search treats a document as fresh as of the latest pass.
  */
 export function createSearchSyncWorker(deps: { index: SearchIndexRepository; requeue(resourceId: string): Promise<void>; logger: Logger }): WorkerDefinition {
   return {

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import { startTestService, type TestService } from '../support/test-service';
+import { walletProof } from '../support/fixtures';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -12,27 +13,41 @@ afterAll(async () => {
 
 describe('Idempotency-Key on POST', () => {
   it('a retry with the same key and body replays the first response and does the work once', async () => {
-    const body = { displayName: 'Retry Co', walletAddress: Keypair.random().publicKey(), domain: 'retry.example.com' };
-    const first = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0001-aaaa').send(body);
-    const second = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0001-aaaa').send(body);
+    const wallet = Keypair.random().publicKey();
+    const first = await request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', 'key-0001-aaaa').send({ walletAddress: wallet });
+    const second = await request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', 'key-0001-aaaa').send({ walletAddress: wallet });
     expect(first.status).toBe(201);
     expect(second.status).toBe(201);
     expect(second.headers['idempotent-replayed']).toBe('true');
     expect(second.body).toEqual(first.body);
+    const [rows] = await svc.db.query(`SELECT count(*)::int AS n FROM seller_wallet_challenges WHERE wallet_address = '${wallet}'`);
+    expect(rows).toEqual([{ n: 1 }]);
+  });
+
+  it('a retried sign-up runs once and never replays the API key: 409 IDEMPOTENCY_CONFLICT naming the seller', async () => {
+    const keypair = Keypair.random();
+    const body = { displayName: 'Retry Co', walletAddress: keypair.publicKey(), domain: 'retry.example.com', walletProof: await walletProof(svc.app, keypair) };
+    const first = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0004-dddd').send(body);
+    const second = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0004-dddd').send(body);
+    expect(first.status).toBe(201);
+    expect(second.status).toBe(409);
+    expect(second.body.error).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT', details: [{ field: 'sellerId', message: first.body.seller.id }] });
+    expect(JSON.stringify(second.body)).not.toContain(first.body.apiKey);
     const [rows] = await svc.db.query(`SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${body.walletAddress}'`);
     expect(rows).toEqual([{ n: 1 }]);
   });
 
   it('the same key with a different body fails with IDEMPOTENCY_CONFLICT', async () => {
-    const body = { displayName: 'Conflict Co', walletAddress: Keypair.random().publicKey(), domain: 'conflict.example.com' };
-    expect((await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0002-bbbb').send(body)).status).toBe(201);
-    const res = await request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0002-bbbb').send({ ...body, displayName: 'Other' });
+    const body = { walletAddress: Keypair.random().publicKey() };
+    expect((await request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', 'key-0002-bbbb').send(body)).status).toBe(201);
+    const res = await request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', 'key-0002-bbbb').send({ walletAddress: Keypair.random().publicKey() });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
   });
 
   it('concurrent requests with one key run the work once', async () => {
-    const body = { displayName: 'Race Co', walletAddress: Keypair.random().publicKey(), domain: 'race.example.com' };
+    const keypair = Keypair.random();
+    const body = { displayName: 'Race Co', walletAddress: keypair.publicKey(), domain: 'race.example.com', walletProof: await walletProof(svc.app, keypair) };
     const results = await Promise.all(Array.from({ length: 8 }, () => request(svc.app).post('/v1/sellers').set('Idempotency-Key', 'key-0003-cccc').send(body)));
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 201).length).toBeGreaterThanOrEqual(1);

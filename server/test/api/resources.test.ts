@@ -240,7 +240,7 @@ describe('DELETE /v1/resources/:id', () => {
     expect((await request(svc.app).get(`/v1/resources/${created.id}`)).status).toBe(404);
   });
 
-  it('soft-deletes a resource that has a payment attempt, keeping it readable and out of the active list', async () => {
+  it('soft-deletes a resource that has a payment attempt, keeping it readable by its seller (404 to others) and out of the active list', async () => {
     const created = await createResource(seller);
     await svc.db.query(
       `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer, amount, pay_to, status, expires_at_ledger, authorization_xdr)
@@ -250,7 +250,10 @@ describe('DELETE /v1/resources/:id', () => {
     const res = await request(svc.app).delete(`/v1/resources/${created.id}`).set(bearer(seller.apiKey));
     expect(res.status).toBe(200);
     expect(res.body.mode).toBe('soft');
-    const read = await request(svc.app).get(`/v1/resources/${created.id}`);
+    const hidden = await request(svc.app).get(`/v1/resources/${created.id}`);
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error.code).toBe('RESOURCE_NOT_FOUND');
+    const read = await request(svc.app).get(`/v1/resources/${created.id}`).set(bearer(seller.apiKey));
     expect(read.status).toBe(200);
     expect(read.body.status).toBe('deleted');
     const active = await request(svc.app).get('/v1/resources').query({ sellerId: seller.id, limit: 100 });

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import { startTestService, type TestService } from '../support/test-service';
-import { bearer, signUpSeller } from '../support/fixtures';
+import { bearer, signUpSeller, walletProof } from '../support/fixtures';
 
 let svc: TestService;
 beforeAll(async () => {
@@ -13,8 +13,9 @@ afterAll(async () => {
 
 describe('POST /v1/sellers', () => {
   it('creates a seller and returns its API key once, storing only a hash of it', async () => {
-    const wallet = Keypair.random().publicKey();
-    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'Acme Data', walletAddress: wallet, domain: 'data.acme.example.com' });
+    const keypair = Keypair.random();
+    const wallet = keypair.publicKey();
+    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'Acme Data', walletAddress: wallet, domain: 'data.acme.example.com', walletProof: await walletProof(svc.app, keypair) });
     expect(res.status).toBe(201);
     expect(res.body.seller).toMatchObject({ displayName: 'Acme Data', walletAddress: wallet, domain: 'data.acme.example.com', domainVerifiedAt: null, verificationStatus: 'unverified' });
     expect(res.body.seller.id).toMatch(/^sel_[0-9A-HJKMNP-TV-Z]{26}$/);
@@ -29,10 +30,10 @@ describe('POST /v1/sellers', () => {
   });
 
   it('when the wallet address is already registered, it fails with CONFLICT', async () => {
-    const wallet = Keypair.random().publicKey();
-    const body = { displayName: 'One', walletAddress: wallet, domain: 'one.example.com' };
-    expect((await request(svc.app).post('/v1/sellers').send(body)).status).toBe(201);
-    const res = await request(svc.app).post('/v1/sellers').send({ ...body, domain: 'two.example.com' });
+    const keypair = Keypair.random();
+    const body = { displayName: 'One', walletAddress: keypair.publicKey(), domain: 'one.example.com' };
+    expect((await request(svc.app).post('/v1/sellers').send({ ...body, walletProof: await walletProof(svc.app, keypair) })).status).toBe(201);
+    const res = await request(svc.app).post('/v1/sellers').send({ ...body, domain: 'two.example.com', walletProof: await walletProof(svc.app, keypair) });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ ok: false, error: { code: 'CONFLICT' } });
   });
@@ -40,7 +41,7 @@ describe('POST /v1/sellers', () => {
   it('when the wallet address has a bad checksum, it fails with INVALID_REQUEST naming the field', async () => {
     const good = Keypair.random().publicKey();
     const bad = good.slice(0, 55) + (good[55] === 'A' ? 'B' : 'A');
-    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: bad, domain: 'x.example.com' });
+    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: bad, domain: 'x.example.com', walletProof: { challengeId: `wch_${'a'.repeat(32)}`, signature: 'A'.repeat(86) + '==' } });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
     expect(res.body.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'walletAddress' })]));
@@ -48,7 +49,8 @@ describe('POST /v1/sellers', () => {
 
   it('when the domain is an IP address or localhost, it fails with INVALID_REQUEST', async () => {
     for (const domain of ['127.0.0.1', 'localhost']) {
-      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: Keypair.random().publicKey(), domain });
+      const keypair = Keypair.random();
+      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: keypair.publicKey(), domain, walletProof: await walletProof(svc.app, keypair) });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_REQUEST');
     }

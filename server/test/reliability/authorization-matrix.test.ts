@@ -108,6 +108,12 @@ const ROWS: Row[] = [
     call: (w) => ({ body: { displayName: 'Impostor', walletAddress: w.a.wallet.publicKey(), domain: w.a.domain } }),
     expect: { anonymous: 'refused', sellerA: 'refused', sellerB: 'refused', operator: 'refused' },
   },
+  {
+    operationId: 'createSellerChallenge',
+    what: "ask for a sign-up challenge for A's wallet (it proves nothing without A's signature)",
+    call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
+    expect: PUBLIC_READ,
+  },
   { operationId: 'getSeller', what: "read A's profile", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
   {
     operationId: 'verifySellerDomain',

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import request from 'supertest';
 import type { Express } from 'express';
 import { Keypair } from '@stellar/stellar-sdk';
@@ -18,9 +19,21 @@ export async function signUpSeller(app: Express, overrides: { domain?: string; d
   const domain = overrides.domain ?? `seller${counter}-${wallet.publicKey().slice(1, 7).toLowerCase()}.example.com`;
   const res = await request(app)
     .post('/v1/sellers')
-    .send({ displayName: overrides.displayName ?? `Seller ${counter}`, walletAddress: wallet.publicKey(), domain });
+    .send({ displayName: overrides.displayName ?? `Seller ${counter}`, walletAddress: wallet.publicKey(), domain, walletProof: await walletProof(app, wallet) });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.seller.id, apiKey: res.body.apiKey, wallet, domain };
+}
+
+/** The wallet's SEP-53 signature of a message: ed25519 over SHA-256("Stellar Signed Message:\n" + message), base64. */
+export function signMessage(wallet: Keypair, message: string): string {
+  return wallet.sign(crypto.createHash('sha256').update(`Stellar Signed Message:\n${message}`, 'utf8').digest()).toString('base64');
+}
+
+/** Asks for a sign-up challenge for the wallet and signs it: the `walletProof` of POST /v1/sellers. */
+export async function walletProof(app: Express, wallet: Keypair): Promise<{ challengeId: string; signature: string }> {
+  const res = await request(app).post('/v1/sellers/challenges').send({ walletAddress: wallet.publicKey() });
+  if (res.status !== 201) throw new Error(`challenge failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { challengeId: res.body.challengeId, signature: signMessage(wallet, res.body.message) };
 }
 
 export function resourceInput(seller: SignedUpSeller, overrides: Record<string, unknown> = {}) {

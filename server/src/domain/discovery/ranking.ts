@@ -44,11 +44,16 @@ export function encodeSearchCursor(score: string, id: string): string {
   return Buffer.from(JSON.stringify({ v: RANKING_STRATEGY, s: score, i: id }), 'utf8').toString('base64url');
 }
 
+/** A finite float8 literal as PostgreSQL prints it (digits, one point, an optional exponent), at most 32 characters. */
+function isFloatText(s: string): boolean {
+  return s.length <= 32 && /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d{1,3})?$/i.test(s) && Number.isFinite(Number(s));
+}
+
 export function decodeSearchCursor(cursor: string | undefined): { score: string; id: string } | null {
   if (cursor === undefined || cursor === '') return null;
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; s?: unknown; i?: unknown };
-    if (parsed.v === RANKING_STRATEGY && typeof parsed.s === 'string' && /^-?[0-9.e+-]+$/i.test(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i)) {
+    if (parsed.v === RANKING_STRATEGY && typeof parsed.s === 'string' && isFloatText(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i)) {
       return { score: parsed.s, id: parsed.i };
     }
   } catch {

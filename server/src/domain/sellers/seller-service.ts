@@ -3,6 +3,7 @@ import { newId } from '../ids';
 import { newApiKey, assertActsFor, type Principal } from '../auth/principal';
 import { isAccountAddress } from '../../ledger/network-registry';
 import type { Seller, SellerRepository, VerificationStatus, DomainChallenge } from './types';
+import { CHALLENGE_TTL_MS as WALLET_CHALLENGE_TTL_MS, challengeMessage, newChallengeId, verifyWalletSignature } from './wallet-proof';
 import {
   challengeInstructions,
   checkDomain,
@@ -69,19 +70,47 @@ export function createSellerService(deps: SellerServiceDeps) {
   }
 
   return {
-    /** Creates a seller and its API key; the key is returned here once and stored only as a hash. */
-    async create(input: { displayName: string; walletAddress: string; domain: string }): Promise<{ seller: SellerView; apiKey: string }> {
+    /** Issues a short-lived, single-use challenge that the wallet signs to prove it is the caller's (SEP-10 style). */
+    async createWalletChallenge(walletAddress: string): Promise<{ challengeId: string; walletAddress: string; message: string; expiresAt: Date }> {
+      if (!isAccountAddress(walletAddress)) {
+        throw new DomainError('INVALID_REQUEST', 'The wallet address is not valid', [{ field: 'walletAddress', message: 'must be a valid Stellar account address (G...)' }]);
+      }
+      const id = newChallengeId();
+      // Whole seconds, so the message's ISO time and the stored timestamp are the same instant.
+      const expiresAt = new Date(Math.ceil((Date.now() + WALLET_CHALLENGE_TTL_MS) / 1000) * 1000);
+      const message = challengeMessage(walletAddress, id, expiresAt);
+      await sellers.createWalletChallenge({ id, walletAddress, message, expiresAt });
+      return { challengeId: id, walletAddress, message, expiresAt };
+    },
+
+    /**
+     * Creates a seller and its API key; the key is returned here once and stored only as a hash. The caller proves
+     * it controls the wallet with the wallet's signature of a challenge issued for it (consumed here, once).
+     */
+    async create(input: { displayName: string; walletAddress: string; domain: string; walletProof: { challengeId: string; signature: string } }): Promise<{ seller: SellerView; apiKey: string }> {
       const domain = input.domain.toLowerCase();
       const details = [];
       if (!isAccountAddress(input.walletAddress)) details.push({ field: 'walletAddress', message: 'must be a valid Stellar account address (G...)' });
       if (!isValidSellerDomain(domain)) details.push({ field: 'domain', message: 'must be a public DNS hostname such as api.example.com' });
       if (!input.displayName.trim()) details.push({ field: 'displayName', message: 'must not be blank' });
+      if (!input.walletProof || typeof input.walletProof.challengeId !== 'string' || typeof input.walletProof.signature !== 'string') {
+        details.push({ field: 'walletProof', message: 'is required: sign a challenge from POST /v1/sellers/challenges with the wallet' });
+      }
       if (details.length) throw new DomainError('INVALID_REQUEST', 'The seller is not valid', details);
+      const challenge = await sellers.findWalletChallenge(input.walletProof.challengeId);
+      if (!challenge || challenge.expiresAt.getTime() <= Date.now()) {
+        throw new DomainError('AUTH_EXPIRED', 'The sign-up challenge is unknown or expired; ask for a new one', [{ field: 'walletProof.challengeId', message: 'unknown or expired' }]);
+      }
+      if (challenge.walletAddress !== input.walletAddress || !verifyWalletSignature(input.walletAddress, challenge.message, input.walletProof.signature)) {
+        throw new DomainError('INVALID_SIGNATURE', `The wallet proof is not a signature of the challenge by ${input.walletAddress}`, [{ field: 'walletProof.signature', message: 'does not verify for walletAddress' }]);
+      }
+      if (challenge.usedAt) throw new DomainError('REPLAY_DETECTED', 'This sign-up challenge was already used; ask for a new one', [{ field: 'walletProof.challengeId', message: 'already used' }]);
       const now = new Date();
       const seller = { id: newId('seller'), displayName: input.displayName.trim(), walletAddress: input.walletAddress, domain, domainVerifiedAt: null, createdAt: now, updatedAt: now };
       const key = newApiKey();
-      const outcome = await sellers.createWithKey(seller, { id: newId('apiKey'), sellerId: seller.id, role: 'seller', keyHash: key.hash, createdAt: now });
+      const outcome = await sellers.createWithKey(seller, { id: newId('apiKey'), sellerId: seller.id, role: 'seller', keyHash: key.hash, createdAt: now }, challenge.id);
       if (outcome === 'wallet_taken') throw new DomainError('CONFLICT', 'A seller with this wallet address already exists', [{ field: 'walletAddress', message: 'already registered' }]);
+      if (outcome === 'challenge_used') throw new DomainError('REPLAY_DETECTED', 'This sign-up challenge was already used; ask for a new one', [{ field: 'walletProof.challengeId', message: 'already used' }]);
       return { seller: { ...seller, verificationStatus: 'unverified' }, apiKey: key.key };
     },
 

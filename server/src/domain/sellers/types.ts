@@ -29,11 +29,28 @@ export interface DomainChallenge {
   createdAt: Date;
 }
 
+/** A wallet sign-up challenge (POST /v1/sellers/challenges). */
+export interface WalletChallenge {
+  id: string;
+  walletAddress: string;
+  message: string;
+  expiresAt: Date;
+  usedAt: Date | null;
+}
+
 export interface SellerRepository {
+  /**
+   * Creates the seller and its key, consuming the wallet challenge in the same transaction (compare-and-set on an
+   * unused, unexpired challenge of that wallet): 'challenge_used' when it was already consumed or expired meanwhile.
+   */
   createWithKey(
     seller: Omit<Seller, 'domainVerifiedAt'> & { domainVerifiedAt: null },
     key: { id: string; sellerId: string; role: 'seller'; keyHash: Buffer; createdAt: Date },
-  ): Promise<'created' | 'wallet_taken'>;
+    challengeId: string,
+  ): Promise<'created' | 'wallet_taken' | 'challenge_used'>;
+  /** Stores a new challenge and deletes expired ones. */
+  createWalletChallenge(challenge: Omit<WalletChallenge, 'usedAt'>): Promise<void>;
+  findWalletChallenge(id: string): Promise<WalletChallenge | null>;
   findById(id: string): Promise<Seller | null>;
   findApiKeyByHash(hash: Buffer): Promise<ApiKeyRecord | null>;
   /** Whether a seller other than `sellerId` has already verified `domain`. */

@@ -1,6 +1,14 @@
 import type { Handlers } from '../operation-types';
 import type { HandlerDeps } from './deps';
+import { isOperatorOrSeller, type Principal } from '../../domain/auth/principal';
+import { notFound } from '../../domain/errors';
 import { presentPage, presentResource, presentResourceDetail, presentVersion } from '../presenters';
+
+/** A soft-deleted resource is shown only to its seller and the operator; to anyone else it does not exist (404). */
+function visible<R extends { id: string; sellerId: string; status: string }>(principal: Principal, r: R): R {
+  if (r.status === 'deleted' && !isOperatorOrSeller(principal, r.sellerId)) throw notFound('resource', r.id);
+  return r;
+}
 
 type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'getResource' | 'updateResource' | 'deleteResource' | 'listResourceVersions'>;
 
@@ -13,8 +21,8 @@ export function resourceHandlers({ resources }: HandlerDeps): ResourceHandlers {
     async createResource({ principal, body }) {
       return { status: 201, body: presentResourceDetail(await resources.create(principal, { ...body, extensions: body.extensions ?? {} })) };
     },
-    async getResource({ params }) {
-      return { status: 200, body: presentResourceDetail(await resources.get(params.id)) };
+    async getResource({ principal, params }) {
+      return { status: 200, body: presentResourceDetail(visible(principal, await resources.get(params.id))) };
     },
     async updateResource({ principal, params, body }) {
       return { status: 200, body: presentResourceDetail(await resources.update(principal, params.id, body)) };
@@ -22,7 +30,8 @@ export function resourceHandlers({ resources }: HandlerDeps): ResourceHandlers {
     async deleteResource({ principal, params }) {
       return { status: 200, body: await resources.remove(principal, params.id) };
     },
-    async listResourceVersions({ params, query }) {
+    async listResourceVersions({ principal, params, query }) {
+      visible(principal, await resources.get(params.id));
       return { status: 200, body: presentPage(await resources.versions(params.id, query), presentVersion) };
     },
   };

@@ -2,10 +2,14 @@ import type { Handlers } from '../operation-types';
 import type { HandlerDeps } from './deps';
 import { presentDomainVerification, presentPage, presentPayment, presentResource, presentSeller } from '../presenters';
 
-type SellerHandlers = Pick<Handlers, 'createSeller' | 'getSeller' | 'verifySellerDomain' | 'listSellerResources' | 'listSellerPayments'>;
+type SellerHandlers = Pick<Handlers, 'createSellerChallenge' | 'createSeller' | 'getSeller' | 'verifySellerDomain' | 'listSellerResources' | 'listSellerPayments'>;
 
 export function sellerHandlers({ sellers, resources, payments }: HandlerDeps): SellerHandlers {
   return {
+    async createSellerChallenge({ body }) {
+      const c = await sellers.createWalletChallenge(body.walletAddress);
+      return { status: 201, body: { ...c, expiresAt: c.expiresAt.toISOString() } };
+    },
     async createSeller({ body }) {
       const created = await sellers.create(body);
       return { status: 201, body: { seller: presentSeller(created.seller), apiKey: created.apiKey } };
