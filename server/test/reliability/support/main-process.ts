@@ -1,0 +1,142 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Asset, Keypair, rpc } from '@stellar/stellar-sdk';
+import { TESTNET_PASSPHRASE } from '../../../src/config';
+import type { FacilitatorEnv } from '../../facilitator/helpers';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** `server/src/main.ts` in a child process, with its own local network, on the given database. */
+export interface MainProcess {
+  child: ChildProcess;
+  port: number;
+  baseUrl: string;
+  rpcUrl: string;
+  operatorKey: string;
+  logs(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Resolves when a log line containing `text` has been written (rejects after `timeoutMs`, a bound only). */
+  waitForLog(text: string, timeoutMs?: number): Promise<void>;
+  /** SIGKILL if still alive, and remove the data folder. */
+  cleanup(): Promise<void>;
+}
+
+export async function startMainProcess(opts: { databaseUrl: string; env?: Record<string, string> }): Promise<MainProcess> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-main-'));
+  const port = await freePort();
+  const operatorKey = `op_key_reliability_${Keypair.random().publicKey().slice(1, 20)}`;
+  // `node --import tsx`, not the `tsx` CLI: the CLI relays SIGTERM to its own child process and SIGKILLs it when the
+  // child does not acknowledge within ~30 ms, which a busy server under load does not (exit 143, requests dropped).
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: path.resolve(__dirname, '../../..'),
+    env: {
+      ...process.env,
+      DATABASE_URL: opts.databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      LOCAL_NETWORK_PORT: '0',
+      LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000',
+      LOCAL_NETWORK_DATA_FILE: path.join(dataDir, 'local-network.json'),
+      OPERATOR_API_KEY: operatorKey,
+      RATE_LIMIT_REQUESTS: '1000000',
+      ...opts.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let logs = '';
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  const onData = (d: Buffer) => {
+    logs += d;
+    for (const w of [...waiters]) {
+      if (logs.includes(w.text)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const waitForLog = (text: string, timeoutMs = 120_000) =>
+    new Promise<void>((resolve, reject) => {
+      if (logs.includes(text)) return resolve();
+      const timer = setTimeout(() => reject(new Error(`no log line with ${text} within ${timeoutMs} ms; logs:\n${logs.slice(-3000)}`)), timeoutMs);
+      waiters.push({
+        text,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+      void exited.then(({ code }) => {
+        clearTimeout(timer);
+        if (!logs.includes(text)) reject(new Error(`main.ts exited (${code}) before logging ${text}; logs:\n${logs.slice(-3000)}`));
+      });
+    });
+  await waitForLog('"msg":"listening"');
+  const started = logs.split('\n').find((l) => l.includes('local network started'));
+  const rpcUrl = started ? (JSON.parse(started) as { rpcUrl: string }).rpcUrl : '';
+  return {
+    child,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    rpcUrl,
+    operatorKey,
+    logs: () => logs,
+    exited,
+    waitForLog,
+    async cleanup() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Enough of a FacilitatorEnv to sign payments with the facilitator test helpers against a local network reached
+ * over its RPC URL (friendbot and faucet over HTTP), and the service at its base URL. `refresh()` reads the latest
+ * ledger.
+ */
+export async function remoteLocalNetwork(rpcUrl: string, serviceBaseUrl: string): Promise<{ env: FacilitatorEnv; refresh(): Promise<void> }> {
+  const base = rpcUrl.replace(/\/rpc$/, '');
+  const server = new rpc.Server(rpcUrl, { allowHttp: true });
+  const info = (await (await fetch(`${base}/`)).json()) as { assets?: Array<{ code: string; issuer: string }> };
+  const usdcInfo = info.assets?.find((a) => a.code === 'USDC');
+  if (!usdcInfo) throw new Error(`the local network at ${base} lists no USDC: ${JSON.stringify(info).slice(0, 300)}`);
+  let latest = (await server.getLatestLedger()).sequence;
+  const usdc = { code: 'USDC', issuer: usdcInfo.issuer, contractId: new Asset('USDC', usdcInfo.issuer).contractId(TESTNET_PASSPHRASE) };
+  const network = {
+    rpcUrl,
+    networkPassphrase: TESTNET_PASSPHRASE,
+    latestLedger: () => latest,
+    async fundAccount(address: string) {
+      const r = await fetch(`${base}/friendbot?addr=${address}`);
+      if (!r.ok) throw new Error(`friendbot: ${r.status} ${await r.text()}`);
+    },
+    async faucet(address: string, asset: string, amount: string) {
+      const r = await fetch(`${base}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address, asset, amount }) });
+      if (!r.ok) throw new Error(`faucet: ${r.status} ${await r.text()}`);
+    },
+  };
+  return {
+    // supertest takes a base URL where it takes an app: the facilitator helpers then talk to the child process.
+    env: { network, usdc, svc: { app: serviceBaseUrl } } as unknown as FacilitatorEnv,
+    async refresh() {
+      latest = (await server.getLatestLedger()).sequence;
+    },
+  };
+}
