@@ -30,8 +30,6 @@ export interface OperationsOptions {
   /** The probe fetcher; default the SSRF-safe fetcher reading 402 answers (tests allow loopback http). */
   probeFetch?: ProbeFetch;
   perHostIntervalMs?: number;
-  /** Settle resource for the local cycle (test seam; default none: settle is skipped with a reason). */
-  settleResource?: (network: string, payTo: string, asset: { code: string; issuer: string }, amount: string) => Promise<string | null>;
   /** The service health (for the dashboard's API status); compose binds it. */
   health?: () => Promise<{ status: 'ok' | 'degraded' | 'down'; uptimeSeconds: number }>;
 }
@@ -117,7 +115,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
           ok(await fetch(`${base}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address, asset, amount }) }), 'faucet'),
       };
     },
-    settleResource: opts.settleResource ?? (async () => null),
+    settleResource: (network, asset, amount) => repo.ensureConformanceResource(network, asset, amount),
     fetch: fetcher,
     perHostIntervalMs: opts.perHostIntervalMs,
     finished(run: ConformanceRun) {

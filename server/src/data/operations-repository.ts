@@ -1,4 +1,6 @@
+import { Keypair } from '@stellar/stellar-sdk';
 import { QueryTypes, type Sequelize } from 'sequelize';
+import { newId } from '../domain/ids';
 import type { NetworkHealthRecord } from '../domain/operations/network-health';
 import type { ConformanceCheck, ConformanceRun, ConformanceRunStore, ProbeTarget, ResourceConformance } from '../domain/conformance/types';
 
@@ -9,7 +11,15 @@ export interface OperationsRepository extends ConformanceRunStore {
   saveNetworkHealth(r: NetworkHealthRecord): Promise<void>;
   settlementStats(network: string): Promise<{ settled: number; latestHashes: string[] }>;
   deadLetters(): Promise<Record<string, number>>;
+  /**
+   * The conformance runner's own seller and resource on a local network (created once): the local cycle settles
+   * against it. Inserted without a catalog event, so it is never indexed into discovery, and never probed.
+   */
+  ensureConformanceResource(network: string, asset: { code: string; issuer: string }, amount: string): Promise<{ resourceId: string; payTo: string }>;
 }
+
+/** The domain of the conformance runner's own seller (a reserved TLD: nothing answers there). */
+export const CONFORMANCE_SELLER_DOMAIN = 'conformance-runner.invalid';
 
 type Row = Record<string, unknown>;
 const date = (v: unknown): Date | null => (v === null || v === undefined ? null : new Date(v as string));
@@ -103,8 +113,10 @@ export function createOperationsRepository(db: Sequelize): OperationsRepository 
     async probeTargets(network, limit) {
       return select<ProbeTarget>(
         `SELECT id, url, network, pay_to AS "payTo", asset_code AS "assetCode", asset_issuer AS "assetIssuer", amount::text AS amount
-           FROM resources WHERE status = 'active' AND type = 'http' AND network = :network ORDER BY id LIMIT :limit`,
-        { network, limit },
+           FROM resources r WHERE status = 'active' AND type = 'http' AND network = :network
+            AND NOT EXISTS (SELECT 1 FROM sellers s WHERE s.id = r.seller_id AND s.domain = :domain)
+          ORDER BY id LIMIT :limit`,
+        { network, limit, domain: CONFORMANCE_SELLER_DOMAIN },
       );
     },
     async recordProbe(resourceId, runId, passed, reason) {
@@ -138,6 +150,39 @@ export function createOperationsRepository(db: Sequelize): OperationsRepository 
       );
       return { settled: Number(count.n), latestHashes: latest.map((l) => l.hash) };
     },
+    async ensureConformanceResource(network, asset, amount) {
+      return db.transaction(async (transaction) => {
+        await db.query('SELECT pg_advisory_xact_lock(hashtext(:key))', { replacements: { key: `conformance:${network}` }, transaction });
+        const [found] = await db.query<{ id: string; pay_to: string }>(
+          `SELECT r.id, r.pay_to FROM resources r JOIN sellers s ON s.id = r.seller_id
+            WHERE s.domain = :domain AND r.network = :network AND r.status = 'active' AND r.asset_code = :code AND r.asset_issuer = :issuer AND r.amount = CAST(:amount AS numeric)
+            ORDER BY r.id LIMIT 1`,
+          { replacements: { domain: CONFORMANCE_SELLER_DOMAIN, network, code: asset.code, issuer: asset.issuer, amount }, type: QueryTypes.SELECT, transaction },
+        );
+        if (found) return { resourceId: found.id, payTo: found.pay_to };
+        const payTo = Keypair.random().publicKey(); // receives only: no secret is kept
+        const sellerId = newId('seller');
+        const resourceId = newId('resource');
+        const versionId = newId('version');
+        const url = `https://${CONFORMANCE_SELLER_DOMAIN}/settle`;
+        const schema = JSON.stringify({ type: 'object' });
+        const r = { sellerId, resourceId, versionId, payTo, network, code: asset.code, issuer: asset.issuer, amount, url, schema, domain: CONFORMANCE_SELLER_DOMAIN,
+          name: 'Conformance runner (local simulation)', description: 'The conformance runner settles its own test payments against this resource. Not discoverable.' };
+        await db.query(`INSERT INTO sellers (id, display_name, wallet_address, domain) VALUES (:sellerId, 'Conformance runner', :payTo, :domain)`, { replacements: r, transaction });
+        await db.query(
+          `INSERT INTO resources (id, seller_id, current_version_id, version, type, name, description, url, route_template, network, pay_to, asset_code, asset_issuer, amount, input_schema, output_schema, extensions, status)
+           VALUES (:resourceId, :sellerId, :versionId, 1, 'http', :name, :description, :url, '/settle', :network, :payTo, :code, :issuer, CAST(:amount AS numeric), CAST(:schema AS jsonb), CAST(:schema AS jsonb), '{}'::jsonb, 'active')`,
+          { replacements: r, transaction },
+        );
+        await db.query(
+          `INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template, network, pay_to, asset_code, asset_issuer, amount, input_schema, output_schema, extensions, seller_domain)
+           VALUES (:versionId, :resourceId, 1, :name, :description, :url, '/settle', :network, :payTo, :code, :issuer, CAST(:amount AS numeric), CAST(:schema AS jsonb), CAST(:schema AS jsonb), '{}'::jsonb, :domain)`,
+          { replacements: r, transaction },
+        );
+        return { resourceId, payTo };
+      });
+    },
+
     async deadLetters() {
       const rows = await select<{ worker: string; n: string }>('SELECT worker, count(*) AS n FROM dead_letter_jobs GROUP BY worker');
       return Object.fromEntries(rows.map((r) => [r.worker, Number(r.n)]));

@@ -33,7 +33,7 @@ const SIGNALS_SQL = `
     seller_verified = st.verified,
     settlement_success = st.rate,
     settlement_count = st.settled,
-    uptime = NULL, -- no health probe yet: neutral in ranking
+    uptime = st.uptime, -- share of passed 402 probes over 7 days (conformance runner); NULL, neutral, before the first
     signals_refreshed_at = now()
   FROM (
     SELECT d2.resource_id,
@@ -43,12 +43,14 @@ const SIGNALS_SQL = `
              WHERE p.resource_id = d2.resource_id AND p.status IN ('settled', 'settlement_failed')
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
-             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled
+             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,
+           (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
+             WHERE pr.resource_id = d2.resource_id AND pr.checked_at > now() - interval '7 days') AS uptime
       FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
   ) st
   WHERE st.resource_id = d.resource_id
     -- a full pass rewrites only documents whose signals changed (one resource: always, it was just indexed)
-    AND (:resourceId <> '' OR d.signals_refreshed_at IS NULL OR d.uptime IS NOT NULL
+    AND (:resourceId <> '' OR d.signals_refreshed_at IS NULL OR d.uptime IS DISTINCT FROM st.uptime
          OR d.seller_verified IS DISTINCT FROM st.verified
          OR d.settlement_success IS DISTINCT FROM st.rate
          OR d.settlement_count IS DISTINCT FROM st.settled)`;

@@ -6,8 +6,8 @@ export const SEARCH_SYNC_WORKER = 'search-sync-worker';
 
 /**
  * Every 30 seconds: refreshes the ranking signals of the search documents whose signals changed (seller verification, settlement
- * success over the last 30 days from payment attempts; uptime stays null, neutral in ranking, until a health probe
- * exists) and re-queues indexing of catalog events left unindexed for over a minute (a lost or dead job), so the
+ * success over the last 30 days from payment attempts; uptime from the conformance runner's 402 probes, null and neutral until the first probe
+ * has run) and re-queues indexing of catalog events left unindexed for over a minute (a lost or dead job), so the
  * index converges on the catalog. Unchanged documents are not rewritten (no table churn every 30 s); the pass
  * itself is recorded, and search treats a document as fresh as of the latest pass.
  */

@@ -29,8 +29,8 @@ export interface RunnerDeps {
   latestLedger(network: string): Promise<number>;
   /** Friendbot and faucet of the local network (null on real networks: the runner never funds there). */
   localFunding(network: string): { fund(address: string): Promise<void>; faucet(address: string, assetCode: string, amount: string): Promise<void> } | null;
-  /** A cataloged resource the local cycle may settle against, paid to `payTo` (null: settle is skipped). */
-  settleResource(network: string, payTo: string, asset: { code: string; issuer: string }, amount: string): Promise<string | null>;
+  /** The runner's own resource on a local network, and the address it is paid to (null: settle is skipped). */
+  settleResource(network: string, asset: { code: string; issuer: string }, amount: string): Promise<{ resourceId: string; payTo: string } | null>;
   fetch: ProbeFetch;
   /** Resources probed per run, at most. Default 200. */
   maxProbes?: number;
@@ -92,14 +92,22 @@ export function createConformanceRunner(deps: RunnerDeps) {
     if (!asset) return [...checks, { name: 'verify', outcome: 'skipped', reason: 'no asset is configured on the network' }];
     const funding = n.local ? deps.localFunding(n.network) : null;
     const payer = Keypair.random();
-    const payTo = Keypair.random();
+    let settleTarget: { resourceId: string; payTo: string } | null = null;
+    if (funding) {
+      try {
+        settleTarget = await deps.settleResource(n.network, { code: asset.code, issuer: asset.issuer }, CYCLE_AMOUNT);
+      } catch {
+        settleTarget = null;
+      }
+    }
+    const payTo = settleTarget?.payTo ?? Keypair.random().publicKey();
     const latest = await deps.latestLedger(n.network);
     const sign = (o: { amount?: string; contractId?: string; expiration?: number } = {}) =>
-      signTransfer({ payer, contractId: o.contractId ?? asset.contractId, payTo: payTo.publicKey(), amount: o.amount ?? CYCLE_AMOUNT, expiration: o.expiration ?? latest + 100, passphrase: n.passphrase });
+      signTransfer({ payer, contractId: o.contractId ?? asset.contractId, payTo, amount: o.amount ?? CYCLE_AMOUNT, expiration: o.expiration ?? latest + 100, passphrase: n.passphrase });
     const payload = (entryXdr: string, expiresAtLedger: number, amount = CYCLE_AMOUNT) =>
-      ({ x402Version: 2, scheme: 'exact', network: n.network, asset: { code: asset.code, issuer: asset.issuer }, amount, payTo: payTo.publicKey(), expiresAtLedger, authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr } }) as never;
+      ({ x402Version: 2, scheme: 'exact', network: n.network, asset: { code: asset.code, issuer: asset.issuer }, amount, payTo, expiresAtLedger, authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr } }) as never;
     const requirements = (o: { amount?: string; payTo?: string; asset?: { code: string; issuer: string } } = {}) =>
-      ({ scheme: 'exact', network: n.network, amount: o.amount ?? CYCLE_AMOUNT, payTo: o.payTo ?? payTo.publicKey(), asset: o.asset ?? { code: asset.code, issuer: asset.issuer }, maxTimeoutSeconds: 300 }) as never;
+      ({ scheme: 'exact', network: n.network, amount: o.amount ?? CYCLE_AMOUNT, payTo: o.payTo ?? payTo, asset: o.asset ?? { code: asset.code, issuer: asset.issuer }, maxTimeoutSeconds: 300 }) as never;
 
     if (funding) {
       // Full cycle, local network only: the runner funds its own payer and recipient.
@@ -112,7 +120,7 @@ export function createConformanceRunner(deps: RunnerDeps) {
         await timed('fund_accounts', async () => {
           await funding.fund(payer.publicKey());
           await funding.faucet(payer.publicKey(), asset.code, '1');
-          await funding.faucet(payTo.publicKey(), asset.code, '0.0000001');
+          await funding.faucet(payTo, asset.code, '0.0000001');
           funded = true;
           return null;
         }),
@@ -125,14 +133,14 @@ export function createConformanceRunner(deps: RunnerDeps) {
           return a.status === 'verified' ? null : `status ${a.status}`;
         }),
       );
-      const resourceId = funded ? await deps.settleResource(n.network, payTo.publicKey(), asset, CYCLE_AMOUNT).catch(() => null) : null;
+      const resourceId = settleTarget?.resourceId ?? null;
       checks.push(
         await timed(
           'settle',
           async () => {
             if (!attemptId || !resourceId) return 'skip';
-            const s = (await deps.facilitator.settle({ paymentAttemptId: attemptId, paymentPayload: goodPayload, resourceId })) as { receiptId?: string | null; status?: string };
-            receiptId = (s.receiptId as string | undefined) ?? null;
+            const s = (await deps.facilitator.settle({ paymentAttemptId: attemptId, paymentPayload: goodPayload, resourceId })) as { receipt?: { id: string }; receiptId?: string; status?: string };
+            receiptId = s.receipt?.id ?? s.receiptId ?? null;
             return s.status === 'settled' ? null : `status ${String(s.status)}`;
           },
           resourceId ? {} : { reason: 'no conformance resource to settle against' },

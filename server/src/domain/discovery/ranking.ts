@@ -11,7 +11,8 @@ import { DomainError } from '../errors';
  * - metadataQuality, schemaCompleteness: computed at indexing time, in [0, 1] (see indexing.ts).
  * - sellerVerified: 1 when the seller's domain is verified, else 0.
  * - uptime, settlementSuccess: in [0, 1]; a missing signal (no health probe yet, no settled or failed payment in
- *   the last 30 days) counts as neutral 0.5.
+ *   the last 30 days) counts as neutral 0.5. uptime is the share of the conformance runner's probes over the last
+ *   7 days in which the resource's URL answered an unpaid request with 402 and the cataloged terms.
  * - type: http 1.0, mcp 0.8 (any x402 client can call an http resource; an MCP tool needs an MCP client).
  * - network: stellar:pubnet 1.0 (needs a verified domain), stellar:testnet 0.8.
  * - asset: a stablecoin (USDC, EURC) 1.0, any other configured asset 0.5.
