@@ -32,6 +32,8 @@ interface World {
   resourceA: { id: string };
   deletedResourceA: { id: string };
   paymentA: { id: string; transactionHash: string; receiptId: string };
+  /** A conformance run started by the operator (operations that do not exist in the spec leave it empty). */
+  conformanceRunId: string;
 }
 
 interface Call {
@@ -51,6 +53,7 @@ interface Row {
 
 const PUBLIC_READ: Expect = { anonymous: 'ok', sellerA: 'ok', sellerB: 'ok', operator: 'ok' };
 const A_ONLY: Expect = { anonymous: 'unauthenticated', sellerA: 'ok', sellerB: 'denied', operator: 'ok' };
+const OPERATOR_ONLY: Expect = { anonymous: 'unauthenticated', sellerA: 'denied', sellerB: 'denied', operator: 'ok' };
 
 async function freshResourceOfA(w: World): Promise<string> {
   const res = await request(w.env.svc.app).post('/v1/resources').set(bearer(w.a.apiKey)).send(resourceInput(w.a, { assetIssuer: w.env.usdc.issuer }));
@@ -111,6 +114,12 @@ const ROWS: Row[] = [
   {
     operationId: 'createSellerChallenge',
     what: "ask for a sign-up challenge for A's wallet (it proves nothing without A's signature)",
+    call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'createSellerChallenge',
+    what: "ask for a sign-up challenge for A's wallet (proves nothing until signed by A's key)",
     call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
     expect: PUBLIC_READ,
   },
@@ -181,6 +190,11 @@ const ROWS: Row[] = [
   { operationId: 'listNetworks', what: 'list networks', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getHealth', what: 'read health', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getVersion', what: 'read version', call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'listConformanceRuns', what: 'list conformance runs', call: () => ({}), expect: OPERATOR_ONLY },
+  { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },
+  { operationId: 'getConformanceRun', what: 'read a conformance run', call: (w) => ({ params: { runId: w.conformanceRunId } }), expect: OPERATOR_ONLY },
+  { operationId: 'getOperationsDashboard', what: "read the operator's dashboard data", call: () => ({}), expect: OPERATOR_ONLY },
   {
     operationId: 'getMetrics',
     what: 'scrape metrics',
@@ -242,7 +256,14 @@ describe('authorization matrix: every operation of the spec, four callers, selle
     const { c, attemptId } = await verifiedPaymentToA(partial);
     const settled = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId: resource.id });
     if (settled.status !== 200) throw new Error(`settle failed: ${settled.status} ${JSON.stringify(settled.body)}`);
-    w = { ...partial, deletedResourceA: { id: deletedId }, paymentA: { id: attemptId, transactionHash: settled.body.transactionHash, receiptId: settled.body.receiptId } };
+    const run = await request(env.svc.app).post('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).send({ network: 'stellar:testnet' });
+    const conformanceRunId = (run.body?.items?.[0]?.id ?? 'no-conformance-run') as string;
+    w = {
+      ...partial,
+      deletedResourceA: { id: deletedId },
+      paymentA: { id: attemptId, transactionHash: settled.body.transactionHash, receiptId: settled.body.receiptId },
+      conformanceRunId,
+    };
   }, 120_000);
   afterAll(() => w?.env.stop());
 
