@@ -7,6 +7,7 @@
  * safe failures with jittered backoff, and one ApiError for every error answer.
  */
 import type { Client } from 'openapi-fetch';
+import { Keypair, hash } from '@stellar/stellar-sdk';
 import type { components, operations, paths } from './generated/openapi.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
@@ -43,6 +44,41 @@ export interface SellerClientOptions {
 
 export type RawSellerClient = Client<paths>;
 
+/** Anything that can sign a SEP-53 message for a Stellar account (a browser wallet, an HSM, a Keypair wrapper). */
+export interface WalletSigner {
+  /** The account (`G...`). */
+  publicKey(): string;
+  /** The ed25519 signature of SHA-256("Stellar Signed Message:\n" + message): 64 bytes, or their base64. */
+  signMessage(message: string): Promise<Uint8Array | string> | Uint8Array | string;
+}
+
+export interface SignUpInput {
+  displayName: string;
+  domain: string;
+  /** The seller's wallet: a Keypair, its secret seed (`S...`), or a WalletSigner. It becomes the seller's walletAddress. */
+  wallet: Keypair | string | WalletSigner;
+}
+
+/** SEP-53: the digest a Stellar wallet signs for a message. */
+export function sep53Digest(message: string): Buffer {
+  return hash(Buffer.concat([Buffer.from('Stellar Signed Message:\n', 'utf8'), Buffer.from(message, 'utf8')]));
+}
+
+/** Signs a message with SEP-53 semantics and returns the base64 signature. */
+export function signMessage(keypair: Keypair, message: string): string {
+  return keypair.sign(sep53Digest(message)).toString('base64');
+}
+
+function toWalletSigner(wallet: Keypair | string | WalletSigner): WalletSigner {
+  if (typeof wallet === 'string') return toWalletSigner(Keypair.fromSecret(wallet));
+  if ('signMessage' in wallet && typeof wallet.signMessage === 'function') return wallet;
+  // A Keypair (also one from another copy of the Stellar SDK: duck-typed on sign + publicKey).
+  const keypair = wallet as Keypair;
+  return { publicKey: () => keypair.publicKey(), signMessage: (m) => keypair.sign(sep53Digest(m)).toString('base64') };
+}
+
+const toBase64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
 async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const r = await p;
   return r.data as T;
@@ -54,7 +90,24 @@ export function createSellerClient(options: SellerClientOptions) {
   const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
 
   const sellers = {
-    /** Signs up (public). The answer holds the API key, shown exactly once. */
+    /**
+     * Signs up (public) in both steps: asks for a wallet challenge (`POST /v1/sellers/challenges`), signs it with the
+     * wallet (SEP-53 signed message) and creates the seller with that proof. `wallet` is a Stellar SDK `Keypair`, a
+     * secret seed (`S...`) or a `WalletSigner` (e.g. a browser wallet); the secret never leaves this process. The
+     * answer holds the API key, shown exactly once (a retry never returns it again: 409 IDEMPOTENCY_CONFLICT).
+     */
+    signUp: async (input: SignUpInput, o?: PostOptions): Promise<Schemas['SellerCreated']> => {
+      const signer = toWalletSigner(input.wallet);
+      const walletAddress = signer.publicKey();
+      const challenge = await sellers.challenge(walletAddress);
+      const signature = await signer.signMessage(challenge.message);
+      const { wallet: _w, ...profile } = input;
+      return sellers.create({ ...profile, walletAddress, walletProof: { challengeId: challenge.challengeId, signature: typeof signature === 'string' ? signature : toBase64(signature) } }, o);
+    },
+    /** Step one of sign-up: a short-lived, single-use challenge for the wallet to sign. */
+    challenge: (walletAddress: string, o?: PostOptions): Promise<Schemas['SellerChallenge']> =>
+      data(raw.POST('/v1/sellers/challenges', { body: { walletAddress }, headers: idem(o) })),
+    /** Step two of sign-up, with a `walletProof` you built yourself (see `signUp`, which does both steps). */
     create: (input: Body<'createSeller'>, o?: PostOptions): Promise<Schemas['SellerCreated']> =>
       data(raw.POST('/v1/sellers', { body: input, headers: idem(o) })),
     get: (sellerId: string): Promise<Schemas['Seller']> => data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),

@@ -1,5 +1,5 @@
 import { Keypair } from '@stellar/stellar-sdk';
-import { createSellerClient, ApiError } from '../src';
+import { createSellerClient, ApiError, sep53Digest, signMessage } from '../src';
 import { startServer, recordingFetch, type RunningServer } from '../../test/support/sdk-server';
 import { DEFAULT_USDC_ISSUER } from '../../server/src/config';
 
@@ -30,7 +30,7 @@ describe('seller client against the real server', () => {
 
   async function signUp(domain: string) {
     const wallet = Keypair.random();
-    const created = await createSellerClient({ baseUrl: server.baseUrl }).sellers.create({ displayName: domain, walletAddress: wallet.publicKey(), domain });
+    const created = await createSellerClient({ baseUrl: server.baseUrl }).sellers.signUp({ displayName: domain, domain, wallet });
     return { ...created, wallet, client: createSellerClient({ baseUrl: server.baseUrl, apiKey: created.apiKey }) };
   }
 
@@ -64,7 +64,7 @@ describe('seller client against the real server', () => {
   it('every POST carries an Idempotency-Key, the same on every retry; a lost response is replayed, not done twice', async () => {
     const wallet = Keypair.random();
     let dropped = false;
-    // The first attempt reaches the server, which creates the seller, but the response is lost on the way back.
+    // The first attempt reaches the server, which issues the challenge, but the response is lost on the way back.
     const rec = recordingFetch(async (req) => {
       if (req.method !== 'POST' || dropped) return undefined;
       dropped = true;
@@ -72,27 +72,52 @@ describe('seller client against the real server', () => {
       return new TypeError('socket hang up');
     });
     const client = createSellerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { baseDelayMs: 1 } });
-    const created = await client.sellers.create({ displayName: 'Once', walletAddress: wallet.publicKey(), domain: 'once.example.com' });
+    const created = await client.sellers.challenge(wallet.publicKey());
     const posts = rec.calls.filter((c) => c.method === 'POST');
     expect(posts).toHaveLength(2);
     const key = posts[0].headers.get('idempotency-key');
     expect(key).toMatch(/^[0-9a-f-]{36}$/);
     expect(posts[1].headers.get('idempotency-key')).toBe(key);
-    // The server stored that first response under the key: asking again with it replays the very same seller.
-    const again = await createSellerClient({ baseUrl: server.baseUrl })
-      .sellers.create({ displayName: 'Once', walletAddress: wallet.publicKey(), domain: 'once.example.com' }, { idempotencyKey: key! })
-      .catch((e: unknown) => e);
+    // The server stored that first response under the key: asking again with it replays the very same (random) challenge.
+    const again = await createSellerClient({ baseUrl: server.baseUrl }).sellers.challenge(wallet.publicKey(), { idempotencyKey: key! });
     expect(again).toEqual(created);
+  });
+
+  it('a sign-up whose response was lost is not done twice, and the retry never returns the API key (409 naming the seller)', async () => {
+    const wallet = Keypair.random();
+    let firstSignUp: Response | undefined;
+    const rec = recordingFetch(async (req) => {
+      if (req.method !== 'POST' || !req.url.endsWith('/v1/sellers') || firstSignUp) return undefined;
+      firstSignUp = await fetch(req);
+      return new TypeError('socket hang up');
+    });
+    const client = createSellerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { baseDelayMs: 1 } });
+    const e = (await client.sellers.signUp({ displayName: 'Lost', domain: 'lost.example.com', wallet }).catch((x: unknown) => x)) as ApiError;
+    const lost = (await firstSignUp!.json()) as { seller: { id: string }; apiKey: string };
+    expect(e).toBeInstanceOf(ApiError);
+    expect(e).toMatchObject({ status: 409, code: 'IDEMPOTENCY_CONFLICT', details: [{ field: 'sellerId', message: lost.seller.id }] });
+    expect(JSON.stringify(e) + e.message).not.toContain(lost.apiKey);
+  });
+
+  it('signs up with a secret seed or a WalletSigner; a signer for another wallet is refused with INVALID_SIGNATURE', async () => {
+    const client = createSellerClient({ baseUrl: server.baseUrl });
+    const bySecret = Keypair.random();
+    await expect(client.sellers.signUp({ displayName: 'Seed', domain: 'seed.example.com', wallet: bySecret.secret() })).resolves.toMatchObject({ seller: { walletAddress: bySecret.publicKey() } });
+    const inWallet = Keypair.random();
+    const signer = { publicKey: () => inWallet.publicKey(), signMessage: async (m: string) => inWallet.sign(sep53Digest(m)) };
+    await expect(client.sellers.signUp({ displayName: 'Signer', domain: 'signer.example.com', wallet: signer })).resolves.toMatchObject({ seller: { walletAddress: inWallet.publicKey() } });
+    const victim = Keypair.random();
+    const impostor = { publicKey: () => victim.publicKey(), signMessage: (m: string) => signMessage(Keypair.random(), m) };
+    await expect(client.sellers.signUp({ displayName: 'Squat', domain: 'squat.example.com', wallet: impostor })).rejects.toMatchObject({ status: 422, code: 'INVALID_SIGNATURE' });
   });
 
   it('an explicit Idempotency-Key replays the first response; the same key with another body is IDEMPOTENCY_CONFLICT', async () => {
     const client = createSellerClient({ baseUrl: server.baseUrl });
     const wallet = Keypair.random();
-    const body = { displayName: 'Replay', walletAddress: wallet.publicKey(), domain: 'replay.example.com' };
-    const first = await client.sellers.create(body, { idempotencyKey: 'signup-replay-1' });
-    const second = await client.sellers.create(body, { idempotencyKey: 'signup-replay-1' });
+    const first = await client.sellers.challenge(wallet.publicKey(), { idempotencyKey: 'challenge-replay-1' });
+    const second = await client.sellers.challenge(wallet.publicKey(), { idempotencyKey: 'challenge-replay-1' });
     expect(second).toEqual(first);
-    const conflict = (await client.sellers.create({ ...body, displayName: 'Other' }, { idempotencyKey: 'signup-replay-1' }).catch((e: unknown) => e)) as ApiError;
+    const conflict = (await client.sellers.challenge(Keypair.random().publicKey(), { idempotencyKey: 'challenge-replay-1' }).catch((e: unknown) => e)) as ApiError;
     expect(conflict).toMatchObject({ status: 409, code: 'IDEMPOTENCY_CONFLICT' });
   });
 

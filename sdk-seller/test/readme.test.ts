@@ -31,11 +31,12 @@ describe('README examples', () => {
 
   it('Sign up, register a resource, charge for a route, errors', async () => {
     const baseUrl = server.baseUrl;
-    const walletAddress = Keypair.random().publicKey();
+    const wallet = Keypair.random();
     const usdcIssuer = DEFAULT_USDC_ISSUER['stellar:testnet'];
 
     const signup = createSellerClient({ baseUrl });
-    const { seller: me, apiKey } = await signup.sellers.create({ displayName: 'Lisbon Weather', walletAddress, domain: 'weather.example.com' });
+    const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Lisbon Weather', domain: 'weather.example.com', wallet }); // wallet: a Keypair, its S... secret or a WalletSigner
+const walletAddress = me.walletAddress;
     const seller = signup.withApiKey(apiKey); // the key is shown once: keep it secret
     const resource = await seller.resources.create({
       sellerId: me.id,

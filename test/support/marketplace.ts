@@ -86,7 +86,7 @@ export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: strin
   const usdc = m.network.assets.find((a) => a.code === 'USDC')!;
 
   const signup = createSellerClient({ baseUrl: m.baseUrl });
-  const { seller: me, apiKey } = await signup.sellers.create({ displayName: opts.name, walletAddress: wallet.publicKey(), domain: opts.domain });
+  const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: opts.name, domain: opts.domain, wallet });
   const seller = signup.withApiKey(apiKey);
 
   const app = express();

@@ -29,6 +29,10 @@ export interface DiscoveryMetrics {
   bindSnapshot(source: () => Promise<DiscoverySnapshot>): void;
 }
 
+/** Label values are bounded: a supported network, else `unsupported` (never a caller-given string). */
+const SUPPORTED_NETWORKS = new Set(['stellar:testnet', 'stellar:pubnet']);
+export const networkLabel = (network: string): string => (SUPPORTED_NETWORKS.has(network) ? network : 'unsupported');
+
 const SEARCH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
 export function defineDiscoveryMetrics(registry: client.Registry): DiscoveryMetrics {
@@ -95,7 +99,7 @@ export function defineDiscoveryMetrics(registry: client.Registry): DiscoveryMetr
         const s = await snapshot();
         if (!s) return;
         this.reset();
-        for (const v of s.volume) this.set({ network: v.network, asset: v.asset }, v.amount);
+        for (const v of s.volume) this.inc({ network: networkLabel(v.network), asset: /^[A-Za-z0-9]{1,12}$/.test(v.asset) ? v.asset : 'other' }, v.amount);
       },
     }),
     indexRejections: new client.Counter({
