@@ -113,12 +113,6 @@ const ROWS: Row[] = [
   },
   {
     operationId: 'createSellerChallenge',
-    what: "ask for a sign-up challenge for A's wallet (it proves nothing without A's signature)",
-    call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
-    expect: PUBLIC_READ,
-  },
-  {
-    operationId: 'createSellerChallenge',
     what: "ask for a sign-up challenge for A's wallet (proves nothing until signed by A's key)",
     call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
     expect: PUBLIC_READ,
