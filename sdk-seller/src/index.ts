@@ -18,6 +18,8 @@ export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
+export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
+export { statelessMcpHandler } from './mcp/serve.js';
 
 type Schemas = components['schemas'];
 type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;

@@ -66,38 +66,10 @@ const PASSPHRASES: Record<string, string> = {
 
 export function paywall(options: PaywallOptions): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
   if (!options.resourceId) throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
-  const ttl = options.requirementsTtlMs ?? 60_000;
-  let cached: { value: Requirements; at: number } | null = null;
-
-  async function requirements(): Promise<Requirements> {
-    if (options.requirements) {
-      const r = options.requirements;
-      return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
-    }
-    if (cached && Date.now() - cached.at < ttl) return cached.value;
-    const resource = await options.client.resources.get(options.resourceId);
-    cached = { value: resource.paymentRequirements, at: Date.now() };
-    return cached.value;
-  }
+  const requirements = requirementsSource(options);
 
   function paymentRequired(req: IncomingMessage, terms: Requirements, error: string) {
-    const url = absoluteUrl(req);
-    return {
-      x402Version: 2,
-      error,
-      resource: { url, description: options.description ?? '', mimeType: options.mimeType ?? 'application/json' },
-      accepts: [
-        {
-          scheme: 'exact',
-          network: terms.network,
-          amount: toStroops(terms.amount),
-          asset: terms.asset.contractId,
-          payTo: terms.payTo,
-          maxTimeoutSeconds: terms.maxTimeoutSeconds,
-          extra: { areFeesSponsored: true, asset: { code: terms.asset.code, issuer: terms.asset.issuer }, amount: terms.amount, resourceId: options.resourceId },
-        },
-      ],
-    };
+    return paymentRequiredFor(terms, options.resourceId, { url: absoluteUrl(req), description: options.description ?? '', mimeType: options.mimeType ?? 'application/json' }, error);
   }
 
   function answer(res: ServerResponse, status: number, body: unknown, paymentRequiredHeader?: unknown): void {
@@ -131,15 +103,7 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
         return answer(res, 402, pr, pr);
       }
 
-      const paymentRequirements: Schemas['PaymentRequirements'] = {
-        scheme: 'exact',
-        network: terms.network,
-        amount: terms.amount,
-        payTo: terms.payTo,
-        asset: { code: terms.asset.code, issuer: terms.asset.issuer },
-        maxTimeoutSeconds: terms.maxTimeoutSeconds,
-        resource: terms.resource,
-      };
+      const paymentRequirements = facilitatorRequirements(terms);
       let verified: Schemas['VerifyResponse'];
       try {
         verified = await options.client.facilitator.verify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId: options.resourceId });
@@ -160,20 +124,7 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
           held.discard();
           return refuse(req, res, terms, err);
         }
-        res.setHeader(
-          'PAYMENT-RESPONSE',
-          encode({
-            success: true,
-            transaction: settled.transactionHash,
-            transactionHash: settled.transactionHash,
-            receiptId: settled.receiptId,
-            settlementId: settled.settlementId,
-            network: settled.network,
-            payer: verified.payer,
-            status: settled.status,
-            ledger: settled.ledger,
-          }),
-        );
+        res.setHeader('PAYMENT-RESPONSE', encode(settlementResponse(settled, verified.payer)));
         held.release();
       });
       next();
@@ -187,7 +138,78 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
   }
 }
 
-function errorBody(err: unknown, fallback: string) {
+/**
+ * The pieces below are shared with the MCP paid tool (src/mcp/paid-tool.ts): one place builds the terms, the x402
+ * PaymentRequired, the facilitator's requirements and the settlement response for every entrance.
+ */
+export type SellerRequirements = Requirements;
+export type RequirementsOptions = Pick<PaywallOptions, 'client' | 'resourceId' | 'requirements' | 'requirementsTtlMs'>;
+
+/** The resource's current terms: `options.requirements`, else GET /v1/resources/{id} cached for `requirementsTtlMs`. */
+export function requirementsSource(options: RequirementsOptions): () => Promise<Requirements> {
+  const ttl = options.requirementsTtlMs ?? 60_000;
+  let cached: { value: Requirements; at: number } | null = null;
+  return async function requirements(): Promise<Requirements> {
+    if (options.requirements) {
+      const r = options.requirements;
+      return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
+    }
+    if (cached && Date.now() - cached.at < ttl) return cached.value;
+    const resource = await options.client.resources.get(options.resourceId);
+    cached = { value: resource.paymentRequirements, at: Date.now() };
+    return cached.value;
+  };
+}
+
+/** The x402 v2 PaymentRequired for `terms` (amount in stroops, asset = the SAC contract id; code/issuer in `extra`). */
+export function paymentRequiredFor(terms: Requirements, resourceId: string, resource: { url: string; description: string; mimeType: string }, error: string) {
+  return {
+    x402Version: 2,
+    error,
+    resource,
+    accepts: [
+      {
+        scheme: 'exact',
+        network: terms.network,
+        amount: toStroops(terms.amount),
+        asset: terms.asset.contractId,
+        payTo: terms.payTo,
+        maxTimeoutSeconds: terms.maxTimeoutSeconds,
+        extra: { areFeesSponsored: true, asset: { code: terms.asset.code, issuer: terms.asset.issuer }, amount: terms.amount, resourceId },
+      },
+    ],
+  };
+}
+
+/** What POST /v1/verify is asked to check the payment against. */
+export function facilitatorRequirements(terms: Requirements): Schemas['PaymentRequirements'] {
+  return {
+    scheme: 'exact',
+    network: terms.network,
+    amount: terms.amount,
+    payTo: terms.payTo,
+    asset: { code: terms.asset.code, issuer: terms.asset.issuer },
+    maxTimeoutSeconds: terms.maxTimeoutSeconds,
+    resource: terms.resource,
+  };
+}
+
+/** The x402 SettlementResponse (PAYMENT-RESPONSE header, MCP `_meta["x402/payment-response"]`) with our receipt id. */
+export function settlementResponse(settled: Schemas['SettleResponse'], payer: string) {
+  return {
+    success: true,
+    transaction: settled.transactionHash,
+    transactionHash: settled.transactionHash,
+    receiptId: settled.receiptId,
+    settlementId: settled.settlementId,
+    network: settled.network,
+    payer,
+    status: settled.status,
+    ledger: settled.ledger,
+  };
+}
+
+export function errorBody(err: unknown, fallback: string) {
   if (err instanceof ApiError) return { ok: false, error: { code: err.code, message: err.message, requestId: err.requestId, details: err.details } };
   return { ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: fallback } };
 }

@@ -1,0 +1,151 @@
+/**
+ * paidTool(): a tool of your own MCP server (the official `@modelcontextprotocol/sdk` McpServer) that charges per
+ * call through the marketplace's facilitator, on the wire as the x402 MCP transport defines it
+ * (https://github.com/coinbase/x402, specs/transports-v2/mcp.md). The guarantees are paywall()'s, for MCP:
+ *
+ * 1. A call without `params._meta["x402/payment"]` answers a tool result with `isError: true` whose
+ *    `structuredContent` is the x402 v2 PaymentRequired (requirements in `accepts`) and whose `content[0].text` is
+ *    the same object as JSON. The handler does not run.
+ * 2. A payment (ours, or the stock x402 `exact` Stellar payload) is verified through POST /v1/verify BEFORE the
+ *    handler runs. A refusal answers the PaymentRequired with the facilitator's code in `error` (and `message`).
+ * 3. The handler runs. A result with `isError`, a thrown error, or structured content that breaks the tool's
+ *    output schema is returned unpaid: nothing is settled.
+ * 4. Otherwise POST /v1/settle runs before the result leaves; the result carries the settlement (transaction
+ *    hash, receipt id, network, payer) in `_meta["x402/payment-response"]`. If settlement fails the tool's answer is
+ *    dropped and the caller gets `isError` with the PaymentRequired and `x402/payment-response: { success: false }`.
+ *
+ * One signed payment buys one call: the facilitator refuses a payload it has seen (REPLAY_DETECTED).
+ * The requirements, the PaymentRequired and the facilitator calls are the paywall's own (src/paywall/paywall.ts).
+ */
+import type { McpServer, RegisteredTool, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import { normalizeObjectSchema, safeParseAsync } from '@modelcontextprotocol/sdk/server/zod-compat.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import type { components } from '../generated/openapi.js';
+import { ApiError } from '../core/errors.js';
+import {
+  facilitatorRequirements,
+  paymentRequiredFor,
+  requirementsSource,
+  settlementResponse,
+  type PaywallClient,
+  type PaywallOptions,
+  type PaywallPayment,
+  type SellerRequirements,
+} from '../paywall/paywall.js';
+import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
+
+type Schemas = components['schemas'];
+
+/** The `_meta` keys of the x402 MCP transport. */
+export const X402_PAYMENT_META = 'x402/payment';
+export const X402_PAYMENT_RESPONSE_META = 'x402/payment-response';
+
+export interface PaidToolConfig<InputArgs extends ZodRawShapeCompat | undefined = undefined, OutputArgs extends ZodRawShapeCompat | undefined = undefined> {
+  /** The seller client: its facilitator calls go to the marketplace it was created for. */
+  client: PaywallClient;
+  /** The cataloged `mcp` resource this tool is (settlement is recorded against it). */
+  resourceId: string;
+  title?: string;
+  description?: string;
+  /** zod raw shape of the arguments (validated by the MCP SDK before anything is paid). */
+  inputSchema?: InputArgs;
+  /** zod raw shape of `structuredContent`: an answer that breaks it is not settled. */
+  outputSchema?: OutputArgs;
+  annotations?: ToolAnnotations;
+  /** Fixed terms instead of the resource's current ones (see PaywallOptions.requirements). */
+  requirements?: PaywallOptions['requirements'];
+  /** Default 60 s. */
+  requirementsTtlMs?: number;
+}
+
+type ToolArgs<InputArgs extends ZodRawShapeCompat | undefined> = InputArgs extends ZodRawShapeCompat ? Parameters<ToolCallback<InputArgs>>[0] : Record<string, never>;
+type ToolExtra = Parameters<ToolCallback<undefined>>[0];
+
+/** Your tool: runs only once the payment is verified; `payment` names the payer and the attempt. */
+export type PaidToolHandler<InputArgs extends ZodRawShapeCompat | undefined> = (
+  args: ToolArgs<InputArgs>,
+  payment: PaywallPayment,
+  extra: ToolExtra,
+) => CallToolResult | Promise<CallToolResult>;
+
+export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undefined, OutputArgs extends ZodRawShapeCompat | undefined = undefined>(
+  server: McpServer,
+  name: string,
+  config: PaidToolConfig<InputArgs, OutputArgs>,
+  handler: PaidToolHandler<InputArgs>,
+): RegisteredTool {
+  if (!config.resourceId) throw new TypeError('paidTool: resourceId is required (settlement is recorded against the cataloged resource)');
+  const requirements = requirementsSource(config);
+  const resource = { url: `mcp://tool/${name}`, description: config.description ?? '', mimeType: 'application/json' };
+  const outputObject = config.outputSchema ? normalizeObjectSchema(config.outputSchema) : undefined;
+
+  const paymentRequired = (terms: SellerRequirements, error: string, extra: Record<string, unknown> = {}): CallToolResult => {
+    const body = { ...paymentRequiredFor(terms, config.resourceId, resource, error), ...extra };
+    return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
+  };
+  const refusal = (terms: SellerRequirements, err: unknown, extra: Record<string, unknown> = {}): CallToolResult => {
+    const code = err instanceof ApiError ? err.code : err instanceof PayloadError ? err.code : 'SERVICE_UNAVAILABLE';
+    const message = err instanceof ApiError || err instanceof PayloadError ? err.message : 'The facilitator could not be reached';
+    return paymentRequired(terms, code, { message, ...extra });
+  };
+
+  const run = async (args: unknown, extra: ToolExtra): Promise<CallToolResult> => {
+    let terms: SellerRequirements;
+    try {
+      terms = await requirements();
+    } catch (err) {
+      const code = err instanceof ApiError ? err.code : 'SERVICE_UNAVAILABLE';
+      const text = JSON.stringify({ error: { code, message: 'Could not read the payment requirements' } });
+      return { isError: true, content: [{ type: 'text', text }] };
+    }
+    const sent = extra._meta?.[X402_PAYMENT_META];
+    if (!sent || typeof sent !== 'object' || Array.isArray(sent)) return paymentRequired(terms, 'PAYMENT_REQUIRED');
+
+    let payload: Schemas['PaymentPayload'];
+    try {
+      payload = toFacilitatorPayload(sent as Record<string, unknown>, terms);
+    } catch (err) {
+      return refusal(terms, err);
+    }
+    let verified: Schemas['VerifyResponse'];
+    try {
+      verified = await config.client.facilitator.verify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: facilitatorRequirements(terms), resourceId: config.resourceId });
+    } catch (err) {
+      return refusal(terms, err);
+    }
+    const payment: PaywallPayment = { paymentAttemptId: verified.paymentAttemptId, payer: verified.payer, network: verified.network };
+
+    let result: CallToolResult;
+    try {
+      result = await handler(args as ToolArgs<InputArgs>, payment, extra);
+    } catch (err) {
+      // Unpaid: the MCP SDK would turn the throw into this same kind of result.
+      return { isError: true, content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }] };
+    }
+    if (result.isError) return result;
+    if (outputObject) {
+      const parsed = await safeParseAsync(outputObject, result.structuredContent);
+      if (!parsed.success) return { isError: true, content: [{ type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` }] };
+    }
+
+    let settled: Schemas['SettleResponse'];
+    try {
+      settled = await config.client.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: config.resourceId });
+    } catch (err) {
+      const code = err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED';
+      return refusal(terms, err, { [X402_PAYMENT_RESPONSE_META]: { success: false, errorReason: code, transaction: '', network: terms.network } });
+    }
+    return { ...result, _meta: { ...(result._meta ?? {}), [X402_PAYMENT_RESPONSE_META]: settlementResponse(settled, verified.payer) } };
+  };
+
+  const toolConfig = {
+    title: config.title,
+    description: config.description,
+    inputSchema: config.inputSchema,
+    outputSchema: config.outputSchema,
+    annotations: config.annotations,
+  };
+  const callback = config.inputSchema ? (args: unknown, extra: ToolExtra) => run(args, extra) : (extra: ToolExtra) => run({}, extra);
+  return (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(name, toolConfig, callback);
+}

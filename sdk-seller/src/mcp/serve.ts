@@ -1,0 +1,36 @@
+/**
+ * statelessMcpHandler(): serves an MCP server over Streamable HTTP (the MCP SDK's StreamableHTTPServerTransport,
+ * stateless, JSON answers) from Express or plain node:http. A fresh server is built per request by your factory,
+ * the SDK's pattern for stateless servers, so nothing of one call leaks into another. POST carries the JSON-RPC
+ * messages; GET and DELETE answer 405 (no sessions, no server-initiated stream).
+ *
+ *     app.post('/mcp', express.json(), statelessMcpHandler(() => buildServer()));
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+
+export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => Promise<void> {
+  return async (req, res) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405, { Allow: 'POST', 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP server is stateless (POST only)' }, id: null }));
+      return;
+    }
+    const server = factory();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch {
+      if (!res.headersSent) {
+        res.writeHead(500, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
+      }
+    }
+  };
+}
