@@ -25,20 +25,21 @@ export function progress(message: string): void {
 }
 
 /**
- * The source tree the network and the service run from. Default: this working tree. BENCH_SERVICE_TREE=HEAD runs
- * them from the last commit instead (exported with `git archive` into a temporary folder that links this tree's
- * node_modules), which is useful while the working tree holds someone's half-done change; any other value is the
- * path of another checkout.
+ * The source tree the network and the service run from. Default: this working tree. BENCH_SERVICE_TREE=<git revision>
+ * (HEAD, a commit id, a branch) runs them from that commit instead, exported with `git archive` into a temporary
+ * folder that links this tree's node_modules: useful while the working tree, or the last commit, holds someone's
+ * half-done change. A path to an existing folder runs them from that checkout.
  */
 let treeRoot: string | null = null;
 export function serviceTree(): string {
   if (treeRoot) return treeRoot;
   const wanted = process.env.BENCH_SERVICE_TREE;
   if (!wanted) return (treeRoot = REPO_ROOT);
-  if (wanted !== 'HEAD') return (treeRoot = path.resolve(wanted));
+  if (fs.existsSync(wanted) && fs.statSync(wanted).isDirectory()) return (treeRoot = path.resolve(wanted));
+  if (!/^[\w./~^-]{1,100}$/.test(wanted)) throw new Error('BENCH_SERVICE_TREE must be a git revision or a folder');
+  const commit = execFileSync('git', ['rev-parse', '--short', '--verify', `${wanted}^{commit}`], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
   const dir = tempDir('bench-tree-');
-  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
-  execFileSync('sh', ['-c', `git archive --format=tar HEAD | tar -x -C '${dir}'`], { cwd: REPO_ROOT });
+  execFileSync('sh', ['-c', `git archive --format=tar ${commit} | tar -x -C '${dir}'`], { cwd: REPO_ROOT });
   for (const nm of ['node_modules', 'server/node_modules', 'sdk-buyer/node_modules', 'sdk-seller/node_modules', 'openapi/node_modules']) {
     if (fs.existsSync(path.join(REPO_ROOT, nm))) fs.symlinkSync(path.join(REPO_ROOT, nm), path.join(dir, nm));
   }
@@ -461,12 +462,26 @@ export interface ServiceProcess {
   stop(): Promise<string | null>;
 }
 
+/** BENCH_SERVICE_ENV="LOG_REQUESTS=true,RESPONSE_VALIDATION=true": extra settings for the service, last word. */
+function serviceEnvFromBench(): Record<string, string> {
+  const raw = process.env.BENCH_SERVICE_ENV;
+  if (!raw) return {};
+  const out: Record<string, string> = {};
+  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(part);
+    if (!m) throw new Error(`BENCH_SERVICE_ENV: expected NAME=value, got "${part}"`);
+    out[m[1]] = m[2];
+  }
+  return out;
+}
+
 export const BENCH_OPERATOR_KEY = 'mk_op_bench_operator_key_0123456789abcdef';
 
 /**
  * Starts `server/src/main.ts` in its own process against the bench's database and the network process, with a
  * rate limit high enough not to refuse the bench and request logging off. `cpuProfile` runs it under
- * `node --cpu-prof`. `env` adds or overrides settings (e.g. STELLAR_TESTNET_CHANNEL_SECRETS for bench:settle).
+ * `node --cpu-prof`. `env` adds or overrides settings (e.g. STELLAR_TESTNET_CHANNEL_SECRETS for bench:settle), and
+ * BENCH_SERVICE_ENV overrides both (to compare configurations from the command line).
  */
 export async function startServiceProcess(opts: {
   databaseUrl: string;
@@ -496,6 +511,7 @@ export async function startServiceProcess(opts: {
       LOG_REQUESTS: 'false',
       RESPONSE_VALIDATION: 'false',
       ...opts.env,
+      ...serviceEnvFromBench(),
     },
   });
   let stopped = false;
