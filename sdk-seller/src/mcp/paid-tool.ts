@@ -16,10 +16,11 @@
  *
  * One signed payment buys one call: the facilitator refuses a payload it has seen (REPLAY_DETECTED).
  * The requirements, the PaymentRequired and the facilitator calls are the paywall's own (src/paywall/paywall.ts).
+ * `@modelcontextprotocol/sdk` is an optional peer of this package: this file imports only its types, so the SDK's
+ * main entry loads without it.
  */
 import type { McpServer, RegisteredTool, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { ZodRawShapeCompat } from '@modelcontextprotocol/sdk/server/zod-compat.js';
-import { normalizeObjectSchema, safeParseAsync } from '@modelcontextprotocol/sdk/server/zod-compat.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
@@ -78,7 +79,7 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
   if (!config.resourceId) throw new TypeError('paidTool: resourceId is required (settlement is recorded against the cataloged resource)');
   const requirements = requirementsSource(config);
   const resource = { url: `mcp://tool/${name}`, description: config.description ?? '', mimeType: 'application/json' };
-  const outputObject = config.outputSchema ? normalizeObjectSchema(config.outputSchema) : undefined;
+  const outputShape = config.outputSchema as Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }> | undefined;
 
   const paymentRequired = (terms: SellerRequirements, error: string, extra: Record<string, unknown> = {}): CallToolResult => {
     const body = { ...paymentRequiredFor(terms, config.resourceId, resource, error), ...extra };
@@ -124,9 +125,8 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
       return { isError: true, content: [{ type: 'text', text: err instanceof Error ? err.message : String(err) }] };
     }
     if (result.isError) return result;
-    if (outputObject) {
-      const parsed = await safeParseAsync(outputObject, result.structuredContent);
-      if (!parsed.success) return { isError: true, content: [{ type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` }] };
+    if (outputShape && !(await matchesShape(outputShape, result.structuredContent))) {
+      return { isError: true, content: [{ type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` }] };
     }
 
     let settled: Schemas['SettleResponse'];
@@ -148,4 +148,14 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
   };
   const callback = config.inputSchema ? (args: unknown, extra: ToolExtra) => run(args, extra) : (extra: ToolExtra) => run({}, extra);
   return (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(name, toolConfig, callback);
+}
+
+/** Structured content against a zod raw shape (zod 3 or 4 classic schemas: each has safeParseAsync). */
+async function matchesShape(shape: Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }>, value: unknown): Promise<boolean> {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
+  for (const [key, schema] of Object.entries(shape)) {
+    if (typeof schema?.safeParseAsync !== 'function') continue;
+    if (!(await schema.safeParseAsync((value as Record<string, unknown>)[key])).success) return false;
+  }
+  return true;
 }

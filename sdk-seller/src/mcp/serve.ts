@@ -8,7 +8,10 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+
+/** Loaded on first use: the MCP SDK is an optional peer, so the package's main entry must load without it. */
+const loadTransport = () => import('@modelcontextprotocol/sdk/server/streamableHttp.js');
+let transportModule: ReturnType<typeof loadTransport> | null = null;
 
 export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
@@ -17,6 +20,7 @@ export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMes
       res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP server is stateless (POST only)' }, id: null }));
       return;
     }
+    const { StreamableHTTPServerTransport } = await (transportModule ??= loadTransport());
     const server = factory();
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
