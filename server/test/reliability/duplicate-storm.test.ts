@@ -1,0 +1,169 @@
+// Duplicate storm across processes: two service instances (each its own Express server on its own port, its own
+// connection pool, channel accounts and in-process state) share one PostgreSQL database and one local Stellar
+// network. 1,000 concurrent settles of ONE verified attempt are split across both. The contract: exactly one
+// success, one settlement row, one receipt, one ledger transfer (the balances move once), and every other answer
+// is the documented refusal of a second use of a payment, 409 REPLAY_DETECTED.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import http from 'node:http';
+import { createService, type Service } from '../../src/compose';
+import { createLogger } from '../../src/logger';
+import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
+
+const STORM = 1_000;
+
+async function listen(app: Service['app']): Promise<{ server: Server; base: string }> {
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+type Answer = { status: number; body: { ok?: boolean; status?: string; error?: { code?: string } } };
+
+/** One POST through a shared keep-alive agent; the 120 s socket timeout is only a bound against a hang. */
+function post(agent: http.Agent, url: string, body: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, timeout: 120_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('client timeout')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('duplicate storm across two service instances on one database', () => {
+  let env: FacilitatorEnv;
+  let second: Service;
+  const servers: Server[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+  beforeAll(async () => {
+    env = await startFacilitatorEnv({ ledgerCloseMs: 200, facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 } });
+    second = await createService({
+      databaseUrl: env.svc.databaseUrl,
+      environment: 'test',
+      version: '0.0.0-test',
+      commit: null,
+      networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      operatorApiKey: OPERATOR_KEY,
+      rateLimit: { points: 1_000_000, windowSeconds: 60 },
+      bodyLimitBytes: 256 * 1024,
+      responseValidation: true,
+      logger: createLogger({ silent: !process.env.TEST_LOGS }),
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise<void>((resolve) => s.close(() => resolve()));
+    }
+    agent.destroy();
+    await second?.close();
+    await env?.stop();
+  });
+
+  // Filled by the storm, checked by the tests after it.
+  let answers: Answer[] = [];
+  let counts: { settlements: number; receipts: number } = { settlements: -1, receipts: -1 };
+  const balances = { buyerBefore: '', buyerAfter: '', sellerBefore: '', sellerAfter: '' };
+
+  it('sends 1,000 concurrent settles of one verified attempt, split across two servers on one database', async () => {
+    // The storm's rate is the point here: the first instance gets a raised rate limit like the second.
+    const first = await createService({
+      databaseUrl: env.svc.databaseUrl,
+      environment: 'test',
+      version: '0.0.0-test',
+      commit: null,
+      networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      operatorApiKey: OPERATOR_KEY,
+      rateLimit: { points: 1_000_000, windowSeconds: 60 },
+      bodyLimitBytes: 256 * 1024,
+      responseValidation: true,
+      logger: createLogger({ silent: !process.env.TEST_LOGS }),
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+    });
+    try {
+      const a = await listen(first.app);
+      const b = await listen(second.app);
+      servers.push(a.server, b.server);
+
+      const { seller, resource } = await sellerWithResource(env, '0.25');
+      const buyer = await fundedBuyer(env, '10');
+      const payTo = seller.wallet.publicKey();
+      const c = await paymentCase(env, buyer, payTo, '0.25');
+      const verified = await fetch(`${a.base}/v1/verify`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+      });
+      expect(verified.status).toBe(200);
+      const attemptId = ((await verified.json()) as { paymentAttemptId: string }).paymentAttemptId;
+      const buyerBefore = env.network.balance(buyer.publicKey(), 'USDC');
+      const sellerBefore = env.network.balance(payTo, 'USDC');
+
+      const body = JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId: resource.id });
+      answers = await Promise.all(
+        Array.from({ length: STORM }, async (_, i) => {
+          const base = i % 2 ? b.base : a.base;
+          try {
+            return await post(agent, `${base}/v1/settle`, body);
+          } catch (err) {
+            return { status: 0, body: { error: { code: `client: ${(err as Error).message}` } } } as Answer;
+          }
+        }),
+      );
+
+      // The database: one settlement row and one receipt for the attempt.
+      const db = env.svc.db;
+      [[counts]] = (await db.query(
+        `SELECT (SELECT count(*)::int FROM settlements WHERE payment_attempt_id = :id) AS settlements,
+                (SELECT count(*)::int FROM receipts WHERE payment_attempt_id = :id) AS receipts`,
+        { replacements: { id: attemptId } },
+      )) as [Array<{ settlements: number; receipts: number }>, unknown];
+      // Wait (bounded) for the one settlement to be final on the ledger, then read the balances.
+      for (let i = 0; i < 200; i++) {
+        const [[row]] = (await db.query(`SELECT status FROM settlements WHERE payment_attempt_id = :id`, { replacements: { id: attemptId } })) as [Array<{ status: string }>, unknown];
+        if (!row || row.status !== 'pending') break;
+        await sleep(50);
+      }
+
+      balances.buyerBefore = buyerBefore;
+      balances.sellerBefore = sellerBefore;
+      balances.buyerAfter = env.network.balance(buyer.publicKey(), 'USDC');
+      balances.sellerAfter = env.network.balance(payTo, 'USDC');
+      expect(answers.length).toBe(STORM);
+    } finally {
+      await first.close();
+    }
+  }, 300_000);
+
+  it('money moved once: one settlement row, one receipt, and the balances moved by exactly one payment', () => {
+    expect(counts).toEqual({ settlements: 1, receipts: 1 });
+    expect(balances).toEqual({ buyerBefore: '10', buyerAfter: '9.75', sellerBefore: '0.0000001', sellerAfter: '0.2500001' });
+  });
+
+  it('exactly one settle succeeds; every other answer is 409 REPLAY_DETECTED in the envelope (none is a 5xx, a timeout, or a second success)', () => {
+    const successes = answers.filter((r) => r.status === 200 || r.status === 202);
+    const replays = answers.filter((r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED');
+    const others = answers.filter((r) => !successes.includes(r) && !replays.includes(r));
+    const tally = others.reduce<Record<string, number>>((acc, r) => {
+      const k = `${r.status} ${r.body.error?.code ?? r.body.status ?? ''}`;
+      acc[k] = (acc[k] ?? 0) + 1;
+      return acc;
+    }, {});
+    expect({ successes: successes.length, replays: replays.length, others: tally }).toEqual({ successes: 1, replays: STORM - 1, others: {} });
+  });
+});
