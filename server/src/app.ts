@@ -14,6 +14,7 @@ import { rateLimit } from './http/rate-limit';
 import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
+import { dashboardRouter } from './http/dashboard';
 import { idempotency } from './http/idempotency';
 
 export interface AppDeps {
@@ -44,6 +45,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf }));
   app.use(rejectBadCredentials());
   app.use('/docs', docsRouter(deps.spec));
+  app.use('/dashboard', dashboardRouter());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
   app.use(
     OpenApiValidator.middleware({

@@ -26,7 +26,7 @@ export interface OperationsDataDeps {
     api: { requestRate: number; errorRate: number; p50Ms: number | null; p95Ms: number | null };
     workers: Array<{ worker: string; queueDepth: number; active: number; completed: number; failed: number; retries: number; deadLetters: number; lastSuccessAt: string | null }>;
     settlement: { p50Ms: number | null; p95Ms: number | null; settled: number; failed: number };
-    networks: Array<{ network: string; evidence: string; settlementEnabled: boolean; status: 'ok' | 'degraded' | 'down'; reason: string | null; latencyMs: number | null; latestLedger: number | null; ledgerAgeSeconds: number | null; horizon: null }>;
+    networks: Array<{ network: string; evidence: string; settlementEnabled: boolean; rpcConfigured: boolean; status: 'ok' | 'degraded' | 'down'; reason: string | null; latencyMs: number | null; latestLedger: number | null; ledgerAgeSeconds: number | null; horizon: null }>;
     searchIndex: { indexedResources: number; lagSeconds: number; fresh: boolean; partialResults: number };
     conformance: ConformanceRun[];
   }>;
