@@ -15,6 +15,8 @@ import { createPayAndFetch, type PayAndFetchInit, type PaidFetchResult, type Res
 import { signPayment, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
 import { fromResourceRequirements, readPaymentRequired } from './payments/requirements.js';
 import { verifyReceiptOnLedger, type LedgerCheck } from './payments/verify-receipt.js';
+import { createPayAndCallTool, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
+import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 
 export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
@@ -26,6 +28,9 @@ export { signPayment, transferAuthorizationEntry, latestLedgerOf, DEFAULT_VALID_
 export { readPaymentRequired, fromResourceRequirements, fromX402Requirement, type NormalizedRequirements } from './payments/requirements.js';
 export { verifyReceiptOnLedger, type LedgerCheck } from './payments/verify-receipt.js';
 export { toStroops, fromStroops } from './payments/amounts.js';
+export { payAndCallTool, paymentRequiredOf, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
+export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
+export { type McpMetricsSink } from './mcp/metrics.js';
 
 type Schemas = components['schemas'];
 type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
@@ -127,20 +132,22 @@ export function createBuyerClient(options: BuyerClientOptions) {
   const payment = options.payment;
   const signer: PaymentSigner | null = payment ? (typeof payment.signer === 'string' ? Keypair.fromSecret(payment.signer) : payment.signer) : null;
   const budget = new Budget(payment?.budget);
-  const payer = signer
-    ? createPayAndFetch({
+  const payerDeps = signer
+    ? {
         signer,
         budget,
         fetch: options.fetch ?? globalThis.fetch,
         rpcUrlFor,
         validForLedgers: payment?.validForLedgers,
-        async resolveAsset(network, contractId) {
+        async resolveAsset(network: string, contractId: string) {
           const n = (await cachedNetworks()).items.find((x) => x.network === network);
           const a = n?.assets.find((x) => x.contractId === contractId);
           return a ? { code: a.code, issuer: a.issuer } : null;
         },
-      })
+      }
     : null;
+  const payer = payerDeps ? createPayAndFetch(payerDeps) : null;
+  const toolPayer = payerDeps ? createPayAndCallTool(payerDeps) : null;
 
   return {
     discovery,
@@ -158,6 +165,14 @@ export function createBuyerClient(options: BuyerClientOptions) {
     payAndFetch(target: string | URL | ResourceLike, init?: PayAndFetchInit): Promise<PaidFetchResult> {
       if (!payer) throw new Error('payAndFetch needs the client option `payment` (signer, rpcUrl, budget)');
       return payer(target, init);
+    },
+    /**
+     * Calls a paid MCP tool through a connected MCP `Client`; when it asks for payment (x402 MCP transport), pays
+     * within the same budget and calls again (see mcp/pay-and-call-tool.ts). Needs `payment` in the client options.
+     */
+    payAndCallTool(client: McpClient, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult> {
+      if (!toolPayer) throw new Error('payAndCallTool needs the client option `payment` (signer, rpcUrl, budget)');
+      return toolPayer(client, name, args, opts);
     },
     /** Signs a payment for a resource's `paymentRequirements` (or a 402's x402 requirement) without calling anything. */
     async signPayment(requirements: NonNullable<ResourceLike['paymentRequirements']>, opts: Partial<SignPaymentOptions> = {}): Promise<PaymentPayload> {

@@ -16,6 +16,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
 import { dashboardRouter } from './http/dashboard';
 import { idempotency } from './http/idempotency';
+import { mcpRouter } from './mcp/mount';
 
 export interface AppDeps {
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
@@ -47,6 +48,8 @@ export function createApp(deps: AppDeps): Express {
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
+  // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
+  app.use('/mcp', mcpRouter({ handlers: deps.handlers, metrics: deps.metrics.mcp, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') }));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(deps.spec) as never,

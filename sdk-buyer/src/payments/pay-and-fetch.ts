@@ -94,6 +94,14 @@ export function encodeHeader(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
 }
 
+/** Fills in the asset code and issuer of a requirement that names only the contract (shared with payAndCallTool). */
+export async function withAssetCode(deps: Pick<PayerDeps, 'resolveAsset'>, requirements: NormalizedRequirements, body: unknown): Promise<NormalizedRequirements> {
+  if (requirements.asset.code && requirements.asset.issuer) return requirements;
+  const asset = await deps.resolveAsset(requirements.network, requirements.asset.contractId);
+  if (!asset) throw new PaymentFailedError(`Unknown asset contract ${requirements.asset.contractId} on ${requirements.network}`, 'UNKNOWN_ASSET', 402, body);
+  return { ...requirements, asset: { ...requirements.asset, ...asset } };
+}
+
 export function createPayAndFetch(deps: PayerDeps) {
   return async function payAndFetch(target: string | URL | ResourceLike, init: PayAndFetchInit = {}): Promise<PaidFetchResult> {
     const { maxAmount, ...requestInit } = init;
@@ -109,11 +117,7 @@ export function createPayAndFetch(deps: PayerDeps) {
       requirements = fromResourceRequirements(target.paymentRequirements);
     }
     if (!requirements) throw new PaymentFailedError(`${url} answered 402 without an exact Stellar payment requirement this SDK can pay`, 'NO_PAYABLE_REQUIREMENT', 402, body);
-    if (!requirements.asset.code || !requirements.asset.issuer) {
-      const asset = await deps.resolveAsset(requirements.network, requirements.asset.contractId);
-      if (!asset) throw new PaymentFailedError(`Unknown asset contract ${requirements.asset.contractId} on ${requirements.network}`, 'UNKNOWN_ASSET', 402, body);
-      requirements = { ...requirements, asset: { ...requirements.asset, ...asset } };
-    }
+    requirements = await withAssetCode(deps, requirements, body);
 
     deps.budget.reserve(requirements.stroops, maxAmount);
     let settled = false;

@@ -748,6 +748,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an MCP message (the marketplace MCP server)
+         * @description The marketplace's MCP server for AI agents, over the MCP **Streamable HTTP** transport in stateless mode (no
+         *     sessions, JSON answers): each POST carries one JSON-RPC message (or a batch) of the Model Context Protocol and
+         *     is answered on its own. Point an MCP client (the MCP SDK's `StreamableHTTPClientTransport`, the MCP Inspector,
+         *     an agent) at `/mcp`.
+         *
+         *     Tools (read-only; every input has a JSON Schema, listed by `tools/list`):
+         *
+         *     | Tool | What it answers |
+         *     |---|---|
+         *     | `search_resources` | discovery: ranked search with `q`, else the newest first; filters `network`, `asset`, `type`, `sellerId`, `minPrice`, `maxPrice`, `extension`, `limit`, `cursor` |
+         *     | `inspect_resource` | one resource: payment requirements, input/output schemas, seller trust, conformance state, settlement statistics |
+         *     | `list_supported_networks` | the networks with their assets and evidence label, and what the facilitator settles |
+         *     | `get_receipt` | a receipt (evidence of a paid call) |
+         *
+         *     A tool failure is a tool result with `isError: true` and `structuredContent.error = {code, message}` carrying
+         *     the API's stable codes (for example `RESOURCE_NOT_FOUND`, `NOT_FOUND`, `INVALID_REQUEST`). The service never
+         *     holds a buyer's wallet, so it has no paying tool: `call_paid_resource` exists only in the buyer SDK's stdio
+         *     server (`paid-api-marketplace-mcp`), which runs on the buyer's machine with the buyer's wallet and budget.
+         *
+         *     Transport rules: `Content-Type: application/json`; `Accept` should list `application/json` and
+         *     `text/event-stream` (an absent `Accept`, `*\/*` or `application/json` alone is accepted; answers are always
+         *     JSON). A request answers `200` with the JSON-RPC response; notifications and responses answer `202` with no
+         *     body. JSON-RPC errors (unknown method, invalid params) are JSON-RPC error objects in a `200`. A body that is not
+         *     a JSON-RPC message, or an unsupported `MCP-Protocol-Version`, answers `400 INVALID_REQUEST` in the error
+         *     envelope. `GET` and `DELETE` (sessions, server-initiated streams) answer `405 METHOD_NOT_ALLOWED`.
+         *
+         *     Metrics (`/metrics`, labelled by environment and network): `mcp_tool_calls_total`,
+         *     `mcp_tool_call_duration_seconds`, `mcp_tool_errors_total`, `mcp_receipt_fetches_total`,
+         *     `mcp_supported_network_queries_total`, `mcp_budget_rejections_total`, `mcp_server_uptime_seconds`. No tool
+         *     argument, query text or credential is a label or a log field.
+         *
+         *     **Who may call:** anyone; a key is optional. Rate limited like every route (one POST, one request).
+         */
+        post: operations["sendMcpMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2700,6 +2751,8 @@ export interface components {
             /** @description RPC health and support of every configured network. */
             networks: {
                 network: components["schemas"]["Network"];
+                /** @description False when the network has no RPC (it is listed, verify and settle refuse it; status is `down` with a null reason). */
+                rpcConfigured: boolean;
                 evidence: components["schemas"]["EvidenceLabel"];
                 settlementEnabled: boolean;
                 status: components["schemas"]["HealthStatus"];
@@ -2741,6 +2794,47 @@ export interface components {
                     [key: string]: number | null;
                 };
             }[];
+        };
+        /**
+         * @description One JSON-RPC 2.0 message of the Model Context Protocol: a request (`method` and `id`), a notification (`method`
+         *     without `id`) or a response (`id` with `result` or `error`). `params` of a request are described by the MCP
+         *     specification (for `tools/call`: `name`, `arguments`, optional `_meta`).
+         * @example {
+         *       "jsonrpc": "2.0",
+         *       "id": 1,
+         *       "method": "tools/list"
+         *     }
+         */
+        McpJsonRpcMessage: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number;
+            /** @example tools/list */
+            method?: string;
+            params?: Record<string, never>;
+            result?: Record<string, never>;
+            error?: Record<string, never>;
+        };
+        /**
+         * @description A JSON-RPC 2.0 response of the MCP server, with `result` or with `error` (`code`, `message`, optional `data`).
+         * @example {
+         *       "jsonrpc": "2.0",
+         *       "id": 1,
+         *       "result": {
+         *         "tools": []
+         *       }
+         *     }
+         */
+        McpJsonRpcResponse: {
+            /** @constant */
+            jsonrpc: "2.0";
+            id?: string | number | null;
+            result?: Record<string, never>;
+            error?: {
+                code: number;
+                message: string;
+                data?: unknown;
+            };
         };
     };
     responses: {
@@ -4174,6 +4268,42 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendMcpMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["McpJsonRpcMessage"] | components["schemas"]["McpJsonRpcMessage"][];
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response (a result, or a JSON-RPC error object), or an array of them for a batch. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpJsonRpcResponse"] | components["schemas"]["McpJsonRpcResponse"][];
+                };
+            };
+            /** @description Notifications or responses only; accepted, no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

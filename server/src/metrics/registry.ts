@@ -2,6 +2,7 @@ import client from 'prom-client';
 import { defineDiscoveryMetrics, type DiscoveryMetrics } from './discovery';
 import { defineFacilitatorMetrics, type FacilitatorMetrics } from './facilitator';
 import { defineOperationsMetrics, type OperationsMetrics } from './operations';
+import { defineMcpMetrics, type McpMetrics } from './mcp';
 
 /**
  * The one metrics registry. Every metric of the service is defined here or in the area files beside it
@@ -20,6 +21,7 @@ export interface Metrics {
   discovery: DiscoveryMetrics;
   facilitator: FacilitatorMetrics;
   operations: OperationsMetrics;
+  mcp: McpMetrics;
 }
 
 /** The eight tracked figures of every background worker, labelled by worker name. */
@@ -95,5 +97,6 @@ export function createMetrics(environment: string): Metrics {
     discovery: defineDiscoveryMetrics(registry),
     facilitator: defineFacilitatorMetrics(registry),
     operations: defineOperationsMetrics(registry),
+    mcp: defineMcpMetrics(registry),
   };
 }

@@ -7,6 +7,7 @@ import { operationHandlers } from './operations';
 import type { DiscoveryOperation } from '../../areas/discovery';
 import type { FacilitatorOperation } from '../../areas/facilitator';
 import type { OperationsOperation } from '../../areas/operations';
+import { mcpHandlers } from '../../mcp/mount';
 
 export type { HandlerDeps } from './deps';
 
@@ -17,6 +18,7 @@ export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, Discover
     ...sellerHandlers(deps),
     ...paymentHandlers(deps),
     ...operationHandlers(deps),
+    ...mcpHandlers,
     ...areas,
   };
 }

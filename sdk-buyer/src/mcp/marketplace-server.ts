@@ -1,0 +1,342 @@
+/**
+ * The marketplace's MCP server: what an AI agent uses to find, inspect and pay for paid resources from its own
+ * interface. One implementation, served two ways:
+ *
+ * - by the stdio bin of this package (`paid-api-marketplace-mcp`, src/bin/marketplace-mcp.ts) on the buyer's
+ *   machine, with the buyer's wallet and budget: all five tools;
+ * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/mcp): the four read-only tools. The service
+ *   never holds a buyer's wallet, so it has no `call_paid_resource`.
+ *
+ * Tools (names are part of the contract):
+ * - `search_resources`: discovery with its filters (ranked search when `q` is given, else the newest first);
+ * - `inspect_resource`: one resource: payment requirements, input/output schemas, seller trust, conformance state;
+ * - `list_supported_networks`: the networks, their assets and what the facilitator settles;
+ * - `get_receipt`: a receipt (evidence of a paid call);
+ * - `call_paid_resource` (only with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
+ *   payAndCallTool, within the configured budget, and answers with the result and the receipt.
+ *
+ * Every tool answers `structuredContent` (and the same JSON as text). A failure is a tool result with `isError`
+ * and `structuredContent.error = { code, message, details? }`; codes are the API's stable codes plus
+ * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR and
+ * INVALID_REQUEST. Messages never carry secrets: unexpected errors answer a fixed text.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { components } from '../generated/openapi.js';
+import { BudgetExceededError } from '../payments/budget.js';
+import { PaymentFailedError, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
+import type { PaidToolCallResult, PayAndCallToolOptions } from './pay-and-call-tool.js';
+import { safeCode, safeNetwork, type MarketplaceToolName, type McpMetricsSink } from './metrics.js';
+
+type Schemas = components['schemas'];
+
+/** The read-only tools (what the service's /mcp lists). */
+export const MARKETPLACE_READ_TOOLS = ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt'] as const;
+
+type DiscoveryFilters = {
+  network?: 'stellar:testnet' | 'stellar:pubnet';
+  asset?: string;
+  type?: 'http' | 'mcp';
+  sellerId?: string;
+  minPrice?: string;
+  maxPrice?: string;
+  extension?: 'bazaar' | 'mcp';
+  cursor?: string;
+  limit?: number;
+};
+
+/** What the tools read. A BuyerClient is one (over HTTP); the service implements it over its own handlers. */
+export interface MarketplacePort {
+  search(query: DiscoveryFilters & { q: string }): Promise<Schemas['SearchPage']>;
+  list(query: DiscoveryFilters): Promise<Schemas['DiscoveryPage']>;
+  getResource(id: string): Promise<Schemas['ResourceDetail']>;
+  listNetworks(): Promise<Schemas['NetworkList']>;
+  supported(): Promise<Schemas['Supported']>;
+  getReceipt(id: string): Promise<Schemas['Receipt']>;
+}
+
+/** The paying side (a BuyerClient created with `payment`). */
+export interface MarketplacePayer {
+  payAndFetch(target: string, init?: PayAndFetchInit): Promise<PaidFetchResult>;
+  payAndCallTool(client: Client, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult>;
+  readonly spent: string;
+}
+
+interface BuyerClientLike {
+  discovery: { search: MarketplacePort['search']; list: MarketplacePort['list'] };
+  resources: { get: MarketplacePort['getResource'] };
+  networks: { list: MarketplacePort['listNetworks'] };
+  supported: MarketplacePort['supported'];
+  receipts: { get: MarketplacePort['getReceipt'] };
+}
+
+export interface MarketplaceMcpOptions {
+  /** Where the tools read: a BuyerClient, or any MarketplacePort. */
+  marketplace: MarketplacePort | BuyerClientLike;
+  /** A wallet-configured BuyerClient: enables `call_paid_resource`. Never given on the service. */
+  payer?: MarketplacePayer;
+  /** The fetch used to reach sellers (HTTP resources and MCP servers). Default: global fetch. */
+  fetch?: typeof globalThis.fetch;
+  metrics?: McpMetricsSink;
+  /** Server name and version announced to MCP clients. */
+  name?: string;
+  version?: string;
+}
+
+/** A BuyerClient as a MarketplacePort. */
+export function marketplacePortOf(client: MarketplacePort | BuyerClientLike): MarketplacePort {
+  if (!('discovery' in client)) return client;
+  return {
+    search: (q) => client.discovery.search(q),
+    list: (q) => client.discovery.list(q),
+    getResource: (id) => client.resources.get(id),
+    listNetworks: () => client.networks.list(),
+    supported: () => client.supported(),
+    getReceipt: (id) => client.receipts.get(id),
+  };
+}
+
+/** A tool failure with a stable code. */
+export class ToolError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly details?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_BODY_CHARS = 65_536;
+
+// ---- input schemas (every field bounded) ------------------------------------------------------------------------
+const network = z.enum(['stellar:testnet', 'stellar:pubnet']);
+const amount = z.string().regex(/^\d{1,12}(\.\d{1,7})?$/, 'a decimal amount with at most 7 fraction digits');
+const resourceId = z.string().regex(/^res_[0-9A-HJKMNP-TV-Z]{26}$/, 'a resource id (res_...)');
+const receiptId = z.string().regex(/^rcp_[0-9A-HJKMNP-TV-Z]{26}$/, 'a receipt id (rcp_...)');
+const shortText = z.string().max(1_000);
+
+const searchInput = {
+  q: z.string().min(1).max(200).optional().describe('What you are looking for (ranked text search). Omit to list the newest resources.'),
+  network: network.optional().describe('Only resources paid on this network'),
+  asset: z.string().regex(/^[A-Za-z0-9]{1,12}$/).optional().describe('Only resources priced in this asset code, e.g. USDC'),
+  type: z.enum(['http', 'mcp']).optional().describe('http: a paid HTTP endpoint; mcp: a paid MCP tool'),
+  sellerId: z.string().regex(/^sel_[0-9A-HJKMNP-TV-Z]{26}$/).optional(),
+  minPrice: amount.optional().describe('Lowest price, in units of the asset'),
+  maxPrice: amount.optional().describe('Highest price, in units of the asset'),
+  extension: z.enum(['bazaar', 'mcp']).optional(),
+  limit: z.number().int().min(1).max(100).optional().describe('Most resources to return (default 20)'),
+  cursor: z.string().min(1).max(512).optional().describe('nextCursor of the previous page'),
+};
+
+const callInput = {
+  resourceId: resourceId.describe('The resource to call (from search_resources)'),
+  arguments: z.record(z.string().max(128), z.unknown()).optional().describe('mcp resources: the tool arguments'),
+  pathParams: z.record(z.string().max(64), z.string().max(256)).optional().describe('http resources: values of the {placeholders} of the URL'),
+  query: z.record(z.string().max(64), z.string().max(1024)).optional().describe('http resources: query string parameters'),
+  method: z.enum(['GET', 'POST']).optional().describe('http resources: the method (default GET; POST sends `body` as JSON)'),
+  body: z.unknown().optional().describe('http resources: the JSON body of a POST'),
+  maxAmount: amount.optional().describe('Most this call may pay (also capped by the configured budget)'),
+};
+
+export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpServer {
+  const port = marketplacePortOf(options.marketplace);
+  const server = new McpServer({ name: options.name ?? 'paid-api-marketplace', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
+  const metrics = options.metrics;
+  const sellerFetch = options.fetch ?? globalThis.fetch;
+
+  /** Runs one tool body: structured answer or a coded error; one metrics event either way. */
+  function tool<A>(name: MarketplaceToolName, networkOf: (args: A) => unknown, body: (args: A, note: { network?: string }) => Promise<Record<string, unknown>>) {
+    return async (args: A): Promise<CallToolResult> => {
+      const started = process.hrtime.bigint();
+      const note: { network?: string } = {};
+      let code: string | null = null;
+      try {
+        const data = await body(args, note);
+        return { structuredContent: data, content: [{ type: 'text', text: JSON.stringify(data) }] };
+      } catch (err) {
+        const error = toToolError(err);
+        code = error.code;
+        if (err instanceof BudgetExceededError) metrics?.budgetRejection({ network: safeNetwork(note.network), limit: err.limit });
+        const payload = { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } };
+        return { isError: true, structuredContent: payload, content: [{ type: 'text', text: JSON.stringify(payload) }] };
+      } finally {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        metrics?.toolCall({ tool: name, network: safeNetwork(note.network ?? networkOf(args)), code, seconds });
+      }
+    };
+  }
+
+  server.registerTool(
+    'search_resources',
+    {
+      title: 'Search paid resources',
+      description:
+        'Find paid HTTP endpoints and paid MCP tools in the marketplace. With `q`, results are ranked for the text; without it, the newest first. Every result shows its price (amount, asset), network, payTo and type; use inspect_resource for the full terms.',
+      inputSchema: searchInput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    tool('search_resources', (a: { network?: string }) => a.network, async (args) => {
+      const { q, ...filters } = args as DiscoveryFilters & { q?: string };
+      const page = q ? await port.search({ q, ...filters }) : await port.list(filters);
+      return page as unknown as Record<string, unknown>;
+    }),
+  );
+
+  server.registerTool(
+    'inspect_resource',
+    {
+      title: 'Inspect a paid resource',
+      description: 'The full record of one resource: its current payment requirements, input and output schemas, seller trust (domain verification), conformance state where known and settlement statistics.',
+      inputSchema: { resourceId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    tool('inspect_resource', () => undefined, async ({ resourceId: id }: { resourceId: string }, note) => {
+      const detail = await port.getResource(id);
+      note.network = detail.network;
+      return detail as unknown as Record<string, unknown>;
+    }),
+  );
+
+  server.registerTool(
+    'list_supported_networks',
+    {
+      title: 'Supported networks',
+      description: 'The ledger networks of the marketplace, their accepted assets and evidence label, and the payment schemes its facilitator verifies and settles.',
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    tool('list_supported_networks', () => undefined, async () => {
+      const [networks, supported] = await Promise.all([port.listNetworks(), port.supported()]);
+      return { networks: networks.items, supported };
+    }),
+  );
+
+  server.registerTool(
+    'get_receipt',
+    {
+      title: 'Read a receipt',
+      description: 'A receipt: the evidence of a paid call (resource, seller, amount, asset, transaction hash, ledger, status, evidence label).',
+      inputSchema: { receiptId },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    tool('get_receipt', () => undefined, async ({ receiptId: id }: { receiptId: string }, note) => {
+      const receipt = await port.getReceipt(id);
+      note.network = receipt.network;
+      return receipt as unknown as Record<string, unknown>;
+    }),
+  );
+
+  const payer = options.payer;
+  if (payer) {
+    server.registerTool(
+      'call_paid_resource',
+      {
+        title: 'Call and pay for a resource',
+        description:
+          'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result and the receipt.',
+        inputSchema: callInput,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      },
+      tool('call_paid_resource', () => undefined, async (args: CallArgs, note) => {
+        const detail = await port.getResource(args.resourceId);
+        note.network = detail.network;
+        if (detail.status !== 'active') throw new ToolError('RESOURCE_NOT_FOUND', `Resource ${detail.id} is not active`);
+        const outcome = detail.type === 'mcp' ? await callMcp(detail, args) : await callHttp(detail, args);
+        let receipt: Record<string, unknown> | null = null;
+        const receiptId = outcome.receipt?.receiptId;
+        if (typeof receiptId === 'string') receipt = (await port.getReceipt(receiptId).catch(() => null)) as Record<string, unknown> | null;
+        return {
+          resourceId: detail.id,
+          type: detail.type,
+          paid: outcome.paid,
+          amount: outcome.paid ? detail.amount : '0',
+          settlement: outcome.receipt,
+          receipt,
+          spent: payer.spent,
+          result: outcome.result,
+        };
+      }),
+    );
+  }
+
+  type CallArgs = z.infer<z.ZodObject<typeof callInput>>;
+  type Outcome = { paid: boolean; receipt: Record<string, unknown> | null; result: Record<string, unknown> };
+
+  async function callHttp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
+    const url = new URL(fillTemplate(detail.url, args.pathParams ?? {}));
+    for (const [k, v] of Object.entries(args.query ?? {})) url.searchParams.set(k, v);
+    const method = args.method ?? 'GET';
+    const init: PayAndFetchInit = { method, maxAmount: args.maxAmount };
+    if (method === 'POST') {
+      const text = JSON.stringify(args.body ?? {});
+      if (text.length > MAX_BODY_CHARS) throw new ToolError('INVALID_REQUEST', 'body is too large');
+      init.body = text;
+      init.headers = { 'content-type': 'application/json' };
+    }
+    const { response, paid, receipt } = await payer!.payAndFetch(url.toString(), init);
+    const contentType = response.headers.get('content-type') ?? '';
+    const raw = await response.text();
+    const text = raw.length > MAX_BODY_CHARS ? raw.slice(0, MAX_BODY_CHARS) : raw;
+    let body: unknown = text;
+    if (/json/i.test(contentType) && text === raw) {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = text;
+      }
+    }
+    if (!response.ok) throw new ToolError('UPSTREAM_ERROR', `The resource answered HTTP ${response.status}`, { status: response.status, paid });
+    return { paid, receipt: receipt as Record<string, unknown> | null, result: { status: response.status, contentType, body, truncated: text !== raw } };
+  }
+
+  async function callMcp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
+    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
+    const toolName = typeof ext.mcp?.toolName === 'string' ? ext.mcp.toolName : typeof ext.mcp?.tool === 'string' ? ext.mcp.tool : null;
+    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const client = new Client({ name: 'paid-api-marketplace-mcp', version: '0.1.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: sellerFetch });
+    try {
+      await client.connect(transport);
+    } catch {
+      throw new ToolError('UPSTREAM_ERROR', `Could not connect to the MCP server of resource ${detail.id}`);
+    }
+    try {
+      const { result, paid, receipt } = await payer!.payAndCallTool(client, toolName, args.arguments ?? {}, { maxAmount: args.maxAmount });
+      if (result.isError) throw new ToolError('UPSTREAM_ERROR', `Tool ${toolName} answered an error (not charged)`, { paid, content: result.content as unknown });
+      return { paid, receipt: receipt as Record<string, unknown> | null, result: { content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) } };
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  return server;
+}
+
+function fillTemplate(template: string, values: Record<string, string>): string {
+  const missing: string[] = [];
+  const url = template.replace(/\{([^}]{1,64})\}/g, (_, name: string) => {
+    const v = values[name];
+    if (v === undefined) {
+      missing.push(name);
+      return '';
+    }
+    return encodeURIComponent(v);
+  });
+  if (missing.length) throw new ToolError('INVALID_REQUEST', `pathParams is missing ${missing.join(', ')}`, { missing });
+  return url;
+}
+
+function toToolError(err: unknown): ToolError {
+  if (err instanceof ToolError) return err;
+  if (err instanceof BudgetExceededError) return new ToolError('BUDGET_EXCEEDED', err.message, { requested: err.requested, remaining: err.remaining, limit: err.limit });
+  if (err instanceof PaymentFailedError) return new ToolError(safeCode(err.code), err.message.slice(0, 500));
+  const coded = err as { code?: unknown; message?: unknown; status?: unknown };
+  if (err instanceof Error && typeof coded.code === 'string' && /^[A-Z][A-Z0-9_]{1,47}$/.test(coded.code)) {
+    // An ApiError of the marketplace (or a DomainError on the service): codes and messages are the API's own.
+    return new ToolError(coded.code, String(coded.message).slice(0, 500));
+  }
+  return new ToolError('INTERNAL_ERROR', 'The tool failed unexpectedly');
+}

@@ -1,0 +1,106 @@
+/**
+ * The service's mount of the marketplace MCP server at /mcp: Streamable HTTP, stateless (a fresh McpServer and
+ * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's
+ * (sdk-buyer/src/mcp/marketplace-server.ts), imported from the workspace sources by relative path: tsx (npm start)
+ * and Jest (with the `.js` suffix mapping of server/jest.config.js) run the TypeScript directly, and tsc checks it
+ * because server/tsconfig*.json set `rootDir` to the repository root. The service never holds a buyer's wallet:
+ * no payer is given, so there is no `call_paid_resource`.
+ *
+ * The tools read through the service's own operation handlers (MarketplacePort below), as a public caller: the same
+ * use cases and presenters as /v1, without a second HTTP hop. The MCP POST itself went through the app's request
+ * id, metrics, credentials, rate limit and JSON body limit like every route.
+ *
+ * Requests an MCP client would never send are answered in the error envelope before the MCP transport sees them:
+ * a body that is not a JSON-RPC message (400 INVALID_REQUEST), an Accept that excludes JSON (400), an unsupported
+ * MCP-Protocol-Version (400), GET/DELETE (405 METHOD_NOT_ALLOWED: no sessions, no server-initiated stream).
+ */
+import express, { type Router } from 'express';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
+import { createMarketplaceMcpServer, type MarketplacePort } from '../../../sdk-buyer/src/mcp/marketplace-server';
+import type { Handlers } from '../http/operation-types';
+import type { McpMetrics } from '../metrics/mcp';
+import { PUBLIC } from '../domain/auth/principal';
+import { DomainError } from '../domain/errors';
+
+export interface McpMountDeps {
+  handlers: Handlers;
+  metrics: McpMetrics;
+  version: string;
+}
+
+const MAX_BATCH = 100;
+
+/** The read side of the marketplace over the service's handlers, as the public caller. */
+export function marketplaceFromHandlers(h: Handlers, requestId: string): MarketplacePort {
+  const ctx = (params: Record<string, string>, query: Record<string, unknown> = {}) =>
+    ({ params, query, body: undefined, principal: PUBLIC, requestId, header: () => undefined }) as never;
+  const body = async <T>(p: Promise<{ body: unknown }>): Promise<T> => (await p).body as T;
+  return {
+    search: (q) => body(h.searchResources(ctx({}, { limit: 20, ...q }))),
+    list: (q) => body(h.listDiscoveryResources(ctx({}, { limit: 20, ...q }))),
+    getResource: (id) => body(h.getResource(ctx({ id }))),
+    listNetworks: () => body(h.listNetworks(ctx({}))),
+    supported: () => body(h.getSupported(ctx({}))),
+    getReceipt: (receiptId) => body(h.getReceipt(ctx({ receiptId }))),
+  };
+}
+
+function checkTransportRules(req: express.Request): void {
+  const accept = req.headers.accept;
+  if (accept && !/application\/json|\*\/\*|application\/\*/i.test(accept)) throw new DomainError('INVALID_REQUEST', 'Accept must allow application/json (MCP Streamable HTTP: application/json, text/event-stream)');
+  if (!req.is('application/json')) throw new DomainError('INVALID_REQUEST', 'Content-Type must be application/json');
+  const version = req.headers['mcp-protocol-version'];
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) throw new DomainError('INVALID_REQUEST', 'Unsupported MCP-Protocol-Version');
+  const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
+  if (messages.length === 0 || messages.length > MAX_BATCH) throw new DomainError('INVALID_REQUEST', `A batch holds 1 to ${MAX_BATCH} JSON-RPC messages`);
+  for (const m of messages) if (!JSONRPCMessageSchema.safeParse(m).success) throw new DomainError('INVALID_REQUEST', 'The body is not a JSON-RPC 2.0 message of the Model Context Protocol');
+  // Answers are always JSON (enableJsonResponse); a client that accepts JSON is served even without text/event-stream.
+  req.headers.accept = 'application/json, text/event-stream';
+}
+
+export function mcpRouter(deps: McpMountDeps): Router {
+  const router = express.Router();
+  router.post('/', async (req, res, next) => {
+    res.locals.routeTemplate = '/mcp';
+    res.locals.operationId = 'sendMcpMessage';
+    try {
+      checkTransportRules(req);
+    } catch (err) {
+      return next(err);
+    }
+    const server = createMarketplaceMcpServer({
+      marketplace: marketplaceFromHandlers(deps.handlers, String(res.locals.requestId)),
+      metrics: deps.metrics.sink,
+      name: 'paid-api-marketplace',
+      version: deps.version,
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    try {
+      await server.connect(transport);
+      await transport.handleRequest(req, res, req.body);
+    } catch (err) {
+      if (!res.headersSent) next(err);
+    }
+  });
+  router.all('/', (_req, res, next) => {
+    res.locals.routeTemplate = '/mcp';
+    res.setHeader('Allow', 'POST');
+    next(new DomainError('METHOD_NOT_ALLOWED', 'The MCP endpoint is stateless: POST only (no sessions, no server-initiated stream)'));
+  });
+  return router;
+}
+
+/**
+ * The spec operation `sendMcpMessage` is served by mcpRouter, mounted before the operation routes; this handler
+ * completes the typed handler object and answers only if the router were ever bypassed.
+ */
+export const mcpHandlers: Pick<Handlers, 'sendMcpMessage'> = {
+  async sendMcpMessage() {
+    throw new DomainError('INTERNAL_ERROR', 'POST /mcp is served by the MCP transport');
+  },
+};
