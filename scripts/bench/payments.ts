@@ -41,6 +41,16 @@ function privateKey(buyer: Keypair): crypto.KeyObject {
 const keys = new WeakMap<Keypair, crypto.KeyObject>();
 const invocations = new Map<string, xdr.SorobanAuthorizedInvocation>();
 
+/**
+ * Funded accounts for the service's settlement channels on a network process (pass the secrets to
+ * startServiceProcess as STELLAR_TESTNET_CHANNEL_SECRETS, comma-separated): bench:settle's channel pool.
+ */
+export async function channelSecrets(net: NetworkProcess, n: number): Promise<string[]> {
+  const keys = Array.from({ length: n }, () => Keypair.random());
+  await Promise.all(keys.map((k) => net.fund(k.publicKey())));
+  return keys.map((k) => k.secret());
+}
+
 export interface VerifyBody {
   paymentPayload: Record<string, unknown>;
   paymentRequirements: Record<string, unknown>;
