@@ -52,6 +52,13 @@ export interface Config {
     /** How long POST /v1/settle waits for confirmation before answering 202 settlement_pending. */
     confirmWaitMs: number;
   };
+  /** Operations: network-health and conformance-runner schedules, expected ledger close interval. */
+  operations: {
+    networkHealthEvery: string;
+    conformanceEvery: string;
+    /** A ledger that has not advanced for 3 of these is stale (Stellar: 5 s; the local network: its close interval). */
+    ledgerCloseMs: number;
+  };
 }
 
 export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
@@ -212,6 +219,11 @@ export function loadConfig(env: Env = process.env): Config {
       },
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
       confirmWaitMs: r.int('FACILITATOR_CONFIRM_WAIT_MS', 15_000, 0, 120_000),
+    },
+    operations: {
+      networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,
+      conformanceEvery: `${r.int('CONFORMANCE_INTERVAL_MINUTES', 60, 1, 10_080)} minutes`,
+      ledgerCloseMs: r.int('LEDGER_CLOSE_MS', 5000, 100, 600_000),
     },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);

@@ -84,6 +84,12 @@ async function main(): Promise<void> {
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
     facilitator: config.facilitator,
+    operations: {
+      networkHealthEvery: config.operations.networkHealthEvery,
+      conformanceEvery: config.operations.conformanceEvery,
+      // With the local network on, its own close interval is the one /health judges staleness by.
+      ledgerCloseMs: localNetwork && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
+    },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
