@@ -182,6 +182,12 @@ const ROWS: Row[] = [
     expect: PUBLIC_READ,
   },
   { operationId: 'listNetworks', what: 'list networks', call: () => ({}), expect: PUBLIC_READ },
+  {
+    operationId: 'sendMcpMessage',
+    what: "inspect A's resource through the MCP server (read-only tools, no payments)",
+    call: (w) => ({ body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } } } }),
+    expect: PUBLIC_READ,
+  },
   { operationId: 'getHealth', what: 'read health', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getVersion', what: 'read version', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
