@@ -25,6 +25,8 @@ export interface OperationsOptions {
   networkHealthEvery?: string;
   /** Agenda interval of the conformance-runner worker. Default '1 hour'. */
   conformanceEvery?: string;
+  /** Run the scheduled conformance suite at start too (main: yes; default no, so test services never settle unasked). */
+  conformanceAtStart?: boolean;
   /** Dashboard sample interval (ms). Default 10 000 (one hour = 360 samples). */
   sampleIntervalMs?: number;
   /** The probe fetcher; default the SSRF-safe fetcher reading 402 answers (tests allow loopback http). */
@@ -279,7 +281,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
     handlers,
     workers: [
       networkHealthWorker({ monitor, every: opts.networkHealthEvery }),
-      conformanceRunnerWorker({ runner, store: repo, every: opts.conformanceEvery }),
+      conformanceRunnerWorker({ runner, store: repo, every: opts.conformanceEvery, runAtStart: opts.conformanceAtStart }),
     ],
     ledgerChecks: () => monitor.checks(),
     decorateResourceRead(getResource) {

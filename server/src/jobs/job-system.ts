@@ -16,6 +16,8 @@ export interface WorkerDefinition<D = Record<string, unknown>> {
   run(data: D): Promise<void>;
   /** Runs on a schedule as well as on demand, e.g. '30 seconds'. */
   every?: string;
+  /** With `every`: the first scheduled run comes one interval after start instead of at start. */
+  skipImmediate?: boolean;
   concurrency?: number;
   maxRetries?: number;
   /** First retry delay in ms (doubles each try, with jitter). */
@@ -130,7 +132,7 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
     async start() {
       await agenda.start();
       started = true;
-      for (const w of workers) if (w.every) await agenda.every(w.every, w.name);
+      for (const w of workers) if (w.every) await agenda.every(w.every, w.name, undefined, w.skipImmediate ? { skipImmediate: true } : undefined);
       await system.refreshQueueMetrics();
       metricsTimer = setInterval(() => void system.refreshQueueMetrics().catch(() => undefined), 5000);
       metricsTimer.unref();
