@@ -58,11 +58,13 @@ async function main(): Promise<void> {
       port: config.localNetwork.port,
       ledgerCloseMs: config.localNetwork.ledgerCloseMs,
       dataFile: config.localNetwork.dataFile,
+      // testnet's twin: it hosts the configured testnet assets (default Circle's testnet USDC) with their issuers.
+      assets: config.networks.find((n) => n.network === 'stellar:testnet')!.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
     });
+    for (const m of localNetwork.migrated) logger.info('local network: balances moved from an old local issuer to the hosted asset', { ...m });
     const testnet = networks.find((n) => n.network === 'stellar:testnet')!;
     testnet.rpcUrl = localNetwork.rpcUrl;
     testnet.local = true;
-    testnet.assets = localNetwork.assets.map((a) => ({ code: a.code, issuer: a.issuer }));
     logger.info('local network started (evidence: local simulation)', { rpcUrl: localNetwork.rpcUrl, assets: localNetwork.assets });
   }
 

@@ -5,6 +5,27 @@ import { Keypair, rpc } from '@stellar/stellar-sdk';
 import request from 'supertest';
 import { LocalNetwork, startLocalNetwork } from '../../src/ledger/local-network';
 import { buildTransfer, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
+import { TESTNET_USDC } from '../../src/ledger/local-network';
+import { loadNetworkState } from '../../src/ledger/local-network/persistence';
+
+/** Circle's testnet USDC as published by Circle and the x402 Stellar defaults (written out here on purpose). */
+const TESTNET_USDC_ISSUER = 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5';
+const TESTNET_USDC_CONTRACT = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
+
+describe("testnet's twin", () => {
+  it("hosts Circle's testnet USDC: the contract id derived from code, issuer and the testnet passphrase is testnet's", async () => {
+    expect(TESTNET_USDC.contractId).toBe(TESTNET_USDC_CONTRACT);
+    const network = await startTestNetwork();
+    try {
+      expect(network.assets).toEqual([{ code: 'USDC', issuer: TESTNET_USDC_ISSUER, contractId: TESTNET_USDC_CONTRACT }]);
+      expect(network.issuerSecret('USDC')).toBeUndefined();
+      const described = await request(network.baseUrl).get('/');
+      expect(described.body.assets).toEqual([{ code: 'USDC', issuer: TESTNET_USDC_ISSUER, contractId: TESTNET_USDC_CONTRACT }]);
+    } finally {
+      await network.stop();
+    }
+  });
+});
 
 describe('friendbot and faucet', () => {
   let network: LocalNetwork;
@@ -35,6 +56,8 @@ describe('friendbot and faucet', () => {
     expect(network.hasTrustline(addr, 'USDC')).toBe(false);
     const res = await request(network.baseUrl).post('/faucet').send({ address: addr, asset: 'USDC', amount: '12.3456789' });
     expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ code: 'USDC', issuer: TESTNET_USDC_ISSUER, contractId: TESTNET_USDC_CONTRACT });
+    expect((await rpcClient(network).getTransaction(res.body.hash)).status).toBe('SUCCESS');
     expect(network.hasTrustline(addr, 'USDC')).toBe(true);
     expect(network.balance(addr, 'USDC')).toBe('12.3456789');
     const bad = await request(network.baseUrl).post('/faucet').send({ address: addr, asset: 'USDC', amount: '0.123456789' });
@@ -96,5 +119,33 @@ describe('restart with a data file', () => {
     } finally {
       await second.stop();
     }
+  });
+});
+
+describe('a data file from the old local USDC issuer', () => {
+  it('moves its USDC trustlines and contract balances to the hosted USDC, so wallets keep their funds', async () => {
+    const dataFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'local-network-')), 'state.json');
+    const oldIssuer = Keypair.random();
+    const first = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile, assets: [{ code: 'USDC', issuerSecret: oldIssuer.secret() }] });
+    const holder = await fundedAccount(first, '7.25');
+    expect(first.assets[0].issuer).toBe(oldIssuer.publicKey());
+    await first.stop();
+    // The old format: the USDC issuer secret is in the file's issuers.
+    expect(loadNetworkState(dataFile)!.issuers).toEqual([{ code: 'USDC', secret: oldIssuer.secret() }]);
+
+    const second = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile });
+    try {
+      expect(second.migrated).toEqual([{ code: 'USDC', fromIssuer: oldIssuer.publicKey(), toIssuer: TESTNET_USDC_ISSUER, entries: 2 }]);
+      expect(second.assets[0]).toEqual({ code: 'USDC', issuer: TESTNET_USDC_ISSUER, contractId: TESTNET_USDC_CONTRACT });
+      expect(second.balance(holder.publicKey(), 'USDC')).toBe('7.25');
+      const receiver = await fundedAccount(second, '0.0000001');
+      const server = rpcClient(second);
+      const tx = await buildTransfer({ network: second, server, submitter: holder, from: holder.publicKey(), to: receiver.publicKey(), amount: 2_500_000n });
+      expect((await submitAndClose(second, server, tx)).status).toBe('SUCCESS');
+      expect(second.balance(receiver.publicKey(), 'USDC')).toBe('0.2500001');
+    } finally {
+      await second.stop();
+    }
+    expect(loadNetworkState(dataFile)!.issuers).toEqual([]);
   });
 });

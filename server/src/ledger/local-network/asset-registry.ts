@@ -14,7 +14,10 @@ export interface RegisteredAsset {
 
 export interface IssuedAssetInput {
   code: string;
-  issuer: Keypair;
+  /** The issuer's account id (G...). */
+  issuer: string;
+  /** Only for issuers this network generated; a hosted real-world asset (Circle's testnet USDC) has none. */
+  issuerKeypair?: Keypair;
 }
 
 /** SEP-11 string of a classic asset. */
@@ -33,10 +36,11 @@ export class AssetRegistry {
 
   constructor(passphrase: string, issued: IssuedAssetInput[]) {
     this.add(Asset.native(), 'XLM', passphrase);
-    for (const { code, issuer } of issued) {
+    for (const { code, issuer, issuerKeypair } of issued) {
       if (this.byCode.has(code.toUpperCase()) || code.toUpperCase() === 'XLM') throw new Error(`asset ${code} is configured twice`);
-      this.add(new Asset(code, issuer.publicKey()), code, passphrase);
-      this.issuerKeys.set(code.toUpperCase(), issuer);
+      if (issuerKeypair && issuerKeypair.publicKey() !== issuer) throw new Error(`asset ${code}: the issuer secret does not match ${issuer}`);
+      this.add(new Asset(code, issuer), code, passphrase);
+      if (issuerKeypair) this.issuerKeys.set(code.toUpperCase(), issuerKeypair);
     }
   }
 
@@ -74,9 +78,8 @@ export class AssetRegistry {
     return [...this.byCode.values()].filter((a) => !a.asset.isNative());
   }
 
-  issuerKeypair(code: string): Keypair {
-    const key = this.issuerKeys.get(code.toUpperCase());
-    if (!key) throw new Error(`no issued asset "${code}" on the local network`);
-    return key;
+  /** The issuer's keypair when this network generated it; undefined for a hosted asset such as Circle's USDC. */
+  issuerKeypair(code: string): Keypair | undefined {
+    return this.issuerKeys.get(code.toUpperCase());
   }
 }

@@ -27,6 +27,9 @@ async function main(): Promise<void> {
     dataFile,
     tls,
   });
+  for (const m of network.migrated) {
+    process.stdout.write(`migrated ${m.code} balances from the old local issuer ${m.fromIssuer} to ${m.toIssuer} (${m.entries} entries)\n`);
+  }
   const lines = [
     'Stellar local network — local simulation (not testnet, not mainnet)',
     `  RPC URL:     ${network.rpcUrl}`,
@@ -42,7 +45,9 @@ async function main(): Promise<void> {
     lines.push(`  TLS cert:    ${certFile}  (export NODE_EXTRA_CA_CERTS=${certFile})`);
   }
   for (const asset of network.assets) {
-    lines.push(`  asset ${asset.code}:`, `    issuer:      ${asset.issuer}`, `    contract id: ${asset.contractId}`, `    issuer secret (local only): ${network.issuerSecret(asset.code)}`);
+    const secret = network.issuerSecret(asset.code);
+    lines.push(`  asset ${asset.code}:`, `    issuer:      ${asset.issuer}`, `    contract id: ${asset.contractId}`);
+    lines.push(secret ? `    issuer secret (local only): ${secret}` : '    issuer secret: none (hosted asset; the faucet pays from the network treasury)');
   }
   console.log(lines.join('\n'));
 

@@ -92,7 +92,9 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
     try {
       const hash = hooks.ledger.faucet(address, asset, toStroops(amount), hooks.friendbotStroops);
       hooks.onChange();
-      res.json({ label: LABEL, hash, address, asset, amount });
+      const paid = hooks.ledger.registry.require(asset);
+      // The asset as a client configures it: code, issuer and SAC contract id (testnet's, for the hosted USDC).
+      res.json({ label: LABEL, hash, address, asset, amount, code: paid.code, issuer: paid.issuer, contractId: paid.contractId });
     } catch (error) {
       res.status(400).json({ label: LABEL, error: (error as Error).message });
     }

@@ -2,11 +2,12 @@ import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
 import { fromStroops, toStroops } from './amounts';
-import { AssetRegistry } from './asset-registry';
+import { AssetRegistry, IssuedAssetInput } from './asset-registry';
 import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
 import { LocalLedger } from './local-ledger';
-import { PersistedNetwork, loadNetworkState, saveNetworkState } from './persistence';
+import { MigratedAsset, PersistedNetwork, loadNetworkState, migrateReissuedAssets, saveNetworkState } from './persistence';
+import { TESTNET_USDC } from './testnet-assets';
 import { createSelfSignedCertificate } from './tls-certificate';
 
 /**
@@ -17,7 +18,13 @@ import { createSelfSignedCertificate } from './tls-certificate';
 
 export interface LocalAssetConfig {
   code: string;
-  /** The issuer is generated (or reloaded from the data file) when no secret is given. */
+  /**
+   * The issuer's account id. USDC defaults to Circle's testnet issuer (the network is testnet's twin: the same
+   * asset and the same SAC contract id); another code without an issuer gets one generated (or reloaded from the
+   * data file). A hosted issuer has no secret here: the faucet pays from the root treasury.
+   */
+  issuer?: string;
+  /** For a generated-style issuer whose secret you hold (must match `issuer` when both are given). */
   issuerSecret?: string;
 }
 
@@ -30,7 +37,7 @@ export interface LocalNetworkOptions {
   ledgerCloseMs?: number;
   /** When set, the ledger and the network's keys persist there across restarts. */
   dataFile?: string;
-  /** Default [{ code: 'USDC' }]. */
+  /** Default [{ code: 'USDC' }]: Circle's testnet USDC (TESTNET_USDC). */
   assets?: LocalAssetConfig[];
   /** XLM friendbot gives a new account. Default '10000'. */
   friendbotXlm?: string;
@@ -56,7 +63,8 @@ export interface LocalNetwork {
   /** Networks.TESTNET: it serves stellar:testnet. */
   networkPassphrase: string;
   assets: LocalNetworkAsset[];
-  issuerSecret(code: string): string;
+  /** Only for issuers this network generated; undefined for a hosted asset (Circle's testnet USDC). */
+  issuerSecret(code: string): string | undefined;
   latestLedger(): number;
   /** Closes one ledger now, applying queued transactions; resolves to the new sequence. */
   closeLedger(): Promise<number>;
@@ -67,20 +75,27 @@ export interface LocalNetwork {
   /** Decimal string, '0' when none. */
   balance(address: string, assetCode: string | 'XLM'): string;
   hasTrustline(address: string, assetCode: string): boolean;
+  /** Assets whose balances were moved from an old data file's local issuer to the hosted issuer at start. */
+  migrated: MigratedAsset[];
   /** The self-signed certificate when started with `tls: true` (trust it with trustCertificate()). */
   certificatePem?: string;
   stop(): Promise<void>;
 }
 
 export { trustCertificate } from './tls-certificate';
+export type { MigratedAsset } from './persistence';
+export { TESTNET_USDC } from './testnet-assets';
 
 const DEFAULTS = { host: '127.0.0.1', port: 8000, ledgerCloseMs: 5000, assets: [{ code: 'USDC' }], friendbotXlm: '10000' };
 
-function resolveIssuers(configured: LocalAssetConfig[], persisted: PersistedNetwork | undefined): Array<{ code: string; issuer: Keypair }> {
-  return configured.map(({ code, issuerSecret }) => {
+function resolveIssuers(configured: LocalAssetConfig[], persisted: PersistedNetwork | undefined): IssuedAssetInput[] {
+  return configured.map(({ code, issuer, issuerSecret }) => {
     const saved = persisted?.issuers.find((i) => i.code.toUpperCase() === code.toUpperCase());
-    const secret = issuerSecret ?? saved?.secret;
-    return { code, issuer: secret ? Keypair.fromSecret(secret) : Keypair.random() };
+    if (issuerSecret) return { code, issuer: issuer ?? Keypair.fromSecret(issuerSecret).publicKey(), issuerKeypair: Keypair.fromSecret(issuerSecret) };
+    const hosted = issuer ?? (code.toUpperCase() === TESTNET_USDC.code ? TESTNET_USDC.issuer : undefined);
+    if (hosted) return saved && Keypair.fromSecret(saved.secret).publicKey() === hosted ? { code, issuer: hosted, issuerKeypair: Keypair.fromSecret(saved.secret) } : { code, issuer: hosted };
+    const keypair = saved ? Keypair.fromSecret(saved.secret) : Keypair.random();
+    return { code, issuer: keypair.publicKey(), issuerKeypair: keypair };
   });
 }
 
@@ -94,6 +109,9 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
   const issuers = resolveIssuers(opts.assets ?? DEFAULTS.assets, persisted);
   const root = persisted ? Keypair.fromSecret(persisted.rootSecret) : Keypair.random();
   const registry = new AssetRegistry(NETWORK_PASSPHRASE, issuers);
+  // A data file from before the network hosted Circle's USDC holds balances of a locally issued USDC: they are
+  // moved to the hosted asset (same code, new issuer) so wallets keep their funds; history stays as it was.
+  const migrated = persisted ? migrateReissuedAssets(persisted, registry) : [];
   const ledger = new LocalLedger(NETWORK_PASSPHRASE, registry, root, persisted?.ledger);
 
   const persist = (): void => {
@@ -102,7 +120,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
       version: 1,
       passphrase: NETWORK_PASSPHRASE,
       rootSecret: root.secret(),
-      issuers: issuers.map((i) => ({ code: i.code, secret: i.issuer.secret() })),
+      issuers: issuers.flatMap((i) => (i.issuerKeypair ? [{ code: i.code, secret: i.issuerKeypair.secret() }] : [])),
       ledger: ledger.snapshot(),
     });
   };
@@ -140,7 +158,8 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     baseUrl,
     networkPassphrase: NETWORK_PASSPHRASE,
     assets,
-    issuerSecret: (code) => registry.issuerKeypair(code).secret(),
+    issuerSecret: (code) => registry.issuerKeypair(code)?.secret(),
+    migrated,
     latestLedger: () => ledger.latest.sequence,
     closeLedger: async () => close(),
     fundAccount: async (address, xlm) => {

@@ -60,6 +60,8 @@ export interface SendResult {
 
 /** 10,000 XLM, enough reserve and fees for an issuer. */
 const ISSUER_STARTING_BALANCE = 100_000_000_000n;
+/** What the root treasury holds of each issued asset at genesis (the faucet pays from it). */
+const TREASURY_BALANCE = MAX_INT64 / 2n;
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 /** Friendbot and faucet transactions may land at any time. */
 const CONVENIENCE_TX_TIMEOUT = 0;
@@ -95,17 +97,26 @@ export class LocalLedger {
   }
 
   /**
-   * The root (friendbot) account holds the XLM supply; issuers exist so trustlines and SAC transfers work.
-   * Missing ones are created, so an asset added to the configuration after a restart gets its issuer.
+   * The root (friendbot) account holds the XLM supply and, as the network's treasury, a trustline with a large
+   * balance of every issued asset: the faucet pays from it, so no issuer secret is needed (the local network hosts
+   * Circle's testnet USDC, whose issuer nobody here can sign for). Issuer accounts exist so trustlines and SAC
+   * transfers work. Missing entries are created, so an asset added after a restart gets its issuer and treasury.
    */
   private ensureGenesisAccounts(): void {
     const genesis = { kind: 'account' as const, seqNum: 1n << 32n, numSubEntries: 0, lastModified: 1 };
+    const rootId = this.root.publicKey();
     const wanted: Array<[string, bigint]> = [
-      [this.root.publicKey(), MAX_INT64 / 2n],
+      [rootId, MAX_INT64 / 2n],
       ...this.registry.issued().map((a): [string, bigint] => [a.issuer, ISSUER_STARTING_BALANCE]),
     ];
     for (const [accountId, balance] of wanted) {
       if (!getAccount(this.store, accountId)) this.store.set(entryKey.account(accountId), { ...genesis, balance });
+    }
+    for (const asset of this.registry.issued()) {
+      if (getTrustline(this.store, rootId, asset.assetId)) continue;
+      const root = getAccount(this.store, rootId)!;
+      this.store.set(entryKey.trustline(rootId, asset.assetId), { kind: 'trustline', balance: TREASURY_BALANCE, limit: MAX_INT64, lastModified: 1 });
+      this.store.set(entryKey.account(rootId), { ...root, numSubEntries: root.numSubEntries + 1 });
     }
   }
 
@@ -287,13 +298,15 @@ export class LocalLedger {
     return result.hash;
   }
 
-  /** Faucet: creates the account when missing, adds the trustline when missing, then credits `stroops`. */
+  /**
+   * Faucet: creates the account when missing, adds the trustline when missing, then pays `stroops` from the root
+   * treasury (a real signed payment, so the answer carries a transaction hash). No issuer secret is involved.
+   */
   faucet(address: string, assetCode: string, stroops: bigint, fundXlm: bigint): string {
     const asset = this.registry.require(assetCode);
     if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
     if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
-    const payer = asset.asset.isNative() ? this.root : this.registry.issuerKeypair(asset.code);
-    const result = this.applyNow(payer, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
+    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
     if (!result.ok) throw new Error(`faucet payment of ${asset.code} to ${address} failed (trustline limit?)`);
     return result.hash;
   }
