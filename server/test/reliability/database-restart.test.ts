@@ -32,6 +32,7 @@ interface Outcome {
   status: number | 'timeout' | 'network-error';
   code?: string;
   body?: unknown;
+  retryAfter?: string | null;
 }
 
 describe('database restart under load', () => {
@@ -82,7 +83,7 @@ describe('database restart under load', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  async function send(method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number | 'timeout' | 'network-error'; body?: unknown }> {
+  async function send(method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number | 'timeout' | 'network-error'; body?: unknown; retryAfter?: string | null }> {
     try {
       const res = await fetch(`${base}${url}`, {
         method,
@@ -97,7 +98,7 @@ describe('database restart under load', () => {
       } catch {
         // not JSON: kept as text, the envelope check below reports it
       }
-      return { status: res.status, body: parsed };
+      return { status: res.status, body: parsed, retryAfter: res.headers.get('retry-after') };
     } catch (err) {
       return { status: (err as Error).name === 'TimeoutError' ? 'timeout' : 'network-error', body: String(err) };
     }
@@ -123,9 +124,9 @@ describe('database restart under load', () => {
 
     let phase: Outcome['phase'] = 'up';
     let running = true;
-    const record = (kind: Outcome['kind'], at: Outcome['phase'], r: { status: Outcome['status']; body?: unknown }) => {
+    const record = (kind: Outcome['kind'], at: Outcome['phase'], r: { status: Outcome['status']; body?: unknown; retryAfter?: string | null }) => {
       const code = (r.body as { error?: { code?: string } })?.error?.code;
-      outcomes.push({ kind, phase: at === phase ? at : (`${at}->${phase}` as Outcome['phase']), status: r.status, code, body: r.body });
+      outcomes.push({ kind, phase: at === phase ? at : (`${at}->${phase}` as Outcome['phase']), status: r.status, code, body: r.body, retryAfter: r.retryAfter });
     };
     const reader = async () => {
       while (running) {
@@ -173,10 +174,11 @@ describe('database restart under load', () => {
     expect(outcomes.length).toBeGreaterThan(20);
   }, 180_000);
 
-  it('while the database is down, every request answers 503 SERVICE_UNAVAILABLE in the envelope (none hangs)', () => {
+  it('while the database is down, every request answers 503 SERVICE_UNAVAILABLE in the envelope with Retry-After (none hangs)', () => {
     const whileDown = outcomes.filter((o) => o.phase === 'down');
     expect(whileDown.length).toBeGreaterThan(0);
     expect(whileDown.filter((o) => !isEnveloped503(o)).map(show)).toEqual([]);
+    expect(whileDown.filter((o) => !/^\d+$/.test(o.retryAfter ?? '')).map(show)).toEqual([]); // each says when to retry
   });
 
   it('requests in flight when the database stops or starts answer a success or 503 in the envelope: never a 500, never a hang', () => {

@@ -63,6 +63,8 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
       runJobs: true,
       jobPollMs: 100,
       logger: capture,
+      // Request logging on, where the service offers it (LOG_REQUESTS): its lines are searched too.
+      ...({ logRequests: true } as unknown as Record<string, never>),
     });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     env = {
