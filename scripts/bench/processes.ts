@@ -528,7 +528,10 @@ export async function startServiceProcess(opts: {
   const deadline = Date.now() + 180_000;
   let baseUrl = '';
   while (!baseUrl) {
-    if (proc.child.exitCode !== null) throw new Error(`the service exited (${proc.child.exitCode}) while starting:\n${proc.output().slice(-4000)}`);
+    if (proc.child.exitCode !== null) {
+      const hint = process.env.BENCH_SERVICE_TREE ? '' : '\n(if the working tree holds a half-done change, BENCH_SERVICE_TREE=HEAD runs the last commit)';
+      throw new Error(`the service exited (${proc.child.exitCode}) while starting:\n${proc.output().slice(-4000)}${hint}`);
+    }
     if (Date.now() > deadline) throw new Error(`the service did not listen within 180 s:\n${proc.output().slice(-4000)}`);
     const [port] = listeningPorts(proc.pid);
     if (port) {
