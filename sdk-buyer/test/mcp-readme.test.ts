@@ -110,7 +110,7 @@ describe('README examples: MCP', () => {
     expect(agent.spent).toBe('0.0100000');
 
     const [forAgent, forServer] = InMemoryTransport.createLinkedPair();
-    await createMarketplaceMcpServer({ marketplace: agent, payer: agent }).connect(forServer);
+    await createMarketplaceMcpServer({ marketplace: agent, payer: agent, perCallLimit: '0.5' }).connect(forServer);
     const tools = new Client({ name: 'my-agent', version: '1.0.0' });
     await tools.connect(forAgent);
     const found = await tools.callTool({ name: 'search_resources', arguments: { q: 'weather forecast', type: 'mcp' } });

@@ -103,7 +103,7 @@ describe('an agent finds, inspects and pays for a paid MCP tool through the mark
   async function agent(budget: { perCall?: string; total?: string }) {
     const buyer = createBuyerClient({ baseUrl: m.baseUrl, fetch: loopbackFetch, payment: { signer: buyerKey, budget } });
     const metrics = createTextMetrics('e2e');
-    const server = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, fetch: loopbackFetch, metrics: metrics.sink });
+    const server = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: budget.perCall, fetch: loopbackFetch, metrics: metrics.sink });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client({ name: 'agent', version: '1.0.0' });
@@ -176,7 +176,10 @@ describe('an agent finds, inspects and pays for a paid MCP tool through the mark
       const callsBefore = tides.calls.length;
       const refused = await a.call('call_paid_resource', { resourceId: tides.resources.forecast, arguments: { harbour: 'Faro' } });
       expect(refused.structuredContent).toMatchObject({ error: { code: 'BUDGET_EXCEEDED', details: { limit: 'perCall', requested: '0.2000000', remaining: '0.1000000' } } });
-      expect(a.metrics.render()).toContain('mcp_budget_rejections_total{environment="e2e",network="stellar:testnet",limit="perCall"} 1');
+      // The agent cannot raise the configured per-call budget with maxAmount.
+      const raised = await a.call('call_paid_resource', { resourceId: tides.resources.forecast, arguments: { harbour: 'Faro' }, maxAmount: '1' });
+      expect(raised.structuredContent).toMatchObject({ error: { code: 'BUDGET_EXCEEDED', details: { limit: 'perCall', remaining: '0.1000000' } } });
+      expect(a.metrics.render()).toContain('mcp_budget_rejections_total{environment="e2e",network="stellar:testnet",limit="perCall"} 2');
 
       // The same through payAndCallTool with the stock client connected straight to the seller's server.
       const direct = new Client({ name: 'direct', version: '1.0.0' });

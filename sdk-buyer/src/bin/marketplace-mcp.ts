@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     payment: signer ? { signer, budget, rpcUrl: env.MARKETPLACE_RPC_URL || undefined } : undefined,
   });
   const metrics = createTextMetrics(env.MARKETPLACE_ENVIRONMENT ?? 'local');
-  const server = createMarketplaceMcpServer({ marketplace: buyer, payer: signer ? buyer : undefined, metrics: metrics.sink });
+  const server = createMarketplaceMcpServer({ marketplace: buyer, payer: signer ? buyer : undefined, perCallLimit: budget.perCall, metrics: metrics.sink });
 
   let metricsServer: http.Server | null = null;
   if (metricsPort !== undefined) {

@@ -27,6 +27,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { components } from '../generated/openapi.js';
 import { BudgetExceededError } from '../payments/budget.js';
+import { toStroops } from '../payments/amounts.js';
 import { PaymentFailedError, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
 import type { PaidToolCallResult, PayAndCallToolOptions } from './pay-and-call-tool.js';
 import { safeCode, safeNetwork, type MarketplaceToolName, type McpMetricsSink } from './metrics.js';
@@ -78,6 +79,11 @@ export interface MarketplaceMcpOptions {
   marketplace: MarketplacePort | BuyerClientLike;
   /** A wallet-configured BuyerClient: enables `call_paid_resource`. Never given on the service. */
   payer?: MarketplacePayer;
+  /**
+   * The payer's per-call budget (decimal), when it has one. An agent's `maxAmount` can only lower it: payAndFetch's
+   * `maxAmount` replaces the client's per-call budget, so without this cap an agent could raise its own limit.
+   */
+  perCallLimit?: string;
   /** The fetch used to reach sellers (HTTP resources and MCP servers). Default: global fetch. */
   fetch?: typeof globalThis.fetch;
   metrics?: McpMetricsSink;
@@ -110,7 +116,9 @@ export class ToolError extends Error {
   }
 }
 
-const MAX_BODY_CHARS = 65_536;
+/** Most of a paid HTTP answer read and passed to the agent (the rest is cut, `truncated: true`); also the POST body cap. */
+const MAX_BODY_BYTES = 65_536;
+const MAX_BODY_CHARS = MAX_BODY_BYTES;
 
 // ---- input schemas (every field bounded) ------------------------------------------------------------------------
 const network = z.enum(['stellar:testnet', 'stellar:pubnet']);
@@ -139,7 +147,7 @@ const callInput = {
   query: z.record(z.string().max(64), z.string().max(1024)).optional().describe('http resources: query string parameters'),
   method: z.enum(['GET', 'POST']).optional().describe('http resources: the method (default GET; POST sends `body` as JSON)'),
   body: z.unknown().optional().describe('http resources: the JSON body of a POST'),
-  maxAmount: amount.optional().describe('Most this call may pay (also capped by the configured budget)'),
+  maxAmount: amount.optional().describe('Most this call may pay; it can lower, never raise, the configured per-call budget'),
 };
 
 export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpServer {
@@ -263,13 +271,19 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   }
 
   type CallArgs = z.infer<z.ZodObject<typeof callInput>>;
+  /** The agent's maxAmount, never above the configured per-call budget. */
+  const maxAmountOf = (args: CallArgs): string | undefined => {
+    const cap = options.perCallLimit;
+    if (cap === undefined || args.maxAmount === undefined) return args.maxAmount;
+    return toStroops(args.maxAmount) < toStroops(cap) ? args.maxAmount : cap;
+  };
   type Outcome = { paid: boolean; receipt: Record<string, unknown> | null; result: Record<string, unknown> };
 
   async function callHttp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
     const url = new URL(fillTemplate(detail.url, args.pathParams ?? {}));
     for (const [k, v] of Object.entries(args.query ?? {})) url.searchParams.set(k, v);
     const method = args.method ?? 'GET';
-    const init: PayAndFetchInit = { method, maxAmount: args.maxAmount };
+    const init: PayAndFetchInit = { method, maxAmount: maxAmountOf(args) };
     if (method === 'POST') {
       const text = JSON.stringify(args.body ?? {});
       if (text.length > MAX_BODY_CHARS) throw new ToolError('INVALID_REQUEST', 'body is too large');
@@ -278,18 +292,17 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     }
     const { response, paid, receipt } = await payer!.payAndFetch(url.toString(), init);
     const contentType = response.headers.get('content-type') ?? '';
-    const raw = await response.text();
-    const text = raw.length > MAX_BODY_CHARS ? raw.slice(0, MAX_BODY_CHARS) : raw;
+    const { text, truncated } = await readBounded(response, MAX_BODY_BYTES);
     let body: unknown = text;
-    if (/json/i.test(contentType) && text === raw) {
+    if (/json/i.test(contentType) && !truncated) {
       try {
-        body = JSON.parse(raw);
+        body = JSON.parse(text);
       } catch {
         body = text;
       }
     }
     if (!response.ok) throw new ToolError('UPSTREAM_ERROR', `The resource answered HTTP ${response.status}`, { status: response.status, paid });
-    return { paid, receipt: receipt as Record<string, unknown> | null, result: { status: response.status, contentType, body, truncated: text !== raw } };
+    return { paid, receipt: receipt as Record<string, unknown> | null, result: { status: response.status, contentType, body, truncated } };
   }
 
   async function callMcp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
@@ -304,7 +317,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       throw new ToolError('UPSTREAM_ERROR', `Could not connect to the MCP server of resource ${detail.id}`);
     }
     try {
-      const { result, paid, receipt } = await payer!.payAndCallTool(client, toolName, args.arguments ?? {}, { maxAmount: args.maxAmount });
+      const { result, paid, receipt } = await payer!.payAndCallTool(client, toolName, args.arguments ?? {}, { maxAmount: maxAmountOf(args) });
       if (result.isError) throw new ToolError('UPSTREAM_ERROR', `Tool ${toolName} answered an error (not charged)`, { paid, content: result.content as unknown });
       return { paid, receipt: receipt as Record<string, unknown> | null, result: { content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) } };
     } finally {
@@ -313,6 +326,28 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   }
 
   return server;
+}
+
+/** Reads at most `limit` bytes of a response body (then cancels the stream), so a huge answer cannot exhaust memory. */
+async function readBounded(response: Response, limit: number): Promise<{ text: string; truncated: boolean }> {
+  if (!response.body) return { text: '', truncated: false };
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let truncated = false;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (size + value.byteLength > limit) {
+      chunks.push(value.subarray(0, limit - size));
+      truncated = true;
+      await reader.cancel().catch(() => undefined);
+      break;
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), truncated };
 }
 
 function fillTemplate(template: string, values: Record<string, string>): string {
