@@ -297,6 +297,20 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
     sample,
     async start() {
       m.operations.initNetworks(ctx.networks.list());
+      // Facilitator series the alert rules divide by exist at zero per network from the start.
+      for (const n of ctx.networks.list()) {
+        const network = n.network;
+        const f = m.facilitator;
+        for (const outcome of ['success', 'failure']) {
+          f.verifyOutcomes.inc({ network, outcome }, 0);
+          f.settleOutcomes.inc({ network, outcome }, 0);
+        }
+        for (const operation of ['verify', 'settle']) {
+          f.replayDetected.inc({ network, operation }, 0);
+          f.authExpired.inc({ network, operation }, 0);
+        }
+        for (const c of [f.amountMismatch, f.assetMismatch, f.recipientMismatch, f.trustlineFailures]) c.inc({ network }, 0);
+      }
       for (const n of rpcNetworks()) {
         m.facilitator.rpcUp.set({ network: n.network }, 0);
         m.facilitator.latestLedger.set({ network: n.network }, 0);

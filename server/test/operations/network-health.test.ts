@@ -55,6 +55,11 @@ describe('network health and the operational surface', () => {
     }
     expect(series(text, 'facilitator_settlement_enabled', { network: 'stellar:pubnet' })).toBe(0);
     expect(series(text, 'conformance_runs_total', { network: 'stellar:testnet', status: 'failed' })).toBe(0);
+    for (const network of ['stellar:testnet', 'stellar:pubnet']) {
+      expect(series(text, 'facilitator_settle_total', { network, outcome: 'failure' })).toBe(0);
+      expect(series(text, 'facilitator_verify_total', { network, outcome: 'success' })).toBe(0);
+    }
+    expect(series(text, 'ledger_rpc_errors_total', { network: 'stellar:testnet', method: 'getHealth' })).toBe(0);
   });
 
   it('before the first probe /health is degraded for the network with NOT_PROBED_YET; after it, ok with the observed ledger', async () => {

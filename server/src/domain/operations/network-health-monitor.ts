@@ -46,7 +46,9 @@ export class NetworkHealthMonitor {
 
   /** The /health checks of every network with an RPC, from the stored records. */
   async checks(): Promise<Record<string, Check>> {
-    const stored = new Map((await this.deps.loadAll()).map((r) => [r.network, r]));
+    // When the database does not answer (/health then says `down` for it), judge from the last records seen.
+    const loaded = await this.deps.loadAll().catch(() => [...this.records.values()]);
+    const stored = new Map(loaded.map((r) => [r.network, r]));
     const now = new Date();
     const out: Record<string, Check> = {};
     for (const n of this.deps.networks()) {
