@@ -45,7 +45,7 @@ export interface Config {
   facilitator: {
     /** Channel accounts per network created at start on the local network. */
     channelAccounts: number;
-    /** Channel account secret seeds per network (real networks); each process needs its own disjoint set. */
+    /** Channel account secret seeds per network (real networks); the same list for every process (leases are shared in the database). */
     channelSecrets: Partial<Record<NetworkId, string[]>>;
     /** Highest total fee a settlement transaction may pay, in stroops. */
     maxFeeStroops: number;
@@ -53,6 +53,8 @@ export interface Config {
     confirmWaitMs: number;
   };
   /** Operations: network-health and conformance-runner schedules, expected ledger close interval. */
+    /** Local network: file holding the seed channel keypairs derive from (DATA_DIR/channel-seed, created 0600; never logged). */
+    channelSeedFile: string;
   operations: {
     networkHealthEvery: string;
     conformanceEvery: string;
@@ -229,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
 }
+      channelSeedFile: path.join(dataDir, 'channel-seed'),
 
 function readPackageVersion(): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -14,6 +14,11 @@
  *    ...) is added and the held response is released. If settlement fails the paid content is dropped and the
  *    answer is 402 (payment refused) or 502 (the facilitator or the ledger failed) with the error code.
  *
+ * One signed payment buys exactly one delivery. The facilitator verifies an authorization once: when several
+ * requests carry the same payment (concurrently or later), only the first is verified and served; every other one
+ * is answered 409 REPLAY_DETECTED before its handler runs. The same holds when settlement finds the payment already
+ * claimed (409, the paid content is dropped).
+ *
  * The whole response body is buffered, so this suits JSON-sized answers, not streams.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -134,6 +139,9 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
   function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): void {
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
     const body = { ...paymentRequired(req, terms, err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED'), ...errorBody(err, 'Payment failed') };
+    // A payment already used is not a request for payment: 409, without PAYMENT-REQUIRED (paying again is the
+    // buyer's decision, not an automatic retry).
+    if (err instanceof ApiError && err.code === 'REPLAY_DETECTED') return answer(res, 409, body);
     answer(res, clientSide ? 402 : 502, body, clientSide ? body : undefined);
   }
 }

@@ -1,6 +1,6 @@
 import type { Area, AreaContext } from './area';
 import { createFacilitatorService, type FacilitatorService } from '../domain/facilitator/facilitator-service';
-import { createPaymentRepository, currentVersionId } from '../data/payment-repository';
+import { createChannelLeaseRepository, createPaymentRepository } from '../data/payment-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
 import { facilitatorHandlers } from '../http/handlers/payments';
@@ -14,8 +14,18 @@ export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePay
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
   channelAccounts?: number;
-  /** Channel secrets per network for real networks (disjoint per process). */
+  /** Channel secrets per network for real networks: the same list for every process (leases are shared in the database). */
   channelSecrets?: Partial<Record<string, string[]>>;
+  /** Local network: the seed channel keypairs derive from (every process sharing a database must use the same). */
+  channelSeed?: string;
+  /** Local network: the file holding that seed (created on first start; DATA_DIR/channel-seed in main). Else random per process. */
+  channelSeedFile?: string;
+  /** Expiry of a channel lease without a pinned transaction (renewed while held). Default 60 s. */
+  channelLeaseSeconds?: number;
+  /** How long settle waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
+  channelAcquireTimeoutMs?: number;
+  /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s. */
+  abandonedClaimSeconds?: number;
   /** Highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
   maxFeeStroops?: number;
   /** How long settle waits for confirmation before answering 202. Default 15 s. */
@@ -28,6 +38,8 @@ export interface FacilitatorOptions {
   confirmationWorkerAgeSeconds?: number;
   /** Test seam: runs right after submission; throwing simulates a crash between submit and record. */
   afterSubmit?(hash: string): void | Promise<void>;
+  /** Test seam: runs right after the claim, before a channel is leased; throwing simulates a failure in that window. */
+  afterClaim?(attemptId: string): void | Promise<void>;
 }
 
 export interface FacilitatorArea extends Area<FacilitatorOperation> {
@@ -40,7 +52,9 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const m = ctx.metrics.facilitator;
   const repo = createPaymentRepository(ctx.db);
   const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: 120 });
-  const channels = new ChannelAccountPool(m);
+  const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 60, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
+  // Metric labels carry only configured networks: anything a caller sends is counted as 'unsupported'.
+  const label = (network: string) => (ctx.networks.get(network) ? network : 'unsupported');
 
   const resourceById = async (id: string): Promise<ResourceTermsRef | null> => repo.resourceRef(id);
   const networks = {
@@ -61,13 +75,16 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     confirmTimeoutMs: opts.confirmTimeoutMs ?? 60_000,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,
+    afterClaim: opts.afterClaim,
     observer: {
-      request: (operation, network) => m.requests.inc({ operation, network }),
-      outcome(operation, network, outcome, seconds) {
+      request: (operation, network) => m.requests.inc({ operation, network: network === 'all' ? network : label(network) }),
+      outcome(operation, rawNetwork, outcome, seconds) {
+        const network = label(rawNetwork);
         (operation === 'verify' ? m.verifyOutcomes : m.settleOutcomes).inc({ network, outcome });
         (operation === 'verify' ? m.verifyLatency : m.settleLatency).observe({ network, outcome }, seconds);
       },
-      failed(operation, network, code) {
+      failed(operation, rawNetwork, code) {
+        const network = label(rawNetwork);
         m.failures.inc({ operation, network, code });
         if (code === 'REPLAY_DETECTED') m.replayDetected.inc({ operation, network });
         if (code === 'AUTH_EXPIRED') m.authExpired.inc({ operation, network });
@@ -76,8 +93,8 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         if (code === 'RECIPIENT_MISMATCH') m.recipientMismatch.inc({ network });
         if (code === 'TRUSTLINE_REQUIRED') m.trustlineFailures.inc({ network });
       },
-      submissionFailed: (network, reason) => m.submissionFailures.inc({ network, reason: reason.split(':')[0].slice(0, 40) }),
-      confirmed: (network, delay) => m.confirmationDelay.observe({ network }, delay),
+      submissionFailed: (network, reason) => m.submissionFailures.inc({ network: label(network), reason: reason.split(':')[0].slice(0, 40) }),
+      confirmed: (network, delay) => m.confirmationDelay.observe({ network: label(network) }, delay),
     },
   });
 
@@ -89,11 +106,16 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     handlers: facilitatorHandlers(service),
     workers: [
       settlementConfirmationWorker({ repo, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
-      receiptFinalizerWorker({ repo, versionAtSettlement: currentVersionId }),
-      stalePaymentCleanupWorker({ repo, ledger, networks: settlementNetworks, logger: ctx.logger }),
+      receiptFinalizerWorker({ repo, versionAtSettlement: (resourceId, at) => repo.versionAt(resourceId, at) }),
+      stalePaymentCleanupWorker({ repo, ledger, networks: settlementNetworks, logger: ctx.logger, abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120 }),
     ],
     async start() {
-      await setUpChannels(channels, ctx.networks, { channelAccounts: opts.channelAccounts ?? 4, channelSecrets: opts.channelSecrets ?? {} });
+      await setUpChannels(channels, ctx.networks, {
+        channelAccounts: opts.channelAccounts ?? 4,
+        channelSecrets: opts.channelSecrets ?? {},
+        channelSeed: opts.channelSeed,
+        channelSeedFile: opts.channelSeedFile,
+      });
       for (const n of ctx.networks.list()) {
         if (channels.size(n.network) > 0) ctx.logger.info('facilitator channel accounts ready', { network: n.network, count: channels.size(n.network) });
       }

@@ -11,6 +11,13 @@ import type {
   SettlementRecord,
 } from '../domain/facilitator/types';
 import { newId } from '../domain/ids';
+import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
+
+/** Longest URL verify-by-URL looks up; longer ones match nothing. */
+const MAX_LOOKUP_URL_LENGTH = 2048;
+/** At most this many candidate rows are matched per lookup (one seller rarely has more under one path prefix). */
+const MAX_URL_CANDIDATES = 50;
+
 
 /**
  * Writes of payment attempts, settlements and receipts. Every state change is a compare-and-set on the current
@@ -63,20 +70,19 @@ function toReceipt(row: Record<string, unknown>): ReceiptRecord {
 
 const raw = { raw: true } as const;
 
-/** Matches a concrete URL against a resource URL that may hold `{param}` segments. */
-function urlMatches(template: string, url: string): boolean {
-  if (template === url) return true;
-  const pattern = template
-    .split(/(\{[^}]+\})/)
-    .map((part) => (/^\{[^}]+\}$/.test(part) ? '[^/?#]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join('');
-  return new RegExp(`^${pattern}(?:[?#].*)?$`).test(url);
-}
-
 export function createPaymentRepository(db: Sequelize): PaymentRepository & { resourceRef(id: string): Promise<ResourceTermsRef | null> } {
   async function update(sql: string, replacements: Record<string, unknown>, transaction?: Transaction): Promise<number> {
     const rows = await db.query(sql, { replacements, type: QueryTypes.SELECT, transaction });
     return rows.length;
+  }
+
+  /** The ledger answered for this settlement's transaction: its channel may carry the next one. */
+  async function freeChannel(settlementId: string, transaction: Transaction): Promise<void> {
+    await db.query(
+      `UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
+       WHERE transaction_hash = (SELECT transaction_hash FROM settlements WHERE id = :settlementId)`,
+      { replacements: { settlementId }, transaction },
+    );
   }
 
   async function resourceRef(id: string): Promise<ResourceTermsRef | null> {
@@ -155,11 +161,73 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
       );
     },
 
-    async insertPendingSettlement(s, r) {
-      await db.transaction(async (transaction) => {
+    async insertPendingSettlement(s, r, leaseToken) {
+      return db.transaction(async (transaction) => {
+        // Compare-and-set on the claim: touching updated_at also tells the cleanup worker the claim is alive (its
+        // update re-checks updated_at on the row it waited for, so it cannot fail a claim that reached this point).
+        const live = await update(
+          `UPDATE payment_attempts SET updated_at = now() WHERE id = :id AND status = 'settlement_pending' RETURNING id`,
+          { id: s.paymentAttemptId },
+          transaction,
+        );
+        if (live === 0) return false;
         await SettlementModel.create({ ...s, updatedAt: s.createdAt }, { transaction });
         await ReceiptModel.create({ ...r, updatedAt: r.createdAt }, { transaction });
+        if (leaseToken && s.channelAccount) {
+          // The channel now carries a transaction whose fate is unknown until the ledger answers: pinned to its hash.
+          const pinned = await update(
+            `UPDATE channel_leases SET transaction_hash = :hash, updated_at = now()
+             WHERE network = :network AND address = :address AND holder = :token RETURNING address`,
+            { hash: s.transactionHash, network: s.network, address: s.channelAccount, token: leaseToken },
+            transaction,
+          );
+          if (pinned === 0) throw new Error('the channel lease was lost before submission');
+        }
+        return true;
       });
+    },
+
+    async failAbandonedClaims(olderThanSeconds, limit) {
+      return update(
+        `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = 'SETTLEMENT_FAILED',
+           failure_reason = 'the settlement was interrupted before any transaction was submitted'
+         WHERE id IN (
+           SELECT a.id FROM payment_attempts a
+           WHERE a.status = 'settlement_pending' AND a.updated_at < now() - make_interval(secs => :secs)
+             AND NOT EXISTS (SELECT 1 FROM settlements s WHERE s.payment_attempt_id = a.id)
+           ORDER BY a.updated_at LIMIT :limit)
+           AND status = 'settlement_pending' AND updated_at < now() - make_interval(secs => :secs)
+         RETURNING id`,
+        { secs: olderThanSeconds, limit },
+      );
+    },
+
+    async versionTerms(versionId) {
+      const rows = await db.query(
+        `SELECT v.id, v.resource_id, r.seller_id, v.network, v.pay_to, v.asset_code, v.asset_issuer, v.amount
+           FROM resource_versions v JOIN resources r ON r.id = v.resource_id WHERE v.id = :versionId`,
+        { replacements: { versionId }, type: QueryTypes.SELECT },
+      );
+      const v = rows[0] as Record<string, unknown> | undefined;
+      if (!v) return null;
+      return {
+        id: v.resource_id as string,
+        sellerId: v.seller_id as string,
+        versionId: v.id as string,
+        network: v.network as string,
+        payTo: v.pay_to as string,
+        assetCode: v.asset_code as string,
+        assetIssuer: v.asset_issuer as string,
+        amount: normalizeAmount(String(v.amount)),
+      };
+    },
+
+    async versionAt(resourceId, at) {
+      const rows = await db.query(
+        `SELECT id FROM resource_versions WHERE resource_id = :resourceId AND created_at <= :at ORDER BY version DESC LIMIT 1`,
+        { replacements: { resourceId, at }, type: QueryTypes.SELECT },
+      );
+      return (rows[0] as { id: string } | undefined)?.id ?? null;
     },
 
     async finalizeSettled(settlementId, ledger, settledAt, evidence) {
@@ -182,6 +250,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
            WHERE settlement_id = :settlementId`,
           { replacements: { settlementId, ledger, settledAt, evidence }, transaction },
         );
+        await freeChannel(settlementId, transaction);
         return true;
       });
     },
@@ -205,6 +274,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
            WHERE settlement_id = :settlementId`,
           { replacements: { settlementId, code, reason }, transaction },
         );
+        await freeChannel(settlementId, transaction);
         return true;
       });
     },
@@ -306,9 +376,26 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
     },
 
     async findResourceByUrl(network, payTo, url) {
-      const rows = (await ResourceModel.findAll({ where: { network, payTo, status: 'active' }, order: [['id', 'ASC']], limit: 500, ...raw })) as unknown as Array<Record<string, unknown>>;
-      const hit = rows.find((r) => urlMatches(r.url as string, url));
-      return hit ? resourceRef(hit.id as string) : null;
+      // Indexed lookup (migration 0005): the exact URL, or resource URLs whose static prefix is one of the
+      // requested URL's path prefixes; then a cached path-to-regexp matcher on those few candidates.
+      if (url.length > MAX_LOOKUP_URL_LENGTH || !splitUrl(url)) return null;
+      const base = url.split(/[?#]/)[0];
+      const keys = candidateMatchKeys(base);
+      const rows = (await db.query(
+        `SELECT id, url, seller_id FROM resources
+          WHERE status = 'active' AND network = :network AND pay_to = :payTo
+            AND (url IN (:exact) ${keys.length ? 'OR url_match_key IN (:keys)' : ''})
+          ORDER BY id LIMIT :limit`,
+        { replacements: { network, payTo, exact: [...new Set([url, base])], keys, limit: MAX_URL_CANDIDATES }, type: QueryTypes.SELECT },
+      )) as Array<{ id: string; url: string; seller_id: string }>;
+      const exact = rows.filter((r) => r.url === url || r.url === base);
+      const hits = exact.length ? exact : rows.filter((r) => urlTemplateMatcher(r.url).call(null, url));
+      if (hits.length === 0) return null;
+      // Never attribute a payment to one of several sellers: ambiguity links nothing.
+      if (new Set(hits.map((h) => h.seller_id)).size > 1) return null;
+      // One seller: the most specific resource URL (longest static prefix) wins.
+      const best = hits.reduce((a, b) => ((urlMatchKey(b.url) ?? b.url).length > (urlMatchKey(a.url) ?? a.url).length ? b : a));
+      return resourceRef(best.id);
     },
   };
   return repo;
@@ -323,3 +410,63 @@ export async function currentVersionId(resourceId: string): Promise<string | nul
   const v = (await ResourceVersionModel.findOne({ where: { resourceId }, order: [['version', 'DESC']], ...raw })) as Record<string, unknown> | null;
   return (v?.id as string | undefined) ?? null;
 }
+
+/**
+ * The shared channel pool's lease table (migration 0005). A free row is one with no holder (or an expired holder)
+ * and no pinned transaction; it is taken with FOR UPDATE SKIP LOCKED, so processes never wait on one another and
+ * never take the same row.
+ */
+export function createChannelLeaseRepository(db: Sequelize) {
+  return {
+    async register(network: string, addresses: string[]): Promise<void> {
+      if (addresses.length === 0) return;
+      const values = addresses.map((_, i) => `(:network, :a${i})`).join(', ');
+      const replacements: Record<string, string> = { network };
+      addresses.forEach((a, i) => (replacements[`a${i}`] = a));
+      await db.query(`INSERT INTO channel_leases (network, address) VALUES ${values} ON CONFLICT DO NOTHING`, { replacements });
+    },
+
+    /** Takes a free channel among `addresses` for `ttlSeconds`; null when all are busy. */
+    async take(network: string, addresses: string[], token: string, ttlSeconds: number): Promise<string | null> {
+      const rows = await db.query(
+        `UPDATE channel_leases SET holder = :token, leased_until = now() + make_interval(secs => :ttl), updated_at = now()
+         WHERE (network, address) = (
+           SELECT network, address FROM channel_leases
+            WHERE network = :network AND address IN (:addresses) AND transaction_hash IS NULL
+              AND (holder IS NULL OR leased_until < now())
+            ORDER BY updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING address`,
+        { replacements: { network, addresses, token, ttl: ttlSeconds }, type: QueryTypes.SELECT },
+      );
+      return (rows[0] as { address: string } | undefined)?.address ?? null;
+    },
+
+    async renew(network: string, address: string, token: string, ttlSeconds: number): Promise<void> {
+      await db.query(
+        `UPDATE channel_leases SET leased_until = now() + make_interval(secs => :ttl) WHERE network = :network AND address = :address AND holder = :token`,
+        { replacements: { network, address, token, ttl: ttlSeconds } },
+      );
+    },
+
+    /** Frees the lease unless a transaction is pinned to it (finalizeSettled/finalizeFailed free those). */
+    async release(network: string, address: string, token: string): Promise<void> {
+      await db.query(
+        `UPDATE channel_leases SET holder = NULL, leased_until = NULL, updated_at = now()
+         WHERE network = :network AND address = :address AND holder = :token AND transaction_hash IS NULL`,
+        { replacements: { network, address, token } },
+      );
+    },
+
+    /** Busy channels of the network (held or pinned), for the metric. */
+    async busy(network: string): Promise<number> {
+      const rows = await db.query(
+        `SELECT count(*)::int AS n FROM channel_leases WHERE network = :network
+           AND (transaction_hash IS NOT NULL OR (holder IS NOT NULL AND leased_until >= now()))`,
+        { replacements: { network }, type: QueryTypes.SELECT },
+      );
+      return (rows[0] as { n: number }).n;
+    },
+  };
+}
+
+export type ChannelLeaseRepository = ReturnType<typeof createChannelLeaseRepository>;

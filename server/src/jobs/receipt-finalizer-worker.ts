@@ -1,10 +1,14 @@
 import type { WorkerDefinition } from './job-system';
 import type { PaymentRepository } from '../domain/facilitator/types';
 
-/** Makes sure every settled attempt has a settled receipt (idempotent upsert from the settlement). */
+/**
+ * Makes sure every settled attempt has a settled receipt (idempotent upsert from the settlement). The receipt pins
+ * the resource version the payment was checked against: the existing receipt's, else the attempt's (set at the
+ * claim), else the version that was current when the settlement was written, never the one current now.
+ */
 export function receiptFinalizerWorker(deps: {
   repo: PaymentRepository;
-  versionAtSettlement(resourceId: string): Promise<string | null>;
+  versionAtSettlement(resourceId: string, at: Date): Promise<string | null>;
   every?: string;
 }): WorkerDefinition<Record<string, never>> {
   return {
@@ -16,7 +20,7 @@ export function receiptFinalizerWorker(deps: {
       for (const { attempt, settlement } of await deps.repo.settledWithoutSettledReceipt(200)) {
         if (!attempt.resourceId) continue;
         const existing = await deps.repo.findReceiptByAttempt(attempt.id);
-        const versionId = existing?.versionId ?? attempt.versionId ?? (await deps.versionAtSettlement(attempt.resourceId));
+        const versionId = existing?.versionId ?? attempt.versionId ?? (await deps.versionAtSettlement(attempt.resourceId, settlement.createdAt));
         if (!versionId) continue;
         await deps.repo.upsertSettledReceipt(attempt, settlement, versionId);
       }

@@ -2,20 +2,30 @@ import type { WorkerDefinition } from './job-system';
 import type { LedgerPort, PaymentRepository } from '../domain/facilitator/types';
 import type { Logger } from '../logger';
 
-/** Moves verified attempts whose authorization expired (expiresAtLedger < latest ledger) to expired. */
+/**
+ * Owner of the attempts nothing else moves on:
+ * - verified attempts whose authorization expired (expiresAtLedger < latest ledger) -> expired;
+ * - attempts claimed for settlement (settlement_pending) that never got their settlement row within
+ *   `abandonedClaimSeconds` (an error or a crash between the claim and the pending settlement) -> settlement_failed.
+ *   Safe: the settlement row is written before any submission, and that write re-checks the claim, so none of them
+ *   can reach the ledger. Pending settlements belong to the settlement-confirmation worker.
+ */
 export function stalePaymentCleanupWorker(deps: {
   repo: PaymentRepository;
   ledger: LedgerPort;
   networks(): string[];
   logger: Logger;
+  abandonedClaimSeconds?: number;
   every?: string;
-}): WorkerDefinition<Record<string, never>> {
+}): WorkerDefinition<{ abandonedClaimSeconds?: number }> {
   return {
     name: 'stale-payment-cleanup-worker',
     every: deps.every ?? '1 minute',
     concurrency: 1,
     maxRetries: 3,
-    async run() {
+    async run(data) {
+      const abandoned = await deps.repo.failAbandonedClaims(data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120, 500);
+      if (abandoned > 0) deps.logger.warn('abandoned settlement claims failed (nothing was submitted)', { abandoned });
       for (const network of deps.networks()) {
         const latest = await deps.ledger.latestLedger(network);
         const expired = await deps.repo.expireStale(network, latest);

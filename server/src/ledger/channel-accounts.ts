@@ -1,85 +1,121 @@
-import { Keypair } from '@stellar/stellar-sdk';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Keypair, rpc } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
 import type { ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
+import type { ChannelLeaseRepository } from '../data/payment-repository';
 import type { NetworkRegistry } from './network-registry';
 
 /**
  * Channel accounts: the facilitator's own source accounts that pay the fees of settlement transactions. Stellar
- * admits one transaction per source account per ledger, so throughput comes from a pool; a channel is leased to one
- * settlement at a time (one in-flight transaction per channel) and its sequence number is fetched fresh for every
- * transaction.
+ * admits one transaction per source account per ledger, so throughput comes from a pool.
  *
- * The lease is in-process only. Correctness across processes comes from the database (the compare-and-set claim of
- * the attempt) and from fresh sequence numbers; but two processes sharing a channel would collide on sequence numbers
- * (txBadSeq -> a failed settlement, no money moved). So several processes must be given DISJOINT channel sets
- * (STELLAR_TESTNET_CHANNEL_SECRETS / STELLAR_PUBNET_CHANNEL_SECRETS per process). On the local network every process
- * creates its own random channels at start, which are disjoint by construction.
+ * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
+ * 0005). A lease is a row taken with FOR UPDATE SKIP LOCKED, stamped with this lease's token and an expiry
+ * (`leaseSeconds`), renewed while its holder works. Once the settlement transaction is built its hash is pinned on
+ * the lease in the same database transaction as the pending settlement; from then on the channel is not handed out
+ * again, whatever the expiry, until the ledger's answer is recorded (by the request or by the confirmation worker),
+ * so no channel ever carries two in-flight transactions (no txBadSeq) and a transaction whose fate is unknown never
+ * has a successor built on a guessed sequence number. Sequence numbers are fetched fresh for every transaction.
+ *
+ * Every process must know the same keypairs: on real networks the configured secrets
+ * (STELLAR_TESTNET_CHANNEL_SECRETS / STELLAR_PUBNET_CHANNEL_SECRETS, the same list for every process); on the local
+ * network they are derived from one seed (HMAC-SHA256(seed, network/index)), kept in the data folder
+ * (`channel-seed`, created 0600 on first start) unless given. Secrets and the seed are never logged or returned.
  */
 export interface LeasedChannel extends ChannelLease {
   keypair: Keypair;
 }
 
-interface NetworkPool {
-  free: Keypair[];
-  all: Keypair[];
-  waiters: Array<(k: Keypair) => void>;
+export interface ChannelPoolOptions {
+  /** Expiry of a lease without a pinned transaction (renewed while held). Default 60 s. */
+  leaseSeconds?: number;
+  /** How long acquire waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
+  acquireTimeoutMs?: number;
+  /** Wait between two tries while every channel is busy. Default 50 ms. */
+  pollMs?: number;
 }
 
 export class ChannelAccountPool implements ChannelLeaser {
-  private readonly pools = new Map<string, NetworkPool>();
+  private readonly keys = new Map<string, Map<string, Keypair>>();
+  private readonly held = new Map<string, number>();
+  private readonly leaseSeconds: number;
+  private readonly acquireTimeoutMs: number;
+  private readonly pollMs: number;
 
-  constructor(private readonly metrics?: FacilitatorMetrics) {}
+  constructor(
+    private readonly leases: ChannelLeaseRepository,
+    private readonly metrics?: FacilitatorMetrics,
+    opts: ChannelPoolOptions = {},
+  ) {
+    this.leaseSeconds = opts.leaseSeconds ?? 60;
+    this.acquireTimeoutMs = opts.acquireTimeoutMs ?? 30_000;
+    this.pollMs = opts.pollMs ?? 50;
+  }
 
-  add(network: string, keypairs: Keypair[]): void {
-    const pool = this.pools.get(network) ?? { free: [], all: [], waiters: [] };
-    for (const k of keypairs) {
-      pool.all.push(k);
-      this.giveBack(pool, network, k);
-    }
-    this.pools.set(network, pool);
-    this.metrics?.channelsTotal.set({ network }, pool.all.length);
-    this.metrics?.channelsBusy.set({ network }, pool.all.length - pool.free.length);
+  async add(network: string, keypairs: Keypair[]): Promise<void> {
+    const known = this.keys.get(network) ?? new Map<string, Keypair>();
+    for (const k of keypairs) known.set(k.publicKey(), k);
+    this.keys.set(network, known);
+    await this.leases.register(network, keypairs.map((k) => k.publicKey()));
+    this.metrics?.channelsTotal.set({ network }, known.size);
   }
 
   size(network: string): number {
-    return this.pools.get(network)?.all.length ?? 0;
+    return this.keys.get(network)?.size ?? 0;
   }
 
   addresses(network: string): string[] {
-    return (this.pools.get(network)?.all ?? []).map((k) => k.publicKey());
+    return [...(this.keys.get(network)?.keys() ?? [])];
   }
 
   async acquire(network: string): Promise<LeasedChannel> {
-    const pool = this.pools.get(network);
-    if (!pool || pool.all.length === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
-    const keypair = pool.free.pop() ?? (await new Promise<Keypair>((resolve) => pool.waiters.push(resolve)));
-    this.metrics?.channelsBusy.set({ network }, pool.all.length - pool.free.length);
-    let released = false;
-    return {
-      address: keypair.publicKey(),
-      keypair,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.giveBack(pool, network, keypair);
-      },
-    };
+    const known = this.keys.get(network);
+    if (!known || known.size === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
+    const token = crypto.randomUUID();
+    const deadline = Date.now() + this.acquireTimeoutMs;
+    let wait = Math.min(this.pollMs, 10);
+    for (;;) {
+      const address = await this.leases.take(network, [...known.keys()], token, this.leaseSeconds);
+      if (address) {
+        this.count(network, +1);
+        let released = false;
+        return {
+          address,
+          token,
+          keypair: known.get(address) as Keypair,
+          release: async () => {
+            if (released) return;
+            released = true;
+            this.count(network, -1);
+            await this.leases.release(network, address, token);
+          },
+          renew: () => this.leases.renew(network, address, token, this.leaseSeconds),
+        };
+      }
+      if (Date.now() + wait > deadline) throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; retry shortly`);
+      await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
+      wait = Math.min(wait * 2, this.pollMs);
+    }
   }
 
-  private giveBack(pool: NetworkPool, network: string, k: Keypair): void {
-    const waiter = pool.waiters.shift();
-    if (waiter) waiter(k);
-    else pool.free.push(k);
-    this.metrics?.channelsBusy.set({ network }, pool.all.length - pool.free.length);
+  private count(network: string, delta: number): void {
+    const n = Math.max(0, (this.held.get(network) ?? 0) + delta);
+    this.held.set(network, n);
+    this.metrics?.channelsBusy.set({ network }, n);
   }
 }
 
 export interface ChannelSetup {
-  /** Pool size per network on the local network (channels are created and funded at start). */
+  /** Pool size per network on the local network (channels are derived from the seed and funded at start). */
   channelAccounts: number;
-  /** Secret seeds per network for real networks. Never logged. */
+  /** Secret seeds per network for real networks, the same list for every process. Never logged. */
   channelSecrets: Partial<Record<string, string[]>>;
+  /** The local network's channel seed (any string); else read from (or created in) `channelSeedFile`; else random. */
+  channelSeed?: string;
+  channelSeedFile?: string;
 }
 
 /** The local network's friendbot lives on its base URL: the RPC URL without its `/rpc` path. */
@@ -88,22 +124,55 @@ export function friendbotUrl(rpcUrl: string, address: string): string {
   return `${base}/friendbot?addr=${encodeURIComponent(address)}`;
 }
 
-/** Fills the pool: random funded accounts on the local network, configured secrets elsewhere. */
+/** The seed the local network's channel keypairs derive from: given, else the data folder's file (created once). */
+export function channelSeed(setup: Pick<ChannelSetup, 'channelSeed' | 'channelSeedFile'>): string {
+  if (setup.channelSeed) return setup.channelSeed;
+  if (!setup.channelSeedFile) return crypto.randomBytes(32).toString('hex');
+  fs.mkdirSync(path.dirname(setup.channelSeedFile), { recursive: true });
+  try {
+    // 'wx': only one process creates it; the others read what it wrote.
+    fs.writeFileSync(setup.channelSeedFile, crypto.randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  for (let i = 0; i < 50; i++) {
+    const seed = fs.readFileSync(setup.channelSeedFile, 'utf8').trim();
+    if (seed.length >= 32) return seed;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10); // the creator is still writing it
+  }
+  throw new Error('the channel seed file is empty');
+}
+
+/** Channel keypair `index` of `network`, derived from the seed. */
+export function derivedChannel(seed: string, network: string, index: number): Keypair {
+  return Keypair.fromRawEd25519Seed(crypto.createHmac('sha256', seed).update(`channel:${network}:${index}`).digest());
+}
+
+/** Fills the pool: seed-derived funded accounts on the local network, configured secrets elsewhere. */
 export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkRegistry, setup: ChannelSetup): Promise<void> {
   for (const n of networks.list()) {
     if (!n.rpcUrl || !n.settlementEnabled) continue;
-    if (n.local) {
-      const keypairs = Array.from({ length: setup.channelAccounts }, () => Keypair.random());
+    const secrets = setup.channelSecrets[n.network] ?? [];
+    if (n.local && secrets.length === 0) {
+      const seed = channelSeed(setup);
+      const keypairs = Array.from({ length: setup.channelAccounts }, (_, i) => derivedChannel(seed, n.network, i));
+      const server = new rpc.Server(n.rpcUrl, { allowHttp: n.rpcUrl.startsWith('http:') });
       await Promise.all(
         keypairs.map(async (k) => {
+          const exists = await server.getAccount(k.publicKey()).then(
+            () => true,
+            () => false,
+          );
+          if (exists) return; // another process (or an earlier start) funded it
           const res = await fetch(friendbotUrl(n.rpcUrl as string, k.publicKey()));
-          if (!res.ok) throw new Error(`friendbot could not fund a channel account on ${n.network} (HTTP ${res.status})`);
+          if (!res.ok && !(await server.getAccount(k.publicKey()).then(() => true, () => false))) {
+            throw new Error(`friendbot could not fund a channel account on ${n.network} (HTTP ${res.status})`);
+          }
         }),
       );
-      pool.add(n.network, keypairs);
+      await pool.add(n.network, keypairs);
     } else {
-      const secrets = setup.channelSecrets[n.network] ?? [];
-      pool.add(n.network, secrets.map((s) => Keypair.fromSecret(s)));
+      await pool.add(n.network, secrets.map((s) => Keypair.fromSecret(s)));
     }
   }
 }

@@ -43,10 +43,10 @@ describe('facilitator: verify, settle and read a payment on the local network', 
     const row = (await env.svc.db.query('SELECT * FROM payment_attempts WHERE id = :id', { replacements: { id: verified.body.paymentAttemptId }, plain: true })) as Record<string, unknown>;
     expect(row).toMatchObject({ status: 'verified', resource_id: resource.id, seller_id: seller.id, version_id: resource.versionId, payer: buyer.publicKey() });
 
-    // Verifying the same authorization again while it is verified answers the same attempt.
+    // One signed payment is verified once: a second verify of the same authorization is refused.
     const again = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
-    expect(again.status).toBe(200);
-    expect(again.body.paymentAttemptId).toBe(verified.body.paymentAttemptId);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('REPLAY_DETECTED');
 
     const buyerBefore = env.network.balance(buyer.publicKey(), 'USDC');
     const sellerBefore = env.network.balance(payTo, 'USDC');
@@ -69,12 +69,12 @@ describe('facilitator: verify, settle and read a payment on the local network', 
     expect(sellerBefore).toBe('0.0000001');
     expect(env.network.balance(payTo, 'USDC')).toBe('0.2500001');
 
-    // A retry answers the same settlement.
+    // A second settle of the same payment (no Idempotency-Key) is a replay; the money does not move again.
     const retry = await request(env.svc.app)
       .post('/v1/settle')
       .send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId: resource.id });
-    expect(retry.status).toBe(200);
-    expect(retry.body).toEqual(settled.body);
+    expect(retry.status).toBe(409);
+    expect(retry.body.error.code).toBe('REPLAY_DETECTED');
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('9.75');
 
     // Verifying it once it settled is a replay.

@@ -14,10 +14,13 @@ export interface FacilitatorEnv {
 }
 
 /** The real service on a fresh database, with the local network in-process as stellar:testnet. */
-export async function startFacilitatorEnv(opts: { ledgerCloseMs?: number; facilitator?: FacilitatorOptions; assets?: string[] } = {}): Promise<FacilitatorEnv> {
+export async function startFacilitatorEnv(
+  opts: { ledgerCloseMs?: number; facilitator?: FacilitatorOptions; assets?: string[]; rpcUrl?: (realRpcUrl: string) => Promise<string> } = {},
+): Promise<FacilitatorEnv> {
   const network = await startLocalNetwork({ port: 0, ledgerCloseMs: opts.ledgerCloseMs ?? 100, assets: (opts.assets ?? ['USDC']).map((code) => ({ code })) });
+  const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(network.rpcUrl) : network.rpcUrl;
   const svc = await startTestService({
-    networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({ rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
     facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000, ...opts.facilitator },
   });
   const usdc = network.assets.find((a) => a.code === 'USDC')!;

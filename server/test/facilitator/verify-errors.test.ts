@@ -167,11 +167,12 @@ describe('facilitator: each verify and settle check answers its stable code', ()
     const c = await paymentCase(env, payer, payTo, '0.5');
     const v = await verify(c);
     expect(v.status).toBe(200);
-    // The payer spends the money elsewhere between verify and settle.
-    const drain = await paymentCase(env, payer, payTo, '0.8');
+    // The payer spends the money elsewhere (another seller's 0.8 resource) between verify and settle.
+    const other = await sellerWithResource(env, '0.8');
+    const drain = await paymentCase(env, payer, other.seller.wallet.publicKey(), '0.8');
     const vd = await verify(drain);
     expect(vd.status).toBe(200);
-    const drained = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: vd.body.paymentAttemptId, paymentPayload: drain.payload, resourceId });
+    const drained = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: vd.body.paymentAttemptId, paymentPayload: drain.payload, resourceId: other.resource.id });
     expect(drained.status).toBe(200);
     const res = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: v.body.paymentAttemptId, paymentPayload: c.payload, resourceId });
     expect(res.status).toBe(502);

@@ -3,8 +3,9 @@ import { migration as m0001 } from './0001-catalog-and-sellers';
 import { migration as m0002 } from './0002-payments';
 import { migration as m0003 } from './0003-dead-letter-jobs';
 import { migration as m0004 } from './0004-discovery';
+import { migration as m0005 } from './0005-payment-safety';
 import { migration as m0006 } from './0006-security';
 import { migration as m0008 } from './0008-operations';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
-export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008];
+export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005];

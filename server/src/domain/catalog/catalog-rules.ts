@@ -53,12 +53,9 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
     }
   }
   if (seller) {
-    const host = hostOf(terms.url);
-    const domain = seller.domain.toLowerCase().replace(/\.$/, '');
-    if (host !== null && host !== domain && !host.endsWith(`.${domain}`)) {
-      forged(`${FIELD_PREFIX}url`, `the URL's host ${host} is not the seller's domain ${domain} or a subdomain of it`);
-    }
-    if (facts.domainVerifiedByOther) forged('sellerId', `the domain ${domain} is verified by another seller`);
+    const hostProblem = urlHostProblem(terms.url, seller.domain);
+    if (hostProblem) forged(`${FIELD_PREFIX}url`, hostProblem);
+    if (facts.domainVerifiedByOther) forged('sellerId', `the domain ${seller.domain.toLowerCase().replace(/\.$/, '')} is verified by another seller`);
   }
 
   const ext = checkExtensions(terms, FIELD_PREFIX);
@@ -73,6 +70,33 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
     });
   }
   return { errors, warnings };
+}
+
+/**
+ * The rules every write path applies (POST/PATCH /v1/resources as well as the catalog), so that no seller can
+ * register another seller's endpoint or recipient and have verify-by-URL attribute that seller's payments to it:
+ * the URL's host is the seller's domain or a subdomain of it.
+ */
+export function urlHostProblem(url: string, sellerDomain: string): string | null {
+  const host = hostOf(url);
+  const domain = sellerDomain.toLowerCase().replace(/\.$/, '');
+  if (host !== null && host !== domain && !host.endsWith(`.${domain}`)) return `the URL's host ${host} is not the seller's domain ${domain} or a subdomain of it`;
+  return null;
+}
+
+/**
+ * POST/PATCH /v1/resources: payTo must be the seller's own wallet, the address it proved at sign-up (SEP-53 wallet
+ * proof). A different recipient is possible only through the discovery catalog with `payToDeclared`, and never
+ * another seller's wallet.
+ */
+export function resourceOwnershipIssues(terms: Pick<ResourceTerms, 'url' | 'payTo'>, seller: { walletAddress: string; domain: string }): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  const hostProblem = urlHostProblem(terms.url, seller.domain);
+  if (hostProblem) issues.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'url', message: hostProblem, reason: 'forged_seller_metadata' });
+  if (terms.payTo !== seller.walletAddress) {
+    issues.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'payTo', message: "payTo must be the seller's own wallet address (proven at sign-up)", reason: 'forged_seller_metadata' });
+  }
+  return issues;
 }
 
 function hostOf(url: string): string | null {

@@ -2,7 +2,7 @@ import type { ErrorCode } from '../errors';
 import { isAmount, toStroops } from '../amount';
 import type { NetworkRegistry } from '../../ledger/network-registry';
 import { isPayToAddress } from '../../ledger/network-registry';
-import { checkRouteTemplate, pathMatchesTemplate } from './route-template';
+import { checkRouteTemplate, checkUrlPlaceholders, pathMatchesTemplate } from './route-template';
 import { checkJsonSchema } from './json-schema';
 
 /** The terms of a resource as a seller submits them (create, update, validate and catalog share them). */
@@ -121,7 +121,10 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
   if (routeProblem) err('ROUTE_TEMPLATE_INVALID', 'routeTemplate', routeProblem.message);
 
   const urlProblem = checkUrl(terms.url, terms.network);
+  // Placeholders only as whole path segments: verify-by-URL matches them (see route-template.ts urlTemplateMatcher).
+  const placeholderProblem = urlProblem ? null : checkUrlPlaceholders(terms.url);
   if (urlProblem) err('CATALOG_VALIDATION_FAILED', 'url', urlProblem);
+  else if (placeholderProblem) err('ROUTE_TEMPLATE_INVALID', 'url', placeholderProblem);
   else if (!routeProblem) {
     const pathname = rawPath(terms.url);
     if (!pathMatchesTemplate(pathname, terms.routeTemplate)) {

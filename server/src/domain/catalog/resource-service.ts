@@ -5,6 +5,7 @@ import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit, type Page, type PageRequest } from '../pagination';
 import type { NetworkRegistry, RegisteredAsset } from '../../ledger/network-registry';
 import type { Seller } from '../sellers/types';
+import { resourceOwnershipIssues } from './catalog-rules';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
 
@@ -78,6 +79,9 @@ export function createResourceService(deps: ResourceServiceDeps) {
       seller: { id: seller.id, walletAddress: seller.walletAddress, domainVerified: seller.domainVerifiedAt !== null },
       trusted: false,
     });
+    // Same ownership rules as the catalog (catalog-rules.ts): the seller's domain and the seller's own wallet.
+    result.errors.push(...resourceOwnershipIssues(terms, seller).filter((i) => !result.errors.some((e) => e.field === i.field)));
+    result.warnings = result.warnings.filter((w) => w.field !== 'payTo');
     if (result.errors.length) deps.onValidationFailure?.(result.errors);
     throwIfInvalid(result);
   }

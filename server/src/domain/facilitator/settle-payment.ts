@@ -14,6 +14,7 @@ import type {
   ReceiptRecord,
   ResourceTermsRef,
   SettlementRecord,
+  SubmitResult,
 } from './types';
 
 export interface SettleDeps {
@@ -31,6 +32,11 @@ export interface SettleDeps {
   /** How long the in-process confirmation keeps polling (holding the channel) before leaving it to the worker. */
   confirmTimeoutMs: number;
   pollMs: number;
+  /**
+   * Test seam: runs right after the claim (attempt settlement_pending, no channel, no settlement row yet); throwing
+   * here simulates an error or a crash in that window.
+   */
+  afterClaim?(attemptId: string): void | Promise<void>;
   /** Test seam: runs right after the transaction was accepted by the RPC; throwing here simulates a crash. */
   afterSubmit?(hash: string): void | Promise<void>;
 }
@@ -43,16 +49,26 @@ export interface SettleOutcome {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
+/** Submission attempts answered TRY_AGAIN_LATER (the RPC did not take the envelope) before giving up. */
+const MAX_TRY_AGAIN = 10;
+
+function replayed(attempt: AttemptRecord): DomainError {
+  return new DomainError('REPLAY_DETECTED', `This payment was already claimed for settlement (payment attempt ${attempt.id}); one signed payment settles once`, [
+    { field: 'paymentAttemptId', message: attempt.id },
+  ]);
+}
 
 /**
- * POST /v1/settle. Re-verifies the payload against the stored attempt, claims it with a compare-and-set (one winner
- * across all processes), builds the transfer from a channel account, writes the pending settlement (hash known
- * before submission) and only then submits. Losers of the claim wait for the winner's outcome.
+ * POST /v1/settle. Re-verifies the payload against the stored attempt and the resource version it pays for, claims
+ * the attempt with a compare-and-set (verified -> settlement_pending: one winner across all processes; every other
+ * caller, concurrent or later, gets REPLAY_DETECTED), leases a channel from the shared pool, writes the pending
+ * settlement (hash known before submission, the channel pinned to it) and only then submits.
+ *
+ * Every state an attempt can be left in has an owner: a claim that never got its settlement row is failed by the
+ * stale-payment cleanup worker (nothing was submitted); a pending settlement is finished by the confirmation worker,
+ * which asks the ledger and never resubmits.
  */
 export function createSettlePayment(deps: SettleDeps) {
-  /** Settles claimed in this process, so concurrent callers await the winner instead of polling the database. */
-  const inFlight = new Map<string, Promise<SettleOutcome>>();
-
   async function outcomeOf(attemptId: string): Promise<SettleOutcome | null> {
     const settlement = await deps.repo.findSettlementByAttempt(attemptId);
     if (!settlement) return null;
@@ -60,27 +76,6 @@ export function createSettlePayment(deps: SettleDeps) {
     if (!receipt) return null;
     if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
     return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
-  }
-
-  /** Waits for another caller's settlement of this attempt (in this process or another). */
-  async function awaitWinner(attemptId: string): Promise<SettleOutcome> {
-    const local = inFlight.get(attemptId);
-    if (local) return local;
-    const started = Date.now();
-    for (;;) {
-      const out = await outcomeOf(attemptId);
-      if (out && (out.status === 'settled' || Date.now() - started >= deps.confirmWaitMs)) return out;
-      if (!out) {
-        const attempt = await deps.repo.findAttempt(attemptId);
-        if (attempt?.status === 'settlement_failed') {
-          throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be submitted: ${attempt.failureReason ?? 'unknown reason'}`);
-        }
-        if (Date.now() - started > Math.max(deps.confirmWaitMs, 10_000)) {
-          throw new DomainError('SERVICE_UNAVAILABLE', 'This payment is being settled by another request; retry shortly');
-        }
-      }
-      await sleep(deps.pollMs);
-    }
   }
 
   /** Asks the ledger once about a pending settlement and records a final answer. Never resubmits. */
@@ -117,6 +112,7 @@ export function createSettlePayment(deps: SettleDeps) {
         let state: 'settled' | 'failed' | 'pending' = 'pending';
         try {
           state = await confirmOnce(s, attempt);
+          if (state === 'pending') await lease.renew();
         } catch {
           state = 'pending'; // RPC hiccup: ask again; the worker finishes it if this process gives up
         }
@@ -124,17 +120,30 @@ export function createSettlePayment(deps: SettleDeps) {
         await sleep(deps.pollMs);
       }
     } finally {
-      lease.release();
+      // A no-op while the transaction is pinned to the lease: the recorded final answer frees the channel.
+      await lease.release().catch(() => undefined);
     }
     const out = await outcomeOf(attempt.id);
     if (!out) throw new Error('settlement record vanished');
     return out;
   }
 
-  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, resource: ResourceTermsRef): Promise<SettleOutcome> {
-    const lease = await deps.channels.acquire(attempt.network);
-    let leaseHandedOver = false;
+  /** Submits; a transport error means the RPC may or may not have taken it: 'unknown' (never resubmitted). */
+  async function submitOnce(network: string, envelopeXdr: string): Promise<SubmitResult | { status: 'UNKNOWN' }> {
     try {
+      return await deps.ledger.submit(network, envelopeXdr);
+    } catch {
+      return { status: 'UNKNOWN' };
+    }
+  }
+
+  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef): Promise<SettleOutcome> {
+    let lease: ChannelLease | null = null;
+    let leaseHandedOver = false;
+    let recorded = false;
+    try {
+      await deps.afterClaim?.(attempt.id);
+      lease = await deps.channels.acquire(attempt.network);
       const prepared = await deps.ledger.prepareSettlement(attempt.network, lease, entryXdr);
       if ('error' in prepared) {
         await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(prepared.error));
@@ -160,25 +169,32 @@ export function createSettlePayment(deps: SettleDeps) {
         ...unconfirmed,
         id: newId('receipt'),
         settlementId: settlement.id,
-        resourceId: resource.id,
-        sellerId: resource.sellerId,
-        versionId: resource.versionId,
+        resourceId: terms.id,
+        sellerId: terms.sellerId,
+        // The receipt pins the resource version whose terms this payment was checked against.
+        versionId: terms.versionId,
         failureCode: null,
         failureReason: null,
       };
       // Crash safety: the record (with the hash) exists before the transaction can reach the ledger.
-      await deps.repo.insertPendingSettlement(settlement, receipt);
-      let sent = await deps.ledger.submit(attempt.network, prepared.envelopeXdr);
+      if (!(await deps.repo.insertPendingSettlement(settlement, receipt, lease.token))) {
+        throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
+      }
+      recorded = true;
+      let sent = await submitOnce(attempt.network, prepared.envelopeXdr);
       // TRY_AGAIN_LATER means the RPC did not take it: resubmitting the same envelope (same hash) is safe.
-      for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < 10; i++) {
+      for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < MAX_TRY_AGAIN; i++) {
         await sleep(Math.max(deps.pollMs, 100));
-        sent = await deps.ledger.submit(attempt.network, prepared.envelopeXdr);
+        sent = await submitOnce(attempt.network, prepared.envelopeXdr);
       }
       if (sent.status === 'ERROR' || sent.status === 'TRY_AGAIN_LATER') {
         await deps.repo.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
         deps.events.submissionFailed(attempt.network, sent.reason);
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction was rejected: ${shortReason(sent.reason)}`);
       }
+      // UNKNOWN (the RPC failed while we submitted): it may have been taken. Never resubmitted: the settlement stays
+      // pending and the confirmation (here, then the worker) learns its fate from the ledger; the answer is 202.
+      if (sent.status === 'UNKNOWN') deps.events.submissionFailed(attempt.network, 'unknown');
       await deps.afterSubmit?.(prepared.hash);
       const confirmation = confirmLoop(settlement, attempt, lease);
       leaseHandedOver = true;
@@ -193,9 +209,25 @@ export function createSettlePayment(deps: SettleDeps) {
       clearTimeout(timer);
       if (waited === pending) confirmation.catch(() => undefined);
       return waited;
+    } catch (err) {
+      // Nothing reached the ledger before the pending settlement was recorded: the claim ends settlement_failed now
+      // (and if even that write fails, the cleanup worker does it later).
+      if (!recorded) {
+        const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
+        await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
+      }
+      throw err;
     } finally {
-      if (!leaseHandedOver) lease.release();
+      if (lease && !leaseHandedOver) await lease.release().catch(() => undefined);
     }
+  }
+
+  /** The resource version the payment is settled against: the one verified with, else the current one. */
+  async function termsFor(attempt: AttemptRecord, resource: ResourceTermsRef): Promise<ResourceTermsRef> {
+    if (!attempt.versionId) return resource;
+    const pinned = await deps.repo.versionTerms(attempt.versionId);
+    if (!pinned || pinned.id !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
+    return pinned;
   }
 
   async function settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId: string }): Promise<SettleOutcome> {
@@ -224,20 +256,26 @@ export function createSettlePayment(deps: SettleDeps) {
     const resource = await deps.resourceById(input.resourceId);
     if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
     if (attempt.resourceId && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
-    if (resource.network !== attempt.network || resource.payTo !== attempt.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The resource is paid to another recipient');
+    // The receipt is evidence that THIS resource's terms were paid: network, recipient, asset and amount of the
+    // version it pins must all be the attempt's.
+    const terms = await termsFor(attempt, resource);
+    if (terms.network !== attempt.network || terms.payTo !== attempt.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The resource is paid to another recipient');
+    if (terms.assetCode !== attempt.assetCode || terms.assetIssuer !== attempt.assetIssuer) throw new DomainError('ASSET_MISMATCH', 'The resource is priced in another asset');
+    if (toStroops(terms.amount) !== toStroops(attempt.amount)) {
+      throw new DomainError('AMOUNT_MISMATCH', `The payment amount ${attempt.amount} differs from the resource price ${terms.amount}`);
+    }
 
     switch (attempt.status) {
       case 'verified':
         break;
       case 'settled':
       case 'settlement_pending':
-        return awaitWinner(attempt.id);
+      case 'replayed':
+        throw replayed(attempt);
       case 'settlement_failed':
         throw new DomainError('SETTLEMENT_FAILED', `The settlement failed: ${attempt.failureReason ?? 'unknown reason'}`);
       case 'expired':
         throw new DomainError('AUTH_EXPIRED', 'The authorization expired before settlement');
-      case 'replayed':
-        throw new DomainError('REPLAY_DETECTED', 'This authorization was settled through another attempt');
       default:
         throw new DomainError('PAYMENT_REQUIRED', 'This payment attempt was never verified');
     }
@@ -252,14 +290,9 @@ export function createSettlePayment(deps: SettleDeps) {
       await deps.repo.expireAttempt(attempt.id, (err as Error).message);
       throw err;
     }
-    if (!(await deps.repo.claimForSettlement(attempt.id, resource))) return awaitWinner(attempt.id);
-    const running = submitClaimed(attempt, parsed.entryXdr, resource);
-    inFlight.set(attempt.id, running);
-    try {
-      return await running;
-    } finally {
-      inFlight.delete(attempt.id);
-    }
+    // One winner across every process; everyone else (concurrent or later) is refused.
+    if (!(await deps.repo.claimForSettlement(attempt.id, terms))) throw replayed(attempt);
+    return submitClaimed(attempt, parsed.entryXdr, terms);
   }
 
   return { settle, confirmOnce };

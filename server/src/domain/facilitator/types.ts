@@ -93,8 +93,21 @@ export interface PaymentRepository {
   expireAttempt(id: string, reason: string): Promise<void>;
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
   failClaimedAttempt(id: string, code: ErrorCode, reason: string): Promise<void>;
-  /** Writes the pending settlement and pending receipt in one transaction, before submission. */
-  insertPendingSettlement(s: SettlementRecord, r: ReceiptRecord): Promise<void>;
+  /**
+   * Writes the pending settlement and pending receipt in one transaction, before submission, and pins the channel
+   * lease (token) to the transaction hash. False (nothing written) when the attempt is no longer settlement_pending
+   * (the cleanup worker failed a claim it judged abandoned): the caller must then not submit.
+   */
+  insertPendingSettlement(s: SettlementRecord, r: ReceiptRecord, leaseToken: string | null): Promise<boolean>;
+  /**
+   * settlement_pending attempts with no settlement row whose claim is older than `olderThanSeconds` ->
+   * settlement_failed. Safe: the settlement row is written before any submission, so none of them reached the ledger.
+   */
+  failAbandonedClaims(olderThanSeconds: number, limit: number): Promise<number>;
+  /** The terms of one resource version (what a receipt pins). */
+  versionTerms(versionId: string): Promise<ResourceTermsRef | null>;
+  /** The version of a resource that was current at `at` (for receipts written after the fact). */
+  versionAt(resourceId: string, at: Date): Promise<string | null>;
   /** pending -> settled for settlement, attempt and receipt in one transaction; false when it was already final. */
   finalizeSettled(settlementId: string, ledger: number, settledAt: Date, evidence: EvidenceLabel): Promise<boolean>;
   /** pending -> failed for settlement, attempt (settlement_failed) and receipt (failed_settlement). */
@@ -144,7 +157,12 @@ export interface PreparedSettlement {
 
 export interface ChannelLease {
   address: string;
-  release(): void;
+  /** Identifies this lease in the shared lease table (null for leases that are not stored). */
+  token: string | null;
+  /** Gives the channel back unless a transaction is pinned to it (then the ledger's final answer frees it). */
+  release(): Promise<void>;
+  /** Extends the lease's expiry while its holder still works with it. */
+  renew(): Promise<void>;
 }
 
 export interface LedgerPort {

@@ -3,6 +3,7 @@ import { isAmount, normalizeAmount, toStroops } from '../amount';
 import { newId } from '../ids';
 import { parseAuthorization, verifyAuthorizationSignature, type ParsedAuthorization } from './authorization';
 import { paymentHash } from './payment-hash';
+import { MAX_TIMEOUT_SECONDS } from '../catalog/resource-service';
 import type { AssetRef, AttemptRecord, LedgerPort, PaymentRepository, ResourceTermsRef } from './types';
 
 export interface AssetInput {
@@ -27,6 +28,33 @@ export interface PaymentRequirementsInput {
   payTo: string;
   asset?: AssetInput;
   resource?: string;
+  maxTimeoutSeconds?: number;
+}
+
+/** maxTimeoutSeconds assumed when the requirements carry none (the catalog's announced value). */
+export const DEFAULT_MAX_TIMEOUT_SECONDS = MAX_TIMEOUT_SECONDS;
+/** No authorization may stay valid longer than this, whatever the requirements say. */
+export const MAX_TIMEOUT_CAP_SECONDS = 3600;
+/**
+ * Ledger close time the validity window is converted with: the fastest a Stellar client estimates (x402 clients
+ * round their estimate up to whole seconds), so a client following maxTimeoutSeconds is never refused.
+ */
+export const MIN_LEDGER_CLOSE_SECONDS = 1;
+
+/**
+ * Fails with INVALID_PAYMENT_PAYLOAD when the authorization stays valid longer than the requirements allow:
+ * expiresAtLedger - latest ledger must be at most ceil(maxTimeoutSeconds / MIN_LEDGER_CLOSE_SECONDS).
+ */
+export function checkValidityWindow(expiresAtLedger: number, latestLedger: number, maxTimeoutSeconds: number | undefined, resourceKnown: boolean): void {
+  let limit = Math.min(maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
+  if (resourceKnown) limit = Math.min(limit, MAX_TIMEOUT_SECONDS);
+  const maxLedgers = Math.ceil(limit / MIN_LEDGER_CLOSE_SECONDS);
+  if (expiresAtLedger - latestLedger > maxLedgers) {
+    throw new DomainError(
+      'INVALID_PAYMENT_PAYLOAD',
+      `The authorization stays valid until ledger ${expiresAtLedger}, more than ${maxLedgers} ledgers after the latest (${latestLedger}): maxTimeoutSeconds is ${limit}`,
+    );
+  }
 }
 
 export interface NetworkLookup {
@@ -125,8 +153,8 @@ function sameTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
 
 /**
  * POST /v1/verify: checks the payload in the contract's order and records the attempt (verified, or
- * verification_failed with the code once the authorization could be read). Verifying the same authorization again
- * while its attempt is still verified answers that attempt (idempotent).
+ * verification_failed with the code once the authorization could be read). An authorization is verified once: any
+ * later or concurrent verify of it answers REPLAY_DETECTED (the unique replay index decides across processes).
  */
 export function createVerifyPayment(deps: VerifyDeps) {
   return async function verify(input: { paymentPayload: PaymentPayloadInput; paymentRequirements: PaymentRequirementsInput; resourceId?: string }): Promise<AttemptRecord> {
@@ -146,13 +174,13 @@ export function createVerifyPayment(deps: VerifyDeps) {
       // 8. ledger expiry
       const latest = await deps.ledger.latestLedger(payload.network);
       checkNotExpired(payload.expiresAtLedger, latest);
-      // 9. replay state
+      checkValidityWindow(payload.expiresAtLedger, latest, req.maxTimeoutSeconds, resource !== null);
+      // 9. replay state: one signed payment is verified once. A second verify of the same authorization (or of its
+      // nonce) is refused, even while the first attempt is only verified: it buys one delivery. A retry of the same
+      // request is answered by the Idempotency-Key replay instead.
       const hash = paymentHash(parsed.entryXdr);
       const existing = await deps.repo.findByReplayKey(payload.network, parsed.payer, parsed.nonce);
-      if (existing) {
-        if (existing.paymentHash === hash && existing.status === 'verified') return existing;
-        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
-      }
+      if (existing) throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', [{ field: 'paymentAttemptId', message: existing.id }]);
       // 10. ledger state
       await checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
       const id = newId('payment');
@@ -175,12 +203,8 @@ export function createVerifyPayment(deps: VerifyDeps) {
         expiresAtLedger: payload.expiresAtLedger,
         authorizationXdr: parsed.entryXdr,
       });
-      if (outcome === 'replay') {
-        // A concurrent verify of the same authorization won the unique index: answer its attempt if it is the same one.
-        const winner = await deps.repo.findByReplayKey(payload.network, parsed.payer, parsed.nonce);
-        if (winner && winner.paymentHash === hash && winner.status === 'verified') return winner;
-        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
-      }
+      // A concurrent verify of the same authorization won the unique replay index: this one is refused.
+      if (outcome === 'replay') throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
       const created = await deps.repo.findAttempt(id);
       if (!created) throw new Error('attempt vanished after insert');
       return created;
