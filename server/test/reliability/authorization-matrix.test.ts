@@ -190,6 +190,12 @@ const ROWS: Row[] = [
   },
   { operationId: 'getHealth', what: 'read health', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getVersion', what: 'read version', call: () => ({}), expect: PUBLIC_READ },
+  {
+    operationId: 'sendMcpMessage',
+    what: "inspect A's resource through the MCP server (a read-only public tool)",
+    call: (w) => ({ body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } } } }),
+    expect: PUBLIC_READ,
+  },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'listConformanceRuns', what: 'list conformance runs', call: () => ({}), expect: OPERATOR_ONLY },
   { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },

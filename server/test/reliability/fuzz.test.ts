@@ -15,7 +15,7 @@ import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_123);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 110);
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'] as const;
 
 type Schema = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
