@@ -135,4 +135,32 @@ describe('paywall middleware', () => {
     expect(JSON.parse(text).error).toMatchObject({ code: 'AUTH_EXPIRED' });
     expect(res.headers.get('payment-response')).toBeNull();
   });
+
+  it('when 12 requests carry one payment signature to a slow paid route, exactly one is served (200), the others get 409 REPLAY_DETECTED, the handler runs once and the money moves once', async () => {
+    const payer = await fundedBuyer(env, '1');
+    const c = await paymentCase(env, payer, payTo, '0.25');
+    const header = b64(c.payload);
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const res = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
+        return { status: res.status, text: await res.text() };
+      }),
+    );
+    const served = answers.filter((a) => a.status === 200);
+    expect(served).toHaveLength(1);
+    expect(served[0].text).toContain('paid content');
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused).toHaveLength(11);
+    for (const r of refused) {
+      expect(r.status).toBe(409);
+      expect(r.text).not.toContain('paid content');
+      expect(JSON.parse(r.text).error).toMatchObject({ code: 'REPLAY_DETECTED' });
+    }
+    expect(calls).toEqual(['slow']);
+    expect(env.network.balance(payer.publicKey(), 'USDC')).toBe('0.75');
+    // The same payment sent again later is refused before the handler runs.
+    const later = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
+    expect(later.status).toBe(409);
+    expect(calls).toEqual(['slow']);
+  });
 });
