@@ -1,13 +1,6 @@
-import { rpc } from '@stellar/stellar-sdk';
 import type { NetworkRegistry } from './network-registry';
 
-export interface DependencyCheck {
-  status: 'ok' | 'degraded' | 'down';
-  latencyMs?: number;
-  message?: string;
-}
-
-/** What one probe of a network's Soroban RPC saw. `error` is the raw error text: log it at debug level only. */
+/** What one probe of a network's Soroban RPC saw. `error` is the raw error text: never shown, not logged (it can hold the RPC URL and a provider key). */
 export interface RpcProbe {
   /** The RPC answered getHealth and getLatestLedger. */
   up: boolean;
@@ -20,9 +13,25 @@ export interface RpcProbe {
   error: string | null;
 }
 
-/** Asks a Soroban RPC server for getHealth and getLatestLedger, each bounded by the timeout. */
+/** One JSON-RPC call with its own deadline: the request (and its socket) is aborted when the RPC does not answer. */
+async function call<T>(rpcUrl: string, method: string, timeoutMs: number): Promise<T> {
+  const res = await fetch(rpcUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  if (!res.ok) throw new Error(`${method} answered HTTP ${res.status}`);
+  const body = (await res.json()) as { result?: T; error?: { message?: string } };
+  if (body.error || body.result === undefined) throw new Error(`${method} failed: ${body.error?.message ?? 'no result'}`);
+  return body.result;
+}
+
+/**
+ * Asks a Soroban RPC server for getHealth and getLatestLedger, each bounded by the timeout (an RPC that accepts the
+ * connection and never answers counts as down after it).
+ */
 export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcProbe> {
-  const server = new rpc.Server(rpcUrl, { allowHttp: rpcUrl.startsWith('http:'), timeout: timeoutMs });
   const started = process.hrtime.bigint();
   const ms = () => Number(process.hrtime.bigint() - started) / 1e6;
   let errors = 0;
@@ -30,27 +39,22 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
   let healthy = false;
   let latestLedger: number | null = null;
   try {
-    const health = await server.getHealth();
+    const health = await call<{ status?: string; latestLedger?: number }>(rpcUrl, 'getHealth', timeoutMs);
     healthy = health.status === 'healthy';
-    latestLedger = health.latestLedger ?? null;
+    latestLedger = typeof health.latestLedger === 'number' ? health.latestLedger : null;
   } catch (err) {
     errors += 1;
     error = (err as Error).message;
   }
   try {
-    latestLedger = (await server.getLatestLedger()).sequence;
+    const latest = await call<{ sequence?: number }>(rpcUrl, 'getLatestLedger', timeoutMs);
+    if (typeof latest.sequence === 'number') latestLedger = latest.sequence;
+    else throw new Error('getLatestLedger answered no sequence');
   } catch (err) {
     errors += 1;
     error ??= (err as Error).message;
   }
   return { up: errors === 0, healthy: errors === 0 && healthy, latencyMs: ms(), latestLedger, errors, error };
-}
-
-/** Backwards-compatible single check (getHealth only). */
-export async function checkRpc(rpcUrl: string, timeoutMs = 3000): Promise<DependencyCheck & { latestLedger?: number }> {
-  const p = await probeRpc(rpcUrl, timeoutMs);
-  if (!p.up) return { status: 'down', latencyMs: p.latencyMs, message: "The network's Soroban RPC does not answer." };
-  return { status: p.healthy ? 'ok' : 'degraded', latencyMs: p.latencyMs, latestLedger: p.latestLedger ?? undefined };
 }
 
 /**
