@@ -1,0 +1,130 @@
+/**
+ * One channel pool for many processes (issue #14 item 3): two service instances on one database and one local
+ * network, sharing channel accounts derived from one seed and leased through the database.
+ */
+import request from 'supertest';
+import { createService, type Service } from '../../src/compose';
+import { createLogger } from '../../src/logger';
+import { createFacilitatorArea } from '../../src/areas/facilitator';
+import type { AreaContext } from '../../src/areas/area';
+import { createMetrics } from '../../src/metrics/registry';
+import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+
+const SEED = 'channel-pool-test-seed-0123456789abcdef';
+
+describe('one channel pool shared by two service instances through the database', () => {
+  let env: FacilitatorEnv;
+  let second: Service;
+  let crashAfterSubmit = false;
+  let payTo: string;
+  let resourceId: string;
+  let closer: NodeJS.Timeout | null = null;
+
+  const networks = () => testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) });
+
+  beforeAll(async () => {
+    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmWaitMs: 5_000, pollMs: 20 } });
+    // The second instance knows only the first channel of the same seed: a channel both instances use.
+    second = await createService({
+      databaseUrl: env.svc.databaseUrl,
+      environment: 'test',
+      version: '0.0.0-test',
+      commit: null,
+      networks: networks(),
+      operatorApiKey: OPERATOR_KEY,
+      rateLimit: { points: 10_000, windowSeconds: 60 },
+      bodyLimitBytes: 256 * 1024,
+      logger: createLogger({ silent: true }),
+      facilitator: {
+        channelAccounts: 1,
+        channelSeed: SEED,
+        confirmWaitMs: 5_000,
+        pollMs: 20,
+        channelAcquireTimeoutMs: 5_000,
+        afterSubmit: () => {
+          if (crashAfterSubmit) throw new Error('simulated crash between submit and record');
+        },
+      },
+    });
+    const { seller, resource } = await sellerWithResource(env, '0.1');
+    payTo = seller.wallet.publicKey();
+    resourceId = resource.id;
+  });
+  afterEach(() => {
+    if (closer) clearInterval(closer);
+    closer = null;
+  });
+  afterAll(async () => {
+    await second?.close();
+    await env.stop();
+  });
+
+  const settleOn = (svc: { app: Service['app'] }, id: string, c: PaymentCase) => request(svc.app).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId });
+  async function verified(): Promise<{ c: PaymentCase; id: string; buyer: string }> {
+    const buyer = await fundedBuyer(env, '1');
+    const c = await paymentCase(env, buyer, payTo, '0.1');
+    const v = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
+    expect(v.status).toBe(200);
+    return { c, id: v.body.paymentAttemptId, buyer: buyer.publicKey() };
+  }
+  const leases = async () => (await env.svc.db.query('SELECT address, holder, transaction_hash FROM channel_leases ORDER BY address', { type: 'SELECT' })) as Array<Record<string, string | null>>;
+
+  it('both instances register the same channel accounts in one lease table', async () => {
+    const rows = await leases();
+    expect(rows).toHaveLength(2);
+    expect(rows.every((r) => r.holder === null && r.transaction_hash === null)).toBe(true);
+  });
+
+  it('when two instances settle in parallel, no channel carries two in-flight transactions: every settlement lands (no txBadSeq)', async () => {
+    const payments = await Promise.all(Array.from({ length: 10 }, () => verified()));
+    closer = setInterval(() => void env.network.closeLedger(), 40);
+    const answers = await Promise.all(payments.map((p, i) => settleOn(i % 2 ? second : env.svc, p.id, p.c)));
+    expect(answers.map((a) => a.body.error?.code ?? a.body.ok)).toEqual(Array(10).fill(true));
+    for (let i = 0; i < 200; i++) {
+      const open = await env.svc.db.query(`SELECT count(*)::int AS n FROM settlements WHERE status = 'pending'`, { plain: true, type: 'SELECT' });
+      if ((open as { n: number }).n === 0) break;
+      await sleep(25);
+    }
+    const statuses = (await env.svc.db.query('SELECT status, count(*)::int AS n FROM settlements GROUP BY status', { type: 'SELECT' })) as Array<{ status: string; n: number }>;
+    expect(statuses).toEqual([{ status: 'settled', n: 10 }]);
+    for (const p of payments) expect(env.network.balance(p.buyer, 'USDC')).toBe('0.9');
+    const used = (await env.svc.db.query('SELECT DISTINCT channel_account FROM settlements', { type: 'SELECT' })) as Array<{ channel_account: string }>;
+    const known = (await leases()).map((r) => r.address);
+    expect(used.every((u) => known.includes(u.channel_account))).toBe(true);
+    expect((await leases()).every((r) => r.holder === null && r.transaction_hash === null)).toBe(true);
+  });
+
+  it('a channel whose last transaction has an unknown fate is not handed out until the confirmation worker records its outcome', async () => {
+    const crashed = await verified();
+    crashAfterSubmit = true;
+    const res = await settleOn(second, crashed.id, crashed.c);
+    crashAfterSubmit = false;
+    expect(res.status).toBe(500);
+    const pinned = (await leases()).filter((r) => r.transaction_hash !== null);
+    expect(pinned).toHaveLength(1);
+    await env.network.closeLedger(); // the transaction lands, but no process has recorded it
+
+    // The second instance knows only that channel: it is not handed out, so the settle is refused, nothing is sent.
+    const blocked = await verified();
+    const refused = await settleOn(second, blocked.id, blocked.c);
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(env.network.balance(blocked.buyer, 'USDC')).toBe('1');
+
+    const worker = otherArea().workers.find((w) => w.name === 'settlement-confirmation-worker')!;
+    await worker.run({ olderThanSeconds: 0 });
+    expect((await leases()).every((r) => r.transaction_hash === null)).toBe(true);
+    expect(env.network.balance(crashed.buyer, 'USDC')).toBe('0.9');
+
+    const next = await verified();
+    closer = setInterval(() => void env.network.closeLedger(), 40);
+    const ok = await settleOn(second, next.id, next.c);
+    expect(ok.body.ok).toBe(true);
+  });
+
+  function otherArea() {
+    const ctx = { db: env.svc.db, networks: networks(), metrics: createMetrics('test'), logger: createLogger({ silent: true }) } as unknown as AreaContext;
+    return createFacilitatorArea(ctx);
+  }
+});
