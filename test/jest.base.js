@@ -16,7 +16,7 @@ module.exports = function sharedJestConfig(rootDir, testsDir) {
     transform: {
       '^.+\\.(t|j|mj)sx?$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
     },
-    transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js)/)'],
+    transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js|jose)/)'],
     moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
     globalSetup: path.join(__dirname, 'support/global-setup.ts'),

@@ -192,3 +192,4 @@ export function createBuyerClient(options: BuyerClientOptions) {
 
 export type BuyerClient = ReturnType<typeof createBuyerClient>;
 export { readPaymentRequired as parsePaymentRequired };
+export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';

@@ -198,3 +198,4 @@ export function createSellerClient(options: SellerClientOptions) {
 }
 
 export type SellerClient = ReturnType<typeof createSellerClient>;
+export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';

@@ -22,6 +22,10 @@ import { createDiscoveryArea } from './areas/discovery';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
 import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
+import { createPaymentRepository } from './data/payment-repository';
+import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
+import { createSignedReceipts } from './domain/receipts/signed-receipts';
+import { x402Handlers } from './x402';
 import type { Logger } from './logger';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */
@@ -50,6 +54,8 @@ export interface ServiceOptions {
   facilitator?: FacilitatorOptions;
   /** Network health, conformance runner and dashboard settings (defaults in areas/operations.ts). */
   operations?: OperationsOptions;
+  /** The receipt signing key (Ed25519 PKCS#8 PEM) and retired public keys; default a key made for this process. */
+  receiptSigning?: { privateKeyPem: string; previous?: PublicJwk[] };
 }
 
 export interface Service {
@@ -108,6 +114,22 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
   });
 
+  const paymentRepo = createPaymentRepository(db);
+  const signedReceipts = createSignedReceipts({
+    signer: await createReceiptSigner(opts.receiptSigning ?? { privateKeyPem: generateReceiptKeyPem() }),
+    payerOf: async (id) => (await paymentRepo.findAttempt(id))?.payer ?? null,
+    resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
+  });
+  // The x402 v2 facilitator API: translation onto the facilitator's use cases (server/src/x402).
+  const x402 = x402Handlers({
+    facilitator: facilitator.service,
+    networks: opts.networks,
+    attemptsByHash: (hash) => paymentRepo.findByHash(hash),
+    signers: (network) => facilitator.channels.addresses(network),
+    listDiscovery: discovery.handlers.listDiscoveryResources,
+    receipts: signedReceipts,
+  });
+
   const health = () =>
     healthReport(
       {
@@ -138,9 +160,17 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     health,
     version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
     },
-    { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers },
+    { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers, ...x402 },
   );
   handlers.getResource = operations.decorateResourceRead(handlers.getResource);
+  // The receipt's seller and the operator also get the signed receipt; an anonymous read never does (it names the payer).
+  const readReceipt = handlers.getReceipt;
+  handlers.getReceipt = async (ctx) => {
+    const res = await readReceipt(ctx);
+    if (res.status !== 200) return res;
+    const jws = await signedReceipts.forReader(ctx.principal, { ...res.body, settledAt: res.body.settledAt ? new Date(res.body.settledAt) : null });
+    return jws ? { ...res, body: { ...res.body, signedReceipt: jws } } : res;
+  };
 
   const app = createApp({
     spec,

@@ -30,6 +30,12 @@ export interface Config {
   mongodbUrl: string | null;
   operatorApiKey: string | null;
   operatorKeyFile: string;
+  /**
+   * Receipt signing: RECEIPT_SIGNING_KEY (Ed25519 private key, PKCS#8 PEM; "\n" escapes allowed), else the key file
+   * in the data folder (generated once, mode 0600). Public keys of retired keys (JSON array of JWKs) from
+   * RECEIPT_PREVIOUS_PUBLIC_KEYS and from the previous-keys file stay published in /.well-known/jwks.json.
+   */
+  receiptSigning: { key: string | null; keyFile: string; previousKeys: string | null; previousKeysFile: string };
   rateLimit: { points: number; windowSeconds: number };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection of the service, in ms (0 = none). */
@@ -194,6 +200,12 @@ export function loadConfig(env: Env = process.env): Config {
     mongodbUrl: r.url('MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
     operatorApiKey,
     operatorKeyFile: path.join(dataDir, 'operator-api-key'),
+    receiptSigning: {
+      key: r.optional('RECEIPT_SIGNING_KEY')?.replace(/\\n/g, '\n') ?? null,
+      keyFile: path.join(dataDir, 'receipt-signing-key.pem'),
+      previousKeys: r.optional('RECEIPT_PREVIOUS_PUBLIC_KEYS'),
+      previousKeysFile: path.join(dataDir, 'receipt-signing-keys-previous.json'),
+    },
     rateLimit: {
       points: r.int('RATE_LIMIT_REQUESTS', 300, 1, 1_000_000),
       windowSeconds: r.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),

@@ -15,6 +15,7 @@ import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
 import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
+import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 
 const logger = createLogger();
 
@@ -26,6 +27,29 @@ function operatorKey(config: Config): string {
   const key = `mk_op_${crypto.randomBytes(32).toString('base64url')}`;
   fs.writeFileSync(config.operatorKeyFile, `${key}\n`, { mode: 0o600 });
   return key;
+}
+
+/**
+ * The receipt signing key: RECEIPT_SIGNING_KEY, else the data folder's key file (generated once, mode 0600), plus
+ * the retired public keys (env and file). The key is never logged: only the file path is.
+ */
+async function receiptSigning(config: Config): Promise<{ privateKeyPem: string; previous: PublicJwk[] }> {
+  const { key, keyFile, previousKeys, previousKeysFile } = config.receiptSigning;
+  let privateKeyPem = key;
+  if (!privateKeyPem) {
+    if (fs.existsSync(keyFile)) {
+      privateKeyPem = fs.readFileSync(keyFile, 'utf8');
+    } else {
+      fs.mkdirSync(path.dirname(keyFile), { recursive: true });
+      privateKeyPem = generateReceiptKeyPem();
+      fs.writeFileSync(keyFile, privateKeyPem, { mode: 0o600 });
+      logger.info('receipt signing key generated into the data folder (RECEIPT_SIGNING_KEY unset)', { file: keyFile });
+    }
+  }
+  const previous: PublicJwk[] = [];
+  if (previousKeys) previous.push(...(await parsePreviousKeys(JSON.parse(previousKeys))));
+  if (fs.existsSync(previousKeysFile)) previous.push(...(await parsePreviousKeys(JSON.parse(fs.readFileSync(previousKeysFile, 'utf8')))));
+  return { privateKeyPem, previous };
 }
 
 async function main(): Promise<void> {
@@ -86,6 +110,7 @@ async function main(): Promise<void> {
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
     facilitator: config.facilitator,
+    receiptSigning: await receiptSigning(config),
     operations: {
       networkHealthEvery: config.operations.networkHealthEvery,
       conformanceEvery: config.operations.conformanceEvery,

@@ -1087,7 +1087,9 @@ export interface components {
         /**
          * @description The primary evidence of a paid call: who was paid how much for which resource version, in which transaction.
          *     Created when settlement is submitted and updated when it is confirmed or fails. Public: it carries no buyer
-         *     data; `evidence` says what it proves.
+         *     data; `evidence` says what it proves. `resourceId`, `sellerId` and `versionId` are null for a payment settled
+         *     through the x402 API (`/x402/settle`) for a URL that is not in the catalog. The seller and the operator also get
+         *     `signedReceipt`; an anonymous read never does, because the signed receipt names the payer.
          * @example {
          *       "id": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
          *       "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
@@ -1113,9 +1115,15 @@ export interface components {
             id: components["schemas"]["ReceiptId"];
             paymentAttemptId: components["schemas"]["PaymentAttemptId"];
             settlementId: components["schemas"]["SettlementId"];
-            resourceId: components["schemas"]["ResourceId"];
-            sellerId: components["schemas"]["SellerId"];
-            versionId: components["schemas"]["VersionId"];
+            resourceId: components["schemas"]["ResourceId"] | null;
+            sellerId: components["schemas"]["SellerId"] | null;
+            versionId: components["schemas"]["VersionId"] | null;
+            /**
+             * @description The receipt signed by the service: a compact JWS (`alg: EdDSA`, `kid` in `GET /.well-known/jwks.json`) whose
+             *     payload is the x402 offer-and-receipt receipt `{version, network, resourceUrl, payer, issuedAt, transaction}`
+             *     plus `receiptId`. Present once the settlement is confirmed, and only for the seller and the operator.
+             */
+            signedReceipt?: string;
             transactionHash: components["schemas"]["TransactionHash"];
             /** @description Ledger sequence that included the transaction; null while pending. */
             ledger: number | null;

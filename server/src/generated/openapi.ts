@@ -799,6 +799,158 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/x402/supported": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * x402 v2 supported kinds
+         * @description The x402 v2 facilitator `GET /supported`: the `exact` scheme on every configured Stellar network, the `bazaar`
+         *     extension, and the channel accounts that sign settlement transactions (`signers`). Point a stock
+         *     `HTTPFacilitatorClient` at `<base>/x402`.
+         *
+         *     **Who may call:** anyone; a key is optional.
+         */
+        get: operations["getSupportedKinds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * x402 v2 verify
+         * @description The x402 v2 facilitator `POST /verify`, translated onto the same use case as `POST /v1/verify`: the same checks,
+         *     the same payment attempt record (`verified` or `verification_failed`), the same replay protection. The
+         *     requirements' `asset` is the asset's contract address and `amount` is in stroops; the payload is the stock
+         *     `exact` Stellar payload (`payload.transaction`). When `paymentPayload.resource.url` is a cataloged resource of
+         *     this network and `payTo`, the attempt is linked to it; otherwise it is recorded without a resource.
+         *
+         *     A payment that fails a check answers `200` with `isValid: false`, `invalidReason` from this table (our code ->
+         *     x402 reason) and `invalidMessage` = `CODE: message`:
+         *
+         *     | Our code | x402 reason |
+         *     |---|---|
+         *     | INVALID_PAYMENT_PAYLOAD, INVALID_REQUEST | invalid_payload |
+         *     | UNSUPPORTED_NETWORK | invalid_network |
+         *     | UNSUPPORTED_ASSET, ASSET_MISMATCH | invalid_exact_stellar_payload_wrong_asset |
+         *     | AMOUNT_MISMATCH | invalid_exact_stellar_payload_wrong_amount |
+         *     | RECIPIENT_MISMATCH | invalid_exact_stellar_payload_wrong_recipient |
+         *     | INVALID_SIGNATURE | invalid_exact_stellar_payload_missing_payer_signature |
+         *     | AUTH_EXPIRED | invalid_exact_stellar_payload_signature_expired |
+         *     | REPLAY_DETECTED | duplicate_settlement |
+         *     | INSUFFICIENT_BALANCE | insufficient_funds |
+         *     | TRUSTLINE_REQUIRED | invalid_exact_stellar_payload_trustline_required |
+         *     | RESOURCE_NOT_FOUND | invalid_payment_requirements |
+         *     | SETTLEMENT_FAILED | settle_exact_stellar_transaction_failed |
+         *     | SERVICE_UNAVAILABLE and anything else | unexpected_verify_error / unexpected_settle_error |
+         *
+         *     A body that is not the x402 shape answers `400` in the error envelope.
+         *
+         *     **Who may call:** anyone; a key is optional. Usually a stock x402 resource server (`@x402/express`).
+         */
+        post: operations["verifyPaymentPayload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/settle": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * x402 v2 settle
+         * @description The x402 v2 facilitator `POST /settle`, translated onto the same use cases as `POST /v1/verify` and
+         *     `POST /v1/settle`: the payment is verified (answering the attempt already recorded for this authorization,
+         *     or recording it), then settled once with the same claim, channel account, pending-settlement record,
+         *     receipt and confirmation as `/v1/settle`. A cataloged resource (`paymentPayload.resource.url`) is linked to
+         *     the attempt and receipt; an uncataloged one is still recorded and settled, with a receipt without resource.
+         *
+         *     `success: true` only when the transfer is confirmed; a settlement still pending after the confirmation wait
+         *     answers `202` with `success: false`, `errorReason: settlement_pending` and the transaction hash (the payment is
+         *     recorded and will be confirmed by the worker; do not deliver yet). Failures answer `200` with
+         *     `success: false` and the x402 reason of the table in `verifyPaymentPayload`. An authorization already settled
+         *     answers `duplicate_settlement`: one signed payment buys one delivery.
+         *
+         *     **Who may call:** anyone; a key is optional. Usually a stock x402 resource server (`@x402/express`).
+         */
+        post: operations["settlePaymentPayload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/x402/discovery/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * x402 Bazaar discovery list
+         * @description The listed catalog in the x402 Bazaar shape (`DiscoveryResourcesResponse`), newest first, for stock Bazaar
+         *     clients (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`).
+         *     Offset pagination over at most the first 1000 listed resources; `pagination.total` counts those (it is exact
+         *     when fewer are listed).
+         *
+         *     **Who may call:** anyone; a key is optional.
+         */
+        get: operations["listBazaarResources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Receipt signing keys (JWKS)
+         * @description The public keys that verify signed receipts (`signedReceipt`, a compact JWS, `alg: EdDSA`, in the x402
+         *     offer-and-receipt format). The current key is first; keys retired by a rotation stay listed. Verify offline
+         *     with `verifyReceiptSignature(jws, jwks)` from either SDK.
+         *
+         *     **Who may call:** anyone.
+         */
+        get: operations["getReceiptKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2136,7 +2288,9 @@ export interface components {
         /**
          * @description The primary evidence of a paid call: who was paid how much for which resource version, in which transaction.
          *     Created when settlement is submitted and updated when it is confirmed or fails. Public: it carries no buyer
-         *     data; `evidence` says what it proves.
+         *     data; `evidence` says what it proves. `resourceId`, `sellerId` and `versionId` are null for a payment settled
+         *     through the x402 API (`/x402/settle`) for a URL that is not in the catalog. The seller and the operator also get
+         *     `signedReceipt`; an anonymous read never does, because the signed receipt names the payer.
          * @example {
          *       "id": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
          *       "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
@@ -2162,9 +2316,15 @@ export interface components {
             id: components["schemas"]["ReceiptId"];
             paymentAttemptId: components["schemas"]["PaymentAttemptId"];
             settlementId: components["schemas"]["SettlementId"];
-            resourceId: components["schemas"]["ResourceId"];
-            sellerId: components["schemas"]["SellerId"];
-            versionId: components["schemas"]["VersionId"];
+            resourceId: components["schemas"]["ResourceId"] | null;
+            sellerId: components["schemas"]["SellerId"] | null;
+            versionId: components["schemas"]["VersionId"] | null;
+            /**
+             * @description The receipt signed by the service: a compact JWS (`alg: EdDSA`, `kid` in `GET /.well-known/jwks.json`) whose
+             *     payload is the x402 offer-and-receipt receipt `{version, network, resourceUrl, payer, issuedAt, transaction}`
+             *     plus `receiptId`. Present once the settlement is confirmed, and only for the seller and the operator.
+             */
+            signedReceipt?: string;
             transactionHash: components["schemas"]["TransactionHash"];
             /** @description Ledger sequence that included the transaction; null while pending. */
             ledger: number | null;
@@ -2835,6 +2995,254 @@ export interface components {
                 message: string;
                 data?: unknown;
             };
+        };
+        /**
+         * @description x402 v2 `SupportedResponse`. Stellar `exact` kinds carry `extra.areFeesSponsored` (the facilitator pays the fee).
+         * @example {
+         *       "kinds": [
+         *         {
+         *           "x402Version": 2,
+         *           "scheme": "exact",
+         *           "network": "stellar:testnet",
+         *           "extra": {
+         *             "areFeesSponsored": true
+         *           }
+         *         }
+         *       ],
+         *       "extensions": [
+         *         "bazaar"
+         *       ],
+         *       "signers": {
+         *         "stellar:*": [
+         *           "GCHANNEL7Y5ESVYNQ4R4P4BBX3TCQJZSJGWZ4V7C6R4DEWFBQN5QKUGJ"
+         *         ]
+         *       }
+         *     }
+         */
+        X402Supported: {
+            kinds: {
+                x402Version: number;
+                scheme: string;
+                network: string;
+                extra?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            extensions: string[];
+            signers: {
+                [key: string]: string[];
+            };
+        };
+        /**
+         * @description x402 v2 `PaymentRequirements` as the stock `@x402/*` packages send them: `asset` is the token's contract address
+         *     (the Stellar Asset Contract `C...`), `amount` is in atomic units (stroops: 7 decimals). Other fields are kept as sent.
+         * @example {
+         *       "scheme": "exact",
+         *       "network": "stellar:testnet",
+         *       "asset": "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+         *       "amount": "1250000",
+         *       "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *       "maxTimeoutSeconds": 300,
+         *       "extra": {
+         *         "areFeesSponsored": true
+         *       }
+         *     }
+         */
+        X402PaymentRequirements: {
+            scheme: string;
+            network: string;
+            asset: string;
+            amount: string;
+            payTo: string;
+            maxTimeoutSeconds?: number;
+            extra?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description x402 v2 `PaymentPayload`: the requirements the client accepted, the resource it paid for, and the scheme's payload.
+         *     For `exact` on Stellar, `payload.transaction` is the base64 `TransactionEnvelope` whose single `invokeHostFunction`
+         *     calls the asset contract's `transfer(from, payTo, amount)` with the payer's signed authorization entry.
+         * @example {
+         *       "x402Version": 2,
+         *       "resource": {
+         *         "url": "https://weather.example.com/v1/forecast/porto"
+         *       },
+         *       "accepted": {
+         *         "scheme": "exact",
+         *         "network": "stellar:testnet",
+         *         "asset": "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+         *         "amount": "1250000",
+         *         "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *         "maxTimeoutSeconds": 300,
+         *         "extra": {}
+         *       },
+         *       "payload": {
+         *         "transaction": "AAAAAgAAAAA..."
+         *       }
+         *     }
+         */
+        X402PaymentPayload: {
+            x402Version: number;
+            resource?: {
+                url: string;
+                description?: string;
+                mimeType?: string;
+            };
+            accepted: components["schemas"]["X402PaymentRequirements"];
+            payload: {
+                transaction?: string;
+            } & {
+                [key: string]: unknown;
+            };
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description The body of x402 v2 `POST /verify` and `POST /settle` (what `HTTPFacilitatorClient` sends). */
+        X402FacilitatorRequest: {
+            x402Version?: number;
+            paymentPayload: components["schemas"]["X402PaymentPayload"];
+            paymentRequirements: components["schemas"]["X402PaymentRequirements"];
+        };
+        /**
+         * @description x402 v2 `VerifyResponse`. A payment that fails a check is `isValid: false` with the x402 reason string
+         *     (`invalidReason`, mapped from our error code, see the table in the operation) and our code and message in
+         *     `invalidMessage`; `extensions.marketplace` names the recorded payment attempt.
+         * @example {
+         *       "isValid": true,
+         *       "payer": "GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6",
+         *       "extensions": {
+         *         "marketplace": {
+         *           "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M"
+         *         }
+         *       }
+         *     }
+         */
+        X402VerifyResponse: {
+            isValid: boolean;
+            invalidReason?: string;
+            invalidMessage?: string;
+            payer?: string;
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description x402 v2 `SettleResponse`. `success` is true only when the transfer is confirmed on the ledger. On failure
+         *     `errorReason` is the x402 reason string and `errorMessage` our code and message; `transaction` is the hash when
+         *     a transaction was submitted, else "". `extensions.marketplace` carries the receipt id, the payment attempt id,
+         *     the evidence label and, when the service signs receipts, the signed receipt (`signedReceipt`, a compact JWS in
+         *     the x402 offer-and-receipt format).
+         * @example {
+         *       "success": true,
+         *       "payer": "GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6",
+         *       "transaction": "3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889",
+         *       "network": "stellar:testnet",
+         *       "extensions": {
+         *         "marketplace": {
+         *           "receiptId": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
+         *           "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
+         *           "evidence": "local_simulation"
+         *         }
+         *       }
+         *     }
+         */
+        X402SettleResponse: {
+            success: boolean;
+            errorReason?: string;
+            errorMessage?: string;
+            payer?: string;
+            transaction: string;
+            network: string;
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description The Bazaar discovery list (x402 v2 `DiscoveryResourcesResponse`): listed catalog resources with their x402
+         *     `accepts`. `lastUpdated` is when the resource was cataloged (the time its id carries).
+         * @example {
+         *       "x402Version": 2,
+         *       "items": [
+         *         {
+         *           "resource": "https://weather.example.com/v1/forecast/{city}",
+         *           "type": "http",
+         *           "x402Version": 2,
+         *           "accepts": [
+         *             {
+         *               "scheme": "exact",
+         *               "network": "stellar:testnet",
+         *               "asset": "CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA",
+         *               "amount": "1250000",
+         *               "payTo": "GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3",
+         *               "maxTimeoutSeconds": 300,
+         *               "extra": {
+         *                 "areFeesSponsored": true
+         *               }
+         *             }
+         *           ],
+         *           "lastUpdated": "2026-11-20T10:00:00.000Z",
+         *           "metadata": {
+         *             "resourceId": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
+         *             "name": "Weather forecast"
+         *           }
+         *         }
+         *       ],
+         *       "pagination": {
+         *         "limit": 20,
+         *         "offset": 0,
+         *         "total": 1
+         *       }
+         *     }
+         */
+        X402DiscoveryList: {
+            x402Version: number;
+            items: {
+                resource: string;
+                type: string;
+                x402Version: number;
+                accepts: components["schemas"]["X402PaymentRequirements"][];
+                lastUpdated: string;
+                metadata?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            pagination: {
+                limit: number;
+                offset: number;
+                total: number;
+            };
+        };
+        /**
+         * @description The public keys that verify signed receipts (RFC 7517 JWK Set, Ed25519 `OKP` keys, `alg: EdDSA`). The current key
+         *     comes first; keys used before a rotation stay listed so that old receipts keep verifying.
+         * @example {
+         *       "keys": [
+         *         {
+         *           "kty": "OKP",
+         *           "crv": "Ed25519",
+         *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+         *           "kid": "rk_2Kx3VdQfYp9s",
+         *           "alg": "EdDSA",
+         *           "use": "sig"
+         *         }
+         *       ]
+         *     }
+         */
+        JsonWebKeySet: {
+            keys: {
+                /** @enum {string} */
+                kty: "OKP";
+                /** @enum {string} */
+                crv: "Ed25519";
+                x: string;
+                kid: string;
+                /** @enum {string} */
+                alg?: "EdDSA";
+                /** @enum {string} */
+                use?: "sig";
+            }[];
         };
     };
     responses: {
@@ -4304,6 +4712,153 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSupportedKinds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What is supported, in the x402 v2 shape. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402Supported"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    verifyPaymentPayload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["X402FacilitatorRequest"];
+            };
+        };
+        responses: {
+            /** @description The verification result, valid or not. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402VerifyResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    settlePaymentPayload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["X402FacilitatorRequest"];
+            };
+        };
+        responses: {
+            /** @description The settlement result (success or failure). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402SettleResponse"];
+                };
+            };
+            /** @description Submitted, not yet confirmed (`success` false, `errorReason` settlement_pending). */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402SettleResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listBazaarResources: {
+        parameters: {
+            query?: {
+                /** @description Only resources of this type. */
+                type?: "http" | "mcp";
+                /** @description Page size, 1 to 100 (default 20). */
+                limit?: number;
+                /** @description Resources to skip, 0 to 999 (default 0). */
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of discovered resources. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402DiscoveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getReceiptKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JWK Set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JsonWebKeySet"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

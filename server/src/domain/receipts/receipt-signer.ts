@@ -1,0 +1,116 @@
+import { CompactSign, calculateJwkThumbprint, exportJWK, importJWK, type JWK } from 'jose';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+
+/**
+ * Signed receipts in the format of the x402 offer-and-receipt extension (§5): a compact JWS, header
+ * `{alg: "EdDSA", kid}`, payload the JCS-canonical JSON of `{version, network, resourceUrl, payer, issuedAt,
+ * transaction}`. The signing key is Ed25519 (from configuration or generated into the data folder); its public
+ * half and the public halves of keys retired by a rotation are published as a JWK Set. The private key never
+ * leaves this module: no method returns it and nothing here logs.
+ */
+
+export interface ReceiptClaims {
+  /** The x402 network id, e.g. stellar:testnet. */
+  network: string;
+  resourceUrl: string;
+  payer: string;
+  /** Unix seconds: when the settlement was confirmed. */
+  issuedAt: number;
+  transaction: string;
+}
+
+export interface PublicJwk {
+  kty: 'OKP';
+  crv: 'Ed25519';
+  x: string;
+  kid: string;
+  alg: 'EdDSA';
+  use: 'sig';
+}
+
+export interface ReceiptSigner {
+  /** The compact JWS of one receipt (deterministic: Ed25519 signatures are). */
+  sign(claims: ReceiptClaims): Promise<string>;
+  /** The current public key first, then the previous ones. */
+  jwks(): { keys: PublicJwk[] };
+  kid: string;
+}
+
+export const RECEIPT_PAYLOAD_VERSION = 1;
+
+/** RFC 8785 (JCS) canonical JSON for the plain values a receipt holds (strings, integers, objects). */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error('cannot canonicalize a non-finite number');
+    return JSON.stringify(value);
+  }
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  throw new Error(`cannot canonicalize a ${typeof value}`);
+}
+
+/** A new Ed25519 private key as PKCS#8 PEM (what the data-folder file and RECEIPT_SIGNING_KEY hold). */
+export function generateReceiptKeyPem(): string {
+  return generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+}
+
+async function publicJwkOf(key: KeyObject): Promise<PublicJwk> {
+  const jwk = await exportJWK(key);
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || !jwk.x) throw new Error('the receipt signing key must be an Ed25519 key');
+  const kid = await calculateJwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: jwk.x });
+  return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid, alg: 'EdDSA', use: 'sig' };
+}
+
+/** Parses a list of previous public keys (JWKs): only Ed25519 public keys are kept, a private part is refused. */
+export async function parsePreviousKeys(list: unknown): Promise<PublicJwk[]> {
+  if (!Array.isArray(list)) throw new Error('previous receipt keys must be a JSON array of JWKs');
+  const out: PublicJwk[] = [];
+  for (const item of list.slice(0, 100)) {
+    const jwk = item as JWK;
+    if (!jwk || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') throw new Error('previous receipt keys must be Ed25519 public JWKs');
+    if ('d' in jwk) throw new Error('previous receipt keys must be public keys only (no "d")');
+    await importJWK({ kty: 'OKP', crv: 'Ed25519', x: jwk.x }, 'EdDSA');
+    out.push({ kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: await calculateJwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: jwk.x }), alg: 'EdDSA', use: 'sig' });
+  }
+  return out;
+}
+
+/** The public JWK of a PKCS#8 PEM private key (used when a rotation moves the current key to the previous list). */
+export async function publicJwkOfPem(privateKeyPem: string): Promise<PublicJwk> {
+  return publicJwkOf(createPublicKey(createPrivateKey(privateKeyPem)));
+}
+
+export async function createReceiptSigner(opts: { privateKeyPem: string; previous?: PublicJwk[] }): Promise<ReceiptSigner> {
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(opts.privateKeyPem);
+    if (privateKey.asymmetricKeyType !== 'ed25519') throw new Error('not ed25519');
+  } catch {
+    // The message never repeats the key material.
+    throw new Error('the receipt signing key is not an Ed25519 private key in PKCS#8 PEM');
+  }
+  const current = await publicJwkOf(createPublicKey(privateKey));
+  const previous = (opts.previous ?? []).filter((k) => k.kid !== current.kid);
+  const keys = [current, ...previous.filter((k, i) => previous.findIndex((o) => o.kid === k.kid) === i)];
+  return {
+    kid: current.kid,
+    jwks: () => ({ keys: keys.map((k) => ({ ...k })) }),
+    async sign(claims) {
+      const payload = canonicalJson({
+        version: RECEIPT_PAYLOAD_VERSION,
+        network: claims.network,
+        resourceUrl: claims.resourceUrl,
+        payer: claims.payer,
+        issuedAt: claims.issuedAt,
+        transaction: claims.transaction,
+      });
+      return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: current.kid }).sign(privateKey);
+    },
+  };
+}

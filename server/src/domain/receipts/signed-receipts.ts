@@ -1,0 +1,53 @@
+import { isOperatorOrSeller, type Principal } from '../auth/principal';
+import type { ReceiptRecord } from '../facilitator/types';
+
+/** What a signed receipt is made from (a ReceiptRecord, or a receipt as the API presents it). */
+export type ReceiptFacts = Pick<ReceiptRecord, 'paymentAttemptId' | 'network' | 'transactionHash' | 'status' | 'settledAt'> & {
+  resourceId: string | null;
+  sellerId: string | null;
+};
+import type { PublicJwk, ReceiptSigner } from './receipt-signer';
+
+export interface SignedReceiptsDeps {
+  signer: ReceiptSigner;
+  /** The payer of a payment attempt; null when unknown. */
+  payerOf(paymentAttemptId: string): Promise<string | null>;
+  /** The cataloged URL of a resource; null when unknown. */
+  resourceUrlOf(resourceId: string): Promise<string | null>;
+}
+
+export interface SignedReceipts {
+  /** The signed receipt of a settled receipt (null while it is not settled). */
+  sign(receipt: ReceiptFacts, payer: string, paidUrl?: string | null): Promise<string | null>;
+  /** The signed receipt for this reader: only the receipt's seller and the operator get it (it names the payer). */
+  forReader(principal: Principal, receipt: ReceiptFacts): Promise<string | null>;
+  jwks(): { keys: PublicJwk[] };
+}
+
+/**
+ * Who gets a signed receipt and what it says. The resource URL is the cataloged resource's URL when the payment
+ * is linked to one (so every copy of one receipt is the same JWS), else the URL the x402 client paid for, else a
+ * URN naming the payment attempt. `issuedAt` is when the settlement was confirmed.
+ */
+export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
+  async function sign(receipt: ReceiptFacts, payer: string, paidUrl?: string | null): Promise<string | null> {
+    if (receipt.status !== 'settled' || !receipt.settledAt) return null;
+    const cataloged = receipt.resourceId ? await deps.resourceUrlOf(receipt.resourceId) : null;
+    return deps.signer.sign({
+      network: receipt.network,
+      resourceUrl: cataloged ?? paidUrl ?? `urn:paid-api-marketplace:payment:${receipt.paymentAttemptId}`,
+      payer,
+      issuedAt: Math.floor(receipt.settledAt.getTime() / 1000),
+      transaction: receipt.transactionHash,
+    });
+  }
+  return {
+    sign,
+    async forReader(principal, receipt) {
+      if (principal.role === 'public' || !isOperatorOrSeller(principal, receipt.sellerId)) return null;
+      const payer = await deps.payerOf(receipt.paymentAttemptId);
+      return payer ? sign(receipt, payer) : null;
+    },
+    jwks: () => deps.signer.jwks(),
+  };
+}

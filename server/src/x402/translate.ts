@@ -1,0 +1,92 @@
+import { DomainError } from '../domain/errors';
+import { fromStroops } from '../domain/amount';
+import { parseAuthorization } from '../domain/facilitator/authorization';
+import type { PaymentPayloadInput, PaymentRequirementsInput } from '../domain/facilitator/verify-payment';
+import type { NetworkRegistry, RegisteredAsset } from '../ledger/network-registry';
+
+/** x402 v2 wire shapes (as @x402/core 2.x sends them). */
+export interface X402Requirements {
+  scheme: string;
+  network: string;
+  asset: string;
+  amount: string;
+  payTo: string;
+  maxTimeoutSeconds?: number;
+  extra?: Record<string, unknown>;
+}
+
+export interface X402Payload {
+  x402Version: number;
+  resource?: { url: string; description?: string; mimeType?: string };
+  accepted: X402Requirements;
+  payload: { transaction?: string } & Record<string, unknown>;
+  extensions?: Record<string, unknown>;
+}
+
+export interface Translated {
+  paymentPayload: PaymentPayloadInput;
+  paymentRequirements: PaymentRequirementsInput & { maxTimeoutSeconds?: number };
+  payer: string;
+  /** The resource URL the client paid for, when it said. */
+  resourceUrl: string | null;
+}
+
+const MAX_STROOPS = 10n ** 19n;
+
+/** The registered asset whose contract address is `asset` on `network` (x402 names assets by contract). */
+export function assetByContract(networks: NetworkRegistry, network: string, contractId: string): RegisteredAsset | undefined {
+  return networks.get(network)?.assets.find((a) => a.contractId === contractId);
+}
+
+/**
+ * Turns the x402 `exact` Stellar request into our use cases' inputs: the asset's contract address becomes
+ * {code, issuer}, atomic amounts become decimal amounts, and the payload's transaction envelope becomes the
+ * authorization (format `transaction`; the facilitator takes the signed entry out of it). Nothing is checked here
+ * that the use case checks: unknown networks and assets go through as they are, so the use case answers them.
+ */
+export function translate(payload: X402Payload, requirements: X402Requirements, networks: NetworkRegistry): Translated {
+  const transaction = payload.payload?.transaction;
+  if (typeof transaction !== 'string' || transaction.length === 0) {
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The x402 payload carries no Stellar transaction (payload.transaction)');
+  }
+  const amountStroops = BigInt(requirements.amount);
+  if (amountStroops <= 0n || amountStroops >= MAX_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
+  const accepted = payload.accepted;
+  if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
+  const required = assetByContract(networks, requirements.network, requirements.asset);
+  if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
+  if (!required) throw new DomainError('UNSUPPORTED_ASSET', `Asset ${requirements.asset} is not supported on ${requirements.network}`);
+  const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
+  const parsed = parseAuthorization('transaction', transaction);
+  const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
+  const amount = fromStroops(amountStroops);
+  const acceptedAmount = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? fromStroops(BigInt(accepted.amount)) : amount;
+  return {
+    payer: parsed.payer,
+    resourceUrl,
+    paymentPayload: {
+      scheme: accepted.scheme,
+      network: accepted.network,
+      asset: { code: paid.code, issuer: paid.issuer },
+      amount: acceptedAmount,
+      payTo: accepted.payTo,
+      expiresAtLedger: parsed.signatureExpirationLedger,
+      authorization: { format: 'transaction', xdr: transaction, payer: parsed.payer },
+    },
+    paymentRequirements: {
+      scheme: requirements.scheme,
+      network: requirements.network,
+      amount,
+      payTo: requirements.payTo,
+      asset: { code: required.code, issuer: required.issuer },
+      ...(resourceUrl ? { resource: resourceUrl } : {}),
+      ...(requirements.maxTimeoutSeconds !== undefined ? { maxTimeoutSeconds: requirements.maxTimeoutSeconds } : {}),
+    },
+  };
+}
+
+/** Our decimal amount in atomic units (stroops) as x402 writes amounts. */
+export function toAtomic(amount: string): string {
+  const [whole, fraction = ''] = amount.split('.');
+  return (BigInt(whole) * 10_000_000n + BigInt(fraction.padEnd(7, '0').slice(0, 7) || '0')).toString();
+}

@@ -1,0 +1,166 @@
+/**
+ * A seller who already runs the stock x402 packages points them at us: a stock `@x402/express` app
+ * (`paymentMiddleware` + `HTTPFacilitatorClient` at `<base>/x402` + the stock Stellar `exact` server scheme, price
+ * "$0.125" so the stock testnet USDC default is used) and the stock `@x402/fetch` client with `@x402/stellar` pay on
+ * the local network (local simulation). The marketplace records the attempt, settlement and receipt like any
+ * other payment, signs the receipt, and refuses a replay.
+ */
+import { Keypair } from '@stellar/stellar-sdk';
+import express from 'express';
+import { paymentMiddleware, x402ResourceServer } from '@x402/express';
+import { HTTPFacilitatorClient } from '@x402/core/server';
+import { ExactStellarScheme as ExactStellarServer } from '@x402/stellar/exact/server';
+import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@x402/fetch';
+import { createEd25519Signer } from '@x402/stellar';
+import { ExactStellarScheme } from '@x402/stellar/exact/client';
+import { createSellerClient } from '../../sdk-seller/src';
+import { createBuyerClient, verifyReceiptSignature } from '../../sdk-buyer/src';
+import { eventually, httpsRpcFront, listen, loopbackFetch, startMarketplace, type Marketplace } from '../support/marketplace';
+
+const TESTNET_USDC_CONTRACT = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
+
+describe('a stock @x402/express seller and a stock @x402/fetch buyer, through the marketplace x402 API', () => {
+  let m: Marketplace;
+  let front: { rpcUrl: string; close(): Promise<void> };
+  let shop: { close(): Promise<void> };
+  let wallet: Keypair;
+  let buyerKey: Keypair;
+  let sellerApiKey: string;
+  let resourceId: string;
+  let url: string;
+  let handlerCalls = 0;
+  const sentPaymentHeaders: string[] = [];
+
+  beforeAll(async () => {
+    m = await startMarketplace();
+    front = await httpsRpcFront(m.network);
+    wallet = Keypair.random();
+    await m.network.faucet(wallet.publicKey(), 'USDC', '0.0000001');
+    buyerKey = Keypair.random();
+    await m.network.faucet(buyerKey.publicKey(), 'USDC', '5');
+
+    const facilitator = new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402` });
+    const server = new x402ResourceServer(facilitator).register('stellar:testnet', new ExactStellarServer());
+    const app = express();
+    const started = await listen(app);
+    shop = started;
+    url = `http://stock-shop.test:${started.port}/v1/forecast/porto`;
+    app.use(
+      paymentMiddleware(
+        { 'GET /v1/forecast/porto': { accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() }, resource: url, description: 'Porto forecast' } },
+        server,
+      ),
+    );
+    app.get('/v1/forecast/porto', (_req, res) => {
+      handlerCalls += 1;
+      res.json({ city: 'Porto', temperatureC: 21.5 });
+    });
+
+    // The seller catalogs the stock app's URL with the stock default asset (Circle's testnet USDC, hosted locally).
+    const signup = createSellerClient({ baseUrl: m.baseUrl });
+    const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Stock Shop', domain: 'stock-shop.test', wallet });
+    sellerApiKey = apiKey;
+    const usdc = m.network.assets.find((a) => a.code === 'USDC')!;
+    expect(usdc.contractId).toBe(TESTNET_USDC_CONTRACT);
+    const cataloged = await signup.withApiKey(apiKey).catalog.catalog({
+      sellerId: me.id,
+      resource: {
+        type: 'http',
+        name: 'Stock shop forecast',
+        description: 'Hourly weather forecast for Porto, paid per call in USDC through stock x402 packages',
+        url,
+        routeTemplate: '/v1/forecast/porto',
+        network: 'stellar:testnet',
+        payTo: wallet.publicKey(),
+        assetCode: 'USDC',
+        assetIssuer: usdc.issuer,
+        amount: '0.125',
+        inputSchema: { type: 'object', properties: {} },
+        outputSchema: { type: 'object', properties: { city: { type: 'string' }, temperatureC: { type: 'number' } } },
+        extensions: { bazaar: { discoverable: true } },
+      },
+    });
+    resourceId = cataloged.resourceId;
+  });
+
+  afterAll(async () => {
+    await shop?.close();
+    await front?.close();
+    await m?.stop();
+  });
+
+  it('pays: the answer arrives, balances move by the price, the payment, settlement and signed receipt are ours; a replay is refused', async () => {
+    const client = new x402Client().register('stellar:testnet', new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl }));
+    const recordingFetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+      const request = input instanceof Request ? input : new Request(input, init);
+      const header = request.headers.get('PAYMENT-SIGNATURE');
+      if (header) sentPaymentHeaders.push(header);
+      return loopbackFetch(request);
+    };
+    const paidFetch = wrapFetchWithPayment(recordingFetch as typeof fetch, client);
+
+    const response = await paidFetch(url);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ city: 'Porto', temperatureC: 21.5 });
+    expect(handlerCalls).toBe(1);
+
+    const settle = decodePaymentResponseHeader(response.headers.get('PAYMENT-RESPONSE') as string) as unknown as {
+      success: boolean;
+      transaction: string;
+      payer: string;
+      network: string;
+      extensions: { marketplace: { receiptId: string; paymentAttemptId: string; evidence: string; signedReceipt: string }; 'offer-receipt': { info: { receipt: { format: string; signature: string } } } };
+    };
+    expect(settle).toMatchObject({ success: true, network: 'stellar:testnet', payer: buyerKey.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(settle.extensions.marketplace).toMatchObject({ receiptId: expect.stringMatching(/^rcp_/), paymentAttemptId: expect.stringMatching(/^pay_/), evidence: 'local_simulation' });
+    const jws = settle.extensions['offer-receipt'].info.receipt.signature;
+    expect(settle.extensions['offer-receipt'].info.receipt.format).toBe('jws');
+    expect(settle.extensions.marketplace.signedReceipt).toBe(jws);
+
+    // Balances moved by the price (local simulation).
+    expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('4.875');
+    expect(m.network.balance(wallet.publicKey(), 'USDC')).toBe('0.1250001');
+
+    // The payment, its settlement and receipt, through our API, linked to the cataloged resource.
+    const seller = createSellerClient({ baseUrl: m.baseUrl, apiKey: sellerApiKey });
+    const listed = await fetch(`${m.baseUrl}/v1/payments?resourceId=${resourceId}`, { headers: { authorization: `Bearer ${sellerApiKey}` } }).then((r) => r.json());
+    expect(listed.items).toEqual([expect.objectContaining({ id: settle.extensions.marketplace.paymentAttemptId, payer: buyerKey.publicKey(), resourceId, status: 'settled' })]);
+    const receipt = await eventually(async () => {
+      const r = await seller.receipts.get(settle.extensions.marketplace.receiptId);
+      return r.status === 'settled' ? r : null;
+    });
+    expect(receipt).toMatchObject({ resourceId, transactionHash: settle.transaction, amount: '0.125', evidence: 'local_simulation', signedReceipt: jws });
+
+    // The signed receipt verifies offline with the published keys and names what was paid.
+    const jwks = await fetch(`${m.baseUrl}/.well-known/jwks.json`).then((r) => r.json());
+    const verified = await verifyReceiptSignature(jws, jwks);
+    expect(verified).toMatchObject({ valid: true, payload: { version: 1, network: 'stellar:testnet', resourceUrl: url, payer: buyerKey.publicKey(), transaction: settle.transaction } });
+
+    // An anonymous reader sees the receipt, never the payer or the signed receipt.
+    const anonymous = await createBuyerClient({ baseUrl: m.baseUrl }).receipts.get(receipt.id);
+    expect(anonymous).not.toHaveProperty('signedReceipt');
+    expect(JSON.stringify(anonymous)).not.toContain(buyerKey.publicKey());
+
+    // The same signed payment sent again is refused: no second delivery, no second transfer.
+    expect(sentPaymentHeaders).toHaveLength(1);
+    const replay = await loopbackFetch(url, { headers: { 'PAYMENT-SIGNATURE': sentPaymentHeaders[0] } });
+    expect(replay.status).toBe(402);
+    expect(handlerCalls).toBe(1);
+    expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('4.875');
+  });
+
+  it('lists the cataloged resource in the Bazaar shape with the stock testnet USDC default', async () => {
+    const list = await fetch(`${m.baseUrl}/x402/discovery/resources?limit=10`).then((r) => r.json());
+    expect(list.x402Version).toBe(2);
+    expect(list.items).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          resource: url,
+          type: 'http',
+          accepts: [expect.objectContaining({ scheme: 'exact', network: 'stellar:testnet', asset: TESTNET_USDC_CONTRACT, amount: '1250000', payTo: wallet.publicKey() })],
+          metadata: expect.objectContaining({ resourceId }),
+        }),
+      ]),
+    );
+  });
+});
