@@ -53,14 +53,14 @@ export interface Config {
     channelAccounts: number;
     /** Channel account secret seeds per network (real networks); the same list for every process (leases are shared in the database). */
     channelSecrets: Partial<Record<NetworkId, string[]>>;
+    /** Local network: file holding the seed channel keypairs derive from (DATA_DIR/channel-seed, created 0600; never logged). */
+    channelSeedFile: string;
     /** Highest total fee a settlement transaction may pay, in stroops. */
     maxFeeStroops: number;
     /** How long POST /v1/settle waits for confirmation before answering 202 settlement_pending. */
     confirmWaitMs: number;
   };
   /** Operations: network-health and conformance-runner schedules, expected ledger close interval. */
-    /** Local network: file holding the seed channel keypairs derive from (DATA_DIR/channel-seed, created 0600; never logged). */
-    channelSeedFile: string;
   operations: {
     networkHealthEvery: string;
     conformanceEvery: string;
@@ -231,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
         'stellar:testnet': r.secrets('STELLAR_TESTNET_CHANNEL_SECRETS'),
         'stellar:pubnet': r.secrets('STELLAR_PUBNET_CHANNEL_SECRETS'),
       },
+      channelSeedFile: path.join(dataDir, 'channel-seed'),
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
       confirmWaitMs: r.int('FACILITATOR_CONFIRM_WAIT_MS', 15_000, 0, 120_000),
     },
@@ -243,7 +244,6 @@ export function loadConfig(env: Env = process.env): Config {
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
 }
-      channelSeedFile: path.join(dataDir, 'channel-seed'),
 
 function readPackageVersion(): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
