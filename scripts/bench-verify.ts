@@ -96,7 +96,9 @@ async function main() {
   if (created.status !== 201) throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
   const resourceId = created.body.id;
 
-  const expiration = (await net.latestLedger()) + 700;
+  // Within the service's maxTimeoutSeconds bound (an authorization valid for more ledgers than that is refused), and
+  // far beyond one run at BENCH_LEDGER_MS per ledger.
+  const expiration = (await net.latestLedger()) + 250;
   const sign = async (n: number, label: string): Promise<VerifyBody[]> => {
     const out: VerifyBody[] = [];
     for (let i = 0; i < n; i++) {

@@ -1,7 +1,8 @@
 import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { QueryTypes, type Sequelize } from 'sequelize';
+import type { Sequelize } from 'sequelize';
 import { DomainError } from '../domain/errors';
+import { pgQuery } from '../data/pg-query';
 
 /**
  * `Idempotency-Key` on POST: the first request with a key runs and its response (status and body) is stored; a
@@ -9,7 +10,9 @@ import { DomainError } from '../domain/errors';
  * the same key with a different body, or while the first request is still running, answers 409
  * IDEMPOTENCY_CONFLICT. Keys are scoped to the caller (API key, or client IP without one) and kept 24 hours.
  * 5xx responses are not stored, so a retry after a server failure runs again. The claim is an INSERT on the
- * primary key, so it holds across server processes.
+ * primary key, so it holds across server processes. On the path of every POST that carries a key: one statement to
+ * claim (an expired or abandoned claim is taken over in the same statement) and one to store the answer, both plain
+ * prepared statements (no Sequelize query building).
  *
  * A secret is never stored: a response that carries one (the `apiKey` of `POST /v1/sellers`, shown exactly once)
  * is recorded as a marker naming what was created, and a replay answers 409 IDEMPOTENCY_CONFLICT with that name
@@ -47,11 +50,9 @@ export function idempotency(db: Sequelize): RequestHandler {
     try {
       const claimed = await claim(db, scope, key, requestHash);
       if (!claimed) {
-        const [stored] = await db.query<StoredKey>(
-          `SELECT request_hash, status_code, response_body
-             FROM idempotency_keys WHERE scope = :scope AND key = :key`,
-          { replacements: { scope, key }, type: QueryTypes.SELECT },
-        );
+        const {
+          rows: [stored],
+        } = await pgQuery<StoredKey>(db, 'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key], 'idempotency_read');
         if (!stored) return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key is being reused; retry'));
         if (stored.request_hash !== requestHash) {
           return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was used with a different request body'));
@@ -78,10 +79,8 @@ export function idempotency(db: Sequelize): RequestHandler {
         const status = res.statusCode;
         const store =
           status < 500
-            ? db.query('UPDATE idempotency_keys SET status_code = :status, response_body = :body::jsonb WHERE scope = :scope AND key = :key', {
-                replacements: { status, body: JSON.stringify(withholdSecrets(body) ?? body), scope, key },
-              })
-            : db.query('DELETE FROM idempotency_keys WHERE scope = :scope AND key = :key', { replacements: { scope, key } });
+            ? pgQuery(db, 'UPDATE idempotency_keys SET status_code = $1, response_body = $2::jsonb WHERE scope = $3 AND key = $4', [status, JSON.stringify(withholdSecrets(body) ?? body), scope, key], 'idempotency_store')
+            : pgQuery(db, 'DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key], 'idempotency_forget');
         // The response waits for the record, so a retry that arrives right after it sees the stored answer.
         store.then(
           () => originalJson(body),
@@ -96,18 +95,22 @@ export function idempotency(db: Sequelize): RequestHandler {
   };
 }
 
+/**
+ * The claim, in one statement: a new key is inserted; an existing one is taken over (reset to this request, status
+ * NULL) only when it has expired (older than KEEP_HOURS) or was abandoned (no answer after ABANDONED_SECONDS). The
+ * row lock of ON CONFLICT DO UPDATE makes the take-over happen once when several requests race for it.
+ */
 async function claim(db: Sequelize, scope: string, key: string, requestHash: string): Promise<boolean> {
-  // Expired or abandoned claims are removed first, so the key can be used again.
-  await db.query(
-    `DELETE FROM idempotency_keys WHERE scope = :scope AND key = :key
-       AND (created_at < now() - make_interval(hours => :keep)
-            OR (status_code IS NULL AND created_at < now() - make_interval(secs => :abandoned)))`,
-    { replacements: { scope, key, keep: KEEP_HOURS, abandoned: ABANDONED_SECONDS } },
+  const { rows } = await pgQuery(
+    db,
+    `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ($1, $2, $3)
+       ON CONFLICT (scope, key) DO UPDATE
+         SET request_hash = EXCLUDED.request_hash, status_code = NULL, response_body = NULL, created_at = now()
+         WHERE idempotency_keys.created_at < now() - make_interval(hours => $4::int)
+            OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $5::int))
+       RETURNING key`,
+    [scope, key, requestHash, KEEP_HOURS, ABANDONED_SECONDS],
+    'idempotency_claim',
   );
-  const inserted = await db.query(
-    `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES (:scope, :key, :hash)
-       ON CONFLICT (scope, key) DO NOTHING RETURNING key`,
-    { replacements: { scope, key, hash: requestHash }, type: QueryTypes.SELECT },
-  );
-  return inserted.length === 1;
+  return rows.length === 1;
 }
