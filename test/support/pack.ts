@@ -37,3 +37,40 @@ export async function runIn(dir: string, file: string, source: string, env: Reco
   const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
   return stdout;
 }
+
+export interface PackageLint {
+  /** @arethetypeswrong/cli problems (node10, node16 from CJS and ESM, bundler resolution), by kind. */
+  attwProblems: Record<string, unknown>;
+  /** Entry points attw resolved, with the module kind per resolution mode. */
+  attwEntrypoints: string[];
+  /** publint messages (errors, warnings and suggestions) on the packed tarball. */
+  publint: Array<{ code: string; type: string; path: string[] }>;
+}
+
+/**
+ * Publishing quality of a packed tarball: `attw <tarball> --format json` (types resolve for ESM and CJS consumers
+ * under node10, node16 and bundler resolution) and publint on the same tarball (exports, files, module types).
+ * Both tools are the root dev dependencies; they read only the tarball.
+ */
+export async function lintPackedTarball(tarball: string): Promise<PackageLint> {
+  const root = path.resolve(__dirname, '../..');
+  const run = promisify(execFile);
+  const attw = await run(process.execPath, [path.join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'json'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '{}' }));
+  const report = JSON.parse(attw.stdout) as { problems?: Record<string, unknown>; analysis?: { entrypoints?: Record<string, unknown> } };
+  const publintScript = `import('publint').then(async ({ publint }) => {
+    const b = require('node:fs').readFileSync(process.argv[1]);
+    const r = await publint({ pack: { tarball: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) }, level: 'suggestion', strict: true });
+    process.stdout.write(JSON.stringify(r.messages));
+  }).catch((e) => { console.error(e); process.exit(1); });`;
+  const pub = await run(process.execPath, ['-e', publintScript, tarball], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  return {
+    attwProblems: report.problems ?? { error: 'attw printed no report' },
+    attwEntrypoints: Object.keys(report.analysis?.entrypoints ?? {}),
+    publint: JSON.parse(pub.stdout) as PackageLint['publint'],
+  };
+}

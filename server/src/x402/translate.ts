@@ -52,9 +52,9 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   const amountStroops = BigInt(requirements.amount);
   if (amountStroops <= 0n || amountStroops >= MAX_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
   const accepted = payload.accepted;
+  if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
   if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
   const required = assetByContract(networks, requirements.network, requirements.asset);
-  if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
   if (!required) throw new DomainError('UNSUPPORTED_ASSET', `Asset ${requirements.asset} is not supported on ${requirements.network}`);
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
   const parsed = parseAuthorization('transaction', transaction);
