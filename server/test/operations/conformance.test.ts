@@ -15,6 +15,10 @@ interface Endpoint {
   mode: 'correct' | 'wrong_payto' | 'free';
 }
 const endpoints = new Map<string, Endpoint>();
+/** Requests being answered right now, and the most seen at once. */
+let inFlight = 0;
+let maxInFlight = 0;
+let slowMs = 0;
 let paywall: http.Server;
 let port = 0;
 let network: LocalNetwork;
@@ -22,8 +26,15 @@ let svc: TestService;
 let usdc: { code: string; issuer: string; contractId: string };
 
 beforeAll(async () => {
-  paywall = http.createServer((req, res) => {
-    const e = endpoints.get((req.headers.host ?? '').split(':')[0]);
+  paywall = http.createServer(async (req, res) => {
+    const host = (req.headers.host ?? '').split(':')[0];
+    inFlight += 1;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.on('close', () => {
+      inFlight -= 1;
+    });
+    if (slowMs) await new Promise((r) => setTimeout(r, slowMs));
+    const e = endpoints.get(host);
     if (!e) return void res.writeHead(404).end();
     if (e.mode === 'free') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"temperatureC":21}');
     const body = {
@@ -175,5 +186,19 @@ describe('conformance runner', () => {
     const metrics = (await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY))).text;
     expect(metrics).toMatch(/conformance_last_run_passed\{[^}]*network="stellar:testnet"[^}]*\} 0/);
     expect(metrics).toMatch(/conformance_runs_total\{[^}]*status="failed"[^}]*\} [1-9]/);
+  });
+
+  it('probes of many hosts overlap, but at most 4 run at a time', async () => {
+    for (let i = 0; i < 6; i++) await sellerWithEndpoint('Rainfall forecast');
+    slowMs = 150; // slow answers, so probes overlap whenever the runner lets them
+    maxInFlight = 0;
+    try {
+      const run = await runNow();
+      expect(run.checks.filter((c: { name: string }) => c.name === 'probe_402').length).toBeGreaterThanOrEqual(6);
+    } finally {
+      slowMs = 0;
+    }
+    expect(maxInFlight).toBeGreaterThan(1);
+    expect(maxInFlight).toBeLessThanOrEqual(4);
   });
 });
