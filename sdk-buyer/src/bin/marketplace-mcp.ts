@@ -86,9 +86,16 @@ async function main(): Promise<void> {
   }
 
   const transport = new StdioServerTransport();
+  let closing = false;
   const shutdown = () => {
+    // Once: closing the server closes the transport, whose onclose lands here again.
+    if (closing) return;
+    closing = true;
     metricsServer?.close();
-    void server.close().finally(() => process.exit(0));
+    void server
+      .close()
+      .catch(() => undefined)
+      .finally(() => process.exit(0));
   };
   transport.onclose = shutdown;
   process.stdin.on('end', shutdown);

@@ -23,7 +23,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { components } from '../generated/openapi.js';
 import { BudgetExceededError } from '../payments/budget.js';
@@ -154,6 +154,14 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   const port = marketplacePortOf(options.marketplace);
   const server = new McpServer({ name: options.name ?? 'paid-api-marketplace', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
   const metrics = options.metrics;
+  // Registered through a plainly typed view of registerTool: the SDK's generic signature (zod 3/4 compatible shape
+  // inference) is costly for the compiler and adds nothing here, where the SDK validates the arguments at run time
+  // against these schemas and each tool body states the type it reads.
+  const register = server.registerTool.bind(server) as unknown as (
+    name: MarketplaceToolName,
+    config: { title: string; description: string; inputSchema?: Record<string, z.ZodTypeAny>; annotations: ToolAnnotations },
+    callback: (args: never) => Promise<CallToolResult>,
+  ) => void;
   const sellerFetch = options.fetch ?? globalThis.fetch;
 
   /** Runs one tool body: structured answer or a coded error; one metrics event either way. */
@@ -178,7 +186,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     };
   }
 
-  server.registerTool(
+  register(
     'search_resources',
     {
       title: 'Search paid resources',
@@ -194,7 +202,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     }),
   );
 
-  server.registerTool(
+  register(
     'inspect_resource',
     {
       title: 'Inspect a paid resource',
@@ -209,7 +217,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     }),
   );
 
-  server.registerTool(
+  register(
     'list_supported_networks',
     {
       title: 'Supported networks',
@@ -222,7 +230,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     }),
   );
 
-  server.registerTool(
+  register(
     'get_receipt',
     {
       title: 'Read a receipt',
@@ -239,7 +247,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
 
   const payer = options.payer;
   if (payer) {
-    server.registerTool(
+    register(
       'call_paid_resource',
       {
         title: 'Call and pay for a resource',
@@ -270,7 +278,15 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     );
   }
 
-  type CallArgs = z.infer<z.ZodObject<typeof callInput>>;
+  interface CallArgs {
+    resourceId: string;
+    arguments?: Record<string, unknown>;
+    pathParams?: Record<string, string>;
+    query?: Record<string, string>;
+    method?: 'GET' | 'POST';
+    body?: unknown;
+    maxAmount?: string;
+  }
   /** The agent's maxAmount, never above the configured per-call budget. */
   const maxAmountOf = (args: CallArgs): string | undefined => {
     const cap = options.perCallLimit;
