@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { packAndInstall, runIn } from '../../test/support/pack';
+import { lintPackedTarball, packAndInstall, runIn } from '../../test/support/pack';
 import { startServer, type RunningServer } from '../../test/support/sdk-server';
 
 const script = (load: string) => `${load}
@@ -41,5 +41,18 @@ describe('the packed buyer SDK installs and works in an empty project', () => {
   ])('from %s it talks to the server and throws ApiError', async (_label, file, load) => {
     const out = JSON.parse(await runIn(pkg.dir, file, script(load), { BASE_URL: server.baseUrl }));
     expect(out).toEqual({ networks: ['stellar:testnet', 'stellar:pubnet'], isApiError: true, code: 'RESOURCE_NOT_FOUND', status: 404, signPayment: 'function' });
+  });
+
+  it('is published quality: attw finds no type problems for node10, node16 (CJS and ESM) and bundler, publint finds nothing', async () => {
+    const lint = await lintPackedTarball(pkg.tarball);
+    expect(lint.attwEntrypoints).toContain('.');
+    expect(lint.attwProblems).toEqual({});
+    expect(lint.publint).toEqual([]);
+  }, 240_000);
+
+  it('ships the Apache-2.0 license', () => {
+    const installed = path.join(pkg.dir, 'node_modules/@paid-api-marketplace/sdk-buyer');
+    expect(JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')).license).toBe('Apache-2.0');
+    expect(fs.readFileSync(path.join(installed, 'LICENSE'), 'utf8')).toContain('Apache License');
   });
 });
