@@ -24,6 +24,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
   let payTo: string;
   let resourceId: string;
   const calls: string[] = [];
+  let slowExpiration = 0;
 
   const call = (name: string, args: Record<string, unknown>, payment?: unknown): Promise<CallToolResult> =>
     client.request({ method: 'tools/call', params: { name, arguments: args, ...(payment ? { _meta: { 'x402/payment': payment } } : {}) } }, CallToolResultSchema) as Promise<CallToolResult>;
@@ -61,7 +62,8 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
       });
       paidTool(server, 'slow', { client: sellerClient, resourceId }, async () => {
         calls.push('slow');
-        await sleep(800);
+        // Runs until the ledger is past the payment's expiration, so settlement finds it expired (whatever the load).
+        for (let i = 0; i < 600 && env.network.latestLedger() <= slowExpiration; i++) await sleep(50);
         return { content: [{ type: 'text', text: 'paid content' }] };
       });
       return server;
@@ -161,7 +163,8 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
   });
 
   it('when settlement fails after the tool ran, its answer is dropped and the caller gets the failure in x402/payment-response', async () => {
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: env.network.latestLedger() + 3 } });
+    slowExpiration = env.network.latestLedger() + 20;
+    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: slowExpiration } });
     const result = await call('slow', {}, c.payload);
     expect(calls).toEqual(['slow']);
     expect(result.isError).toBe(true);
