@@ -163,6 +163,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers, ...x402 },
   );
   handlers.getResource = operations.decorateResourceRead(handlers.getResource);
+  // A confirmed settlement answers with the signed receipt (the caller holds the payer's signed payment already).
+  const settleOnce = handlers.settlePayment;
+  handlers.settlePayment = async (ctx) => {
+    const res = await settleOnce(ctx);
+    if (res.status !== 200 || res.body.status !== 'settled') return res;
+    const [receipt, payer] = await Promise.all([paymentRepo.findReceipt(res.body.receiptId), signedReceipts.payerOf(ctx.body.paymentAttemptId)]);
+    const jws = receipt && payer ? await signedReceipts.sign(receipt, payer) : null;
+    return jws ? { ...res, body: { ...res.body, signedReceipt: jws } } : res;
+  };
   // The receipt's seller and the operator also get the signed receipt; an anonymous read never does (it names the payer).
   const readReceipt = handlers.getReceipt;
   handlers.getReceipt = async (ctx) => {

@@ -2230,6 +2230,12 @@ export interface components {
             /** @enum {string} */
             status: "settled" | "settlement_pending";
             evidence: components["schemas"]["EvidenceLabel"];
+            /**
+             * @description When `status` is `settled`: the receipt signed by the service, a compact JWS (`alg: EdDSA`, keys at
+             *     `GET /.well-known/jwks.json`) in the x402 offer-and-receipt format, naming the payer. The caller presented the
+             *     payer's signed payment, so it already knows the payer; a paywall passes it on to the payer in PAYMENT-RESPONSE.
+             */
+            signedReceipt?: string;
         };
         /**
          * @description A configured ledger network.

@@ -213,6 +213,8 @@ export function settlementResponse(settled: Schemas['SettleResponse'], payer: st
     network: settled.network,
     payer,
     status: settled.status,
+    // The service's signed receipt (x402 offer-and-receipt, JWS), passed on to the payer.
+    ...(settled.signedReceipt ? { signedReceipt: settled.signedReceipt, extensions: { 'offer-receipt': { info: { receipt: { format: 'jws', signature: settled.signedReceipt } } } } } : {}),
     ledger: settled.ledger,
   };
 }

@@ -22,6 +22,8 @@ export interface SignedReceipts {
   /** The signed receipt for this reader: only the receipt's seller and the operator get it (it names the payer). */
   forReader(principal: Principal, receipt: ReceiptFacts): Promise<string | null>;
   jwks(): { keys: PublicJwk[] };
+  /** The payer of a payment attempt (for callers that already hold the payment). */
+  payerOf(paymentAttemptId: string): Promise<string | null>;
 }
 
 /**
@@ -49,5 +51,6 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
       return payer ? sign(receipt, payer) : null;
     },
     jwks: () => deps.signer.jwks(),
+    payerOf: (id) => deps.payerOf(id),
   };
 }
