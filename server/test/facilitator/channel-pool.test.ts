@@ -35,13 +35,14 @@ describe('one channel pool shared by two service instances through the database'
       operatorApiKey: OPERATOR_KEY,
       rateLimit: { points: 10_000, windowSeconds: 60 },
       bodyLimitBytes: 256 * 1024,
+      responseValidation: true,
       logger: createLogger({ silent: true }),
       facilitator: {
         channelAccounts: 1,
         channelSeed: SEED,
         confirmWaitMs: 5_000,
         pollMs: 20,
-        channelAcquireTimeoutMs: 5_000,
+        channelAcquireTimeoutMs: 60_000,
         afterSubmit: () => {
           if (crashAfterSubmit) throw new Error('simulated crash between submit and record');
         },
@@ -105,22 +106,32 @@ describe('one channel pool shared by two service instances through the database'
     expect(pinned).toHaveLength(1);
     await env.network.closeLedger(); // the transaction lands, but no process has recorded it
 
-    // The second instance knows only that channel: it is not handed out, so the settle is refused, nothing is sent.
+    // The second instance knows only that channel: it is not handed out, so its next settle waits without sending.
     const blocked = await verified();
-    const refused = await settleOn(second, blocked.id, blocked.c);
-    expect(refused.status).toBe(503);
-    expect(refused.body.error.code).toBe('SERVICE_UNAVAILABLE');
-    expect(env.network.balance(blocked.buyer, 'USDC')).toBe('1');
+    let answered = false;
+    const waiting = settleOn(second, blocked.id, blocked.c).then((r) => {
+      answered = true;
+      return r;
+    });
+    for (let i = 0; i < 50; i++) {
+      await sleep(20);
+      const claimed = await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id: blocked.id }, plain: true, type: 'SELECT' });
+      if ((claimed as { status: string }).status === 'settlement_pending') break;
+    }
+    await sleep(300);
+    expect(answered).toBe(false);
+    expect(await env.svc.db.query('SELECT count(*)::int AS n FROM settlements WHERE payment_attempt_id = :id', { replacements: { id: blocked.id }, plain: true, type: 'SELECT' })).toEqual({ n: 0 });
+    expect((await leases()).filter((r) => r.transaction_hash !== null)).toEqual(pinned);
 
+    // The confirmation worker (any process) records the landed transaction: the channel is free again.
     const worker = otherArea().workers.find((w) => w.name === 'settlement-confirmation-worker')!;
     await worker.run({ olderThanSeconds: 0 });
-    expect((await leases()).every((r) => r.transaction_hash === null)).toBe(true);
     expect(env.network.balance(crashed.buyer, 'USDC')).toBe('0.9');
-
-    const next = await verified();
     closer = setInterval(() => void env.network.closeLedger(), 40);
-    const ok = await settleOn(second, next.id, next.c);
+    const ok = await waiting;
     expect(ok.body.ok).toBe(true);
+    expect(env.network.balance(blocked.buyer, 'USDC')).toBe('0.9');
+    expect(await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id: crashed.id }, plain: true, type: 'SELECT' })).toEqual({ status: 'settled' });
   });
 
   function otherArea() {

@@ -2,6 +2,8 @@
  * Money-safety guarantees of the facilitator (issue #9, facilitator part), each test named after the attack it
  * stops. Real service, real PostgreSQL, the local Stellar network in-process, real HTTP.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
@@ -268,6 +270,62 @@ describe('facilitator payment safety', () => {
       expect(text).not.toContain('evil-label-0001');
       expect(text).toMatch(/facilitator_[a-z_]+\{[^}]*network="unsupported"/);
     });
+  });
+});
+
+describe('facilitator payment safety: the RPC connection drops after it took the transaction', () => {
+  let env: FacilitatorEnv;
+  let proxy: http.Server;
+  let dropSubmitReply = false;
+
+  beforeAll(async () => {
+    env = await startFacilitatorEnv({
+      ledgerCloseMs: 0,
+      facilitator: { channelAccounts: 1, confirmWaitMs: 300, confirmTimeoutMs: 300, pollMs: 20 },
+      // A real HTTP hop in front of the RPC that forwards every call, and can drop the reply to sendTransaction.
+      rpcUrl: async (real) => {
+        proxy = http.createServer((req, res) => {
+          const chunks: Buffer[] = [];
+          req.on('data', (c: Buffer) => chunks.push(c));
+          req.on('end', async () => {
+            const body = Buffer.concat(chunks).toString('utf8');
+            const upstream =
+              req.method === 'GET' // friendbot and the like, on the network's base URL
+                ? await fetch(new URL(req.url ?? '/', real.replace(/\/rpc\/?$/, '/')))
+                : await fetch(real, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+            const text = await upstream.text();
+            if (dropSubmitReply && body.includes('"sendTransaction"')) return void req.socket.destroy();
+            res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(text);
+          });
+        });
+        await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+        return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/rpc`;
+      },
+    });
+  });
+  afterAll(async () => {
+    await env.stop();
+    proxy.closeAllConnections();
+    await new Promise((r) => proxy.close(r));
+  });
+
+  it('when the submission reply is lost, settle answers 202 settlement_pending (never resubmits) and the confirmation worker records the outcome', async () => {
+    const { seller, resource } = await sellerWithResource(env, '0.5');
+    const buyer = await fundedBuyer(env, '1');
+    const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
+    const v = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
+    expect(v.status).toBe(200);
+    dropSubmitReply = true;
+    const res = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: v.body.paymentAttemptId, paymentPayload: c.payload, resourceId: resource.id });
+    dropSubmitReply = false;
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ ok: true, status: 'settlement_pending', transactionHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    await env.network.closeLedger();
+    await otherArea(env).workers.find((w) => w.name === 'settlement-confirmation-worker')!.run({ olderThanSeconds: 0 });
+    const settlement = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
+    expect(settlement.body).toMatchObject({ status: 'settled' });
+    expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('0.5');
+    expect(await metricValue(env.svc.metrics.registry, 'ledger_rpc_requests_total', 'method="sendTransaction"')).toBe(1);
   });
 });
 
