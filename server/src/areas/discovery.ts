@@ -5,7 +5,7 @@ import { createResourceRepository } from '../data/resource-repository';
 import { createDiscoveryService } from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
 import { discoveryHandlers } from '../http/handlers/discovery';
-import { createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
+import { createLocalIndexer, createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
 import { createSearchSyncWorker } from '../jobs/search-sync-worker';
 
 export type DiscoveryOperation = 'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource';
@@ -22,6 +22,18 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
   const index = createSearchIndexRepository(ctx.db);
   const resources = createResourceRepository(ctx.db);
   const queue = (data: { catalogEventId?: string; resourceId: string }) => ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);
+  const indexing = { index, networks: ctx.networks, metrics: m, logger: ctx.logger };
+  const local = createLocalIndexer(indexing);
+  /**
+   * Where this process runs the jobs, a catalog change is indexed at once by the local indexer; elsewhere (an
+   * API-only process), or when the local queue is full, it becomes a resource-indexing job (Agenda's PostgreSQL
+   * notification wakes a worker process). Either way the catalog event, written with the change, is the record
+   * the search-sync worker re-queues from if indexing is lost.
+   */
+  const indexSoon = async (data: { catalogEventId?: string; resourceId: string }) => {
+    if (ctx.jobs.isProcessing() && local.wake(data.resourceId)) return;
+    await queue(data);
+  };
 
   const service = createDiscoveryService({
     repo,
@@ -29,7 +41,7 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
     findSeller: (id) => ctx.sellerRepository.findById(id),
     findResource: (id) => resources.findById(id),
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
-    queueIndexing: (catalogEventId, resourceId) => queue({ catalogEventId, resourceId }),
+    queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
     observe: {
       validationFailed(errors) {
         for (const reason of new Set(errors.map(issueReason))) m.validationFailures.inc({ reason });
@@ -55,12 +67,19 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
   return {
     handlers: discoveryHandlers(service),
     workers: [
-      createResourceIndexingWorker({ index, networks: ctx.networks, metrics: m, logger: ctx.logger }),
+      createResourceIndexingWorker(indexing),
       createSearchSyncWorker({ index, requeue: (resourceId) => queue({ resourceId }), logger: ctx.logger }),
     ],
     /** Plain resource creates, updates and deletes (resources API): the index follows them too. */
     async onCatalogChange(resourceId) {
-      await queue({ resourceId });
+      await index.markBehind();
+      await indexSoon({ resourceId });
+    },
+    async start() {
+      local.start();
+    },
+    async stop() {
+      await local.stop();
     },
   };
 }

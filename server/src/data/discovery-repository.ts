@@ -27,9 +27,13 @@ function toItem(row: Row): DiscoveryItem {
   };
 }
 
-/** WHERE clauses of the shared filters, over search_documents aliased `d`. Prices compare as NUMERIC. */
+/**
+ * WHERE clauses of the shared filters, over search_documents aliased `d`. Prices compare as NUMERIC. The index holds
+ * only active resources (the indexing worker removes a deleted or disabled resource's document), so no probe into
+ * `resources` per row.
+ */
 function filterSql(filters: DiscoveryFilters, replacements: Record<string, unknown>): string {
-  const where = ['d.discoverable', `EXISTS (SELECT 1 FROM resources r WHERE r.id = d.resource_id AND r.status = 'active')`];
+  const where = ['d.discoverable'];
   if (filters.network) (where.push('d.network = :network'), (replacements.network = filters.network));
   if (filters.asset) (where.push('d.asset_code = :asset'), (replacements.asset = filters.asset));
   if (filters.type) (where.push('d.type = :type'), (replacements.type = filters.type));
@@ -53,32 +57,27 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
       return rows.map(toItem);
     },
 
-    async search(q, filters, after, limit, w, signalsMaxAgeSeconds) {
-      const replacements: Record<string, unknown> = { q, limit, maxAge: signalsMaxAgeSeconds, ...Object.fromEntries(Object.entries(w).map(([k, v]) => [`w_${k}`, v])) };
+    async search(q, filters, after, limit, options) {
+      const replacements: Record<string, unknown> = { q, limit, maxAge: options.signalsMaxAgeSeconds, wText: options.textWeight, candidates: options.candidates };
       const where = filterSql(filters, replacements);
       let page = '';
       if (after) (page = 'WHERE (score, id) < (CAST(:afterScore AS float8), :afterId)'), Object.assign(replacements, { afterScore: after.score, afterId: after.id });
-      const f = (name: string) => `CAST(:w_${name} AS float8)`;
+      // 1. candidates: the matches of the text query (GIN), the best `candidates` by the stored static score;
+      // 2. only those get ts_rank_cd and a full score; 3. the page, keyset on (score, id).
       const rows = await select<Row>(
         `WITH query AS (SELECT websearch_to_tsquery('english', :q) AS tsq),
+         candidates AS MATERIALIZED (
+           SELECT d.* FROM search_documents d, query
+            WHERE d.document @@ query.tsq AND ${where}
+            ORDER BY d.static_score DESC, d.resource_id DESC
+            LIMIT :candidates
+         ),
          scored AS (
            SELECT ${ITEM_COLUMNS},
              d.signals_refreshed_at IS NOT NULL
                AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => :maxAge) AS "signalsFresh",
-             CAST(
-               ${f('text')} * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32)
-               + ${f('metadataQuality')} * d.metadata_quality
-               + ${f('schemaCompleteness')} * d.schema_completeness
-               + ${f('sellerVerified')} * (CASE WHEN d.seller_verified THEN 1.0 ELSE 0.0 END)
-               + ${f('uptime')} * COALESCE(d.uptime, 0.5)
-               + ${f('settlementSuccess')} * COALESCE(d.settlement_success, 0.5)
-               + ${f('type')} * (CASE d.type WHEN 'http' THEN 1.0 ELSE 0.8 END)
-               + ${f('network')} * (CASE d.network WHEN 'stellar:pubnet' THEN 1.0 ELSE 0.8 END)
-               + ${f('asset')} * (CASE WHEN d.asset_code IN ('USDC', 'EURC') THEN 1.0 ELSE 0.5 END)
-               + ${f('price')} * CAST(1 / (1 + 10 * d.amount) AS float8)
-             AS float8) AS score
-           FROM search_documents d, query
-           WHERE d.document @@ query.tsq AND ${where}
+             CAST(CAST(:wText AS float8) * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32) + d.static_score AS float8) AS score
+           FROM candidates d, query
          )
          SELECT *, score::text AS "scoreText" FROM scored ${page} ORDER BY scored.score DESC, id DESC LIMIT :limit`,
         replacements,
@@ -87,11 +86,11 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
     },
 
     async indexLag() {
-      const [row] = await select<{ n: string; lag: number | null }>(
-        'SELECT count(*) AS n, EXTRACT(EPOCH FROM now() - min(created_at))::float8 AS lag FROM catalog_events WHERE indexed_at IS NULL',
+      const [row] = await select<{ since: Date | null; lag: number | null }>(
+        'SELECT unindexed_since AS since, EXTRACT(EPOCH FROM now() - unindexed_since)::float8 AS lag FROM search_index_state WHERE id = 1',
         {},
       );
-      return { unindexed: Number(row.n), lagSeconds: Math.max(0, Number(row.lag ?? 0)) };
+      return { pending: Boolean(row?.since), lagSeconds: Math.max(0, Number(row?.lag ?? 0)) };
     },
 
     async walletOwner(address) {
@@ -150,6 +149,8 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
           { id: event.id, resourceId: r.id, versionId: event.versionId, sellerId: r.sellerId, kind: 'cataloged', createdAt: new Date() },
           { transaction },
         );
+        // The index is now behind (written only when it was up to date: no lock on the row otherwise).
+        await db.query('UPDATE search_index_state SET unindexed_since = now(), updated_at = now() WHERE id = 1 AND unindexed_since IS NULL', { transaction });
         await db.query(
           `INSERT INTO catalog_declarations (resource_id, seller_id, declared_pay_to, trusted, declared_at)
            VALUES (:resourceId, :sellerId, :payTo, :trusted, now())

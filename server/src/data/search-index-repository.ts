@@ -24,6 +24,13 @@ export interface SearchIndexRepository {
    * whose signals changed (a full pass; it also records the pass in search_signal_sync). Returns rows written.
    */
   refreshSignals(resourceId?: string, transaction?: Transaction): Promise<number>;
+  /** Records that the index is behind (a catalog change was recorded); a no-op while it already is. */
+  markBehind(): Promise<void>;
+  /**
+   * Recomputes when the oldest unindexed catalog event was recorded (search_index_state, read by every search). Every
+   * indexResource does it as its last step; the search-sync pass calls this. Writes only when the value changes.
+   */
+  recordLag(): Promise<void>;
   counts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number; volume: Array<{ network: string; asset: string; amount: number }> }>;
 }
 
@@ -58,6 +65,24 @@ const SIGNALS_SQL = `
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
     db.query<T>(sql, { replacements, type: QueryTypes.SELECT, transaction });
+
+  /**
+   * The last step of an indexing transaction (and of the search-sync pass): lock the lag row, then recompute it.
+   * Under READ COMMITTED the recompute's snapshot is taken after the lock is granted, so it sees every indexing
+   * transaction that held the lock before (they have committed) and this one's own marks; a transaction still
+   * indexing will recompute after it. So the row is exact once indexing is quiet: search reads it instead of
+   * counting. Only the commit phase of concurrent indexers is serialised. (A catalog event committed while the row
+   * already said "behind" and cleared by a recompute that could not see it yet is reported once it is indexed.)
+   */
+  const recordLagIn = async (transaction: Transaction) => {
+    await db.query('SELECT 1 FROM search_index_state WHERE id = 1 FOR UPDATE', { transaction });
+    await db.query(
+      `UPDATE search_index_state s SET unindexed_since = o.since, updated_at = now()
+         FROM (SELECT min(created_at) AS since FROM catalog_events WHERE indexed_at IS NULL) o
+        WHERE s.id = 1 AND s.unindexed_since IS DISTINCT FROM o.since`,
+      { transaction },
+    );
+  };
 
   const repo: SearchIndexRepository = {
     async resourceOfEvent(catalogEventId) {
@@ -159,6 +184,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
             transaction,
           });
         }
+        await recordLagIn(transaction);
         return outcome;
       });
     },
@@ -179,6 +205,14 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         await db.query('INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET synced_at = EXCLUDED.synced_at', { transaction });
       }
       return typeof count === 'number' ? count : Number((count as { rowCount?: number })?.rowCount ?? 0);
+    },
+
+    async markBehind() {
+      await db.query('UPDATE search_index_state SET unindexed_since = now(), updated_at = now() WHERE id = 1 AND unindexed_since IS NULL');
+    },
+
+    async recordLag() {
+      await db.transaction((transaction) => recordLagIn(transaction));
     },
 
     async counts() {

@@ -28,6 +28,8 @@ export interface JobSystem {
   define<D extends Record<string, unknown>>(worker: WorkerDefinition<D>): void;
   start(): Promise<void>;
   enqueue(name: string, data?: Record<string, unknown>): Promise<void>;
+  /** Whether this process runs the background jobs (started, not stopped). */
+  isProcessing(): boolean;
   /** Waits for running jobs to finish (up to timeoutMs), then stops. */
   stop(timeoutMs?: number): Promise<void>;
   health(): Promise<Check>;
@@ -140,6 +142,10 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
 
     async enqueue(name, data = {}) {
       await agenda.now(name, data);
+    },
+
+    isProcessing() {
+      return started;
     },
 
     async stop(timeoutMs = 20_000) {

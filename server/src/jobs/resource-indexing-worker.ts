@@ -12,12 +12,32 @@ export interface IndexingJob extends Record<string, unknown> {
   resourceId?: string;
 }
 
+interface IndexingDeps {
+  index: SearchIndexRepository;
+  networks: NetworkRegistry;
+  metrics: DiscoveryMetrics;
+  logger: Logger;
+}
+
+/** Indexes one resource's current state (idempotent: a repeated or late call rebuilds the same document). */
+async function indexOne(deps: IndexingDeps, resourceId: string): Promise<void> {
+  const outcome = await deps.index.indexResource(resourceId, (snap) => {
+    const doc = buildSearchDocument(snap, deps.networks);
+    if (doc && !doc.discoverable) {
+      for (const reason of new Set(doc.rejectionReasons.map((r) => r.reason))) deps.metrics.indexRejections.inc({ reason });
+      deps.logger.warn('resource kept out of discovery', { resourceId, reasons: doc.rejectionReasons.map((r) => `${r.field}: ${r.message}`) });
+    }
+    return doc;
+  });
+  if (outcome === 'rejected') deps.logger.info('resource indexed as not discoverable', { resourceId });
+}
+
 /**
  * Builds the search document of the resource a catalog event is about (its current state: later events of the same
  * resource are folded in) and marks the resource's catalog events indexed. Idempotent: a repeated or late job
  * rebuilds the same document. A deleted resource leaves the index.
  */
-export function createResourceIndexingWorker(deps: { index: SearchIndexRepository; networks: NetworkRegistry; metrics: DiscoveryMetrics; logger: Logger }): WorkerDefinition<IndexingJob> {
+export function createResourceIndexingWorker(deps: IndexingDeps): WorkerDefinition<IndexingJob> {
   return {
     name: RESOURCE_INDEXING_WORKER,
     maxRetries: 5,
@@ -26,15 +46,69 @@ export function createResourceIndexingWorker(deps: { index: SearchIndexRepositor
     async run(data) {
       const resourceId = (data.catalogEventId ? await deps.index.resourceOfEvent(data.catalogEventId) : null) ?? data.resourceId ?? null;
       if (!resourceId) return; // the event and its resource are gone (hard delete): nothing left to index
-      const outcome = await deps.index.indexResource(resourceId, (snap) => {
-        const doc = buildSearchDocument(snap, deps.networks);
-        if (doc && !doc.discoverable) {
-          for (const reason of new Set(doc.rejectionReasons.map((r) => r.reason))) deps.metrics.indexRejections.inc({ reason });
-          deps.logger.warn('resource kept out of discovery', { resourceId, reasons: doc.rejectionReasons.map((r) => `${r.field}: ${r.message}`) });
-        }
-        return doc;
+      await indexOne(deps, resourceId);
+    },
+  };
+}
+
+/**
+ * The process-local fast path of the indexing worker, used where this process runs the background jobs: a catalog
+ * change wakes it at once (no wait for Agenda's poll, no job row per change), and it indexes the resources that
+ * accumulated meanwhile, `concurrency` at a time, each in its own transaction exactly as the worker does (which
+ * also records the index lag). A resource changed again while queued is indexed once (its current
+ * state). It is not the crash-safe path: the catalog event is written in the catalog change's own transaction
+ * with `indexed_at` NULL, and the search-sync worker re-queues any event left unindexed (a crash, a failure here)
+ * as a resource-indexing job.
+ */
+export interface LocalIndexer {
+  /** Queues a resource; false when the indexer is not running (the caller enqueues a job instead). */
+  wake(resourceId: string): boolean;
+  start(): void;
+  /** Stops taking resources and waits for the ones being indexed. */
+  stop(): Promise<void>;
+}
+
+export function createLocalIndexer(deps: IndexingDeps & { concurrency?: number; maxQueued?: number }): LocalIndexer {
+  const concurrency = deps.concurrency ?? 2;
+  // Bounded: past this, changes are left to the job path (the caller enqueues) so memory stays flat.
+  const maxQueued = deps.maxQueued ?? 10_000;
+  const queued = new Set<string>();
+  let running = 0;
+  let started = false;
+  let idle: (() => void) | null = null;
+
+  const pump = (): void => {
+    while (running < concurrency && queued.size > 0) {
+      const [resourceId] = queued;
+      queued.delete(resourceId);
+      running += 1;
+      indexOne(deps, resourceId)
+        .catch((err: Error) => deps.logger.warn('local indexing failed; the search-sync worker re-queues it', { resourceId, error: err.message }))
+        .finally(() => {
+          running -= 1;
+          if (started) pump();
+          else if (running === 0) idle?.();
+        });
+    }
+  };
+
+  return {
+    wake(resourceId) {
+      if (!started || (queued.size >= maxQueued && !queued.has(resourceId))) return false;
+      queued.add(resourceId);
+      pump();
+      return true;
+    },
+    start() {
+      started = true;
+    },
+    async stop() {
+      started = false;
+      queued.clear();
+      if (running === 0) return;
+      await new Promise<void>((resolve) => {
+        idle = resolve;
       });
-      if (outcome === 'rejected') deps.logger.info('resource indexed as not discoverable', { resourceId });
     },
   };
 }

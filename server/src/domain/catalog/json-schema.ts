@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import Ajv2020 from 'ajv/dist/2020';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const RE2 = require('re2') as NonNullable<NonNullable<ConstructorParameters<typeof Ajv2020>[0]>['code']>['regExp'];
@@ -42,10 +43,53 @@ const ajv = new Ajv2020({
   code: { regExp: RE2 },
 });
 
+/**
+ * A small least-recently-used map (Map keeps insertion order: a hit is re-inserted at the end, the first key is the
+ * oldest). Bounded, so a caller sending ever new schemas cannot grow memory.
+ */
+class Lru<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly max: number) {}
+  get(key: string): V | undefined {
+    const v = this.map.get(key);
+    if (v !== undefined) {
+      this.map.delete(key);
+      this.map.set(key, v);
+    }
+    return v;
+  }
+  set(key: string, v: V): void {
+    this.map.delete(key);
+    this.map.set(key, v);
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string);
+  }
+}
+
+/**
+ * Checking and compiling a schema costs milliseconds (Ajv generates and compiles code), and the same schemas come
+ * back again and again (a seller catalogs many resources with one schema; validate, catalog and the indexing worker
+ * check the same resource). Results are cached by the SHA-256 of the schema's JSON, at most SCHEMA_CACHE_ENTRIES
+ * of each kind; the checks are pure functions of that JSON, so a cached answer is the answer.
+ */
+export const SCHEMA_CACHE_ENTRIES = 512;
+const checked = new Lru<{ error: string | null }>(SCHEMA_CACHE_ENTRIES);
+const compiled = new Lru<(data: unknown) => string | null>(SCHEMA_CACHE_ENTRIES);
+const hashOf = (json: string) => crypto.createHash('sha256').update(json).digest('base64');
+
 export function checkJsonSchema(schema: unknown): string | null {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'must be a JSON Schema object';
-  const size = Buffer.byteLength(JSON.stringify(schema), 'utf8');
+  const json = JSON.stringify(schema);
+  const size = Buffer.byteLength(json, 'utf8');
   if (size > MAX_SCHEMA_BYTES) return `must be at most ${MAX_SCHEMA_BYTES} bytes (is ${size})`;
+  const key = hashOf(json);
+  const hit = checked.get(key);
+  if (hit) return hit.error;
+  const error = checkUncached(schema);
+  checked.set(key, { error });
+  return error;
+}
+
+function checkUncached(schema: object): string | null {
   const bounded = checkBounds(schema);
   if (bounded) return bounded;
   const external = findExternalRef(schema);
@@ -66,8 +110,13 @@ export function checkJsonSchema(schema: unknown): string | null {
 
 /** Compiles a schema that passed checkJsonSchema into a validator (used for extension metadata such as x402 Bazaar info). */
 export function compileSchema(schema: object): (data: unknown) => string | null {
+  const key = hashOf(JSON.stringify(schema));
+  const hit = compiled.get(key);
+  if (hit) return hit;
   const validate = compileUncached(schema);
-  return (data) => (validate(data) ? null : ajv.errorsText(validate.errors).slice(0, 300));
+  const check = (data: unknown) => (validate(data) ? null : ajv.errorsText(validate.errors).slice(0, 300));
+  compiled.set(key, check);
+  return check;
 }
 
 /** Ajv caches every compiled schema object; seller schemas are compiled once and dropped so memory stays flat. */

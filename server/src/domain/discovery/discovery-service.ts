@@ -10,7 +10,7 @@ import type { ResourceTerms, RuleResult, ValidationIssue } from '../catalog/reso
 import { checkCatalogTerms, FIELD_PREFIX } from '../catalog/catalog-rules';
 import { mcpToolName } from '../catalog/extension-rules';
 import { throwIfInvalid } from '../catalog/resource-service';
-import { RANKING_STRATEGY, RANKING_WEIGHTS, SIGNALS_MAX_AGE_SECONDS, decodeSearchCursor, encodeSearchCursor } from './ranking';
+import { RANKING_STRATEGY, RANKING_WEIGHTS, SEARCH_CANDIDATES, SIGNALS_MAX_AGE_SECONDS, decodeSearchCursor, encodeSearchCursor } from './ranking';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './types';
 
 /**
@@ -103,7 +103,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const [rows, lag] = await Promise.all([repo.list(filters, decodeCursor(page.cursor), limit + 1), repo.indexLag()]);
       const items = rows.slice(0, limit);
       const nextCursor = rows.length > limit ? Buffer.from(items[items.length - 1].id, 'utf8').toString('base64url') : null;
-      const partialResults = lag.unindexed > 0;
+      const partialResults = lag.pending;
       deps.observe.listed({ partial: partialResults });
       return { items, nextCursor, partialResults };
     },
@@ -112,11 +112,11 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const started = process.hrtime.bigint();
       const limit = pageLimit(page.limit);
       const after = decodeSearchCursor(page.cursor);
-      const [rows, lag] = await Promise.all([repo.search(q, filters, after, limit + 1, RANKING_WEIGHTS, SIGNALS_MAX_AGE_SECONDS), repo.indexLag()]);
+      const [rows, lag] = await Promise.all([repo.search(q, filters, after, limit + 1, { textWeight: RANKING_WEIGHTS.text, candidates: SEARCH_CANDIDATES, signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS }), repo.indexLag()]);
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
       const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id) : null;
-      const partialResults = lag.unindexed > 0 || items.some((i) => !i.signalsFresh);
+      const partialResults = lag.pending || items.some((i) => !i.signalsFresh);
       deps.observe.searched({ seconds: Number(process.hrtime.bigint() - started) / 1e9, empty: items.length === 0, partial: partialResults });
       return { items: items.map(({ score: _s, signalsFresh: _f, ...item }) => item), nextCursor, partialResults, strategy: RANKING_STRATEGY };
     },

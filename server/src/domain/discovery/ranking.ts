@@ -2,9 +2,9 @@ import type { RankingWeights } from './types';
 import { DomainError } from '../errors';
 
 /**
- * Ranking strategy pg-fts-weighted-v1.
+ * Ranking strategy pg-fts-candidates-v2.
  *
- *   score = text * W.text + Σ signal_i * W_i        (W.text = 0.5, the other weights sum to 0.5)
+ *   score = text * W.text + static_score        static_score = Σ signal_i * W_i   (W.text = 0.5, the others sum to 0.5)
  *
  * - text: ts_rank_cd over the weighted tsvector (name A = 1.0, description B = 0.4, schema text, tool name and
  *   route C = 0.2, D = 0.1), normalised by rank/(rank+1) into [0, 1).
@@ -18,12 +18,27 @@ import { DomainError } from '../errors';
  * - asset: a stablecoin (USDC, EURC) 1.0, any other configured asset 0.5.
  * - price: 1 / (1 + 10 * amount): cheaper ranks higher, all else equal.
  *
- * Pages are keyset-paged on (score DESC, id DESC): the cursor carries the score (float8 text, which round-trips
- * exactly) and the id of the last item, so pages neither repeat nor skip while the ranking inputs stay the same. If
- * the search-sync worker changes a signal between two page requests an item may move; the cursor also names the
- * strategy, and a cursor of another strategy is refused.
+ * The nine signal terms do not depend on the query: they are stored per document as `static_score` (a generated
+ * column of search_documents, migration 0009, kept current by every signal write of the indexing and search-sync
+ * workers). A search takes the documents the text query matches (GIN index), keeps the SEARCH_CANDIDATES best of
+ * them by (static_score, id), and computes ts_rank_cd and the full score only for those. The trade: a match whose
+ * static score is below the SEARCH_CANDIDATES-th best match's is not returned, however relevant its text, and a
+ * query returns at most SEARCH_CANDIDATES results over all its pages (narrow the query or add filters to reach
+ * the others). Queries matching fewer documents than the bound rank every match exactly as before.
+ *
+ * Pages are keyset-paged on (score DESC, id DESC) over that candidate set: the cursor carries the score (float8
+ * text, which round-trips exactly) and the id of the last item, so pages neither repeat nor skip while the ranking
+ * inputs stay the same (the candidate set is a deterministic function of the index). If the search-sync worker
+ * changes a signal between two page requests an item may move; the cursor also names the strategy, and a cursor of
+ * another strategy is refused (cursors of pg-fts-weighted-v1, the same score over every match, are accepted and
+ * continue at the same (score, id) position).
  */
-export const RANKING_STRATEGY = 'pg-fts-weighted-v1';
+export const RANKING_STRATEGY = 'pg-fts-candidates-v2';
+/** The previous strategy: same score, computed over every match. Its cursors still decode. */
+const PREVIOUS_STRATEGY = 'pg-fts-weighted-v1';
+
+/** How many matches (the best by static score) a search ranks by text relevance: the bound on its results. */
+export const SEARCH_CANDIDATES = 1000;
 
 export const RANKING_WEIGHTS: RankingWeights = {
   text: 0.5,
@@ -54,7 +69,7 @@ export function decodeSearchCursor(cursor: string | undefined): { score: string;
   if (cursor === undefined || cursor === '') return null;
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; s?: unknown; i?: unknown };
-    if (parsed.v === RANKING_STRATEGY && typeof parsed.s === 'string' && isFloatText(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i)) {
+    if ((parsed.v === RANKING_STRATEGY || parsed.v === PREVIOUS_STRATEGY) && typeof parsed.s === 'string' && isFloatText(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i)) {
       return { score: parsed.s, id: parsed.i };
     }
   } catch {

@@ -25,11 +25,23 @@ export interface RankedItem extends DiscoveryItem {
   signalsFresh: boolean;
 }
 
+/**
+ * How far the index is behind the catalog, as the workers last recorded it (search_index_state): cataloging marks
+ * the index behind, the indexing worker recomputes it after every batch, the search-sync worker on every pass.
+ */
 export interface IndexLag {
-  /** Catalog events not yet reflected in the index. */
-  unindexed: number;
+  /** Some catalog event is not yet reflected in the index. */
+  pending: boolean;
   /** Seconds since the oldest unindexed catalog event (0 when the index is up to date). */
   lagSeconds: number;
+}
+
+export interface SearchOptions {
+  /** Weight of text relevance (ts_rank_cd); the other nine signals are in the stored static_score. */
+  textWeight: number;
+  /** How many matches, the best by static score, are ranked by text relevance (the bound on all pages). */
+  candidates: number;
+  signalsMaxAgeSeconds: number;
 }
 
 export interface RankingWeights {
@@ -68,8 +80,7 @@ export interface DiscoveryRepository {
     filters: DiscoveryFilters,
     after: { score: string; id: string } | null,
     limit: number,
-    weights: RankingWeights,
-    signalsMaxAgeSeconds: number,
+    options: SearchOptions,
   ): Promise<RankedItem[]>;
   indexLag(): Promise<IndexLag>;
   walletOwner(address: string): Promise<string | null>;

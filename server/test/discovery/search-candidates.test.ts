@@ -1,0 +1,162 @@
+import request from 'supertest';
+import { startTestService, testNetworks, type TestService } from '../support/test-service';
+import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
+import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
+import { createDiscoveryRepository } from '../../src/data/discovery-repository';
+import { createSearchIndexRepository } from '../../src/data/search-index-repository';
+import { buildSearchDocument } from '../../src/domain/discovery/indexing';
+import { checkJsonSchema, compileSchema } from '../../src/domain/catalog/json-schema';
+import { catalog, draft, LONG, waitFor, waitIndexed } from './helpers';
+
+/**
+ * Search over a bounded candidate set (pg-fts-candidates-v2): the stored static score, the candidate bound, the
+ * index lag the workers record, the process-local indexing fast path, and the schema-check cache.
+ */
+let svc: TestService;
+let seller: SignedUpSeller;
+
+beforeAll(async () => {
+  // Agenda polls once a minute here: anything indexed sooner came through the local fast path.
+  svc = await startTestService({ runJobs: true, jobPollMs: 60_000 });
+  seller = await signUpSeller(svc.app);
+});
+afterAll(async () => {
+  await svc.stop();
+});
+
+async function put(overrides: Record<string, unknown>): Promise<string> {
+  const res = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: draft(seller, { description: LONG, ...overrides }) });
+  if (res.status !== 201) throw new Error(`catalog failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.resourceId;
+}
+const search = (query: Record<string, string | number>) => request(svc.app).get('/v1/discovery/search').query(query);
+const ids = (res: request.Response) => (res.body.resources as Array<{ id: string }>).map((r) => r.id);
+
+describe('the process-local indexing fast path', () => {
+  it('a cataloged resource becomes searchable without a queued job or a poll, and the catalog answer still says queued', async () => {
+    const res = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: draft(seller, { name: 'Pangolin weather api', description: LONG }) });
+    expect(res.status).toBe(201);
+    expect(res.body.indexingStatus).toBe('queued');
+    await waitFor(async () => ids(await search({ q: 'pangolin' })).includes(res.body.resourceId), 15_000);
+    const [events] = await svc.db.query(`SELECT indexed_at IS NOT NULL AS indexed FROM catalog_events WHERE id = '${res.body.catalogEventId}'`);
+    expect(events).toEqual([{ indexed: true }]);
+    const [jobs] = await svc.db.query(`SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'resource-indexing-worker'`);
+    expect(jobs).toEqual([{ n: 0 }]);
+    const page = await search({ q: 'pangolin' });
+    expect(page.body.partialResults).toBe(false);
+  });
+});
+
+describe('static_score', () => {
+  it('is the nine weighted signal terms of RANKING_WEIGHTS (the generated column agrees with ranking.ts)', async () => {
+    const a = await put({ name: 'Quagga static api', amount: '0.25' });
+    const b = await put({ name: 'Quagga static mcp', type: 'mcp', url: `https://${seller.domain}/mcp`, routeTemplate: '/mcp', extensions: { mcp: { toolName: 'quagga' } } });
+    await waitIndexed(svc.db);
+    // The search-sync worker's signals: uptime and settlement success written as it writes them.
+    await svc.db.query(`UPDATE search_documents SET uptime = 0.9, settlement_success = 0.3 WHERE resource_id = '${a}'`);
+    const [rows] = (await svc.db.query(
+      `SELECT resource_id AS id, metadata_quality AS mq, schema_completeness AS sc, seller_verified AS sv, uptime, settlement_success AS ss,
+              type, network, asset_code AS asset, amount::float8 AS amount, static_score AS "static"
+         FROM search_documents WHERE resource_id IN ('${a}', '${b}') ORDER BY resource_id`,
+    )) as [Array<{ id: string; mq: number; sc: number; sv: boolean; uptime: number | null; ss: number | null; type: string; network: string; asset: string; amount: number; static: number }>, unknown];
+    expect(rows).toHaveLength(2);
+    const w = RANKING_WEIGHTS;
+    for (const r of rows) {
+      const expected =
+        w.metadataQuality * r.mq +
+        w.schemaCompleteness * r.sc +
+        w.sellerVerified * (r.sv ? 1 : 0) +
+        w.uptime * (r.uptime ?? 0.5) +
+        w.settlementSuccess * (r.ss ?? 0.5) +
+        w.type * (r.type === 'http' ? 1 : 0.8) +
+        w.network * (r.network === 'stellar:pubnet' ? 1 : 0.8) +
+        w.asset * (['USDC', 'EURC'].includes(r.asset) ? 1 : 0.5) +
+        w.price * (1 / (1 + 10 * r.amount));
+      expect(r.static).toBeCloseTo(expected, 12);
+    }
+    expect(w.text + Object.entries(w).filter(([k]) => k !== 'text').reduce((sum, [, v]) => sum + v, 0)).toBeCloseTo(1, 12);
+  });
+});
+
+describe('the candidate bound', () => {
+  const made: string[] = [];
+  beforeAll(async () => {
+    // Five matches of "serval", static scores in the order of price; the cheapest has the weakest text match.
+    made.push(await put({ name: 'Feline finder', description: `${LONG} Mentions the serval once.`, amount: '0.001' }));
+    for (const amount of ['0.01', '0.1', '1', '10']) made.push(await put({ name: `Serval data api ${amount}`, amount }));
+    await waitIndexed(svc.db);
+  });
+
+  it('only the best N matches by static score are ranked and returned, over all pages, in full-score order without duplicates or gaps', async () => {
+    const repo = createDiscoveryRepository(svc.db);
+    const options = { textWeight: RANKING_WEIGHTS.text, candidates: 3, signalsMaxAgeSeconds: 600 };
+    const [statics] = (await svc.db.query(
+      `SELECT resource_id AS id FROM search_documents WHERE resource_id IN (:ids) ORDER BY static_score DESC, resource_id DESC LIMIT 3`,
+      { replacements: { ids: made } },
+    )) as [Array<{ id: string }>, unknown];
+    const best3 = statics.map((s) => s.id);
+    expect(best3).toEqual(made.slice(0, 3)); // cheaper is better, all else equal
+
+    const all = await repo.search('serval', {}, null, 10, options);
+    expect(all.map((r) => r.id).sort()).toEqual([...best3].sort());
+    const scores = all.map((r) => Number(r.score));
+    expect(scores).toEqual([...scores].sort((x, y) => y - x));
+    // The weak text match ranks below the two name matches despite the best static score.
+    expect(all[2].id).toBe(made[0]);
+
+    const paged: string[] = [];
+    let after: { score: string; id: string } | null = null;
+    for (let i = 0; i < 5; i++) {
+      const page = await repo.search('serval', {}, after, 1, options);
+      if (page.length === 0) break;
+      paged.push(page[0].id);
+      after = { score: page[0].score, id: page[0].id };
+    }
+    expect(paged).toEqual(all.map((r) => r.id));
+  });
+
+  it('with fewer matches than the bound every match is ranked (the HTTP search returns all five)', async () => {
+    const res = await search({ q: 'serval', limit: 50 });
+    expect(res.status).toBe(200);
+    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-candidates-v2' });
+    expect(ids(res).sort()).toEqual([...made].sort());
+  });
+});
+
+describe('the index lag search reads', () => {
+  it('is the value the indexing records: behind after a catalog change nobody indexed, up to date once indexed', async () => {
+    const index = createSearchIndexRepository(svc.db);
+    // An event left unindexed (a process that crashed between its catalog write and the indexing).
+    const id = await put({ name: 'Tayra lag api' });
+    await waitIndexed(svc.db);
+    await svc.db.query(`UPDATE catalog_events SET indexed_at = NULL WHERE resource_id = '${id}'`);
+    await index.markBehind();
+    expect((await search({ q: 'tayra' })).body.partialResults).toBe(true);
+    const outcome = await index.indexResource(id, (snap) => buildSearchDocument(snap, testNetworks()));
+    expect(outcome).toBe('indexed');
+    expect((await search({ q: 'tayra' })).body.partialResults).toBe(false);
+  });
+
+  it('a stale "behind" mark with nothing left to index is cleared by the search-sync pass', async () => {
+    await svc.db.query(`UPDATE search_index_state SET unindexed_since = now() - interval '1 hour' WHERE id = 1`);
+    expect((await search({ q: 'tayra' })).body.partialResults).toBe(true);
+    await createSearchIndexRepository(svc.db).recordLag();
+    expect((await search({ q: 'tayra' })).body.partialResults).toBe(false);
+  });
+});
+
+describe('the schema check cache', () => {
+  it('answers a repeated schema as the first time (valid and invalid), and compiles one validator per schema content', () => {
+    const bad = { type: 'object', properties: { a: { type: 'nonsense' } } };
+    const first = checkJsonSchema(bad);
+    expect(first).toMatch(/is not a valid JSON Schema/);
+    expect(checkJsonSchema(JSON.parse(JSON.stringify(bad)))).toBe(first);
+    const good = { type: 'object', required: ['q'], properties: { q: { type: 'string' } } };
+    expect(checkJsonSchema(good)).toBeNull();
+    expect(checkJsonSchema({ ...good })).toBeNull();
+    const validate = compileSchema(good);
+    expect(compileSchema(JSON.parse(JSON.stringify(good)))).toBe(validate);
+    expect(validate({ q: 'x' })).toBeNull();
+    expect(validate({})).toMatch(/must have required property 'q'/);
+  });
+});
