@@ -158,6 +158,12 @@ export interface paths {
          *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
          *     indexing or ranking is incomplete.
          *
+         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 1,000 best
+         *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
+         *     included; a query returns at most those 1,000 over all its pages. The trade: a match outside that set is not
+         *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
+         *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
+         *
          *     **Who may call:** anyone.
          */
         get: operations["searchResources"];
@@ -995,7 +1001,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-weighted-v1
+                 * @example pg-fts-candidates-v2
                  */
                 strategy: string;
             };

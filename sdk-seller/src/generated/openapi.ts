@@ -305,6 +305,12 @@ export interface paths {
          *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
          *     indexing or ranking is incomplete.
          *
+         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 1,000 best
+         *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
+         *     included; a query returns at most those 1,000 over all its pages. The trade: a match outside that set is not
+         *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
+         *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
+         *
          *     **Who may call:** anyone.
          */
         get: operations["searchResources"];
@@ -354,7 +360,9 @@ export interface paths {
         /**
          * Catalog a resource
          * @description Validates (as `POST /v1/discovery/validate`) and catalogs a resource: persists it, stores a new version of its
-         *     metadata, schemas and payment requirements, records a catalog event and queues search indexing. Without
+         *     metadata, schemas and payment requirements, records a catalog event and queues search indexing
+         *     (`indexingStatus: queued`; the resource is normally searchable within about a second, and `partialResults` is
+         *     true on search and listing pages until the index has caught up). Without
          *     `resourceId` a new resource is created (201); with the id of one of the seller's resources it is re-cataloged: a
          *     new version is stored when its terms changed (201), and nothing is stored when they did not (200, the current
          *     version). When validation fails nothing is stored and the answer is 400 `CATALOG_VALIDATION_FAILED` with
@@ -1695,7 +1703,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-weighted-v1
+                 * @example pg-fts-candidates-v2
                  */
                 strategy: string;
             };
