@@ -163,13 +163,14 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers, ...x402 },
   );
   handlers.getResource = operations.decorateResourceRead(handlers.getResource);
-  // A confirmed settlement answers with the signed receipt (the caller holds the payer's signed payment already).
+  // A confirmed settlement answers the receipt's seller (our paywall calls with the seller's key) and the operator
+  // with the signed receipt, which the paywall passes on to the payer; an anonymous caller gets none.
   const settleOnce = handlers.settlePayment;
   handlers.settlePayment = async (ctx) => {
     const res = await settleOnce(ctx);
     if (res.status !== 200 || res.body.status !== 'settled') return res;
-    const [receipt, payer] = await Promise.all([paymentRepo.findReceipt(res.body.receiptId), signedReceipts.payerOf(ctx.body.paymentAttemptId)]);
-    const jws = receipt && payer ? await signedReceipts.sign(receipt, payer) : null;
+    const receipt = await paymentRepo.findReceipt(res.body.receiptId);
+    const jws = receipt ? await signedReceipts.forReader(ctx.principal, receipt) : null;
     return jws ? { ...res, body: { ...res.body, signedReceipt: jws } } : res;
   };
   // The receipt's seller and the operator also get the signed receipt; an anonymous read never does (it names the payer).

@@ -2547,9 +2547,10 @@ export interface components {
             status: "settled" | "settlement_pending";
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description When `status` is `settled`: the receipt signed by the service, a compact JWS (`alg: EdDSA`, keys at
-             *     `GET /.well-known/jwks.json`) in the x402 offer-and-receipt format, naming the payer. The caller presented the
-             *     payer's signed payment, so it already knows the payer; a paywall passes it on to the payer in PAYMENT-RESPONSE.
+             * @description When `status` is `settled` and the caller is the resource's seller or the operator: the receipt signed by the
+             *     service, a compact JWS (`alg: EdDSA`, keys at `GET /.well-known/jwks.json`) in the x402 offer-and-receipt
+             *     format, naming the payer. The seller's paywall passes it on to the payer in PAYMENT-RESPONSE. An anonymous
+             *     caller never gets it.
              */
             signedReceipt?: string;
         };
