@@ -62,7 +62,8 @@ async function freshResourceOfA(w: World): Promise<string> {
 }
 
 function resourceDraftOfA(w: World, overrides: Record<string, unknown> = {}) {
-  const { sellerId: _s, ...resource } = resourceInput(w.a, { assetIssuer: w.env.usdc.issuer, ...overrides });
+  // The price of A's resource (0.25): re-cataloging it must not change the terms the settle rows pay.
+  const { sellerId: _s, ...resource } = resourceInput(w.a, { assetIssuer: w.env.usdc.issuer, amount: '0.25', ...overrides });
   return resource;
 }
 
@@ -75,6 +76,17 @@ async function verifiedPaymentToA(w: World) {
   const v = await request(w.env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
   if (v.status !== 200) throw new Error(`verify failed: ${v.status} ${JSON.stringify(v.body)}`);
   return { c, attemptId: v.body.paymentAttemptId as string };
+}
+
+/** A payment to A in the x402 v2 wire shape (the transaction envelope stock x402 Stellar clients send). */
+async function x402PaymentToA(w: World) {
+  const c = await paymentCase(w.env, w.buyer, w.a.wallet.publicKey(), '0.25', { format: 'transaction' });
+  const requirements = { scheme: 'exact', network: 'stellar:testnet', asset: w.env.usdc.contractId, amount: '2500000', payTo: w.a.wallet.publicKey(), maxTimeoutSeconds: 300 };
+  return {
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction: c.payload.authorization.xdr } },
+    paymentRequirements: requirements,
+  };
 }
 
 const ROWS: Row[] = [
@@ -196,6 +208,11 @@ const ROWS: Row[] = [
     call: (w) => ({ body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } } } }),
     expect: PUBLIC_READ,
   },
+  { operationId: 'getSupportedKinds', what: 'read the x402 supported kinds', call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'verifyPaymentPayload', what: 'verify a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
+  { operationId: 'settlePaymentPayload', what: 'settle a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
+  { operationId: 'listBazaarResources', what: "list A's resources in the x402 Bazaar", call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'getReceiptKeys', what: "read the receipts' public signing keys", call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'listConformanceRuns', what: 'list conformance runs', call: () => ({}), expect: OPERATOR_ONLY },
   { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },

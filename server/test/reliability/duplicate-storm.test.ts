@@ -12,6 +12,8 @@ import { OPERATOR_KEY, testNetworks } from '../support/test-service';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
 
 const STORM = 1_000;
+/** Every instance sharing the database derives its channel accounts from one seed, as the facilitator requires. */
+const FACILITATOR = { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000, channelSeed: 'duplicate-storm-channel-seed' };
 
 async function listen(app: Service['app']): Promise<{ server: Server; base: string }> {
   const server = await new Promise<Server>((resolve) => {
@@ -49,7 +51,7 @@ describe('duplicate storm across two service instances on one database', () => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
 
   beforeAll(async () => {
-    env = await startFacilitatorEnv({ ledgerCloseMs: 200, facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 } });
+    env = await startFacilitatorEnv({ ledgerCloseMs: 200, facilitator: FACILITATOR });
     second = await createService({
       databaseUrl: env.svc.databaseUrl,
       environment: 'test',
@@ -61,7 +63,7 @@ describe('duplicate storm across two service instances on one database', () => {
       bodyLimitBytes: 256 * 1024,
       responseValidation: true,
       logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+      facilitator: FACILITATOR,
     });
   }, 120_000);
 
@@ -93,7 +95,7 @@ describe('duplicate storm across two service instances on one database', () => {
       bodyLimitBytes: 256 * 1024,
       responseValidation: true,
       logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+      facilitator: FACILITATOR,
     });
     try {
       const a = await listen(first.app);
