@@ -158,9 +158,9 @@ export interface paths {
          *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
          *     indexing or ranking is incomplete.
          *
-         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 1,000 best
+         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 300 best
          *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
-         *     included; a query returns at most those 1,000 over all its pages. The trade: a match outside that set is not
+         *     included; a query returns at most those 300 over all its pages. The trade: a match outside that set is not
          *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
          *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
          *
@@ -388,8 +388,11 @@ export interface components {
         ResourceDescription: string;
         /**
          * @description Absolute URL of the paid endpoint (for an MCP tool, the URL of its MCP server). It may contain `{param}`
-         *     placeholders, which must be the same as those of `routeTemplate`. `https` is required on `stellar:pubnet`;
-         *     `http` is accepted on `stellar:testnet` for development.
+         *     placeholders, which must be the same as those of `routeTemplate`. A placeholder stands only as a whole path
+         *     segment (`/items/{id}`, at most 16): never in the host, the query or the fragment, never two in one segment
+         *     (`{a}{b}`) nor next to text (`item-{id}`); anything else is refused with `ROUTE_TEMPLATE_INVALID`. The host must
+         *     be the seller's domain or a subdomain of it (`CATALOG_VALIDATION_FAILED`, field `url`), on every write path.
+         *     `https` is required on `stellar:pubnet`; `http` is accepted on `stellar:testnet` for development.
          * @example https://weather.example.com/v1/forecast/{city}
          */
         ResourceUrl: string;

@@ -305,9 +305,9 @@ export interface paths {
          *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
          *     indexing or ranking is incomplete.
          *
-         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 1,000 best
+         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 300 best
          *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
-         *     included; a query returns at most those 1,000 over all its pages. The trade: a match outside that set is not
+         *     included; a query returns at most those 300 over all its pages. The trade: a match outside that set is not
          *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
          *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
          *
@@ -512,7 +512,19 @@ export interface paths {
          *     The signature is checked locally; balances and trustlines are read from the ledger (`503` when its RPC is
          *     unavailable). With `resourceId` the requirements must equal the terms of that resource's current version (an
          *     unknown id answers `404 RESOURCE_NOT_FOUND`); without it the resource is looked up by
-         *     `paymentRequirements.resource`.
+         *     `paymentRequirements.resource`: the exact URL, or a resource URL whose `{placeholders}` (whole path segments
+         *     only) the concrete URL fills. When the URL fits resources of more than one seller, no resource is linked.
+         *
+         *     **One signed payment buys one delivery.** An authorization is verified once: any later or concurrent verify of
+         *     it (or of another authorization with the same payer and nonce) answers `409 REPLAY_DETECTED`, with the first
+         *     attempt's id in `details` (`field: paymentAttemptId`). To retry the *same* request safely, send an
+         *     `Idempotency-Key`: the first answer is replayed.
+         *
+         *     **Validity window.** `expiresAtLedger` may be at most `ceil(maxTimeoutSeconds / 1 s)` ledgers after the latest
+         *     ledger (1 s is the fastest ledger close time a Stellar client estimates, so a client that follows
+         *     `maxTimeoutSeconds` is never refused). `maxTimeoutSeconds` defaults to 300 when absent, is capped at 3600, and
+         *     at 300 when the resource is known. A longer-lived authorization answers `400 INVALID_PAYMENT_PAYLOAD` (the
+         *     payload is malformed for these requirements; it has not expired).
          *
          *     **Who may call:** anyone; a key is optional. Usually the seller's server (the x402 resource server) calls it.
          */
@@ -535,18 +547,29 @@ export interface paths {
         /**
          * Settle a payment
          * @description Settles a verified payment attempt on the ledger. The service re-verifies the payload (it must be the one that
-         *     was verified), rejects replayed (`409 REPLAY_DETECTED`) or expired (`422 AUTH_EXPIRED`) authorizations, claims the
-         *     attempt atomically (so concurrent calls settle once), submits the transfer from one of its channel accounts,
-         *     persists the settlement and creates or updates the receipt.
+         *     was verified) and checks it against the resource version it pays for (the version verified with
+         *     `resourceId`, else the resource's current version): recipient (`RECIPIENT_MISMATCH`), asset (`ASSET_MISMATCH`)
+         *     and amount (`AMOUNT_MISMATCH`) must all match, so a receipt always pins the terms that were paid. It rejects
+         *     expired authorizations (`422 AUTH_EXPIRED`), claims the attempt with a compare-and-set in the database (one
+         *     winner across every server process), leases a channel account from the shared pool, records the pending
+         *     settlement and receipt, and only then submits the transfer.
          *
          *     - `200` with status `settled`: confirmed in `ledger`.
-         *     - `202` with status `settlement_pending`: submitted, not confirmed yet (`ledger` is null). The confirmation
-         *       worker finishes it; poll the settlement or the receipt.
+         *     - `202` with status `settlement_pending`: submitted, not confirmed yet (`ledger` is null), including when the
+         *       RPC connection failed during submission (the transaction may have been taken; it is never resubmitted). The
+         *       confirmation worker records the ledger's answer; poll the settlement, the receipt or the payment.
          *     - `402 PAYMENT_REQUIRED`: the attempt was never verified (or verification failed).
-         *     - `502 SETTLEMENT_FAILED`: the transaction could not be submitted or failed; no money moved.
+         *     - `409 REPLAY_DETECTED`: the attempt was already claimed for settlement (settled, pending, or being settled
+         *       by a concurrent request). **One signed payment settles once:** only the first claimer gets `ok: true`; every
+         *       other settle of it, concurrent or later, is refused. The error's `details` name the `paymentAttemptId`.
+         *     - `502 SETTLEMENT_FAILED`: the transaction could not be built or submitted, or failed; no money moved. A claim
+         *       interrupted before submission (an error, or a crash: then the stale-payment cleanup worker after 120 s) ends
+         *       `settlement_failed`; the buyer signs a new authorization.
+         *     - `503 SERVICE_UNAVAILABLE`: the ledger RPC is down or every channel account stays busy; the attempt ends
+         *       `settlement_failed` when it had been claimed (nothing was submitted).
          *
-         *     A retry of a settled attempt (same body) answers the same settlement again; use `Idempotency-Key` to make
-         *     retries explicit.
+         *     To retry the *same* request (a lost answer), send an `Idempotency-Key`: the first answer is replayed with
+         *     `Idempotent-Replayed: true`; without it a second settle is a replay.
          *
          *     **Who may call:** anyone; a key is optional. It only moves money as the buyer authorized, and is rate limited.
          */
@@ -702,8 +725,11 @@ export interface components {
         ResourceDescription: string;
         /**
          * @description Absolute URL of the paid endpoint (for an MCP tool, the URL of its MCP server). It may contain `{param}`
-         *     placeholders, which must be the same as those of `routeTemplate`. `https` is required on `stellar:pubnet`;
-         *     `http` is accepted on `stellar:testnet` for development.
+         *     placeholders, which must be the same as those of `routeTemplate`. A placeholder stands only as a whole path
+         *     segment (`/items/{id}`, at most 16): never in the host, the query or the fragment, never two in one segment
+         *     (`{a}{b}`) nor next to text (`item-{id}`); anything else is refused with `ROUTE_TEMPLATE_INVALID`. The host must
+         *     be the seller's domain or a subdomain of it (`CATALOG_VALIDATION_FAILED`, field `url`), on every write path.
+         *     `https` is required on `stellar:pubnet`; `http` is accepted on `stellar:testnet` for development.
          * @example https://weather.example.com/v1/forecast/{city}
          */
         ResourceUrl: string;
@@ -1074,6 +1100,11 @@ export interface components {
             url: components["schemas"]["ResourceUrl"];
             routeTemplate: components["schemas"]["RouteTemplate"];
             network: components["schemas"]["RequestedNetwork"];
+            /**
+             * @description Payment recipient: must be the seller's own wallet address (the one proven with the wallet signature at sign-up),
+             *     else `400 CATALOG_VALIDATION_FAILED` (field `payTo`). A different recipient can be declared only through the
+             *     discovery catalog (`payToDeclared`), and never another seller's wallet.
+             */
             payTo: components["schemas"]["PayToAddress"];
             assetCode: components["schemas"]["AssetCode"];
             assetIssuer: components["schemas"]["AccountAddress"];
@@ -1235,6 +1266,11 @@ export interface components {
             url?: components["schemas"]["ResourceUrl"];
             routeTemplate?: components["schemas"]["RouteTemplate"];
             network?: components["schemas"]["RequestedNetwork"];
+            /**
+             * @description Payment recipient: must be the seller's own wallet address (the one proven with the wallet signature at sign-up),
+             *     else `400 CATALOG_VALIDATION_FAILED` (field `payTo`). A different recipient can be declared only through the
+             *     discovery catalog (`payToDeclared`), and never another seller's wallet.
+             */
             payTo?: components["schemas"]["PayToAddress"];
             assetCode?: components["schemas"]["AssetCode"];
             assetIssuer?: components["schemas"]["AccountAddress"];
