@@ -66,9 +66,12 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
       // 2. only those get ts_rank_cd and a full score; 3. the page, keyset on (score, id).
       const rows = await select<Row>(
         `WITH query AS (SELECT websearch_to_tsquery('english', :q) AS tsq),
+         -- The query inline (not joined from the CTE) so the planner can choose, by the estimated match count, a
+         -- GIN bitmap scan plus top-N sort (narrow queries) or a walk of search_documents_static_idx that stops at
+         -- the bound (broad ones). Only the key and static score are carried; the rest is read for the bound alone.
          candidates AS MATERIALIZED (
-           SELECT d.* FROM search_documents d, query
-            WHERE d.document @@ query.tsq AND ${where}
+           SELECT d.resource_id, d.static_score FROM search_documents d
+            WHERE d.document @@ websearch_to_tsquery('english', :q) AND ${where}
             ORDER BY d.static_score DESC, d.resource_id DESC
             LIMIT :candidates
          ),
@@ -76,8 +79,8 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
            SELECT ${ITEM_COLUMNS},
              d.signals_refreshed_at IS NOT NULL
                AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => :maxAge) AS "signalsFresh",
-             CAST(CAST(:wText AS float8) * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32) + d.static_score AS float8) AS score
-           FROM candidates d, query
+             CAST(CAST(:wText AS float8) * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32) + c.static_score AS float8) AS score
+           FROM candidates c JOIN search_documents d ON d.resource_id = c.resource_id, query
          )
          SELECT *, score::text AS "scoreText" FROM scored ${page} ORDER BY scored.score DESC, id DESC LIMIT :limit`,
         replacements,

@@ -38,7 +38,7 @@ export const RANKING_STRATEGY = 'pg-fts-candidates-v2';
 const PREVIOUS_STRATEGY = 'pg-fts-weighted-v1';
 
 /** How many matches (the best by static score) a search ranks by text relevance: the bound on its results. */
-export const SEARCH_CANDIDATES = 1000;
+export const SEARCH_CANDIDATES = 300;
 
 export const RANKING_WEIGHTS: RankingWeights = {
   text: 0.5,
