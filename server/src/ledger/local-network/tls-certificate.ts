@@ -67,9 +67,11 @@ function subjectAltNames(hosts: string[]): Buffer {
 export function createSelfSignedCertificate(hosts: string[], days = 365): TlsMaterial {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   const ecdsaWithSha256 = sequence(oid('1.2.840.10045.4.3.2'));
-  const name = sequence(set(sequence(oid('2.5.4.3'), utf8('Stellar local network (local simulation)'))));
   const serial = randomBytes(16);
   serial[0] &= 0x7f;
+  // A unique subject per certificate: several trusted self-signed certificates with one subject name make the
+  // verifier pick the wrong one by issuer name ("self-signed certificate") when one process trusts two of them.
+  const name = sequence(set(sequence(oid('2.5.4.3'), utf8(`Stellar local network (local simulation) ${serial.toString('hex').slice(0, 16)}`))));
   const now = Date.now();
   const extensions = sequence(
     sequence(oid('2.5.29.17'), octets(subjectAltNames(hosts.filter((h) => !net.isIPv6(h))))),
