@@ -6,6 +6,9 @@ import type { Logger } from '../logger';
  * Finishes settlements left pending (a crash between submit and record, or a confirmation that outlived the
  * request): asks the ledger for each pending settlement older than `olderThanSeconds` and records settled/failed.
  * It never resubmits; a transaction still NOT_FOUND after its authorization expired can never apply, so it is failed.
+ * Recording the final answer also frees the channel account pinned to that transaction in the shared lease table
+ * (channel_leases), so a channel whose last transaction's fate was unknown is handed out again only after this.
+ * Any process may run it: the final writes are compare-and-set on the pending settlement.
  */
 export function settlementConfirmationWorker(deps: {
   repo: PaymentRepository;
