@@ -1,9 +1,11 @@
 import { QueryTypes, UniqueConstraintError, type Sequelize, type Transaction } from 'sequelize';
 import { PaymentAttemptModel, ReceiptModel, ResourceModel, ResourceVersionModel, SettlementModel } from './models';
 import { toPaymentAttempt } from './payment-read-repository';
+import { pgQuery } from './pg-query';
 import { normalizeAmount } from '../domain/amount';
 import type {
   AttemptRecord,
+  NewAttempt,
   EvidenceLabel,
   PaymentRepository,
   ReceiptRecord,
@@ -70,7 +72,20 @@ function toReceipt(row: Record<string, unknown>): ReceiptRecord {
 
 const raw = { raw: true } as const;
 
-export function createPaymentRepository(db: Sequelize): PaymentRepository & { resourceRef(id: string): Promise<ResourceTermsRef | null> } {
+/**
+ * verify's write path in as few statements as the replay guarantee allows (issue #14): the attempt is claimed with
+ * one `INSERT ... ON CONFLICT DO NOTHING RETURNING` (the unique replay index decides across processes, as before);
+ * only a conflict reads the row it lost to. A verify whose ledger check then fails removes its row (a verified
+ * attempt cannot become verification_failed) and records the failure as any failed verify does.
+ */
+export interface VerifiedAttemptWriter {
+  /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone). */
+  insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
+  /** A verified attempt whose verify then failed its ledger check: removed (verify records the failure as a new row). */
+  dropVerifiedAttempt(id: string): Promise<void>;
+}
+
+export function createPaymentRepository(db: Sequelize): PaymentRepository & VerifiedAttemptWriter & { resourceRef(id: string): Promise<ResourceTermsRef | null> } {
   async function update(sql: string, replacements: Record<string, unknown>, transaction?: Transaction): Promise<number> {
     const rows = await db.query(sql, { replacements, type: QueryTypes.SELECT, transaction });
     return rows.length;
@@ -86,7 +101,17 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
   }
 
   async function resourceRef(id: string): Promise<ResourceTermsRef | null> {
-    const r = (await ResourceModel.findOne({ where: { id, status: 'active' }, ...raw })) as Record<string, unknown> | null;
+    // on every verify with a resourceId: the terms only, as one prepared statement
+    const {
+      rows: [r],
+    } = await pgQuery(
+      db,
+      `SELECT id, seller_id AS "sellerId", current_version_id AS "currentVersionId", network, pay_to AS "payTo", asset_code AS "assetCode",
+         asset_issuer AS "assetIssuer", amount
+       FROM resources WHERE id = $1 AND status = 'active'`,
+      [id],
+      'verify_resource_terms',
+    );
     if (!r) return null;
     return {
       id: r.id as string,
@@ -100,7 +125,35 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & { re
     };
   }
 
-  const repo: PaymentRepository & { resourceRef: typeof resourceRef } = {
+  const repo: PaymentRepository & VerifiedAttemptWriter & { resourceRef: typeof resourceRef } = {
+    async insertVerifiedAttempt(a) {
+      const { rows } = await pgQuery(
+        db,
+        `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer,
+           amount, pay_to, status, failure_code, failure_reason, expires_at_ledger, authorization_xdr)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+         ON CONFLICT DO NOTHING
+         RETURNING id, resource_id AS "resourceId", version_id AS "versionId", seller_id AS "sellerId", payment_hash AS "paymentHash", network, payer, nonce,
+         asset_code AS "assetCode", asset_issuer AS "assetIssuer", amount, pay_to AS "payTo", status, failure_code AS "failureCode",
+         failure_reason AS "failureReason", expires_at_ledger AS "expiresAtLedger", created_at AS "createdAt", updated_at AS "updatedAt"`,
+        [a.id, a.resourceId, a.versionId, a.sellerId, a.paymentHash, a.network, a.payer, a.nonce, a.assetCode, a.assetIssuer, a.amount, a.payTo,
+          a.status, a.failureCode, a.failureReason, a.expiresAtLedger, a.authorizationXdr],
+        'verify_insert_attempt',
+      );
+      if (rows[0]) return { attempt: toAttempt(rows[0]) };
+      const held = await pgQuery<{ id: string }>(
+        db,
+        `SELECT id FROM payment_attempts WHERE network = $1 AND payer = $2 AND nonce = $3 AND status NOT IN ('verification_failed', 'created') LIMIT 1`,
+        [a.network, a.payer, a.nonce],
+        'verify_replay_holder',
+      );
+      return { replayOf: held.rows[0]?.id ?? null };
+    },
+
+    async dropVerifiedAttempt(id) {
+      await pgQuery(db, `DELETE FROM payment_attempts WHERE id = $1 AND status = 'verified'`, [id], 'verify_drop_attempt');
+    },
+
     resourceRef,
 
     async findAttempt(id) {

@@ -13,6 +13,7 @@ import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from './network-registry';
 import type { LeasedChannel } from './channel-accounts';
 import { networkKnownDown } from './rpc-health';
+import { LatestLedgerCache, type RecentLedger } from './latest-ledger-cache';
 
 export interface SorobanLedgerOptions {
   /** Highest total fee (stroops) a settlement transaction may pay; above it settlement is refused. */
@@ -27,6 +28,8 @@ export interface SorobanLedgerOptions {
  */
 export class SorobanLedger implements LedgerPort {
   private readonly servers = new Map<string, rpc.Server>();
+  /** The latest ledger kept current for verify (at most 1 s old): see latest-ledger-cache.ts. */
+  private readonly recent = new LatestLedgerCache((network) => this.latestLedger(network));
 
   constructor(
     private readonly networks: NetworkRegistry,
@@ -76,6 +79,33 @@ export class SorobanLedger implements LedgerPort {
     const res = await this.call(network, 'getLatestLedger', (s) => s.getLatestLedger());
     this.metrics.latestLedger.set({ network }, res.sequence);
     return res.sequence;
+  }
+
+  /**
+   * The latest ledger as last read from the network, at most 1 s old, with its age: verify uses it (with a safety
+   * margin for the ledgers that may have closed since) instead of one getLatestLedger call per request. Settle and
+   * the workers keep calling latestLedger().
+   */
+  recentLatestLedger(network: string): Promise<RecentLedger> {
+    return this.recent.get(network);
+  }
+
+  /** Several accounts' holdings of one asset in one getLedgerEntries call, in the order asked. */
+  async holdings(network: string, accounts: string[], asset: AssetRef): Promise<Holding[]> {
+    const trustAsset = new Asset(asset.code, asset.issuer).toTrustLineXDRObject();
+    const unique = [...new Set(accounts)];
+    const keys = unique.map((account) =>
+      xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(account).xdrAccountId(), asset: trustAsset })),
+    );
+    const res = await this.call(network, 'getLedgerEntries', (s) => s.getLedgerEntries(...keys));
+    const byKey = new Map(res.entries.map((e) => [e.key.toXDR('base64'), e]));
+    const byAccount = new Map(
+      unique.map((account, i): [string, Holding] => {
+        const entry = byKey.get(keys[i].toXDR('base64'));
+        return [account, entry ? { trustline: true, balance: BigInt(entry.val.trustLine().balance().toString()) } : { trustline: false, balance: 0n }];
+      }),
+    );
+    return accounts.map((a) => byAccount.get(a)!);
   }
 
   async holding(network: string, account: string, asset: AssetRef): Promise<Holding> {

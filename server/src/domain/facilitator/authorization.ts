@@ -93,6 +93,23 @@ export function parseAuthorization(format: string, b64: string): ParsedAuthoriza
 }
 
 const ED25519_SPKI_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
+/** Most payer keys kept as KeyObjects (public data); the least recently used is dropped beyond it. */
+const KEY_OBJECT_CACHE_MAX = 10_000;
+const keyObjects = new Map<string, crypto.KeyObject>();
+
+/** The KeyObject of a raw Ed25519 public key, made once per payer (crypto.createPublicKey was 3 % of a verify). */
+function ed25519PublicKey(raw: Buffer): crypto.KeyObject {
+  const id = raw.toString('base64');
+  let key = keyObjects.get(id);
+  if (key) {
+    keyObjects.delete(id);
+  } else {
+    key = crypto.createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
+    if (keyObjects.size >= KEY_OBJECT_CACHE_MAX) keyObjects.delete(keyObjects.keys().next().value as string);
+  }
+  keyObjects.set(id, key);
+  return key;
+}
 
 /** The Soroban authorization payload: sha256 of HashIdPreimage envelopeTypeSorobanAuthorization. */
 export function authorizationPayload(entry: xdr.SorobanAuthorizationEntry, networkPassphrase: string): Buffer {
@@ -130,6 +147,5 @@ export function verifyAuthorizationSignature(parsed: ParsedAuthorization, networ
   }
   if (!publicKey || !signature || publicKey.length !== 32 || signature.length !== 64) return false;
   if (!publicKey.equals(StrKey.decodeEd25519PublicKey(parsed.payer))) return false;
-  const key = crypto.createPublicKey({ key: Buffer.concat([ED25519_SPKI_PREFIX, publicKey]), format: 'der', type: 'spki' });
-  return crypto.verify(null, authorizationPayload(parsed.entry, networkPassphrase), key, signature);
+  return crypto.verify(null, authorizationPayload(parsed.entry, networkPassphrase), ed25519PublicKey(publicKey), signature);
 }

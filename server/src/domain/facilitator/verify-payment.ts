@@ -4,7 +4,36 @@ import { newId } from '../ids';
 import { parseAuthorization, verifyAuthorizationSignature, type ParsedAuthorization } from './authorization';
 import { paymentHash } from './payment-hash';
 import { MAX_TIMEOUT_SECONDS } from '../catalog/resource-service';
-import type { AssetRef, AttemptRecord, LedgerPort, PaymentRepository, ResourceTermsRef } from './types';
+import type { AssetRef, AttemptRecord, Holding, LedgerPort, NewAttempt, PaymentRepository, ResourceTermsRef } from './types';
+
+/**
+ * Faster paths a ledger adapter or repository may offer (SorobanLedger and the PostgreSQL payment repository do);
+ * verify falls back to the LedgerPort / PaymentRepository calls when they are absent (test doubles).
+ */
+interface RecentLedgerSource {
+  recentLatestLedger(network: string): Promise<{ sequence: number; ageMs: number; marginLedgers: number }>;
+  holdings(network: string, accounts: string[], asset: AssetRef): Promise<Holding[]>;
+}
+interface VerifiedAttemptWriter {
+  insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
+  dropVerifiedAttempt(id: string): Promise<void>;
+}
+const hasRecentLedger = (l: LedgerPort): l is LedgerPort & RecentLedgerSource =>
+  typeof (l as Partial<RecentLedgerSource>).recentLatestLedger === 'function' && typeof (l as Partial<RecentLedgerSource>).holdings === 'function';
+const hasVerifiedWriter = (r: PaymentRepository): r is PaymentRepository & VerifiedAttemptWriter =>
+  typeof (r as Partial<VerifiedAttemptWriter>).insertVerifiedAttempt === 'function';
+
+/** The expiry and validity-window checks at one candidate latest ledger: the error they throw, or null. */
+function expiryOutcome(expiresAtLedger: number, latestLedger: number, maxTimeoutSeconds: number | undefined, resourceKnown: boolean): DomainError | null {
+  try {
+    checkNotExpired(expiresAtLedger, latestLedger);
+    checkValidityWindow(expiresAtLedger, latestLedger, maxTimeoutSeconds, resourceKnown);
+    return null;
+  } catch (err) {
+    if (err instanceof DomainError) return err;
+    throw err;
+  }
+}
 
 export interface AssetInput {
   code: string;
@@ -85,6 +114,8 @@ export function checkPayload(
   networks: NetworkLookup,
   payload: PaymentPayloadInput,
   required: { network: string; amount: string; payTo: string; asset?: AssetInput },
+  /** The authorization already parsed from this payload (verify parses it once); parsed here when absent. */
+  alreadyParsed?: ParsedAuthorization,
 ): { parsed: ParsedAuthorization; asset: AssetRef; passphrase: string } {
   // 1. shape (the HTTP validator already checked the JSON schema; here the parts it cannot).
   if (payload.scheme !== 'exact' || required.network === undefined) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Only the exact scheme is supported');
@@ -110,7 +141,7 @@ export function checkPayload(
     throw new DomainError('ASSET_MISMATCH', 'The payment asset differs from the required asset');
   }
   // 7. the signed authorization: a single transfer of exactly these terms, signed by the payer
-  const parsed = parseAuthorization(payload.authorization.format, payload.authorization.xdr);
+  const parsed = alreadyParsed ?? parseAuthorization(payload.authorization.format, payload.authorization.xdr);
   if (payload.authorization.payer && payload.authorization.payer !== parsed.payer) {
     throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'authorization.payer differs from the address that signed the authorization');
   }
@@ -131,14 +162,26 @@ export function checkNotExpired(expiresAtLedger: number, latestLedger: number): 
   }
 }
 
-/** Reads a holding, answering TRUSTLINE_REQUIRED / INSUFFICIENT_BALANCE. Issuers hold unlimited amounts. */
+/**
+ * Reads the holdings, answering TRUSTLINE_REQUIRED / INSUFFICIENT_BALANCE. Issuers hold unlimited amounts. Both
+ * holdings come from one getLedgerEntries call when the adapter offers it.
+ */
 async function checkLedgerState(ledger: LedgerPort, network: string, asset: AssetRef, payer: string, payTo: string, amount: bigint): Promise<void> {
-  if (payer !== asset.issuer) {
+  const checkPayer = payer !== asset.issuer;
+  const checkPayTo = payTo !== asset.issuer && payTo.startsWith('G');
+  if (hasRecentLedger(ledger) && checkPayer && checkPayTo) {
+    const [payerHolding, payToHolding] = await ledger.holdings(network, [payer, payTo], asset);
+    if (!payerHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The payer has no trustline for ${asset.code}`);
+    if (payerHolding.balance < amount) throw new DomainError('INSUFFICIENT_BALANCE', `The payer's ${asset.code} balance is below the amount`);
+    if (!payToHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The recipient has no trustline for ${asset.code}`);
+    return;
+  }
+  if (checkPayer) {
     const payerHolding = await ledger.holding(network, payer, asset);
     if (!payerHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The payer has no trustline for ${asset.code}`);
     if (payerHolding.balance < amount) throw new DomainError('INSUFFICIENT_BALANCE', `The payer's ${asset.code} balance is below the amount`);
   }
-  if (payTo !== asset.issuer && payTo.startsWith('G')) {
+  if (checkPayTo) {
     const payToHolding = await ledger.holding(network, payTo, asset);
     if (!payToHolding.trustline) throw new DomainError('TRUSTLINE_REQUIRED', `The recipient has no trustline for ${asset.code}`);
   }
@@ -161,9 +204,11 @@ export function createVerifyPayment(deps: VerifyDeps) {
     const { paymentPayload: payload, paymentRequirements: req } = input;
     const parsedForRecord = readableAuthorization(deps.networks, payload);
     let resource: ResourceTermsRef | null = null;
+    /** The attempt this verify inserted while its ledger check may still fail it. */
+    let claimedId: string | null = null;
     try {
       if (req.scheme !== 'exact') throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Only the exact scheme is supported');
-      const { parsed, asset } = checkPayload(deps.networks, payload, req);
+      const { parsed, asset } = checkPayload(deps.networks, payload, req, parsedForRecord?.parsed);
       if (input.resourceId) {
         resource = await deps.resourceById(input.resourceId);
         if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
@@ -171,10 +216,37 @@ export function createVerifyPayment(deps: VerifyDeps) {
       } else if (req.resource) {
         resource = await deps.repo.findResourceByUrl(req.network, req.payTo, req.resource);
       }
-      // 8. ledger expiry
-      const latest = await deps.ledger.latestLedger(payload.network);
-      checkNotExpired(payload.expiresAtLedger, latest);
-      checkValidityWindow(payload.expiresAtLedger, latest, req.maxTimeoutSeconds, resource !== null);
+      // 8. ledger expiry and validity window, against the latest ledger kept current (at most 1 s old): decided
+      // from it when the answer is the same for every ledger that may be the latest by now, else from the network
+      if (hasRecentLedger(deps.ledger)) {
+        const recent = await deps.ledger.recentLatestLedger(payload.network);
+        const check = (latest: number) => expiryOutcome(payload.expiresAtLedger, latest, req.maxTimeoutSeconds, resource !== null);
+        const low = check(recent.sequence);
+        const high = check(recent.sequence + recent.marginLedgers);
+        if (low && low.code === 'AUTH_EXPIRED') throw low; // expired at the oldest candidate: expired now
+        if (low?.code !== high?.code) {
+          const exact = check(await deps.ledger.latestLedger(payload.network));
+          if (exact) throw exact;
+        } else if (high) throw high;
+      } else {
+        const latest = await deps.ledger.latestLedger(payload.network);
+        checkNotExpired(payload.expiresAtLedger, latest);
+        checkValidityWindow(payload.expiresAtLedger, latest, req.maxTimeoutSeconds, resource !== null);
+      }
+      if (hasVerifiedWriter(deps.repo)) {
+        // 9. replay state and the record in one statement: the unique replay index lets one verify of an
+        // authorization insert its attempt; every other one (concurrent or later) is REPLAY_DETECTED.
+        const id = newId('payment');
+        const claimed = await deps.repo.insertVerifiedAttempt(verifiedAttempt(id, payload, parsed, asset, resource));
+        if ('replayOf' in claimed) {
+          throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', claimed.replayOf ? [{ field: 'paymentAttemptId', message: claimed.replayOf }] : []);
+        }
+        claimedId = id;
+        // 10. ledger state; on a failure the attempt just inserted is removed and the failure recorded (catch below)
+        await checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
+        claimedId = null;
+        return claimed.attempt;
+      }
       // 9. replay state: one signed payment is verified once. A second verify of the same authorization (or of its
       // nonce) is refused, even while the first attempt is only verified: it buys one delivery. A retry of the same
       // request is answered by the Idempotency-Key replay instead.
@@ -209,14 +281,37 @@ export function createVerifyPayment(deps: VerifyDeps) {
       if (!created) throw new Error('attempt vanished after insert');
       return created;
     } catch (err) {
-      if (err instanceof DomainError) {
-        deps.events.failed('verify', payload.network, err.code);
-        if (parsedForRecord && err.code !== 'RESOURCE_NOT_FOUND' && err.code !== 'SERVICE_UNAVAILABLE') {
-          await recordFailure(deps.repo, payload, parsedForRecord, resource, err);
-        }
+      if (err instanceof DomainError) deps.events.failed('verify', payload.network, err.code);
+      // the attempt inserted above leaves (a verified attempt cannot become verification_failed): the failure is
+      // recorded below like any other, outside the replay index
+      if (claimedId && hasVerifiedWriter(deps.repo)) await deps.repo.dropVerifiedAttempt(claimedId);
+      if (err instanceof DomainError && parsedForRecord && err.code !== 'RESOURCE_NOT_FOUND' && err.code !== 'SERVICE_UNAVAILABLE') {
+        await recordFailure(deps.repo, payload, parsedForRecord, resource, err);
       }
       throw err;
     }
+  };
+}
+
+function verifiedAttempt(id: string, payload: PaymentPayloadInput, parsed: ParsedAuthorization, asset: AssetRef, resource: ResourceTermsRef | null): NewAttempt {
+  return {
+    id,
+    resourceId: resource?.id ?? null,
+    versionId: resource?.versionId ?? null,
+    sellerId: resource?.sellerId ?? null,
+    paymentHash: paymentHash(parsed.entryXdr),
+    network: payload.network,
+    payer: parsed.payer,
+    nonce: parsed.nonce,
+    assetCode: asset.code,
+    assetIssuer: asset.issuer,
+    amount: normalizeAmount(payload.amount),
+    payTo: payload.payTo,
+    status: 'verified',
+    failureCode: null,
+    failureReason: null,
+    expiresAtLedger: payload.expiresAtLedger,
+    authorizationXdr: parsed.entryXdr,
   };
 }
 
