@@ -41,6 +41,12 @@ export function notFoundHandler(): RequestHandler {
 
 function isDatabaseDown(err: unknown): boolean {
   const name = (err as { name?: string })?.name ?? '';
+  if (name === 'SequelizeDatabaseError') {
+    // a pooled connection that PostgreSQL closed while stopping (57P01..03, class 08, or a socket closed mid-query)
+    const parent = (err as { parent?: { code?: unknown; message?: unknown } }).parent;
+    const code = typeof parent?.code === 'string' ? parent.code : '';
+    return /^08|^57P0[123]$/.test(code) || (!code && /Connection terminated/i.test(String(parent?.message ?? '')));
+  }
   return name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotReachableError';
 }
 
