@@ -74,7 +74,7 @@ export function createSafeFetcher(options: SafeFetcherOptions = {}): FetchText {
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const vetted = await withAbort(resolveAndVet(host, lookup, allowPrivate), controller.signal, host, timeoutMs);
-      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200]);
+      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200], options.readBodyOfStatuses !== undefined);
     } finally {
       clearTimeout(timer);
     }
@@ -131,6 +131,7 @@ function get(
   maxBytes: number,
   timeoutMs: number,
   readStatuses: number[] = [200],
+  withHeaders = false,
 ): Promise<FetchTextResult> {
   const client = url.protocol === 'https:' ? https : http;
   // Always answer with the vetted address, in whichever shape net.connect asks for (Node 20 asks for `all` when
@@ -189,7 +190,9 @@ function get(
           if (settled) return;
           settled = true;
           const body = new TextDecoder('utf-8').decode(Buffer.concat(chunks)); // strips a BOM, replaces bad bytes
-          resolve({ status, body, headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')])) });
+          // Headers only for callers that asked to read other statuses (the conformance 402 probe); default unchanged.
+          if (!withHeaders) resolve({ status, body });
+          else resolve({ status, body, headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')])) });
         });
         res.on('error', (err) => fail(transportError(err, host, signal, timeoutMs)));
         res.on('close', () => fail(transportError(new Error('closed'), host, signal, timeoutMs)));
