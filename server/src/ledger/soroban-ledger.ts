@@ -20,6 +20,23 @@ export interface SorobanLedgerOptions {
   maxFeeStroops: number;
   /** Validity of a settlement transaction (its time bound), seconds. */
   txTimeoutSeconds: number;
+  /**
+   * Deadline of one RPC call, ms (default 8000). An RPC that accepts the connection and never answers fails the call
+   * with SERVICE_UNAVAILABLE instead of holding the request; a submission cut off this way stays pending for the
+   * confirmation worker (its outcome is unknown, it is never resubmitted).
+   */
+  rpcTimeoutMs?: number;
+}
+
+const DEFAULT_RPC_TIMEOUT_MS = 8000;
+
+/** Rejects when `work` has not settled within `ms` (the underlying request is abandoned, not cancelled). */
+function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -62,7 +79,7 @@ export class SorobanLedger implements LedgerPort {
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
     try {
-      const out = await fn(server);
+      const out = await withDeadline(fn(server), this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, `${method} on ${network}`);
       this.metrics.rpcUp.set({ network }, 1);
       return out;
     } catch (err) {
