@@ -59,6 +59,8 @@ export interface Config {
     maxFeeStroops: number;
     /** How long POST /v1/settle waits for confirmation before answering 202 settlement_pending. */
     confirmWaitMs: number;
+    /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
+    abandonedClaimSeconds: number;
   };
   /** Operations: network-health and conformance-runner schedules, expected ledger close interval. */
   operations: {
@@ -234,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
       channelSeedFile: path.join(dataDir, 'channel-seed'),
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
       confirmWaitMs: r.int('FACILITATOR_CONFIRM_WAIT_MS', 15_000, 0, 120_000),
+      abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
     },
     operations: {
       networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,

@@ -70,6 +70,8 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
         STELLAR_TESTNET_CHANNEL_SECRETS: channelSecrets,
         FACILITATOR_CONFIRM_WAIT_MS: '3000',
+        // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
+        FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
       },
     });
     mains.push(m);
