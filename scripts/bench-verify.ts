@@ -20,9 +20,6 @@
  * (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate), BENCH_PROFILE=1 (the
  * service under --cpu-prof, SQL statements counted with pg_stat_statements, ledger RPC calls counted by a proxy;
  * the figures are then slower than without it).
- *
- * The helpers bench:settle imported from this file (startBenchEnv, fundedBuyers, postJson, signedPayment,
- * stopDatabase) are re-exported from scripts/bench/in-process-env.ts until bench:settle moves to separate processes.
  */
 import crypto from 'node:crypto';
 import { Keypair } from '@stellar/stellar-sdk';
@@ -31,8 +28,6 @@ import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase,
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
-
-export { startBenchEnv, stopDatabase, signedPayment, fundedBuyers, postJson, type BenchEnv } from './bench/in-process-env';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
 const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
