@@ -193,7 +193,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
            seller_id = COALESCE(seller_id, :sellerId),
            version_id = COALESCE(version_id, :versionId)
          WHERE id = :id AND status = 'verified' RETURNING id`,
-        { id, resourceId: resource.id, sellerId: resource.sellerId, versionId: resource.versionId },
+        { id, resourceId: resource?.id ?? null, sellerId: resource?.sellerId ?? null, versionId: resource?.versionId ?? null },
       );
       return n === 1;
     },

@@ -92,12 +92,9 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
         const recorded = await recordedAttempt(t.paymentPayload.authorization.xdr);
         const attempt =
           recorded ?? (await deps.facilitator.verify({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements }));
-        if (!attempt.resourceId) {
-          if (attempt.status !== 'verified') throw new DomainError('REPLAY_DETECTED', 'This authorization was already used; one signed payment settles once');
-          throw new DomainError('RESOURCE_NOT_FOUND', 'The paid URL is not in the catalog: the payment was verified and recorded, but settlement needs a cataloged resource');
-        }
-        // The settle use case decides every state (already claimed or settled: REPLAY_DETECTED; expired; failed).
-        const outcome = await deps.facilitator.settle({ paymentAttemptId: attempt.id, paymentPayload: t.paymentPayload, resourceId: attempt.resourceId });
+        // The settle use case decides every state (already claimed or settled: REPLAY_DETECTED; expired; failed). An
+        // uncataloged URL (no resource) settles on the attempt's own verified terms; its receipt has no resource.
+        const outcome = await deps.facilitator.settle({ paymentAttemptId: attempt.id, paymentPayload: t.paymentPayload, resourceId: attempt.resourceId ?? null });
         const settled = outcome.status === 'settled';
         const jws = settled ? await signedReceiptOf(outcome.receipt, attempt.payer, t.resourceUrl) : null;
         const extensions: Record<string, unknown> = {

@@ -101,18 +101,42 @@ describe('the x402 v2 facilitator API', () => {
     expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
   });
 
-  it('an uncataloged URL: verify records the attempt without a resource; settle refuses and moves no money', async () => {
+  it('an uncataloged URL: verify records the attempt without a resource, settle moves the price once with a resourceless receipt only the operator reads; a replay is a duplicate', async () => {
     const payer = await buyer();
+    const payTo = seller.wallet.publicKey();
+    const payToBefore = Number(network.balance(payTo, 'USDC'));
     const req = requirements();
     const payload = await signedPayment(payer, req, `https://elsewhere.example.net/paid/${Date.now()}`);
     const verified = await facilitator.verify(payload, req);
     expect(verified).toMatchObject({ isValid: true, payer: payer.publicKey() });
     const attemptId = (verified.extensions as { marketplace: { paymentAttemptId: string } }).marketplace.paymentAttemptId;
-    const payment = await request(svc.app).get(`/v1/payments/${attemptId}`).set(bearer(OPERATOR_KEY));
-    expect(payment.body).toMatchObject({ resourceId: null, status: 'verified', payer: payer.publicKey() });
+    const before = await request(svc.app).get(`/v1/payments/${attemptId}`).set(bearer(OPERATOR_KEY));
+    expect(before.body).toMatchObject({ resourceId: null, status: 'verified', payer: payer.publicKey() });
+
     const settled = await facilitator.settle(payload, req);
-    expect(settled).toMatchObject({ success: false, errorReason: 'invalid_payment_requirements' });
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
+    expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const ours = (settled.extensions as { marketplace: { paymentAttemptId: string; receiptId: string; signedReceipt?: string } }).marketplace;
+    expect(ours.paymentAttemptId).toBe(attemptId);
+    expect(ours.signedReceipt).toEqual(expect.any(String));
+    expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
+    expect(Number(network.balance(payTo, 'USDC'))).toBeCloseTo(payToBefore + 0.25, 7);
+
+    const payment = await request(svc.app).get(`/v1/payments/${attemptId}`).set(bearer(OPERATOR_KEY));
+    expect(payment.status).toBe(200);
+    expect(payment.body).toMatchObject({ resourceId: null, status: 'settled', payer: payer.publicKey(), receiptId: ours.receiptId });
+    const settlement = await request(svc.app).get(`/v1/settlements/${settled.transaction}`).set(bearer(OPERATOR_KEY));
+    expect(settlement.status).toBe(200);
+    expect(settlement.body).toMatchObject({ transactionHash: settled.transaction, paymentAttemptId: attemptId });
+    const receipt = await request(svc.app).get(`/v1/receipts/${ours.receiptId}`).set(bearer(OPERATOR_KEY));
+    expect(receipt.status).toBe(200);
+    expect(receipt.body).toMatchObject({ id: ours.receiptId, resourceId: null, sellerId: null, paymentAttemptId: attemptId });
+    // Nobody's seller owns it: the seller the money went to cannot read it as its own payment.
+    const asSeller = await request(svc.app).get(`/v1/payments/${attemptId}`).set(bearer(seller.apiKey));
+    expect(asSeller.body.payer).toBeUndefined();
+
+    const again = await facilitator.settle(payload, req);
+    expect(again).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
+    expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
   });
 
   it('refusals answer isValid false with the mapped reason, and the failed attempt is recorded with our code', async () => {

@@ -56,7 +56,7 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       return timed('verify', input.paymentPayload.network, () => verifyPayment(input));
     },
 
-    settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId: string }): Promise<SettleOutcome> {
+    settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId?: string | null }): Promise<SettleOutcome> {
       return timed('settle', input.paymentPayload.network, () => settlePayment.settle(input));
     },
 

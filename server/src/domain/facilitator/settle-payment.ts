@@ -137,7 +137,7 @@ export function createSettlePayment(deps: SettleDeps) {
     }
   }
 
-  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef): Promise<SettleOutcome> {
+  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef | null): Promise<SettleOutcome> {
     let lease: ChannelLease | null = null;
     let leaseHandedOver = false;
     let recorded = false;
@@ -169,10 +169,11 @@ export function createSettlePayment(deps: SettleDeps) {
         ...unconfirmed,
         id: newId('receipt'),
         settlementId: settlement.id,
-        resourceId: terms.id,
-        sellerId: terms.sellerId,
-        // The receipt pins the resource version whose terms this payment was checked against.
-        versionId: terms.versionId,
+        // The receipt pins the resource version whose terms this payment was checked against; an uncataloged x402
+        // payment (no resource) has none: its own verified terms are what was settled.
+        resourceId: terms?.id ?? null,
+        sellerId: terms?.sellerId ?? null,
+        versionId: terms?.versionId ?? null,
         failureCode: null,
         failureReason: null,
       };
@@ -230,7 +231,12 @@ export function createSettlePayment(deps: SettleDeps) {
     return pinned;
   }
 
-  async function settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId: string }): Promise<SettleOutcome> {
+  /**
+   * resourceId is required by POST /v1/settle (its handler always passes one). The x402 face passes null for a URL
+   * that is not cataloged: when neither the request nor the attempt names a resource, the resource-terms checks are
+   * skipped and the attempt's own verified terms (amount, asset, payTo of the verified authorization) are settled.
+   */
+  async function settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId?: string | null }): Promise<SettleOutcome> {
     const payload = input.paymentPayload;
     const attempt = await deps.repo.findAttempt(input.paymentAttemptId);
     if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${input.paymentAttemptId}`);
@@ -253,16 +259,20 @@ export function createSettlePayment(deps: SettleDeps) {
     ) {
       throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload terms differ from the verified payment attempt');
     }
-    const resource = await deps.resourceById(input.resourceId);
-    if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
-    if (attempt.resourceId && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
-    // The receipt is evidence that THIS resource's terms were paid: network, recipient, asset and amount of the
-    // version it pins must all be the attempt's.
-    const terms = await termsFor(attempt, resource);
-    if (terms.network !== attempt.network || terms.payTo !== attempt.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The resource is paid to another recipient');
-    if (terms.assetCode !== attempt.assetCode || terms.assetIssuer !== attempt.assetIssuer) throw new DomainError('ASSET_MISMATCH', 'The resource is priced in another asset');
-    if (toStroops(terms.amount) !== toStroops(attempt.amount)) {
-      throw new DomainError('AMOUNT_MISMATCH', `The payment amount ${attempt.amount} differs from the resource price ${terms.amount}`);
+    const resourceId = input.resourceId ?? attempt.resourceId ?? null;
+    let terms: ResourceTermsRef | null = null;
+    if (resourceId) {
+      const resource = await deps.resourceById(resourceId);
+      if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${resourceId}`);
+      if (attempt.resourceId && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
+      // The receipt is evidence that THIS resource's terms were paid: network, recipient, asset and amount of the
+      // version it pins must all be the attempt's.
+      terms = await termsFor(attempt, resource);
+      if (terms.network !== attempt.network || terms.payTo !== attempt.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The resource is paid to another recipient');
+      if (terms.assetCode !== attempt.assetCode || terms.assetIssuer !== attempt.assetIssuer) throw new DomainError('ASSET_MISMATCH', 'The resource is priced in another asset');
+      if (toStroops(terms.amount) !== toStroops(attempt.amount)) {
+        throw new DomainError('AMOUNT_MISMATCH', `The payment amount ${attempt.amount} differs from the resource price ${terms.amount}`);
+      }
     }
 
     switch (attempt.status) {

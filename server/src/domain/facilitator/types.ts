@@ -51,9 +51,9 @@ export interface ReceiptRecord {
   id: string;
   paymentAttemptId: string;
   settlementId: string;
-  resourceId: string;
-  sellerId: string;
-  versionId: string;
+  resourceId: string | null;
+  sellerId: string | null;
+  versionId: string | null;
   transactionHash: string;
   ledger: number | null;
   network: string;
@@ -88,7 +88,7 @@ export interface PaymentRepository {
   /** Inserts; answers 'replay' when the unique replay index already holds (network, payer, nonce). */
   insertAttempt(a: NewAttempt): Promise<'inserted' | 'replay'>;
   /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner. */
-  claimForSettlement(id: string, resource: ResourceTermsRef): Promise<boolean>;
+  claimForSettlement(id: string, resource: ResourceTermsRef | null): Promise<boolean>;
   /** verified -> expired with AUTH_EXPIRED. */
   expireAttempt(id: string, reason: string): Promise<void>;
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
