@@ -4,7 +4,8 @@ import type { PaymentRepository } from '../domain/facilitator/types';
 /**
  * Makes sure every settled attempt has a settled receipt (idempotent upsert from the settlement). The receipt pins
  * the resource version the payment was checked against: the existing receipt's, else the attempt's (set at the
- * claim), else the version that was current when the settlement was written, never the one current now.
+ * claim), else the version that was current when the settlement was written, never the one current now; a payment
+ * settled without a resource (an uncataloged x402 URL) gets a receipt without resource and version.
  */
 export function receiptFinalizerWorker(deps: {
   repo: PaymentRepository;
@@ -18,7 +19,11 @@ export function receiptFinalizerWorker(deps: {
     maxRetries: 3,
     async run() {
       for (const { attempt, settlement } of await deps.repo.settledWithoutSettledReceipt(200)) {
-        if (!attempt.resourceId) continue;
+        // An uncataloged x402 payment has no resource and so no version: its receipt has none either.
+        if (!attempt.resourceId) {
+          await deps.repo.upsertSettledReceipt(attempt, settlement, null);
+          continue;
+        }
         const existing = await deps.repo.findReceiptByAttempt(attempt.id);
         const versionId = existing?.versionId ?? attempt.versionId ?? (await deps.versionAtSettlement(attempt.resourceId, settlement.createdAt));
         if (!versionId) continue;

@@ -121,7 +121,7 @@ export interface PaymentRepository {
   /** Settled attempts whose receipt is missing or not settled. */
   settledWithoutSettledReceipt(limit: number): Promise<Array<{ attempt: AttemptRecord; settlement: SettlementRecord }>>;
   /** Creates or updates the receipt of a settled settlement to settled (idempotent). */
-  upsertSettledReceipt(attempt: AttemptRecord, settlement: SettlementRecord, versionId: string): Promise<void>;
+  upsertSettledReceipt(attempt: AttemptRecord, settlement: SettlementRecord, versionId: string | null): Promise<void>;
   /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
   expireStale(network: string, latestLedger: number): Promise<number>;
   findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
