@@ -47,10 +47,17 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
     url = `http://stock-shop.test:${started.port}/v1/forecast/porto`;
     app.use(
       paymentMiddleware(
-        { 'GET /v1/forecast/porto': { accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() }, resource: url, description: 'Porto forecast' } },
+        {
+          'GET /v1/forecast/porto': { accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() }, resource: url, description: 'Porto forecast' },
+          // Not cataloged with us: paid through the same facilitator all the same.
+          'GET /v1/forecast/braga': { accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() }, resource: `http://stock-shop.test:${started.port}/v1/forecast/braga`, description: 'Braga forecast' },
+        },
         server,
       ),
     );
+    app.get('/v1/forecast/braga', (_req, res) => {
+      res.json({ city: 'Braga', temperatureC: 18 });
+    });
     app.get('/v1/forecast/porto', (_req, res) => {
       handlerCalls += 1;
       res.json({ city: 'Porto', temperatureC: 21.5 });
@@ -147,6 +154,37 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
     expect(replay.status).toBe(402);
     expect(handlerCalls).toBe(1);
     expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('4.875');
+  });
+
+  it('an uncataloged URL of a stock shop is paid once through us: balances move by the price, the receipt has no resource; a replay is refused', async () => {
+    const braga = url.replace('/porto', '/braga');
+    const client = new x402Client().register('stellar:testnet', new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl }));
+    const sent: string[] = [];
+    const recordingFetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+      const request = input instanceof Request ? input : new Request(input, init);
+      const header = request.headers.get('PAYMENT-SIGNATURE');
+      if (header) sent.push(header);
+      return loopbackFetch(request);
+    };
+    const buyerBefore = Number(m.network.balance(buyerKey.publicKey(), 'USDC'));
+    const sellerBefore = Number(m.network.balance(wallet.publicKey(), 'USDC'));
+    const response = await wrapFetchWithPayment(recordingFetch as typeof fetch, client)(braga);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ city: 'Braga', temperatureC: 18 });
+    const settle = decodePaymentResponseHeader(response.headers.get('PAYMENT-RESPONSE') as string) as unknown as { success: boolean; transaction: string; extensions: { marketplace: { receiptId: string } } };
+    expect(settle).toMatchObject({ success: true, transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(Number(m.network.balance(buyerKey.publicKey(), 'USDC'))).toBeCloseTo(buyerBefore - 0.125, 7);
+    expect(Number(m.network.balance(wallet.publicKey(), 'USDC'))).toBeCloseTo(sellerBefore + 0.125, 7);
+    const receipt = await eventually(async () => {
+      const r = await createBuyerClient({ baseUrl: m.baseUrl }).receipts.get(settle.extensions.marketplace.receiptId);
+      return r.status === 'settled' ? r : null;
+    });
+    expect(receipt).toMatchObject({ resourceId: null, transactionHash: settle.transaction, amount: '0.125' });
+
+    expect(sent).toHaveLength(1);
+    const replay = await loopbackFetch(braga, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+    expect(replay.status).toBe(402);
+    expect(Number(m.network.balance(buyerKey.publicKey(), 'USDC'))).toBeCloseTo(buyerBefore - 0.125, 7);
   });
 
   it('lists the cataloged resource in the Bazaar shape with the stock testnet USDC default', async () => {
