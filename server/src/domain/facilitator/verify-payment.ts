@@ -250,31 +250,12 @@ export function createVerifyPayment(deps: VerifyDeps) {
       // 9. replay state: one signed payment is verified once. A second verify of the same authorization (or of its
       // nonce) is refused, even while the first attempt is only verified: it buys one delivery. A retry of the same
       // request is answered by the Idempotency-Key replay instead.
-      const hash = paymentHash(parsed.entryXdr);
       const existing = await deps.repo.findByReplayKey(payload.network, parsed.payer, parsed.nonce);
       if (existing) throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', [{ field: 'paymentAttemptId', message: existing.id }]);
       // 10. ledger state
       await checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
       const id = newId('payment');
-      const outcome = await deps.repo.insertAttempt({
-        id,
-        resourceId: resource?.id ?? null,
-        versionId: resource?.versionId ?? null,
-        sellerId: resource?.sellerId ?? null,
-        paymentHash: hash,
-        network: payload.network,
-        payer: parsed.payer,
-        nonce: parsed.nonce,
-        assetCode: asset.code,
-        assetIssuer: asset.issuer,
-        amount: normalizeAmount(payload.amount),
-        payTo: payload.payTo,
-        status: 'verified',
-        failureCode: null,
-        failureReason: null,
-        expiresAtLedger: payload.expiresAtLedger,
-        authorizationXdr: parsed.entryXdr,
-      });
+      const outcome = await deps.repo.insertAttempt(verifiedAttempt(id, payload, parsed, asset, resource));
       // A concurrent verify of the same authorization won the unique replay index: this one is refused.
       if (outcome === 'replay') throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
       const created = await deps.repo.findAttempt(id);
