@@ -23,6 +23,7 @@ import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilita
 import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
 import { createPaymentRepository } from './data/payment-repository';
+import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { x402Handlers } from './x402';
@@ -115,8 +116,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   });
 
   const paymentRepo = createPaymentRepository(db);
+  const receiptSigner = await createReceiptSigner(opts.receiptSigning ?? { privateKeyPem: generateReceiptKeyPem() });
+  const receiptKeys = createReceiptKeyRepository(db);
+  // Every process publishes its current public key, so the key set of any process verifies every process's receipts.
+  await receiptKeys.publish(receiptSigner.jwks().keys[0]);
   const signedReceipts = createSignedReceipts({
-    signer: await createReceiptSigner(opts.receiptSigning ?? { privateKeyPem: generateReceiptKeyPem() }),
+    signer: receiptSigner,
+    sharedKeys: () => receiptKeys.list(),
     payerOf: async (id) => (await paymentRepo.findAttempt(id))?.payer ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });

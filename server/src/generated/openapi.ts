@@ -968,8 +968,10 @@ export interface paths {
         /**
          * Receipt signing keys (JWKS)
          * @description The public keys that verify signed receipts (`signedReceipt`, a compact JWS, `alg: EdDSA`, in the x402
-         *     offer-and-receipt format). The current key is first; keys retired by a rotation stay listed. Verify offline
-         *     with `verifyReceiptSignature(jws, jwks)` from either SDK.
+         *     offer-and-receipt format). The answering process's current key is first; keys retired by a rotation stay
+         *     listed, and so do the current keys of every other service process sharing the database (each publishes its
+         *     public key at start), so a receipt signed by any process verifies against the set fetched from any other.
+         *     Verify offline with `verifyReceiptSignature(jws, jwks)` from either SDK.
          *
          *     **Who may call:** anyone.
          */

@@ -156,7 +156,7 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
     },
 
     async getReceiptKeys() {
-      return { status: 200, body: deps.receipts.jwks() };
+      return { status: 200, body: await deps.receipts.jwks() };
     },
   };
 }

@@ -14,6 +14,11 @@ export interface SignedReceiptsDeps {
   payerOf(paymentAttemptId: string): Promise<string | null>;
   /** The cataloged URL of a resource; null when unknown. */
   resourceUrlOf(resourceId: string): Promise<string | null>;
+  /**
+   * The public keys other processes sharing the database sign with (absent: this process's keys only). They are
+   * published too, so a receipt signed by any process verifies against the key set of any other.
+   */
+  sharedKeys?(): Promise<PublicJwk[]>;
 }
 
 export interface SignedReceipts {
@@ -21,7 +26,8 @@ export interface SignedReceipts {
   sign(receipt: ReceiptFacts, payer: string, paidUrl?: string | null): Promise<string | null>;
   /** The signed receipt for this reader: only the receipt's seller and the operator get it (it names the payer). */
   forReader(principal: Principal, receipt: ReceiptFacts): Promise<string | null>;
-  jwks(): { keys: PublicJwk[] };
+  /** This process's current key first, then its previous keys, then the other processes' keys. */
+  jwks(): Promise<{ keys: PublicJwk[] }>;
   /** The payer of a payment attempt (for callers that already hold the payment). */
   payerOf(paymentAttemptId: string): Promise<string | null>;
 }
@@ -50,7 +56,12 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
       const payer = await deps.payerOf(receipt.paymentAttemptId);
       return payer ? sign(receipt, payer) : null;
     },
-    jwks: () => deps.signer.jwks(),
+    async jwks() {
+      const own = deps.signer.jwks().keys;
+      const shared = deps.sharedKeys ? await deps.sharedKeys() : [];
+      const seen = new Set(own.map((k) => k.kid));
+      return { keys: [...own, ...shared.filter((k) => !seen.has(k.kid) && (seen.add(k.kid), true))] };
+    },
     payerOf: (id) => deps.payerOf(id),
   };
 }

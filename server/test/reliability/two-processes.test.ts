@@ -1,0 +1,210 @@
+// Scale-out shape (issues #10 and #14): two `server/src/main.ts` processes, each its own Node process with its own
+// connection pool and in-memory caches, share one PostgreSQL database, one configured channel pool and one local
+// Stellar network (run in the test process, so it is the same ledger for both). 1,000 concurrent settles of ONE
+// verified payment are split across the two processes: the database decides, so exactly one succeeds, one ledger
+// transaction carries the payment and the balances move once. Afterwards both processes answer every read of that
+// payment (attempt, settlement, receipt, resource) with the same body.
+import http from 'node:http';
+import { Keypair, TransactionBuilder, rpc } from '@stellar/stellar-sdk';
+import { Client } from 'pg';
+import { createTestDatabase } from '../support/database';
+import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
+import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
+import { verifyReceiptSignature } from '../../../sdk-buyer/src/receipts/verify-receipt';
+import type { JSONWebKeySet } from 'jose';
+import { startMainProcess, type MainProcess } from './support/main-process';
+
+const STORM = 1_000;
+const OPERATOR = `op_key_two_processes_${Keypair.random().publicKey().slice(1, 16)}`;
+
+type Answer = { status: number; body: { ok?: boolean; status?: string; error?: { code?: string } } };
+
+/** One POST through a shared keep-alive agent; the socket timeout is only a bound against a hang. */
+function post(agent: http.Agent, url: string, body: string): Promise<Answer> {
+  return new Promise((resolve) => {
+    const req = http.request(url, { method: 'POST', agent, timeout: 120_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
+        } catch {
+          resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('client timeout')));
+    req.on('error', (err) => resolve({ status: 0, body: { error: { code: `client: ${err.message}` } } }));
+    req.end(body);
+  });
+}
+
+async function getJson(url: string, key: string): Promise<{ status: number; body: unknown }> {
+  const r = await fetch(url, { headers: bearer(key) });
+  return { status: r.status, body: await r.json() };
+}
+
+describe('two server processes on one database (scale-out)', () => {
+  let database: { url: string; drop(): Promise<void> };
+  let network: LocalNetwork;
+  let channels: Keypair[];
+  const mains: MainProcess[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
+    channels = Array.from({ length: 2 }, () => Keypair.random());
+    for (const k of channels) await network.fundAccount(k.publicKey());
+    const usdc = network.assets.find((a) => a.code === 'USDC')!;
+    const env = {
+      LOCAL_NETWORK: 'false',
+      STELLAR_TESTNET_RPC_URL: network.rpcUrl,
+      STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
+      // One configured pool for every process: the database lease table keeps them from sharing a channel.
+      STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
+      OPERATOR_API_KEY: OPERATOR,
+    };
+    // Started one after the other: the first one migrates the database.
+    mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+    mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+  }, 180_000);
+
+  afterAll(async () => {
+    agent.destroy();
+    for (const m of mains) await m.cleanup();
+    await network?.stop();
+    await database?.drop();
+  });
+
+  // Filled by the storm, checked by the tests after it.
+  let answers: Answer[] = [];
+  let ids: { attemptId: string; resourceId: string; sellerKey: string; transactionHash: string; receiptId: string } | null = null;
+  let ledgerTransactions: string[] = [];
+  const balances = { buyerBefore: '', buyerAfter: '', sellerBefore: '', sellerAfter: '' };
+  let rows = { settlements: -1, receipts: -1, attemptStatus: '' };
+
+  it('sends 1,000 concurrent settles of one verified payment, alternating between the two processes', async () => {
+    const [a, b] = mains;
+    const usdc = network.assets.find((x) => x.code === 'USDC')!;
+    const seller = await signUpSeller(a.baseUrl as never);
+    await network.fundAccount(seller.wallet.publicKey());
+    await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
+    const created = await fetch(`${b.baseUrl}/v1/resources`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
+      body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount: '0.25' })),
+    });
+    expect(created.status).toBe(201);
+    const createdBody = (await created.json()) as { resource?: { id: string }; id?: string };
+    const resourceId = (createdBody.resource?.id ?? createdBody.id) as string;
+
+    const buyer = Keypair.random();
+    await network.fundAccount(buyer.publicKey());
+    await network.faucet(buyer.publicKey(), 'USDC', '10');
+    const payTo = seller.wallet.publicKey();
+    const env = { network, usdc, svc: { app: a.baseUrl } } as unknown as FacilitatorEnv;
+    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 120 } });
+    const verified = await fetch(`${a.baseUrl}/v1/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+    });
+    expect({ status: verified.status }).toEqual({ status: 200 });
+    const attemptId = ((await verified.json()) as { paymentAttemptId: string }).paymentAttemptId;
+
+    balances.buyerBefore = network.balance(buyer.publicKey(), 'USDC');
+    balances.sellerBefore = network.balance(payTo, 'USDC');
+    const firstLedger = network.latestLedger();
+
+    const body = JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId });
+    answers = await Promise.all(Array.from({ length: STORM }, (_, i) => post(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)));
+
+    // Wait (bounded) for the one settlement to be final, then read the database and the ledger.
+    const admin = new Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      for (let i = 0; i < 300; i++) {
+        const r = await admin.query<{ status: string }>(`SELECT status FROM settlements WHERE payment_attempt_id = $1`, [attemptId]);
+        if (r.rows[0] && r.rows[0].status !== 'pending') break;
+        await sleep(100);
+      }
+      const counted = await admin.query<{ settlements: number; receipts: number; status: string; hash: string | null; receipt: string | null }>(
+        `SELECT (SELECT count(*)::int FROM settlements WHERE payment_attempt_id = $1) AS settlements,
+                (SELECT count(*)::int FROM receipts WHERE payment_attempt_id = $1) AS receipts,
+                (SELECT status FROM payment_attempts WHERE id = $1) AS status,
+                (SELECT transaction_hash FROM settlements WHERE payment_attempt_id = $1 LIMIT 1) AS hash,
+                (SELECT id FROM receipts WHERE payment_attempt_id = $1 LIMIT 1) AS receipt`,
+        [attemptId],
+      );
+      const row = counted.rows[0];
+      rows = { settlements: row.settlements, receipts: row.receipts, attemptStatus: row.status };
+      ids = { attemptId, resourceId, sellerKey: seller.apiKey, transactionHash: row.hash ?? '', receiptId: row.receipt ?? '' };
+    } finally {
+      await admin.end();
+    }
+
+    // Every transaction the ledger holds since the storm began, whoever submitted it (nothing else submits here).
+    await network.closeLedger();
+    const server = new rpc.Server(network.rpcUrl, { allowHttp: true });
+    const txs = await server.getTransactions({ startLedger: firstLedger, pagination: { limit: 200 } });
+    ledgerTransactions = txs.transactions.map((t) => {
+      const envelope = TransactionBuilder.fromXDR(t.envelopeXdr, network.networkPassphrase);
+      return 'source' in envelope ? envelope.source : envelope.innerTransaction.source;
+    });
+    balances.buyerAfter = network.balance(buyer.publicKey(), 'USDC');
+    balances.sellerAfter = network.balance(payTo, 'USDC');
+    expect(answers.length).toBe(STORM);
+  }, 300_000);
+
+  it('exactly one settle succeeds; the 999 others answer 409 REPLAY_DETECTED (no 5xx, no timeout, no second success)', () => {
+    const successes = answers.filter((r) => r.status === 200 || r.status === 202);
+    const replays = answers.filter((r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED');
+    const others = answers.filter((r) => !successes.includes(r) && !replays.includes(r));
+    const tally = others.reduce<Record<string, number>>((acc, r) => {
+      const k = `${r.status} ${r.body.error?.code ?? r.body.status ?? ''}`;
+      acc[k] = (acc[k] ?? 0) + 1;
+      return acc;
+    }, {});
+    expect({ successes: successes.length, replays: replays.length, others: tally }).toEqual({ successes: 1, replays: STORM - 1, others: {} });
+  });
+
+  it('money moved once: one ledger transaction from a pool channel, one settlement row, one receipt, balances moved by one payment', () => {
+    expect(ledgerTransactions).toHaveLength(1);
+    expect(channels.map((k) => k.publicKey())).toContain(ledgerTransactions[0]);
+    expect(rows).toEqual({ settlements: 1, receipts: 1, attemptStatus: 'settled' });
+    expect(balances).toEqual({ buyerBefore: '10', buyerAfter: '9.75', sellerBefore: '0.0000001', sellerAfter: '0.2500001' });
+  });
+
+  it('both processes answer the reads of that payment with the same facts (attempt, settlement, receipt, resource)', async () => {
+    expect(ids).not.toBeNull();
+    const { attemptId, resourceId, sellerKey, transactionHash, receiptId } = ids!;
+    const paths = [`/v1/payments/${attemptId}`, `/v1/settlements/${transactionHash}`, `/v1/receipts/${receiptId}`, `/v1/resources/${resourceId}`];
+    // Each process signs receipts with its own key (here: none was configured, so each generated one in its own
+    // data folder); everything else must be identical.
+    const withoutSignatures = (body: unknown) => JSON.parse(JSON.stringify(body), (k, v) => (k === 'signedReceipt' ? undefined : v)) as unknown;
+    for (const p of paths) {
+      for (const key of [sellerKey, OPERATOR]) {
+        const [fromA, fromB] = await Promise.all(mains.map((m) => getJson(`${m.baseUrl}${p}`, key)));
+        expect({ path: p, status: fromA.status }).toEqual({ path: p, status: 200 });
+        expect({ path: p, body: withoutSignatures(fromB.body) }).toEqual({ path: p, body: withoutSignatures(fromA.body) });
+      }
+    }
+  });
+
+  it("a receipt signed by either process verifies against the other process's key set, and both say the same", async () => {
+    const { receiptId, sellerKey } = ids!;
+    const signed = await Promise.all(
+      mains.map(async (m) => ((await getJson(`${m.baseUrl}/v1/receipts/${receiptId}`, sellerKey)).body as { receipt?: { signedReceipt?: string }; signedReceipt?: string })),
+    );
+    const jws = signed.map((b) => b.receipt?.signedReceipt ?? b.signedReceipt ?? '');
+    const jwks = await Promise.all(mains.map(async (m) => (await fetch(`${m.baseUrl}/.well-known/jwks.json`)).json() as Promise<JSONWebKeySet>));
+    const aByB = await verifyReceiptSignature(jws[0], jwks[1]);
+    const bByA = await verifyReceiptSignature(jws[1], jwks[0]);
+    expect({ aByB: aByB.valid, bByA: bByA.valid }).toEqual({ aByB: true, bByA: true });
+    expect(aByB.valid && bByA.valid && aByB.payload).toEqual(bByA.valid && bByA.payload);
+    // The answering process's own key comes first in its set.
+    expect(jwks[0].keys[0].kid).not.toEqual(jwks[1].keys[0].kid);
+  });
+});
