@@ -14,6 +14,7 @@ import type { NetworkRegistry } from './network-registry';
 import type { LeasedChannel } from './channel-accounts';
 import { networkKnownDown } from './rpc-health';
 import { LatestLedgerCache, type RecentLedger } from './latest-ledger-cache';
+import { JsonRpcClient, LedgerEntriesBatcher, type RawLedgerEntry } from './ledger-entries-batcher';
 
 export interface SorobanLedgerOptions {
   /** Highest total fee (stroops) a settlement transaction may pay; above it settlement is refused. */
@@ -29,6 +30,8 @@ export interface SorobanLedgerOptions {
 }
 
 const DEFAULT_RPC_TIMEOUT_MS = 8000;
+/** Trustline ledger keys kept (base64 XDR per account and asset): building one decodes a strkey and encodes XDR. */
+const TRUSTLINE_KEY_CACHE_MAX = 20_000;
 
 /** Rejects when `work` has not settled within `ms` (the underlying request is abandoned, not cancelled). */
 function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -47,6 +50,10 @@ export class SorobanLedger implements LedgerPort {
   private readonly servers = new Map<string, rpc.Server>();
   /** The latest ledger kept current for verify (at most 1 s old): see latest-ledger-cache.ts. */
   private readonly recent = new LatestLedgerCache((network) => this.latestLedger(network));
+  /** verify's getLedgerEntries: one keep-alive JSON-RPC call per event-loop turn per network (ledger-entries-batcher.ts). */
+  private readonly batchers = new Map<string, LedgerEntriesBatcher>();
+  private readonly rpcClients = new Map<string, JsonRpcClient>();
+  private readonly trustlineKeys = new Map<string, string>();
 
   constructor(
     private readonly networks: NetworkRegistry,
@@ -76,10 +83,15 @@ export class SorobanLedger implements LedgerPort {
     // Fail fast while the network-health worker knows this network's RPC is down (see ledger/rpc-health.ts).
     if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
     const server = this.server(network);
+    return this.measured(network, method, () => fn(server));
+  }
+
+  /** Counts, times and bounds one RPC call; marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
+  private async measured<T>(network: string, method: string, work: () => Promise<T>): Promise<T> {
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
     try {
-      const out = await withDeadline(fn(server), this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, `${method} on ${network}`);
+      const out = await withDeadline(work(), this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, `${method} on ${network}`);
       this.metrics.rpcUp.set({ network }, 1);
       return out;
     } catch (err) {
@@ -107,22 +119,50 @@ export class SorobanLedger implements LedgerPort {
     return this.recent.get(network);
   }
 
-  /** Several accounts' holdings of one asset in one getLedgerEntries call, in the order asked. */
+  /**
+   * Several accounts' holdings of one asset, in the order asked: one getLedgerEntries call, shared with the other
+   * holdings asked for in the same event-loop turn (ledger-entries-batcher.ts), over a keep-alive JSON-RPC client.
+   */
   async holdings(network: string, accounts: string[], asset: AssetRef): Promise<Holding[]> {
-    const trustAsset = new Asset(asset.code, asset.issuer).toTrustLineXDRObject();
-    const unique = [...new Set(accounts)];
-    const keys = unique.map((account) =>
-      xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(account).xdrAccountId(), asset: trustAsset })),
-    );
-    const res = await this.call(network, 'getLedgerEntries', (s) => s.getLedgerEntries(...keys));
-    const byKey = new Map(res.entries.map((e) => [e.key.toXDR('base64'), e]));
-    const byAccount = new Map(
-      unique.map((account, i): [string, Holding] => {
-        const entry = byKey.get(keys[i].toXDR('base64'));
-        return [account, entry ? { trustline: true, balance: BigInt(entry.val.trustLine().balance().toString()) } : { trustline: false, balance: 0n }];
-      }),
-    );
-    return accounts.map((a) => byAccount.get(a)!);
+    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
+    const keys = accounts.map((account) => this.trustlineKey(account, asset));
+    const entries = await this.batcher(network).get(keys);
+    return entries.map((entry) => {
+      if (!entry) return { trustline: false, balance: 0n };
+      const data = xdr.LedgerEntryData.fromXDR(entry.xdr, 'base64');
+      return { trustline: true, balance: BigInt(data.trustLine().balance().toString()) };
+    });
+  }
+
+  /** The base64 LedgerKey of an account's trustline to an asset (kept: LRU of TRUSTLINE_KEY_CACHE_MAX). */
+  private trustlineKey(account: string, asset: AssetRef): string {
+    const id = `${account}:${asset.code}:${asset.issuer}`;
+    let key = this.trustlineKeys.get(id);
+    if (key !== undefined) {
+      this.trustlineKeys.delete(id);
+    } else {
+      key = xdr.LedgerKey.trustline(
+        new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(account).xdrAccountId(), asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() }),
+      ).toXDR('base64');
+      if (this.trustlineKeys.size >= TRUSTLINE_KEY_CACHE_MAX) this.trustlineKeys.delete(this.trustlineKeys.keys().next().value as string);
+    }
+    this.trustlineKeys.set(id, key);
+    return key;
+  }
+
+  private batcher(network: string): LedgerEntriesBatcher {
+    let b = this.batchers.get(network);
+    if (!b) {
+      const n = this.networks.get(network);
+      if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
+      const client = new JsonRpcClient(n.rpcUrl, this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS);
+      this.rpcClients.set(network, client);
+      b = new LedgerEntriesBatcher((keys) =>
+        this.measured(network, 'getLedgerEntries', async () => (await client.call<{ entries?: RawLedgerEntry[] | null }>('getLedgerEntries', { keys })).entries ?? []),
+      );
+      this.batchers.set(network, b);
+    }
+    return b;
   }
 
   async holding(network: string, account: string, asset: AssetRef): Promise<Holding> {
