@@ -46,6 +46,11 @@ function report(label: string, r: LoadResult, extra = ''): void {
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
+/** The service's RSS: one process, or the sum over its processes (WEB_CONCURRENCY > 1) with the largest one. */
+function rssText(r: { maxMiB: number; largestProcessMiB: number; processes: number }): string {
+  return r.processes > 1 ? `${r.maxMiB.toFixed(0)} MiB over ${r.processes} processes (largest ${r.largestProcessMiB.toFixed(0)} MiB)` : `${r.maxMiB.toFixed(0)} MiB`;
+}
+
 async function main() {
   console.log(
     `bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, ` +
@@ -168,8 +173,8 @@ async function main() {
   stockApi.close();
 
   console.log('\n=== results (local simulation; the machine is shared, so figures vary with other load) ===');
-  report(`verify, full rate (closed loop, ${CONCURRENCY} clients)`, full, `; service RSS peak ${fullRss.maxMiB.toFixed(0)} MiB`);
-  report(`verify, half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late; service RSS peak ${halfRss.maxMiB.toFixed(0)} MiB`);
+  report(`verify, full rate (closed loop, ${CONCURRENCY} clients)`, full, `; service RSS peak ${rssText(fullRss)}`);
+  report(`verify, half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late; service RSS peak ${rssText(halfRss)}`);
   report(`stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`, base, `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused (loopback only)`);
 
   if (PROFILE) {

@@ -3,6 +3,7 @@
  * SIGTERM/SIGINT it stops accepting connections, lets in-flight requests finish, drains the background jobs, closes
  * the database and the local network, and exits 0.
  */
+import cluster from 'node:cluster';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,8 +17,10 @@ import { createService } from './compose';
 import { createLogger } from './logger';
 import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
+import { clusterWanted, runClusterPrimary } from './cluster-primary';
 
-const logger = createLogger();
+/** Until the configuration is read: info and above; then LOG_LEVEL. */
+let logger = createLogger();
 
 /** The operator key: from OPERATOR_API_KEY, else generated once and kept in a file only the owner can read. */
 function operatorKey(config: Config): string {
@@ -63,6 +66,14 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  logger = createLogger({ level: config.logLevel });
+  // WEB_CONCURRENCY > 1: this process only supervises the service processes (cluster-primary.ts).
+  if (clusterWanted(config, logger)) {
+    return runClusterPrimary(config, logger, async () => {
+      operatorKey(config);
+      await receiptSigning(config);
+    });
+  }
 
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
@@ -107,6 +118,7 @@ async function main(): Promise<void> {
     statementTimeoutMs: config.statementTimeoutMs,
     responseValidation: config.responseValidation,
     logger,
+    logRequests: config.logRequests,
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
     facilitator: config.facilitator,
@@ -114,7 +126,7 @@ async function main(): Promise<void> {
     operations: {
       networkHealthEvery: config.operations.networkHealthEvery,
       conformanceEvery: config.operations.conformanceEvery,
-      conformanceAtStart: true,
+      conformanceAtStart: !cluster.isWorker || cluster.worker?.id === 1,
       // With the local network on, its own close interval is the one /health judges staleness by.
       ledgerCloseMs: localNetwork && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
     },

@@ -1,0 +1,89 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from './config';
+import type { Logger } from './logger';
+import { migrate } from './data/database';
+
+/**
+ * WEB_CONCURRENCY > 1: this process becomes the primary of a node:cluster and runs that many service processes
+ * (workers: the same main.ts), which share the listening port (the primary accepts and hands connections out). One
+ * Node process uses one core; verify is CPU-bound in the service (scripts/bench/PROFILE.md), so several processes
+ * use the machine's other cores.
+ *
+ * Nothing payment-related is shared in memory: the processes already share limits, channel leases, replay state,
+ * idempotency keys and jobs through the database (compare-and-set and unique indexes, never in-process locks), as
+ * separate servers behind a load balancer would. The primary applies the migrations and creates the generated key
+ * files once (`prepare`) before the workers start, so they never race on them; each worker runs the jobs as a
+ * single process does (Agenda locks jobs in the database).
+ *
+ * Only with an external database and no in-process local network: those are started by (and belong to) one
+ * process; with either of them WEB_CONCURRENCY is ignored (logged) and one process serves.
+ *
+ * A worker that exits unexpectedly is replaced (at most once per second). SIGTERM/SIGINT on the primary stop the
+ * workers gracefully (each drains its requests and jobs, as a single process does) and then the primary.
+ */
+export function clusterWanted(config: Config, logger: Logger): boolean {
+  if (config.webConcurrency <= 1 || !cluster.isPrimary) return false;
+  if (!config.databaseUrl || config.localNetwork.enabled) {
+    logger.info('WEB_CONCURRENCY ignored: several processes need DATABASE_URL and LOCAL_NETWORK=false (one process serves)', {
+      webConcurrency: config.webConcurrency,
+    });
+    return false;
+  }
+  return true;
+}
+
+export async function runClusterPrimary(config: Config, logger: Logger, prepare: () => Promise<void>): Promise<void> {
+  const applied = await migrate(config.databaseUrl!);
+  if (applied.length) logger.info('migrations applied', { applied });
+  await prepare();
+
+  let stopping = false;
+  let lastFork = 0;
+  const fork = (): Worker => cluster.fork();
+  for (let i = 0; i < config.webConcurrency; i++) fork();
+  lastFork = Date.now();
+  logger.info('service processes started', { processes: config.webConcurrency });
+
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) return;
+    logger.error('a service process exited; starting another', { pid: worker.process.pid, code, signal });
+    const wait = Math.max(0, lastFork + 1000 - Date.now());
+    setTimeout(() => {
+      if (stopping) return;
+      lastFork = Date.now();
+      fork();
+    }, wait);
+  });
+
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info('shutting down the service processes', { signal });
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    const forced = setTimeout(() => {
+      logger.error('shutdown timed out; exiting');
+      for (const w of workers) w.process.kill('SIGKILL');
+      process.exit(1);
+    }, 30_000);
+    forced.unref();
+    let failed = false;
+    void Promise.all(
+      workers.map(
+        (w) =>
+          new Promise<void>((resolve) => {
+            if (w.isDead()) return resolve();
+            w.once('exit', (code) => {
+              if (code !== 0) failed = true;
+              resolve();
+            });
+            w.process.kill(signal);
+          }),
+      ),
+    ).then(() => {
+      logger.info('stopped');
+      process.exit(failed ? 1 : 0);
+    });
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
