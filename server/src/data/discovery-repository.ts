@@ -1,13 +1,17 @@
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models';
 import { normalizeAmount } from '../domain/amount';
-import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository, RankedItem } from '../domain/discovery/types';
+import { pgQuery } from './pg-query';
+import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository, RankedItem, SearchOptions } from '../domain/discovery/types';
+
 
 type Row = Record<string, unknown>;
 
 const ITEM_COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.name, d.description, d.url,
   d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
   d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status`;
+
+const toRanked = (row: Row): RankedItem => ({ ...toItem(row), score: String(row.scoreText), signalsFresh: Boolean(row.signalsFresh) });
 
 function toItem(row: Row): DiscoveryItem {
   return {
@@ -44,9 +48,166 @@ function filterSql(filters: DiscoveryFilters, replacements: Record<string, unkno
   return where.join(' AND ');
 }
 
-export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
+/** filterSql with positional parameters (appended to `values`), for the search statements run through pgQuery. */
+function filterPositional(filters: DiscoveryFilters, values: unknown[]): string {
+  const where = ['d.discoverable'];
+  const add = (sql: (n: number) => string, v: unknown) => (values.push(v), where.push(sql(values.length)));
+  if (filters.network) add((n) => `d.network = $${n}`, filters.network);
+  if (filters.asset) add((n) => `d.asset_code = $${n}`, filters.asset);
+  if (filters.type) add((n) => `d.type = $${n}`, filters.type);
+  if (filters.sellerId) add((n) => `d.seller_id = $${n}`, filters.sellerId);
+  if (filters.minPrice) add((n) => `d.amount >= CAST($${n} AS numeric)`, filters.minPrice);
+  if (filters.maxPrice) add((n) => `d.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
+  if (filters.extension) add((n) => `$${n} = ANY (d.extension_names)`, filters.extension);
+  return where.join(' AND ');
+}
+
+/**
+ * A static-score tier (migration 0010): the documents whose fine bucket floor(static_score * 200) is at least
+ * `bucket`; `size` is how many documents the tier was built to hold (at least that many are in it).
+ */
+export interface ScoreTier {
+  bucket: number;
+  size: number;
+}
+
+/**
+ * The tsquery naming one tier: the cumulative coarse lexeme of the first coarse step at or above the bucket, or'ed
+ * with the fine lexemes between. At most ten index entries (migration 0010).
+ */
+export function tierQuery(bucket: number): string {
+  const coarse = Math.ceil(bucket / 10);
+  const entries: string[] = [];
+  for (let f = bucket; f < Math.min(10 * coarse, 101); f++) entries.push(`'#f${f}'`);
+  if (coarse <= 10) entries.push(`'#c${coarse}'`);
+  return entries.join(' | ');
+}
+
+/** Tier sizes tried, smallest first: 1,000 × 8^k documents, while below half the index. */
+const TIER_BASE = 1000;
+const TIER_GROWTH = 8;
+/** Tier boundaries are recomputed at most this often per process (they only steer the work, never the answer). */
+const TIER_REFRESH_MS = 60_000;
+
+/**
+ * The candidate step restricted to one tier, or not restricted ($tier NULL): the best `candidates` matches by
+ * (static_score, id). The tiers are nested by static score (every document outside a tier scores below every
+ * document inside it, migration 0010), so when the restricted step finds at least `candidates` matches they are
+ * exactly the unrestricted step's; the caller checks `n` (the size of the candidate set, on every row) and otherwise
+ * tries a larger tier or none. Filters are applied in both. Only then is text relevance computed, for the candidates.
+ */
+function searchSql(where: string, tiered: boolean, paged: boolean, p: { limit: number; candidates: number; maxAge: number; wText: number; tier: number; afterScore: number; afterId: number }): string {
+  const match = tiered
+    ? `search_rank_document(d.document, d.static_score) @@ (websearch_to_tsquery('english', $1) && CAST($${p.tier} AS tsquery))`
+    : `d.document @@ websearch_to_tsquery('english', $1)`;
+  return `WITH query AS (SELECT websearch_to_tsquery('english', $1) AS tsq),
+     candidates AS MATERIALIZED (
+       SELECT d.resource_id, d.static_score FROM search_documents d
+        WHERE ${match} AND ${where}
+        ORDER BY d.static_score DESC, d.resource_id DESC
+        LIMIT $${p.candidates}
+     ),
+     counted AS (SELECT count(*) AS n FROM candidates),
+     scored AS (
+       SELECT ${ITEM_COLUMNS},
+         d.signals_refreshed_at IS NOT NULL
+           AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh",
+         CAST(CAST($${p.wText} AS float8) * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32) + c.static_score AS float8) AS score
+       FROM candidates c JOIN search_documents d ON d.resource_id = c.resource_id, query
+       ${tiered ? `WHERE (SELECT n FROM counted) >= $${p.candidates}` : ''}
+     )
+     SELECT scored.*, scored.score::text AS "scoreText", counted.n FROM scored, counted
+      ${paged ? `WHERE (scored.score, scored.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
+      ORDER BY scored.score DESC, scored.id DESC LIMIT $${p.limit}`;
+}
+
+
+/**
+ * The tiers of this process: the fine bucket of the 1,000th, 8,000th, ... best document by static score (a short
+ * walk of search_documents_static_idx), recomputed in the background at most once a minute. Stale boundaries cost
+ * only speed (a tier holds more or fewer documents than planned), never correctness.
+ */
+function createTierCache(db: Sequelize, sizesFor: (total: number) => number[]) {
+  let tiers: ScoreTier[] = [];
+  let total = 0;
+  let at = 0;
+  let refreshing: Promise<void> | null = null;
+  const refresh = async () => {
+    const [{ total: n }] = (await pgQuery<{ total: number }>(db, `SELECT GREATEST(reltuples, 0)::float8 AS total FROM pg_class WHERE oid = 'search_documents'::regclass`, [], 'search_tier_total')).rows;
+    const sizes = sizesFor(n);
+    let next: ScoreTier[] = [];
+    if (sizes.length) {
+      const { rows } = await pgQuery<{ bucket: number | null }>(
+        db,
+        `SELECT GREATEST(0, LEAST(100, CAST(floor(s.static_score * 200) AS integer))) AS bucket
+           FROM unnest(CAST($1 AS int[])) WITH ORDINALITY AS o(k, i)
+           LEFT JOIN LATERAL (SELECT static_score FROM search_documents WHERE discoverable
+                                ORDER BY static_score DESC, resource_id DESC OFFSET o.k - 1 LIMIT 1) s ON true
+          ORDER BY o.i`,
+        [sizes],
+      );
+      // One tier per bucket (the largest size that reached it); bucket 0 is every document.
+      for (const [i, r] of rows.entries()) {
+        if (r.bucket === null || r.bucket <= 0) continue;
+        const same = next.find((t) => t.bucket === r.bucket);
+        if (same) same.size = sizes[i];
+        else next.push({ bucket: r.bucket, size: sizes[i] });
+      }
+    }
+    tiers = next;
+    total = n;
+    at = Date.now();
+  };
+  return {
+    async get(): Promise<ScoreTier[]> {
+      if (Date.now() - at > TIER_REFRESH_MS && !refreshing) {
+        refreshing = refresh().finally(() => (refreshing = null));
+        // The first search of the process waits for the boundaries; later ones use the previous ones meanwhile.
+        if (at === 0) await refreshing.catch(() => undefined);
+        else refreshing.catch(() => undefined);
+      }
+      return tiers;
+    },
+    total: () => Math.max(1, total),
+  };
+}
+
+export interface DiscoveryRepositoryOptions {
+  /** Tier sizes for an index of `total` documents (default: 1,000 × 8^k below half of it; none under 2,000). */
+  tierSizes?: (total: number) => number[];
+  /** Try every tier whatever the match estimate (tests: the cascade itself). */
+  tryEveryTier?: boolean;
+}
+
+const defaultTierSizes = (total: number) => {
+  const sizes: number[] = [];
+  for (let s = TIER_BASE; s < total / 2; s *= TIER_GROWTH) sizes.push(s);
+  return sizes;
+};
+
+export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryRepositoryOptions = {}): DiscoveryRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
     db.query<T>(sql, { replacements, type: QueryTypes.SELECT, transaction });
+  const tierCache = createTierCache(db, opts.tierSizes ?? defaultTierSizes);
+
+  /** The planner's estimate of the documents the text query and filters match (GIN statistics; no execution). */
+  const estimateMatches = async (where: string, values: unknown[]): Promise<number> => {
+    const { rows } = await pgQuery<{ 'QUERY PLAN': Array<{ Plan: { 'Plan Rows': number } }> }>(
+      db,
+      `EXPLAIN (FORMAT JSON) SELECT 1 FROM search_documents d WHERE d.document @@ websearch_to_tsquery('english', $1) AND ${where}`,
+      values,
+    );
+    return Number(rows[0]?.['QUERY PLAN']?.[0]?.Plan?.['Plan Rows'] ?? 0);
+  };
+
+  /** One candidate step + scoring + page (unnamed statement: planned for these values, never a generic plan). */
+  const runSearch = async (where: string, base: unknown[], after: { score: string; id: string } | null, limit: number, options: SearchOptions, tier: string | null) => {
+    const values = [...base];
+    const at = (v: unknown) => (values.push(v), values.length);
+    const p = { limit: at(limit), candidates: at(options.candidates), maxAge: at(options.signalsMaxAgeSeconds), wText: at(options.textWeight), tier: tier === null ? 0 : at(tier), afterScore: 0, afterId: 0 };
+    if (after) (p.afterScore = at(after.score)), (p.afterId = at(after.id));
+    return (await pgQuery<Row>(db, searchSql(where, tier !== null, after !== null, p), values)).rows;
+  };
 
   return {
     async list(filters, afterId, limit) {
@@ -58,40 +219,34 @@ export function createDiscoveryRepository(db: Sequelize): DiscoveryRepository {
     },
 
     async search(q, filters, after, limit, options) {
-      const replacements: Record<string, unknown> = { q, limit, maxAge: options.signalsMaxAgeSeconds, wText: options.textWeight, candidates: options.candidates };
-      const where = filterSql(filters, replacements);
-      let page = '';
-      if (after) (page = 'WHERE (score, id) < (CAST(:afterScore AS float8), :afterId)'), Object.assign(replacements, { afterScore: after.score, afterId: after.id });
-      // 1. candidates: the matches of the text query (GIN), the best `candidates` by the stored static score;
-      // 2. only those get ts_rank_cd and a full score; 3. the page, keyset on (score, id).
-      const rows = await select<Row>(
-        `WITH query AS (SELECT websearch_to_tsquery('english', :q) AS tsq),
-         -- The query inline (not joined from the CTE) so the planner can choose, by the estimated match count, a
-         -- GIN bitmap scan plus top-N sort (narrow queries) or a walk of search_documents_static_idx that stops at
-         -- the bound (broad ones). Only the key and static score are carried; the rest is read for the bound alone.
-         candidates AS MATERIALIZED (
-           SELECT d.resource_id, d.static_score FROM search_documents d
-            WHERE d.document @@ websearch_to_tsquery('english', :q) AND ${where}
-            ORDER BY d.static_score DESC, d.resource_id DESC
-            LIMIT :candidates
-         ),
-         scored AS (
-           SELECT ${ITEM_COLUMNS},
-             d.signals_refreshed_at IS NOT NULL
-               AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => :maxAge) AS "signalsFresh",
-             CAST(CAST(:wText AS float8) * ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, query.tsq, 32) + c.static_score AS float8) AS score
-           FROM candidates c JOIN search_documents d ON d.resource_id = c.resource_id, query
-         )
-         SELECT *, score::text AS "scoreText" FROM scored ${page} ORDER BY scored.score DESC, id DESC LIMIT :limit`,
-        replacements,
-      );
-      return rows.map((row): RankedItem => ({ ...toItem(row), score: String(row.scoreText), signalsFresh: Boolean(row.signalsFresh) }));
+      const values: unknown[] = [q];
+      const where = filterPositional(filters, values);
+      const tiers = await tierCache.get();
+      // Which tiers are worth trying: the planner's estimate of the matches (its GIN statistics), scaled to a tier's
+      // share of the index, should fill the candidate bound with a margin; a query too narrow for every tier goes
+      // straight to the unrestricted step, which then reads few rows anyway. The estimate only picks the order of
+      // work: every answer is the exact candidate set (see TIERED_CANDIDATES_SQL).
+      let useful: ScoreTier[] = [];
+      if (tiers.length && opts.tryEveryTier) useful = tiers;
+      else if (tiers.length) {
+        const estimate = await estimateMatches(where, values);
+        useful = tiers.filter((t) => (estimate * t.size) / tierCache.total() >= 1.5 * options.candidates);
+      }
+      for (const tier of useful) {
+        const rows = await runSearch(where, values, after, limit, options, tierQuery(tier.bucket));
+        if (rows.length > 0 && Number(rows[0].n) >= options.candidates) return rows.map(toRanked);
+      }
+      return (await runSearch(where, values, after, limit, options, null)).map(toRanked);
     },
 
     async indexLag() {
-      const [row] = await select<{ since: Date | null; lag: number | null }>(
+      const {
+        rows: [row],
+      } = await pgQuery<{ since: Date | null; lag: number | null }>(
+        db,
         'SELECT unindexed_since AS since, EXTRACT(EPOCH FROM now() - unindexed_since)::float8 AS lag FROM search_index_state WHERE id = 1',
-        {},
+        [],
+        'search_index_lag',
       );
       return { pending: Boolean(row?.since), lagSeconds: Math.max(0, Number(row?.lag ?? 0)) };
     },

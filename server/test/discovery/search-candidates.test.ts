@@ -2,7 +2,7 @@ import request from 'supertest';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
-import { createDiscoveryRepository } from '../../src/data/discovery-repository';
+import { createDiscoveryRepository, tierQuery } from '../../src/data/discovery-repository';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
 import { buildSearchDocument } from '../../src/domain/discovery/indexing';
 import { checkJsonSchema, compileSchema } from '../../src/domain/catalog/json-schema';
@@ -120,6 +120,59 @@ describe('the candidate bound', () => {
     expect(res.status).toBe(200);
     expect(res.body.ranking).toEqual({ strategy: 'pg-fts-candidates-v2' });
     expect(ids(res).sort()).toEqual([...made].sort());
+  });
+});
+
+describe('static-score tiers (migration 0010)', () => {
+  const made: string[] = [];
+  beforeAll(async () => {
+    // Eight matches of "okapi" whose static scores differ by price (several 0.005-wide buckets).
+    for (const amount of ['0.001', '0.01', '0.05', '0.1', '0.5', '1', '5', '10']) made.push(await put({ name: `Okapi tier api ${amount}`, amount }));
+    await waitIndexed(svc.db);
+  });
+
+  it('a tier holds exactly the documents of its bucket and above: every document outside scores below every one inside', async () => {
+    const [docs] = (await svc.db.query(
+      `SELECT resource_id AS id, static_score AS s, GREATEST(0, LEAST(100, CAST(floor(static_score * 200) AS integer))) AS f FROM search_documents WHERE discoverable`,
+    )) as [Array<{ id: string; s: number; f: number }>, unknown];
+    const buckets = [...new Set(docs.map((d) => d.f))].sort((a, b) => a - b);
+    expect(buckets.length).toBeGreaterThan(2);
+    for (const bucket of [...buckets, 1, 9, 10, 11, 100]) {
+      const [inTier] = (await svc.db.query(
+        `SELECT resource_id AS id FROM search_documents WHERE discoverable AND search_rank_document(document, static_score) @@ CAST(:tier AS tsquery)`,
+        { replacements: { tier: tierQuery(bucket) } },
+      )) as [Array<{ id: string }>, unknown];
+      const inside = new Set(inTier.map((r) => r.id));
+      expect([...inside].sort()).toEqual(docs.filter((d) => d.f >= bucket).map((d) => d.id).sort());
+      const lowestInside = Math.min(...docs.filter((d) => inside.has(d.id)).map((d) => d.s));
+      for (const d of docs.filter((x) => !inside.has(x.id))) expect(d.s).toBeLessThan(lowestInside);
+    }
+  });
+
+  it('no text query matches the tier lexemes', async () => {
+    for (const q of ['#f50', '#c5', 'f50', 'c5', '"#c1"']) expect(ids(await search({ q }))).toEqual([]);
+  });
+
+  it('a search tried tier by tier answers exactly what the unrestricted search answers, on every page', async () => {
+    const options = { textWeight: RANKING_WEIGHTS.text, candidates: 3, signalsMaxAgeSeconds: 600 };
+    const plain = createDiscoveryRepository(svc.db, { tierSizes: () => [] });
+    const tiered = createDiscoveryRepository(svc.db, { tierSizes: () => [1, 2, 3, 5, 8], tryEveryTier: true });
+    const pages = async (repo: typeof plain, q: string, filters: Record<string, string>) => {
+      const out: string[] = [];
+      let after: { score: string; id: string } | null = null;
+      for (let i = 0; i < 6; i++) {
+        const page = await repo.search(q, filters, after, 2, options);
+        out.push(...page.map((r) => `${r.id} ${r.score}`));
+        if (page.length < 2) break;
+        after = { score: page[1].score, id: page[1].id };
+      }
+      return out;
+    };
+    for (const [q, filters] of [['okapi', {}], ['okapi', { maxPrice: '0.5' }], ['okapi tier', { minPrice: '0.05' }], ['api', {}], ['nothing-matches-this', {}]] as const) {
+      const expected = await pages(plain, q, filters);
+      expect(await pages(tiered, q, filters)).toEqual(expected);
+    }
+    expect((await pages(plain, 'okapi', {})).length).toBe(3);
   });
 });
 

@@ -26,6 +26,12 @@ import { DomainError } from '../errors';
  * query returns at most SEARCH_CANDIDATES results over all its pages (narrow the query or add filters to reach
  * the others). Queries matching fewer documents than the bound rank every match exactly as before.
  *
+ * How the candidate step avoids reading every match of a broad query: the text index also holds each document's
+ * static-score bucket (migration 0010), so the step first asks for the matches within the best-scored tier of the
+ * index (1,000, then 8,000, ... documents; tiers whose share of the estimated matches could not fill the bound are
+ * skipped) and widens the tier only when it found fewer than SEARCH_CANDIDATES. The tiers are nested by static score,
+ * so the answer is exactly the one of the unrestricted step (data/discovery-repository.ts).
+ *
  * Pages are keyset-paged on (score DESC, id DESC) over that candidate set: the cursor carries the score (float8
  * text, which round-trips exactly) and the id of the last item, so pages neither repeat nor skip while the ranking
  * inputs stay the same (the candidate set is a deterministic function of the index). If the search-sync worker
