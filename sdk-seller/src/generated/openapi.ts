@@ -550,8 +550,8 @@ export interface paths {
          *     was verified) and checks it against the resource version it pays for (the version verified with
          *     `resourceId`, else the resource's current version): recipient (`RECIPIENT_MISMATCH`), asset (`ASSET_MISMATCH`)
          *     and amount (`AMOUNT_MISMATCH`) must all match, so a receipt always pins the terms that were paid. It rejects
-         *     expired authorizations (`422 AUTH_EXPIRED`), claims the attempt with a compare-and-set in the database (one
-         *     winner across every server process), leases a channel account from the shared pool, records the pending
+         *     expired authorizations (`422 AUTH_EXPIRED`), leases a channel account from the shared pool, claims the attempt
+         *     with a compare-and-set in the database (one winner across every server process), records the pending
          *     settlement and receipt, and only then submits the transfer.
          *
          *     - `200` with status `settled`: confirmed in `ledger`.
@@ -565,8 +565,10 @@ export interface paths {
          *     - `502 SETTLEMENT_FAILED`: the transaction could not be built or submitted, or failed; no money moved. A claim
          *       interrupted before submission (an error, or a crash: then the stale-payment cleanup worker after 120 s) ends
          *       `settlement_failed`; the buyer signs a new authorization.
-         *     - `503 SERVICE_UNAVAILABLE`: the ledger RPC is down or every channel account stays busy; the attempt ends
-         *       `settlement_failed` when it had been claimed (nothing was submitted).
+         *     - `503 SERVICE_UNAVAILABLE`: the ledger RPC is down, or every channel account stays busy (then with
+         *       `Retry-After`). Both are found before the claim (the latest ledger is read and the channel leased first):
+         *       nothing was submitted and the attempt stays `verified`, so the same settle can be retried later. Only an RPC
+         *       failure in the moment between the claim and submission ends the attempt `settlement_failed`.
          *
          *     To retry the *same* request (a lost answer), send an `Idempotency-Key`: the first answer is replayed with
          *     `Idempotent-Replayed: true`; without it a second settle is a replay.

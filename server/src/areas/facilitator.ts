@@ -20,7 +20,7 @@ export interface FacilitatorOptions {
   channelSeed?: string;
   /** Local network: the file holding that seed (created on first start; DATA_DIR/channel-seed in main). Else random per process. */
   channelSeedFile?: string;
-  /** Expiry of a channel lease without a pinned transaction (renewed while held). Default 60 s. */
+  /** Expiry of a channel lease without a pinned transaction (renewed while held). Default 15 s. */
   channelLeaseSeconds?: number;
   /** How long settle waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
   channelAcquireTimeoutMs?: number;
@@ -38,7 +38,7 @@ export interface FacilitatorOptions {
   confirmationWorkerAgeSeconds?: number;
   /** Test seam: runs right after submission; throwing simulates a crash between submit and record. */
   afterSubmit?(hash: string): void | Promise<void>;
-  /** Test seam: runs right after the claim, before a channel is leased; throwing simulates a failure in that window. */
+  /** Test seam: runs right after the claim (its channel already leased); throwing simulates a failure in that window. */
   afterClaim?(attemptId: string): void | Promise<void>;
 }
 
@@ -52,7 +52,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const m = ctx.metrics.facilitator;
   const repo = createPaymentRepository(ctx.db);
   const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: 120 });
-  const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 60, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
+  const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 15, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
   // Metric labels carry only configured networks: anything a caller sends is counted as 'unsupported'.
   const label = (network: string) => (ctx.networks.get(network) ? network : 'unsupported');
 
@@ -80,11 +80,13 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       request: (operation, network) => m.requests.inc({ operation, network: network === 'all' ? network : label(network) }),
       outcome(operation, rawNetwork, outcome, seconds) {
         const network = label(rawNetwork);
+        ctx.logger.debug('facilitator outcome', { operation, network, outcome, durationMs: Math.round(seconds * 1000) });
         (operation === 'verify' ? m.verifyOutcomes : m.settleOutcomes).inc({ network, outcome });
         (operation === 'verify' ? m.verifyLatency : m.settleLatency).observe({ network, outcome }, seconds);
       },
       failed(operation, rawNetwork, code) {
         const network = label(rawNetwork);
+        ctx.logger.debug('facilitator refusal', { operation, network, code });
         m.failures.inc({ operation, network, code });
         if (code === 'REPLAY_DETECTED') m.replayDetected.inc({ operation, network });
         if (code === 'AUTH_EXPIRED') m.authExpired.inc({ operation, network });
@@ -93,8 +95,15 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         if (code === 'RECIPIENT_MISMATCH') m.recipientMismatch.inc({ network });
         if (code === 'TRUSTLINE_REQUIRED') m.trustlineFailures.inc({ network });
       },
-      submissionFailed: (network, reason) => m.submissionFailures.inc({ network: label(network), reason: reason.split(':')[0].slice(0, 40) }),
-      confirmed: (network, delay) => m.confirmationDelay.observe({ network: label(network) }, delay),
+      submissionFailed(network, reason) {
+        const short = reason.split(':')[0].slice(0, 40);
+        ctx.logger.debug('facilitator submission failed', { network: label(network), reason: short });
+        m.submissionFailures.inc({ network: label(network), reason: short });
+      },
+      confirmed(network, delay) {
+        ctx.logger.debug('facilitator settlement confirmed', { network: label(network), delaySeconds: delay });
+        m.confirmationDelay.observe({ network: label(network) }, delay);
+      },
     },
   });
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keypair, rpc } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
-import type { ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
+import type { AcquireOptions, ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { ChannelLeaseRepository } from '../data/payment-repository';
 import type { NetworkRegistry } from './network-registry';
@@ -13,8 +13,9 @@ import type { NetworkRegistry } from './network-registry';
  * admits one transaction per source account per ledger, so throughput comes from a pool.
  *
  * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
- * 0005). A lease is a row taken with FOR UPDATE SKIP LOCKED, stamped with this lease's token and an expiry
- * (`leaseSeconds`), renewed while its holder works. Once the settlement transaction is built its hash is pinned on
+ * 0005). A lease is a row taken with FOR UPDATE SKIP LOCKED, stamped with this lease's token and a short expiry
+ * (`leaseSeconds`, default 15 s), renewed by a heartbeat (every third of it) for as long as the holder keeps it: a
+ * process that dies without releasing its leases frees its unpinned channels within `leaseSeconds`. Once the settlement transaction is built its hash is pinned on
  * the lease in the same database transaction as the pending settlement; from then on the channel is not handed out
  * again, whatever the expiry, until the ledger's answer is recorded (by the request or by the confirmation worker),
  * so no channel ever carries two in-flight transactions (no txBadSeq) and a transaction whose fate is unknown never
@@ -30,7 +31,7 @@ export interface LeasedChannel extends ChannelLease {
 }
 
 export interface ChannelPoolOptions {
-  /** Expiry of a lease without a pinned transaction (renewed while held). Default 60 s. */
+  /** Expiry of a lease without a pinned transaction (renewed every third of it while held). Default 15 s. */
   leaseSeconds?: number;
   /** How long acquire waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
   acquireTimeoutMs?: number;
@@ -50,7 +51,7 @@ export class ChannelAccountPool implements ChannelLeaser {
     private readonly metrics?: FacilitatorMetrics,
     opts: ChannelPoolOptions = {},
   ) {
-    this.leaseSeconds = opts.leaseSeconds ?? 60;
+    this.leaseSeconds = opts.leaseSeconds ?? 15;
     this.acquireTimeoutMs = opts.acquireTimeoutMs ?? 30_000;
     this.pollMs = opts.pollMs ?? 50;
   }
@@ -71,7 +72,12 @@ export class ChannelAccountPool implements ChannelLeaser {
     return [...(this.keys.get(network)?.keys() ?? [])];
   }
 
-  async acquire(network: string): Promise<LeasedChannel> {
+  /**
+   * Takes a free channel; while every channel is busy, tries again (backing off up to `pollMs`) until
+   * `acquireTimeoutMs`, running `opts.whileWaiting` between tries (it may throw to stop waiting). Gives up with
+   * SERVICE_UNAVAILABLE and Retry-After.
+   */
+  async acquire(network: string, opts: AcquireOptions = {}): Promise<LeasedChannel> {
     const known = this.keys.get(network);
     if (!known || known.size === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
     const token = crypto.randomUUID();
@@ -82,6 +88,10 @@ export class ChannelAccountPool implements ChannelLeaser {
       if (address) {
         this.count(network, +1);
         let released = false;
+        const renew = () => this.leases.renew(network, address, token, this.leaseSeconds);
+        // Heartbeat: the lease stays ours while this process lives; its expiry only matters once the process is gone.
+        const heartbeat = setInterval(() => void renew().catch(() => undefined), Math.max(200, (this.leaseSeconds * 1000) / 3));
+        heartbeat.unref();
         return {
           address,
           token,
@@ -89,14 +99,20 @@ export class ChannelAccountPool implements ChannelLeaser {
           release: async () => {
             if (released) return;
             released = true;
+            clearInterval(heartbeat);
             this.count(network, -1);
             await this.leases.release(network, address, token);
           },
-          renew: () => this.leases.renew(network, address, token, this.leaseSeconds),
+          renew,
         };
       }
-      if (Date.now() + wait > deadline) throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; retry shortly`);
+      if (Date.now() + wait > deadline) {
+        throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`, [], {
+          'Retry-After': String(Math.max(1, Math.ceil(this.leaseSeconds / 3))),
+        });
+      }
       await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
+      await opts.whileWaiting?.();
       wait = Math.min(wait * 2, this.pollMs);
     }
   }

@@ -6,7 +6,12 @@
 // the ledger shows: settled (with its settlement row settled) exactly when the money moved, otherwise expired or
 // settlement_failed; none is left pending.
 //
+// A second test makes one crash deterministic: every channel leased (not yet pinned to a transaction) by a process
+// that is then killed. A settle arriving on the restarted server must not use up the buyer's payment.
+//
 // Reproduce: CRASH_SEED=<seed printed below>.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
 import { Client } from 'pg';
 import { createTestDatabase } from '../support/database';
@@ -29,6 +34,45 @@ function rng(seed: number) {
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * An HTTP front of the network's JSON-RPC that forwards everything, except that while `stall` is on it never answers
+ * `simulateTransaction`: a settle then sits in the transaction's simulation holding its channel lease.
+ */
+async function startStallingRpc(target: string) {
+  let stall = false;
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    let method = '';
+    try {
+      method = String((JSON.parse(body.toString('utf8')) as { method?: unknown }).method ?? '');
+    } catch {
+      // forwarded as is
+    }
+    if (stall && method === 'simulateTransaction') return; // held open, never answered
+    try {
+      const r = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await r.arrayBuffer()));
+    } catch {
+      res.destroy();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`,
+    set stall(on: boolean) {
+      stall = on;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -60,15 +104,15 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     await database?.drop();
   });
 
-  const start = async () => {
+  const start = async (opts: { rpcUrl?: string; channelSecrets?: string } = {}) => {
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     const m = await startMainProcess({
       databaseUrl: database.url,
       env: {
         LOCAL_NETWORK: 'false',
-        STELLAR_TESTNET_RPC_URL: network.rpcUrl,
+        STELLAR_TESTNET_RPC_URL: opts.rpcUrl ?? network.rpcUrl,
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
-        STELLAR_TESTNET_CHANNEL_SECRETS: channelSecrets,
+        STELLAR_TESTNET_CHANNEL_SECRETS: opts.channelSecrets ?? channelSecrets,
         FACILITATOR_CONFIRM_WAIT_MS: '3000',
         // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
         FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
@@ -185,4 +229,106 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
       await admin.end();
     }
   }, 420_000);
+
+  it('a settle arriving while every channel is leased by a killed process does not use up the payment: it is served once a channel frees, or answered 503 with Retry-After and the same settle succeeds later', async () => {
+    const usdc = network.assets.find((a) => a.code === 'USDC')!;
+    // Four channels of its own (fresh lease rows, free), so what the first test's crashes left does not interfere.
+    const channels = Array.from({ length: 4 }, () => Keypair.random());
+    for (const k of channels) await network.fundAccount(k.publicKey());
+    const secrets = channels.map((k) => k.secret()).join(',');
+    const addresses = channels.map((k) => k.publicKey());
+    const rpcFront = await startStallingRpc(network.rpcUrl);
+    const admin = new Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const attemptStatus = async (id: string) => (await admin.query<{ status: string }>('SELECT status FROM payment_attempts WHERE id = $1', [id])).rows[0]?.status;
+      /** Channels of this test leased and not pinned to a transaction, with the lease not expired. */
+      const liveLeases = async () =>
+        (await admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM channel_leases WHERE address = ANY($1) AND holder IS NOT NULL AND leased_until > now() AND transaction_hash IS NULL`,
+          [addresses],
+        )).rows[0].n;
+
+      let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets });
+      const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
+      const seller = await signUpSeller(main.baseUrl as never);
+      await network.fundAccount(seller.wallet.publicKey());
+      await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
+      const created = await fetch(`${main.baseUrl}/v1/resources`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
+        body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount: '0.25' })),
+      });
+      expect(created.status).toBe(201);
+      const createdBody = (await created.json()) as { resource?: { id: string }; id?: string };
+      const resourceId = (createdBody.resource?.id ?? createdBody.id) as string;
+      const payTo = seller.wallet.publicKey();
+      const pay = async (base: string) => {
+        const buyer = Keypair.random();
+        await network.fundAccount(buyer.publicKey());
+        await network.faucet(buyer.publicKey(), 'USDC', '1');
+        const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 290 } });
+        const v = await fetch(`${base}/v1/verify`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+        });
+        expect(v.status).toBe(200);
+        const attemptId = ((await v.json()) as { paymentAttemptId: string }).paymentAttemptId;
+        return { buyer, attemptId, body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }) };
+      };
+
+      // One settle per channel, each stuck in its transaction's simulation holding its lease; then the process dies.
+      const stuck = [];
+      for (let i = 0; i < channels.length; i++) stuck.push(await pay(main.baseUrl));
+      rpcFront.stall = true;
+      for (const p of stuck) {
+        void fetch(`${main.baseUrl}/v1/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: p.body }).then(
+          (r) => r.text(),
+          () => undefined,
+        );
+      }
+      for (let i = 0; i < 400 && (await liveLeases()) < channels.length; i++) await sleep(10); // a bound, not an assertion
+      main.child.kill('SIGKILL');
+      await main.exited;
+      rpcFront.stall = false;
+
+      main = await start({ channelSecrets: secrets });
+      const control = await pay(main.baseUrl);
+      // The situation under test: every channel is still leased by the dead process.
+      expect(await liveLeases()).toBe(channels.length);
+      const settle = () => fetch(`${main.baseUrl}/v1/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: control.body });
+      let res = await settle();
+      const deadline = Date.now() + 120_000; // a bound on the retries, not a timing assertion
+      while (res.status === 503 && Date.now() < deadline) {
+        const body = (await res.json()) as { error?: { code?: string } };
+        // Refused for want of a channel: in the envelope, with Retry-After, and the payment is not used up.
+        expect({ code: body.error?.code, retryAfter: Number(res.headers.get('retry-after')) > 0, attempt: await attemptStatus(control.attemptId) }).toEqual({
+          code: 'SERVICE_UNAVAILABLE',
+          retryAfter: true,
+          attempt: 'verified',
+        });
+        await sleep(Number(res.headers.get('retry-after')) * 1000);
+        res = await settle();
+      }
+      expect(res.status).toBe(200);
+      expect(await attemptStatus(control.attemptId)).toBe('settled');
+      expect(network.balance(control.buyer.publicKey(), 'USDC')).toBe('0.75');
+
+      // The killed process's settles moved no money, and none is left pending (the cleanup worker fails the claims).
+      for (let i = 0; i < 120; i++) {
+        const states: Array<string | undefined> = [];
+        for (const p of stuck) states.push(await attemptStatus(p.attemptId));
+        if (states.every((st) => st === 'settlement_failed' || st === 'verified' || st === 'expired')) break;
+        await sleep(500);
+      }
+      const outcome: Array<{ status: string | undefined; balance: string }> = [];
+      for (const p of stuck) outcome.push({ status: await attemptStatus(p.attemptId), balance: network.balance(p.buyer.publicKey(), 'USDC') });
+      expect(outcome.filter((o) => o.balance !== '1' || !['settlement_failed', 'verified', 'expired'].includes(o.status ?? ''))).toEqual([]);
+      expect(network.balance(payTo, 'USDC')).toBe('0.2500001');
+    } finally {
+      await admin.end();
+      await rpcFront.close();
+    }
+  }, 300_000);
 });

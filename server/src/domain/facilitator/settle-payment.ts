@@ -33,8 +33,8 @@ export interface SettleDeps {
   confirmTimeoutMs: number;
   pollMs: number;
   /**
-   * Test seam: runs right after the claim (attempt settlement_pending, no channel, no settlement row yet); throwing
-   * here simulates an error or a crash in that window.
+   * Test seam: runs right after the claim (attempt settlement_pending, its channel leased, no settlement row yet);
+   * throwing here simulates an error or a crash in that window.
    */
   afterClaim?(attemptId: string): void | Promise<void>;
   /** Test seam: runs right after the transaction was accepted by the RPC; throwing here simulates a crash. */
@@ -58,11 +58,35 @@ function replayed(attempt: AttemptRecord): DomainError {
   ]);
 }
 
+/** Only a `verified` attempt can be settled; every other state has its own refusal. */
+function refuseUnlessVerified(attempt: AttemptRecord): void {
+  switch (attempt.status) {
+    case 'verified':
+      return;
+    case 'settled':
+    case 'settlement_pending':
+    case 'replayed':
+      throw replayed(attempt);
+    case 'settlement_failed':
+      throw new DomainError('SETTLEMENT_FAILED', `The settlement failed: ${attempt.failureReason ?? 'unknown reason'}`);
+    case 'expired':
+      throw new DomainError('AUTH_EXPIRED', 'The authorization expired before settlement');
+    default:
+      throw new DomainError('PAYMENT_REQUIRED', 'This payment attempt was never verified');
+  }
+}
+
 /**
- * POST /v1/settle. Re-verifies the payload against the stored attempt and the resource version it pays for, claims
- * the attempt with a compare-and-set (verified -> settlement_pending: one winner across all processes; every other
- * caller, concurrent or later, gets REPLAY_DETECTED), leases a channel from the shared pool, writes the pending
+ * POST /v1/settle. Re-verifies the payload against the stored attempt and the resource version it pays for, leases a
+ * channel from the shared pool, then claims the attempt with a compare-and-set (verified -> settlement_pending: one
+ * winner across all processes; every other caller, concurrent or later, gets REPLAY_DETECTED), writes the pending
  * settlement (hash known before submission, the channel pinned to it) and only then submits.
+ *
+ * The channel comes before the claim so that "no channel free" (every channel busy, or held by a process that died:
+ * its unpinned leases expire after the pool's lease time) answers 503 SERVICE_UNAVAILABLE with Retry-After while
+ * the attempt is still `verified`: the buyer's signed payment is not used up and the same settle can be retried.
+ * A settle waiting for a channel re-reads the attempt between tries and stops as soon as another settle claimed it
+ * (REPLAY_DETECTED), so duplicates never queue for channels; a lease whose claim is lost is released at once.
  *
  * Every state an attempt can be left in has an owner: a claim that never got its settlement row is failed by the
  * stale-payment cleanup worker (nothing was submitted); a pending settlement is finished by the confirmation worker,
@@ -137,13 +161,11 @@ export function createSettlePayment(deps: SettleDeps) {
     }
   }
 
-  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef | null): Promise<SettleOutcome> {
-    let lease: ChannelLease | null = null;
+  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef | null, lease: ChannelLease): Promise<SettleOutcome> {
     let leaseHandedOver = false;
     let recorded = false;
     try {
       await deps.afterClaim?.(attempt.id);
-      lease = await deps.channels.acquire(attempt.network);
       const prepared = await deps.ledger.prepareSettlement(attempt.network, lease, entryXdr);
       if ('error' in prepared) {
         await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(prepared.error));
@@ -219,7 +241,7 @@ export function createSettlePayment(deps: SettleDeps) {
       }
       throw err;
     } finally {
-      if (lease && !leaseHandedOver) await lease.release().catch(() => undefined);
+      if (!leaseHandedOver) await lease.release().catch(() => undefined);
     }
   }
 
@@ -275,20 +297,7 @@ export function createSettlePayment(deps: SettleDeps) {
       }
     }
 
-    switch (attempt.status) {
-      case 'verified':
-        break;
-      case 'settled':
-      case 'settlement_pending':
-      case 'replayed':
-        throw replayed(attempt);
-      case 'settlement_failed':
-        throw new DomainError('SETTLEMENT_FAILED', `The settlement failed: ${attempt.failureReason ?? 'unknown reason'}`);
-      case 'expired':
-        throw new DomainError('AUTH_EXPIRED', 'The authorization expired before settlement');
-      default:
-        throw new DomainError('PAYMENT_REQUIRED', 'This payment attempt was never verified');
-    }
+    refuseUnlessVerified(attempt);
     const net = deps.networks.get(attempt.network);
     if (!net) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${attempt.network} is not supported`);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
@@ -300,9 +309,23 @@ export function createSettlePayment(deps: SettleDeps) {
       await deps.repo.expireAttempt(attempt.id, (err as Error).message);
       throw err;
     }
-    // One winner across every process; everyone else (concurrent or later) is refused.
-    if (!(await deps.repo.claimForSettlement(attempt.id, terms))) throw replayed(attempt);
-    return submitClaimed(attempt, parsed.entryXdr, terms);
+    // A channel first (none free: 503, the attempt stays verified). While waiting, a settle whose attempt was claimed
+    // by another (or is no longer verified) stops with that attempt's refusal instead of queueing for a channel.
+    const lease = await deps.channels.acquire(attempt.network, {
+      whileWaiting: async () => {
+        const now = await deps.repo.findAttempt(attempt.id);
+        if (now) refuseUnlessVerified(now);
+      },
+    });
+    // One winner across every process; everyone else (concurrent or later) is refused and gives its channel back.
+    let claimed = false;
+    try {
+      claimed = await deps.repo.claimForSettlement(attempt.id, terms);
+    } finally {
+      if (!claimed) await lease.release().catch(() => undefined);
+    }
+    if (!claimed) throw replayed(attempt);
+    return submitClaimed(attempt, parsed.entryXdr, terms, lease);
   }
 
   return { settle, confirmOnce };

@@ -174,6 +174,12 @@ export interface LedgerPort {
   transaction(network: string, hash: string): Promise<TransactionState>;
 }
 
+export interface AcquireOptions {
+  /** Runs between two tries while every channel is busy; throwing stops the wait with that error. */
+  whileWaiting?(): Promise<void>;
+}
+
 export interface ChannelLeaser {
-  acquire(network: string): Promise<ChannelLease>;
+  /** A free channel, waiting a bounded time for one; SERVICE_UNAVAILABLE (with Retry-After) when none frees up. */
+  acquire(network: string, opts?: AcquireOptions): Promise<ChannelLease>;
 }
