@@ -7,6 +7,7 @@ import type { Metrics } from './metrics/registry';
 import type { Logger } from './logger';
 import { requestId } from './http/request-id';
 import { requestMetrics } from './http/request-metrics';
+import { requestLog } from './http/request-log';
 import { resolveCredentials, rejectBadCredentials } from './http/authenticate';
 import { createRouteMatcher } from './http/route-label';
 import { verifyJsonDepth } from './http/json-depth';
@@ -32,6 +33,8 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** Validate every response against the spec too (on in tests: a response that breaks the contract is a 500). */
   responseValidation: boolean;
+  /** LOG_REQUESTS: one log line per request (request-log.ts). */
+  logRequests?: boolean;
 }
 
 /** Builds the Express app (no listen()), so tests create it with their own dependencies. */
@@ -43,6 +46,7 @@ export function createApp(deps: AppDeps): Express {
   const routeOf = createRouteMatcher(Object.keys(deps.spec.paths));
   app.use(requestId);
   app.use(requestMetrics(deps.metrics, routeOf));
+  if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
   // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
   app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
   app.use(rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf }));

@@ -43,6 +43,8 @@ export interface ServiceOptions {
   statementTimeoutMs?: number;
   responseValidation: boolean;
   logger: Logger;
+  /** LOG_REQUESTS: one log line per request. */
+  logRequests?: boolean;
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
   domainCheck?: DomainCheckPorts;
   domainUrlBase?: (domain: string) => string;
@@ -199,6 +201,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     rateLimit: opts.rateLimit,
     bodyLimitBytes: opts.bodyLimitBytes,
     responseValidation: opts.responseValidation,
+    logRequests: opts.logRequests,
   });
   for (const area of areas) await area.start?.();
   if (opts.runJobs) await jobs.start();

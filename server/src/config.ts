@@ -3,6 +3,7 @@
  * value stops the process with one clear message per variable.
  */
 import path from 'node:path';
+import { LOG_LEVELS, type LogLevel } from './logger';
 
 export type NetworkId = 'stellar:testnet' | 'stellar:pubnet';
 export const NETWORK_IDS: readonly NetworkId[] = ['stellar:testnet', 'stellar:pubnet'];
@@ -49,6 +50,8 @@ export interface Config {
   version: string;
   commit: string | null;
   logRequests: boolean;
+  /** LOG_LEVEL: the lowest level written (debug, info, warn, error). */
+  logLevel: LogLevel;
   /** Facilitator settings. Channel secrets are never logged. */
   facilitator: {
     /** Channel accounts per network created at start on the local network. */
@@ -115,6 +118,14 @@ class Reader {
       return fallback;
     }
     return n;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.env[name];
+    if (raw === undefined || raw === '') return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw.slice(0, 40)}")`);
+    return fallback;
   }
 
   bool(name: string, fallback: boolean): boolean {
@@ -230,6 +241,7 @@ export function loadConfig(env: Env = process.env): Config {
     version: r.str('SERVICE_VERSION', readPackageVersion()),
     commit: r.optional('GIT_COMMIT'),
     logRequests: r.bool('LOG_REQUESTS', false),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     facilitator: {
       channelAccounts: r.int('FACILITATOR_CHANNEL_ACCOUNTS', 4, 1, 256),
       channelSecrets: {

@@ -19,7 +19,8 @@ import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 
-const logger = createLogger();
+/** Until the configuration is read: info and above; then LOG_LEVEL. */
+let logger = createLogger();
 
 /** The operator key: from OPERATOR_API_KEY, else generated once and kept in a file only the owner can read. */
 function operatorKey(config: Config): string {
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  logger = createLogger({ level: config.logLevel });
   // WEB_CONCURRENCY > 1: this process only supervises the service processes (cluster-primary.ts).
   if (clusterWanted(config, logger)) {
     return runClusterPrimary(config, logger, async () => {
@@ -116,6 +118,7 @@ async function main(): Promise<void> {
     statementTimeoutMs: config.statementTimeoutMs,
     responseValidation: config.responseValidation,
     logger,
+    logRequests: config.logRequests,
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
     facilitator: config.facilitator,

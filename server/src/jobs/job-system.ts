@@ -104,12 +104,16 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
         async (job: Job<Record<string, unknown>>) => {
           m.active.inc({ worker: def.name });
           const end = m.latency.startTimer({ worker: def.name });
+          const started = Date.now();
           try {
             await def.run(job.attrs.data ?? {});
             m.completed.inc({ worker: def.name });
             m.lastSuccess.set({ worker: def.name }, Date.now() / 1000);
+            opts.logger.debug('job run', { worker: def.name, outcome: 'success', durationMs: Date.now() - started });
           } catch (err) {
             m.failed.inc({ worker: def.name });
+            // The error's name only: a message can quote a URL or a value (the dead letter keeps the details).
+            opts.logger.debug('job run', { worker: def.name, outcome: 'failure', error: (err as Error)?.name ?? 'Error', durationMs: Date.now() - started });
             throw err;
           } finally {
             end();

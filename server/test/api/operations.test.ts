@@ -125,7 +125,7 @@ describe('rate limiting', () => {
       rateLimit: { points: 2, windowSeconds: 60 },
       bodyLimitBytes: 1024 * 256,
       responseValidation: false,
-      logger: { info() {}, warn() {}, error() {} },
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
     });
     try {
       expect((await request(a.app).get('/v1/networks')).status).toBe(200);

@@ -15,7 +15,7 @@ import { leaseSize } from '../../src/http/rate-limit';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { bearer, signUpSeller } from '../support/fixtures';
 
-const silent = { info() {}, warn() {}, error() {} };
+const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('rate limiting with per-process leases', () => {
   const LIMIT = 300; // lease of 3 points per process
