@@ -80,11 +80,13 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       request: (operation, network) => m.requests.inc({ operation, network: network === 'all' ? network : label(network) }),
       outcome(operation, rawNetwork, outcome, seconds) {
         const network = label(rawNetwork);
+        ctx.logger.debug('facilitator outcome', { operation, network, outcome, durationMs: Math.round(seconds * 1000) });
         (operation === 'verify' ? m.verifyOutcomes : m.settleOutcomes).inc({ network, outcome });
         (operation === 'verify' ? m.verifyLatency : m.settleLatency).observe({ network, outcome }, seconds);
       },
       failed(operation, rawNetwork, code) {
         const network = label(rawNetwork);
+        ctx.logger.debug('facilitator refusal', { operation, network, code });
         m.failures.inc({ operation, network, code });
         if (code === 'REPLAY_DETECTED') m.replayDetected.inc({ operation, network });
         if (code === 'AUTH_EXPIRED') m.authExpired.inc({ operation, network });
@@ -93,8 +95,15 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         if (code === 'RECIPIENT_MISMATCH') m.recipientMismatch.inc({ network });
         if (code === 'TRUSTLINE_REQUIRED') m.trustlineFailures.inc({ network });
       },
-      submissionFailed: (network, reason) => m.submissionFailures.inc({ network: label(network), reason: reason.split(':')[0].slice(0, 40) }),
-      confirmed: (network, delay) => m.confirmationDelay.observe({ network: label(network) }, delay),
+      submissionFailed(network, reason) {
+        const short = reason.split(':')[0].slice(0, 40);
+        ctx.logger.debug('facilitator submission failed', { network: label(network), reason: short });
+        m.submissionFailures.inc({ network: label(network), reason: short });
+      },
+      confirmed(network, delay) {
+        ctx.logger.debug('facilitator settlement confirmed', { network: label(network), delaySeconds: delay });
+        m.confirmationDelay.observe({ network: label(network) }, delay);
+      },
     },
   });
 
