@@ -18,6 +18,7 @@ import { createLogger } from './logger';
 import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
+import { detectLocalSimulators } from './ledger/simulator-detection';
 
 /** Until the configuration is read: info and above; then LOG_LEVEL. */
 let logger = createLogger();
@@ -106,12 +107,18 @@ async function main(): Promise<void> {
   const operatorApiKey = operatorKey(config);
   if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
 
+  const registry = new NetworkRegistry(networks);
+  // An external RPC that is in fact the local simulator is labelled local simulation (waits at most 5 s here; an
+  // RPC that does not answer yet is asked again in the background).
+  const simulators = detectLocalSimulators(registry, logger);
+  await Promise.race([simulators.settled, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+
   const service = await createService({
     databaseUrl,
     environment: config.environment,
     version: config.version,
     commit: config.commit,
-    networks: new NetworkRegistry(networks),
+    networks: registry,
     operatorApiKey,
     rateLimit: config.rateLimit,
     bodyLimitBytes: config.bodyLimitBytes,
@@ -154,6 +161,7 @@ async function main(): Promise<void> {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    simulators.stop();
     await service.close();
     if (localNetwork) await localNetwork.stop();
     if (embedded) await embedded.stop();

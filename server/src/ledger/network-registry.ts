@@ -50,6 +50,12 @@ export class NetworkRegistry {
     return this.get(network)?.assets.find((a) => a.code === code && a.issuer === issuer);
   }
 
+  /** The network's RPC turned out to be this service's local simulator (simulator-detection.ts). */
+  markLocal(network: string): void {
+    const n = this.byId.get(network);
+    if (n) n.local = true;
+  }
+
   /** What a successful settlement on this network proves. */
   settlementEvidence(network: string): EvidenceLabel {
     const n = this.get(network);

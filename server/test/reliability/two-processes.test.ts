@@ -177,6 +177,16 @@ describe('two server processes on one database (scale-out)', () => {
     expect(balances).toEqual({ buyerBefore: '10', buyerAfter: '9.75', sellerBefore: '0.0000001', sellerAfter: '0.2500001' });
   });
 
+  it('the settlement is labelled local simulation: the configured "testnet" RPC identified itself as the local simulator', async () => {
+    const { transactionHash, sellerKey } = ids!;
+    const success = answers.find((r) => r.status === 200 || r.status === 202) as { body: { evidence?: string } } | undefined;
+    expect(success?.body.evidence).toBe('local_simulation');
+    for (const m of mains) {
+      const read = await getJson(`${m.baseUrl}/v1/settlements/${transactionHash}`, sellerKey);
+      expect((read.body as { evidence?: string }).evidence).toBe('local_simulation');
+    }
+  });
+
   it('both processes answer the reads of that payment with the same facts (attempt, settlement, receipt, resource)', async () => {
     expect(ids).not.toBeNull();
     const { attemptId, resourceId, sellerKey, transactionHash, receiptId } = ids!;
