@@ -1,5 +1,4 @@
 import { toResource } from './resource-repository';
-import { ResourceModel } from './models';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { normalizeAmount } from '../domain/amount';
 import type { IndexSnapshot, SearchDocument } from '../domain/discovery/indexing';
@@ -17,6 +16,11 @@ export type IndexOutcome = 'indexed' | 'rejected' | 'removed';
 export interface SearchIndexRepository {
   resourceOfEvent(catalogEventId: string): Promise<string | null>;
   indexResource(resourceId: string, build: (snap: IndexSnapshot) => SearchDocument | null): Promise<IndexOutcome>;
+  /**
+   * indexResource for several resources in one transaction (one lock statement, one snapshot read, one upsert, one
+   * signal refresh, one catalog-event update and one lag recompute for the whole batch).
+   */
+  indexResources(resourceIds: string[], build: (snap: IndexSnapshot) => SearchDocument | null): Promise<Map<string, IndexOutcome>>;
   /** Resources with catalog events left unindexed for at least `olderThanSeconds` (lost or failed jobs). */
   staleResources(olderThanSeconds: number, limit: number): Promise<string[]>;
   /**
@@ -62,6 +66,61 @@ const SIGNALS_SQL = `
          OR d.settlement_success IS DISTINCT FROM st.rate
          OR d.settlement_count IS DISTINCT FROM st.settled)`;
 
+/** The batch's snapshot: one row per requested id (resource columns named as toResource reads them). */
+const SNAPSHOT_SQL = `
+  SELECT ids.k AS "requestedId",
+         (SELECT max(e.id) FROM catalog_events e WHERE e.resource_id = ids.k AND e.indexed_at IS NULL) AS "maxEvent",
+         r.id, r.seller_id AS "sellerId", r.current_version_id AS "currentVersionId", r.version, r.type, r.name, r.description,
+         r.url, r.route_template AS "routeTemplate", r.network, r.pay_to AS "payTo", r.asset_code AS "assetCode",
+         r.asset_issuer AS "assetIssuer", r.amount::text AS amount, r.input_schema AS "inputSchema", r.output_schema AS "outputSchema",
+         r.extensions, r.status, r.created_at AS "createdAt", r.updated_at AS "updatedAt",
+         s.id AS "sId", s.wallet_address AS "sWallet", s.domain AS "sDomain", s.domain_verified_at AS "sVerifiedAt",
+         cd.seller_id AS "dSellerId", cd.declared_pay_to AS "dPayTo", cd.trusted AS "dTrusted",
+         (SELECT o.id FROM sellers o WHERE o.wallet_address = r.pay_to LIMIT 1) AS "payToOwner",
+         (s.id IS NOT NULL AND EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL)) AS "domainVerifiedByOther",
+         t.id AS "toolOwnerId", t.seller_id AS "toolOwnerSellerId"
+    FROM unnest(CAST($1 AS text[])) AS ids(k)
+    LEFT JOIN resources r ON r.id = ids.k
+    LEFT JOIN sellers s ON s.id = r.seller_id
+    LEFT JOIN catalog_declarations cd ON cd.resource_id = r.id
+    LEFT JOIN LATERAL (
+      SELECT o.id, o.seller_id FROM resources o
+       WHERE r.type = 'mcp' AND o.type = 'mcp' AND o.status = 'active' AND o.url = r.url AND o.id <> r.id
+         AND COALESCE(o.extensions->'mcp'->>'toolName', o.extensions->'mcp'->>'tool') = COALESCE(r.extensions->'mcp'->>'toolName', r.extensions->'mcp'->>'tool')
+       ORDER BY o.id LIMIT 1) t ON true`;
+
+/** Every document of the batch in one statement, from a JSON array of SearchDocument. */
+const UPSERT_SQL = `
+  INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name, description, url,
+     route_template, network, pay_to, asset_code, asset_issuer, amount, status, extension_names, mcp_tool_name,
+     discoverable, rejection_reasons, document, metadata_quality, schema_completeness, seller_verified, indexed_at)
+  SELECT j."resourceId", j."sellerId", j."versionId", j.version, j.type, j.name, j.description, j.url, j."routeTemplate",
+     j.network, j."payTo", j."assetCode", j."assetIssuer", CAST(j.amount AS numeric), j.status,
+     ARRAY(SELECT jsonb_array_elements_text(j."extensionNames")), j."mcpToolName", j.discoverable, j."rejectionReasons",
+     setweight(to_tsvector('english', j.name), 'A') || setweight(to_tsvector('english', j.description), 'B')
+       || setweight(to_tsvector('english', j."schemaText"), 'C'),
+     j."metadataQuality", j."schemaCompleteness", j."sellerVerified", now()
+    FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS j("resourceId" text, "sellerId" text, "versionId" text, version integer, type text,
+       name text, description text, url text, "routeTemplate" text, network text, "payTo" text, "assetCode" text,
+       "assetIssuer" text, amount text, status text, "extensionNames" jsonb, "mcpToolName" text, discoverable boolean,
+       "rejectionReasons" jsonb, "schemaText" text, "metadataQuality" double precision, "schemaCompleteness" double precision,
+       "sellerVerified" boolean)
+  ON CONFLICT (resource_id) DO UPDATE SET
+     seller_id = EXCLUDED.seller_id, version_id = EXCLUDED.version_id, resource_version = EXCLUDED.resource_version,
+     type = EXCLUDED.type, name = EXCLUDED.name, description = EXCLUDED.description, url = EXCLUDED.url,
+     route_template = EXCLUDED.route_template, network = EXCLUDED.network, pay_to = EXCLUDED.pay_to,
+     asset_code = EXCLUDED.asset_code, asset_issuer = EXCLUDED.asset_issuer, amount = EXCLUDED.amount,
+     status = EXCLUDED.status, extension_names = EXCLUDED.extension_names, mcp_tool_name = EXCLUDED.mcp_tool_name,
+     discoverable = EXCLUDED.discoverable, rejection_reasons = EXCLUDED.rejection_reasons, document = EXCLUDED.document,
+     metadata_quality = EXCLUDED.metadata_quality, schema_completeness = EXCLUDED.schema_completeness,
+     seller_verified = EXCLUDED.seller_verified, indexed_at = now()`;
+
+/** SIGNALS_SQL for the documents of one indexing batch (always rewritten: they were just indexed). */
+const SIGNALS_BATCH_SQL = SIGNALS_SQL.replace(
+  "FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)",
+  'FROM search_documents d2 WHERE d2.resource_id = ANY(CAST($1 AS text[]))',
+).replace(/AND \(:resourceId <> '' OR [\s\S]*$/, '');
+
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
     db.query<T>(sql, { replacements, type: QueryTypes.SELECT, transaction });
@@ -91,101 +150,67 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     },
 
     async indexResource(resourceId, build) {
+      const outcomes = await repo.indexResources([resourceId], build);
+      return outcomes.get(resourceId) ?? 'removed';
+    },
+
+    async indexResources(resourceIds, build) {
+      const ids = [...new Set(resourceIds)].sort();
+      const outcomes = new Map<string, IndexOutcome>();
+      if (ids.length === 0) return outcomes;
       return db.transaction(async (transaction) => {
-        await db.query('SELECT pg_advisory_xact_lock(hashtext(:key))', { replacements: { key: `index:${resourceId}` }, transaction });
-        const [maxEvent] = await select<{ id: string | null }>(
-          'SELECT max(id) AS id FROM catalog_events WHERE resource_id = :resourceId AND indexed_at IS NULL',
-          { resourceId },
-          transaction,
-        );
-        const row = await ResourceModel.findByPk(resourceId, { raw: true, transaction });
-        const resource = row ? toResource(row as unknown as Row) : null;
-        let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null };
-        if (resource && resource.status === 'active') {
-          const [seller] = await select<{ id: string; walletAddress: string; domain: string; verifiedAt: Date | null }>(
-            'SELECT id, wallet_address AS "walletAddress", domain, domain_verified_at AS "verifiedAt" FROM sellers WHERE id = :id',
-            { id: resource.sellerId },
-            transaction,
-          );
-          const [declaration] = await select<{ payTo: string | null; trusted: boolean }>(
-            'SELECT declared_pay_to AS "payTo", trusted FROM catalog_declarations WHERE resource_id = :resourceId',
-            { resourceId },
-            transaction,
-          );
-          const [owner] = await select<{ id: string }>('SELECT id FROM sellers WHERE wallet_address = :a', { a: resource.payTo }, transaction);
-          const [other] = seller
-            ? await select<{ n: string }>(
-                'SELECT count(*) AS n FROM sellers WHERE domain = :domain AND id <> :id AND domain_verified_at IS NOT NULL',
-                { domain: seller.domain, id: seller.id },
-                transaction,
-              )
-            : [{ n: '0' }];
-          const mcp = resource.extensions?.mcp as Record<string, unknown> | undefined;
-          const toolName = resource.type === 'mcp' && mcp ? ((mcp.toolName ?? mcp.tool) as string | undefined) : undefined;
-          const [tool] = toolName
-            ? await select<{ resourceId: string; sellerId: string }>(
-                `SELECT id AS "resourceId", seller_id AS "sellerId" FROM resources
-                  WHERE type = 'mcp' AND status = 'active' AND url = :url AND id <> :id
-                    AND COALESCE(extensions->'mcp'->>'toolName', extensions->'mcp'->>'tool') = :toolName
-                  ORDER BY id LIMIT 1`,
-                { url: resource.url, id: resource.id, toolName },
-                transaction,
-              )
-            : [];
-          snap = {
-            resource,
-            seller: seller ? { id: seller.id, walletAddress: seller.walletAddress, domain: seller.domain, domainVerified: seller.verifiedAt !== null } : null,
-            declaration: declaration ?? null,
-            payToOwner: owner?.id ?? null,
-            domainVerifiedByOther: Number(other.n) > 0,
-            mcpToolOwner: tool ?? null,
-          };
+        const q = (sql: string, bind: unknown[]) => db.query(sql, { bind, transaction, type: QueryTypes.SELECT }) as Promise<Row[]>;
+        // Per-resource locks, taken in one order (sorted ids) so two batches never wait on each other in a cycle.
+        await q('SELECT count(pg_advisory_xact_lock(hashtext(\'index:\' || k))) FROM unnest(CAST($1 AS text[])) AS k', [ids]);
+        // One read for the whole batch: each resource, the newest unindexed catalog event it has, and every fact the
+        // anti-poisoning rules need (the seller, its declaration, who owns the payTo wallet, whether another seller
+        // verified the same domain, the oldest other active resource offering the same MCP tool on the same URL).
+        const rows = await q(SNAPSHOT_SQL, [ids]);
+        const docs: SearchDocument[] = [];
+        const removed: string[] = [];
+        const events: Array<{ id: string; maxEvent: string }> = [];
+        for (const row of rows) {
+          const resourceId = row.requestedId as string;
+          if (row.maxEvent) events.push({ id: resourceId, maxEvent: row.maxEvent as string });
+          const resource = row.id ? toResource(row) : null;
+          let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null };
+          if (resource && resource.status === 'active') {
+            snap = {
+              resource,
+              seller: row.sId ? { id: row.sId as string, walletAddress: row.sWallet as string, domain: row.sDomain as string, domainVerified: row.sVerifiedAt !== null } : null,
+              declaration: row.dSellerId ? { payTo: (row.dPayTo as string | null) ?? null, trusted: Boolean(row.dTrusted) } : null,
+              payToOwner: (row.payToOwner as string | null) ?? null,
+              domainVerifiedByOther: Boolean(row.domainVerifiedByOther),
+              mcpToolOwner: row.toolOwnerId ? { resourceId: row.toolOwnerId as string, sellerId: row.toolOwnerSellerId as string } : null,
+            };
+          }
+          const doc = build(snap);
+          if (!doc) {
+            removed.push(resourceId);
+            outcomes.set(resourceId, 'removed');
+          } else {
+            docs.push(doc);
+            outcomes.set(resourceId, doc.discoverable ? 'indexed' : 'rejected');
+          }
         }
-        const doc = build(snap);
-        let outcome: IndexOutcome;
-        if (!doc) {
-          await db.query('DELETE FROM search_documents WHERE resource_id = :resourceId', { replacements: { resourceId }, transaction });
-          outcome = 'removed';
-        } else {
-          await db.query(
-            `INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name, description, url,
-               route_template, network, pay_to, asset_code, asset_issuer, amount, status, extension_names, mcp_tool_name,
-               discoverable, rejection_reasons, document, metadata_quality, schema_completeness, seller_verified, indexed_at)
-             VALUES (:resourceId, :sellerId, :versionId, :version, :type, :name, :description, :url, :routeTemplate, :network,
-               :payTo, :assetCode, :assetIssuer, CAST(:amount AS numeric), :status, CAST(:extensionNames AS text[]), :mcpToolName,
-               :discoverable, CAST(:rejectionReasons AS jsonb),
-               setweight(to_tsvector('english', :name), 'A') || setweight(to_tsvector('english', :description), 'B')
-                 || setweight(to_tsvector('english', :schemaText), 'C'),
-               :metadataQuality, :schemaCompleteness, :sellerVerified, now())
-             ON CONFLICT (resource_id) DO UPDATE SET
-               seller_id = EXCLUDED.seller_id, version_id = EXCLUDED.version_id, resource_version = EXCLUDED.resource_version,
-               type = EXCLUDED.type, name = EXCLUDED.name, description = EXCLUDED.description, url = EXCLUDED.url,
-               route_template = EXCLUDED.route_template, network = EXCLUDED.network, pay_to = EXCLUDED.pay_to,
-               asset_code = EXCLUDED.asset_code, asset_issuer = EXCLUDED.asset_issuer, amount = EXCLUDED.amount,
-               status = EXCLUDED.status, extension_names = EXCLUDED.extension_names, mcp_tool_name = EXCLUDED.mcp_tool_name,
-               discoverable = EXCLUDED.discoverable, rejection_reasons = EXCLUDED.rejection_reasons, document = EXCLUDED.document,
-               metadata_quality = EXCLUDED.metadata_quality, schema_completeness = EXCLUDED.schema_completeness,
-               seller_verified = EXCLUDED.seller_verified, indexed_at = now()`,
-            {
-              replacements: {
-                ...doc,
-                extensionNames: `{${doc.extensionNames.join(',')}}`,
-                rejectionReasons: JSON.stringify(doc.rejectionReasons),
-              },
-              transaction,
-            },
-          );
-          await repo.refreshSignals(resourceId, transaction);
-          outcome = doc.discoverable ? 'indexed' : 'rejected';
+        if (removed.length) await q('DELETE FROM search_documents WHERE resource_id = ANY(CAST($1 AS text[]))', [removed]);
+        if (docs.length) {
+          await q(UPSERT_SQL, [
+            JSON.stringify(
+              docs.map((d) => ({ ...d, rejectionReasons: d.rejectionReasons, extensionNames: d.extensionNames })),
+            ),
+          ]);
+          await db.query(SIGNALS_BATCH_SQL, { bind: [docs.map((d) => d.resourceId)], transaction });
         }
-        if (maxEvent?.id) {
-          await db.query('UPDATE catalog_events SET indexed_at = now() WHERE resource_id = :resourceId AND indexed_at IS NULL AND id <= :maxId', {
-            replacements: { resourceId, maxId: maxEvent.id },
-            transaction,
-          });
+        if (events.length) {
+          await q(
+            `UPDATE catalog_events e SET indexed_at = now() FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS m(resource_id, max_id)
+              WHERE e.resource_id = m.resource_id AND e.indexed_at IS NULL AND e.id <= m.max_id`,
+            [events.map((e) => e.id), events.map((e) => e.maxEvent)],
+          );
         }
         await recordLagIn(transaction);
-        return outcome;
+        return outcomes;
       });
     },
 

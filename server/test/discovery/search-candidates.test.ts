@@ -176,6 +176,29 @@ describe('static-score tiers (migration 0010)', () => {
   });
 });
 
+describe('indexing a batch of resources in one transaction', () => {
+  it('indexes every resource of the batch, removes a deleted one, skips an unknown id, and marks their catalog events indexed', async () => {
+    const index = createSearchIndexRepository(svc.db);
+    const a = await put({ name: 'Margay batch api one' });
+    const b = await put({ name: 'Margay batch api two', amount: '0.5' });
+    const gone = await put({ name: 'Margay batch api gone' });
+    await waitIndexed(svc.db);
+    // As if nothing had been indexed yet: documents gone, events unindexed; one resource deleted meanwhile.
+    await svc.db.query(`DELETE FROM search_documents WHERE resource_id IN ('${a}', '${b}')`);
+    await svc.db.query(`UPDATE catalog_events SET indexed_at = NULL WHERE resource_id IN ('${a}', '${b}', '${gone}')`);
+    await svc.db.query(`UPDATE resources SET status = 'deleted', deleted_at = now() WHERE id = '${gone}'`);
+    const unknown = 'res_00000000000000000000000000';
+    const outcomes = await index.indexResources([b, gone, a, unknown, a], (snap) => buildSearchDocument(snap, testNetworks()));
+    expect(Object.fromEntries(outcomes)).toEqual({ [a]: 'indexed', [b]: 'indexed', [gone]: 'removed', [unknown]: 'removed' });
+    expect(ids(await search({ q: 'margay' })).sort()).toEqual([a, b].sort());
+    const [events] = await svc.db.query(`SELECT count(*)::int AS n FROM catalog_events WHERE resource_id IN ('${a}', '${b}', '${gone}') AND indexed_at IS NULL`);
+    expect(events).toEqual([{ n: 0 }]);
+    const [docs] = await svc.db.query(`SELECT resource_id AS id, static_score > 0 AS scored, signals_refreshed_at IS NOT NULL AS refreshed FROM search_documents WHERE resource_id IN ('${a}', '${b}') ORDER BY 1`);
+    expect(docs).toEqual([a, b].sort().map((id) => ({ id, scored: true, refreshed: true })));
+    expect((await search({ q: 'margay' })).body.partialResults).toBe(false);
+  });
+});
+
 describe('the index lag search reads', () => {
   it('is the value the indexing records: behind after a catalog change nobody indexed, up to date once indexed', async () => {
     const index = createSearchIndexRepository(svc.db);
