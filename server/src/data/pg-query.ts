@@ -34,3 +34,88 @@ export async function pgQuery<R extends QueryResultRow = QueryResultRow>(db: Seq
     manager.releaseConnection(client);
   }
 }
+
+/**
+ * One kind of statement from concurrent requests, coalesced (group commit): the calls made during one turn of the
+ * event loop are run as ONE set-based statement (`runMany`, e.g. `INSERT ... SELECT * FROM unnest($1::text[], ...)`),
+ * at most `maxBatch` calls per statement, and each caller gets its own answer. The statement is sent from
+ * setImmediate, after the I/O callbacks of the current turn, so no caller waits for a timer. A lone call runs its own
+ * single-row statement (`runOne`). When the set-based statement fails with an SQL error, every call of that batch is
+ * run alone, so one caller's error (a constraint, a bad value) stays its own; a connection failure fails the batch
+ * (each caller sees it, as it would have seen it on its own statement).
+ *
+ * Each call still gets exactly the answer its own statement would give: the set-based statement must be the same
+ * rows' statement, row by row, and the caller must not put two calls that touch the same row into one batch
+ * (`rowKey`: calls with a key already in the batch wait for the next batch).
+ */
+export class PgCoalescer<P, A> {
+  private queue: Array<{ params: P; resolve(a: A): void; reject(e: unknown): void }> = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly opts: {
+      runOne(params: P): Promise<A>;
+      runMany(batch: P[]): Promise<A[]>;
+      /** Calls with the same key never share a batch. */
+      rowKey(params: P): string;
+      maxBatch: number;
+    },
+  ) {}
+
+  call(params: P): Promise<A> {
+    return new Promise<A>((resolve, reject) => {
+      this.queue.push({ params, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const waiting = this.queue;
+    this.queue = [];
+    let batch: typeof waiting = [];
+    const keys = new Set<string>();
+    const later: typeof waiting = [];
+    for (const w of waiting) {
+      const key = this.opts.rowKey(w.params);
+      if (keys.has(key) || batch.length >= this.opts.maxBatch) {
+        if (keys.has(key)) {
+          later.push(w);
+          continue;
+        }
+        this.runBatch(batch);
+        batch = [];
+        keys.clear();
+      }
+      keys.add(key);
+      batch.push(w);
+    }
+    if (batch.length) this.runBatch(batch);
+    if (later.length) {
+      // same row twice in one turn (rare: a client repeating a key at once): the repeats go one batch later
+      this.queue.unshift(...later);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    }
+  }
+
+  private runBatch(batch: Array<{ params: P; resolve(a: A): void; reject(e: unknown): void }>): void {
+    const one = (w: (typeof batch)[number]) => this.opts.runOne(w.params).then(w.resolve, w.reject);
+    if (batch.length === 1) {
+      void one(batch[0]);
+      return;
+    }
+    this.opts.runMany(batch.map((w) => w.params)).then(
+      (answers) => batch.forEach((w, i) => w.resolve(answers[i])),
+      (err: unknown) => {
+        if (err instanceof ConnectionError) batch.forEach((w) => w.reject(err));
+        else batch.forEach((w) => void one(w));
+      },
+    );
+  }
+}

@@ -55,4 +55,18 @@ describe('Idempotency-Key on POST', () => {
     const [rows] = await svc.db.query(`SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${body.walletAddress}'`);
     expect(rows).toEqual([{ n: 1 }]);
   });
+
+  it('many requests with their own keys at once each run once, and each retry replays its own answer', async () => {
+    // arriving together, their claims and stored answers share statements (coalesced): no answer may cross keys
+    const calls = Array.from({ length: 24 }, (_, i) => ({ key: `key-burst-${String(i).padStart(4, '0')}-dddd`, body: { walletAddress: Keypair.random().publicKey() } }));
+    const first = await Promise.all(calls.map((c) => request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', c.key).send(c.body)));
+    expect(first.map((r) => r.status)).toEqual(calls.map(() => 201));
+    const again = await Promise.all(calls.map((c) => request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', c.key).send(c.body)));
+    again.forEach((r, i) => {
+      expect(r.status).toBe(201);
+      expect(r.headers['idempotent-replayed']).toBe('true');
+      expect(r.body).toEqual(first[i].body);
+    });
+    expect(new Set(first.map((r) => JSON.stringify(r.body))).size).toBe(calls.length);
+  });
 });
