@@ -2,6 +2,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models';
 import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
+import type { Seller } from '../domain/sellers/types';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository, RankedItem, SearchOptions } from '../domain/discovery/types';
 
 
@@ -276,7 +277,74 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
       return rows[0] ?? null;
     },
 
+    async catalogFacts(sellerId, payTo) {
+      const {
+        rows: [row],
+      } = await pgQuery<Row>(
+        db,
+        `SELECT s.id, s.display_name AS "displayName", s.wallet_address AS "walletAddress", s.domain, s.domain_verified_at AS "domainVerifiedAt",
+                s.created_at AS "createdAt", s.updated_at AS "updatedAt",
+                (SELECT o.id FROM sellers o WHERE o.wallet_address = $2) AS "payToOwner",
+                EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL) AS "domainVerifiedByOther"
+           FROM sellers s WHERE s.id = $1`,
+        [sellerId, payTo],
+        'catalog_facts',
+      );
+      if (!row) return { seller: null, payToOwner: null, domainVerifiedByOther: false };
+      const seller: Seller = {
+        id: row.id as string,
+        displayName: row.displayName as string,
+        walletAddress: row.walletAddress as string,
+        domain: row.domain as string,
+        domainVerifiedAt: (row.domainVerifiedAt as Date | null) ?? null,
+        createdAt: row.createdAt as Date,
+        updatedAt: row.updatedAt as Date,
+      };
+      return { seller, payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther) };
+    },
+
     async catalog(write) {
+      if (write.mode === 'create' && !write.mcpTool && write.version) {
+        // A new HTTP resource: resource, first version, catalog event, the index-behind mark and the declaration in
+        // one statement (atomic on its own; the foreign keys between them are checked at its end). No lock to take:
+        // the MCP tool re-check below is the only one and applies to MCP resources.
+        const r = write.resource;
+        const v = write.version;
+        await pgQuery(
+          db,
+          `WITH r AS (
+             INSERT INTO resources (id, seller_id, current_version_id, version, type, name, description, url, route_template, network,
+                                    pay_to, asset_code, asset_issuer, amount, input_schema, output_schema, extensions, status, deleted_at,
+                                    created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, CAST($14 AS numeric), CAST($15 AS jsonb), CAST($16 AS jsonb),
+                     CAST($17 AS jsonb), $18, NULL, $19, $20)
+             RETURNING id),
+           v AS (
+             INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template, network, pay_to, asset_code,
+                                            asset_issuer, amount, input_schema, output_schema, extensions, seller_domain, created_at)
+             SELECT $3, r.id, $4, $21, $22, $23, $24, $25, $26, $27, $28, CAST($29 AS numeric), CAST($30 AS jsonb), CAST($31 AS jsonb),
+                    CAST($32 AS jsonb), $33, $34 FROM r),
+           e AS (
+             INSERT INTO catalog_events (id, resource_id, version_id, seller_id, kind, created_at)
+             SELECT $35, r.id, $36, $2, 'cataloged', now() FROM r),
+           behind AS (
+             UPDATE search_index_state SET unindexed_since = now(), updated_at = now() WHERE id = 1 AND unindexed_since IS NULL),
+           d AS (
+             INSERT INTO catalog_declarations (resource_id, seller_id, declared_pay_to, trusted, declared_at)
+             SELECT r.id, $2, $37, $38, now() FROM r
+             ON CONFLICT (resource_id) DO UPDATE SET declared_pay_to = EXCLUDED.declared_pay_to, trusted = EXCLUDED.trusted, declared_at = now())
+           SELECT count(*) AS n FROM r`,
+          [
+            r.id, r.sellerId, r.versionId, r.version, r.type, r.name, r.description, r.url, r.routeTemplate, r.network,
+            r.payTo, r.assetCode, r.assetIssuer, r.amount, JSON.stringify(r.inputSchema), JSON.stringify(r.outputSchema), JSON.stringify(r.extensions ?? {}), r.status, r.createdAt, r.updatedAt,
+            v.name, v.description, v.url, v.routeTemplate, v.network, v.payTo, v.assetCode, v.assetIssuer, v.amount,
+            JSON.stringify(v.inputSchema), JSON.stringify(v.outputSchema), JSON.stringify(v.extensions ?? {}), v.sellerDomain, v.createdAt,
+            write.event.id, write.event.versionId, write.declaration.payTo, write.declaration.trusted,
+          ],
+          'catalog_create_http',
+        );
+        return { status: 'ok' as const };
+      }
       return db.transaction(async (transaction) => {
         const { resource: r, version, event } = write;
         if (write.mcpTool) {

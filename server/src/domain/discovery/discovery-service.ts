@@ -65,13 +65,19 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
 
   async function rules(req: CatalogRequest, principal: Principal, excludeResourceId: string | null, mode: 'validate' | 'catalog'): Promise<{ result: RuleResult; seller: Seller | null; terms: ResourceTerms }> {
     const terms: ResourceTerms = { ...req.resource, extensions: req.resource.extensions ?? {} };
-    const seller = await deps.findSeller(req.sellerId);
     const toolName = terms.type === 'mcp' ? mcpToolName(terms.extensions) : null;
-    const [payToOwner, domainVerifiedByOther, toolOwner] = await Promise.all([
-      seller ? repo.walletOwner(terms.payTo) : Promise.resolve(null),
-      seller ? deps.domainVerifiedByOther(seller.domain, seller.id) : Promise.resolve(false),
+    const [facts, toolOwner] = await Promise.all([
+      // One read where the repository offers it (seller, payTo owner, domain verified by another seller).
+      repo.catalogFacts
+        ? repo.catalogFacts(req.sellerId, terms.payTo)
+        : deps.findSeller(req.sellerId).then(async (s) => ({
+            seller: s,
+            payToOwner: s ? await repo.walletOwner(terms.payTo) : null,
+            domainVerifiedByOther: s ? await deps.domainVerifiedByOther(s.domain, s.id) : false,
+          })),
       toolName ? repo.mcpToolOwner(terms.url, toolName, excludeResourceId) : Promise.resolve(null),
     ]);
+    const { seller, payToOwner, domainVerifiedByOther } = facts;
     // Validating a resource the seller already cataloged would collide with itself: only a warning there.
     const ownToolOnValidate = mode === 'validate' && toolOwner !== null && seller !== null && toolOwner.sellerId === seller.id;
     const result = checkCatalogTerms(terms, {

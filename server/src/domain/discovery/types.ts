@@ -1,4 +1,5 @@
 import type { Resource, ResourceVersion } from '../catalog/types';
+import type { Seller } from '../sellers/types';
 
 /** Filters shared by the listing and search. Prices are decimal strings compared exactly (NUMERIC) in SQL. */
 export interface DiscoveryFilters {
@@ -87,4 +88,6 @@ export interface DiscoveryRepository {
   mcpToolOwner(url: string, toolName: string, excludeResourceId: string | null): Promise<{ resourceId: string; sellerId: string } | null>;
   declaration(resourceId: string): Promise<{ payTo: string | null; trusted: boolean } | null>;
   catalog(write: CatalogWrite): Promise<CatalogWriteOutcome>;
+  /** The seller, who owns the payTo wallet and whether another seller verified the seller's domain, in one read. */
+  catalogFacts?(sellerId: string, payTo: string): Promise<{ seller: Seller | null; payToOwner: string | null; domainVerifiedByOther: boolean }>;
 }
