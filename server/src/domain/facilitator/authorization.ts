@@ -18,6 +18,8 @@ export interface ParsedAuthorization {
   contractId: string;
   nonce: string;
   signatureExpirationLedger: number;
+  /** The payer's raw Ed25519 public key (32 bytes), as the entry carries it (no strkey decode to compare keys). */
+  payerKey?: Buffer;
 }
 
 const invalid = (message: string) => new DomainError('INVALID_PAYMENT_PAYLOAD', message);
@@ -51,8 +53,30 @@ function decodeEntry(format: string, b64: string): xdr.SorobanAuthorizationEntry
   throw invalid(`unknown authorization format ${format}`);
 }
 
+/**
+ * Strkeys of the account and contract addresses seen (G... / C... from their 32 raw bytes), kept: the same payers,
+ * recipients and asset contracts come back on every verify, and encoding one is a CRC and a base32 pass. LRU of
+ * ADDRESS_CACHE_MAX; other address kinds are encoded every time.
+ */
+const ADDRESS_CACHE_MAX = 20_000;
+const addressStrings = new Map<string, string>();
+
 function addressString(a: xdr.ScAddress): string {
-  return Address.fromScAddress(a).toString();
+  const kind = a.switch().name;
+  let raw: Buffer;
+  if (kind === 'scAddressTypeAccount') raw = a.accountId().ed25519();
+  else if (kind === 'scAddressTypeContract') raw = a.contractId() as unknown as Buffer;
+  else return Address.fromScAddress(a).toString();
+  const id = `${kind === 'scAddressTypeAccount' ? 'G' : 'C'}${raw.toString('base64')}`;
+  let text = addressStrings.get(id);
+  if (text !== undefined) {
+    addressStrings.delete(id);
+  } else {
+    text = kind === 'scAddressTypeAccount' ? StrKey.encodeEd25519PublicKey(raw) : StrKey.encodeContract(raw);
+    if (addressStrings.size >= ADDRESS_CACHE_MAX) addressStrings.delete(addressStrings.keys().next().value as string);
+  }
+  addressStrings.set(id, text);
+  return text;
 }
 
 /** Decodes and checks the shape of the authorization; throws INVALID_PAYMENT_PAYLOAD when it is not one transfer. */
@@ -77,7 +101,8 @@ export function parseAuthorization(format: string, b64: string): ParsedAuthoriza
   const payer = addressString(ac.address());
   const from = addressString(args[0].address());
   if (from !== payer) throw invalid('the transfer must be from the address that signed the authorization');
-  if (!StrKey.isValidEd25519PublicKey(payer)) throw invalid('the payer must be a Stellar account (G...) address');
+  // an account address is a G... strkey of its 32-byte key by construction (what StrKey.isValidEd25519PublicKey checked)
+  if (ac.address().switch().name !== 'scAddressTypeAccount') throw invalid('the payer must be a Stellar account (G...) address');
   const amount = scValToNative(args[2]) as bigint;
   if (typeof amount !== 'bigint' || amount <= 0n) throw invalid('the transfer amount must be positive');
   return {
@@ -89,6 +114,7 @@ export function parseAuthorization(format: string, b64: string): ParsedAuthoriza
     contractId: addressString(contractAddress),
     nonce: ac.nonce().toString(),
     signatureExpirationLedger: ac.signatureExpirationLedger(),
+    payerKey: ac.address().accountId().ed25519(),
   };
 }
 
@@ -146,6 +172,6 @@ export function verifyAuthorizationSignature(parsed: ParsedAuthorization, networ
     else return false;
   }
   if (!publicKey || !signature || publicKey.length !== 32 || signature.length !== 64) return false;
-  if (!publicKey.equals(StrKey.decodeEd25519PublicKey(parsed.payer))) return false;
+  if (!publicKey.equals(parsed.payerKey ?? StrKey.decodeEd25519PublicKey(parsed.payer))) return false;
   return crypto.verify(null, authorizationPayload(parsed.entry, networkPassphrase), ed25519PublicKey(publicKey), signature);
 }
