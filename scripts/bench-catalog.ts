@@ -13,13 +13,15 @@
  * The seller is seeded straight into the bench's database (with an API key); its wallet has a USDC trustline.
  *
  * Env: BENCH_SECONDS (10) and BENCH_REQUESTS (3000) bound each rate run, BENCH_CONCURRENCY (8), BENCH_BURST (200),
- * BENCH_FRESHNESS_TIMEOUT_SECONDS (120).
+ * BENCH_FRESHNESS_TIMEOUT_SECONDS (120), BENCH_PROFILE=1 (service under --cpu-prof: the top CPU costs of the sustained
+ * catalog run, and SQL statements per catalog request over it, counted by pg_stat_statements).
  */
 import crypto from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Keypair } from '@stellar/stellar-sdk';
 import { closedLoop, envNumber, httpClient, latencyLine, percentile, type HttpClient, type LoadResult } from './bench/load';
-import { progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startServiceProcess, type NetworkAsset } from './bench/processes';
+import { keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startServiceProcess, type NetworkAsset } from './bench/processes';
+import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { seedSeller, type SeededSeller } from './bench/seed';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
@@ -27,6 +29,7 @@ const REQUESTS = envNumber('BENCH_REQUESTS', 3000);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 8);
 const BURST = envNumber('BENCH_BURST', 200);
 const FRESHNESS_TIMEOUT = envNumber('BENCH_FRESHNESS_TIMEOUT_SECONDS', 120);
+const PROFILE = process.env.BENCH_PROFILE === '1';
 
 /** A lowercase word no English stemmer changes and nothing else in the index carries. */
 const tag = () => `zq${crypto.randomBytes(6).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)])}`;
@@ -73,14 +76,14 @@ async function findAll(api: HttpClient, word: string): Promise<Set<string>> {
 
 async function main() {
   console.log(`bench:catalog — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, burst of ${BURST}`);
-  const db = await startBenchDatabase();
+  const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: 5000 });
   const usdc = net.assets.find((a) => a.code === 'USDC')!;
   const wallet = Keypair.random();
   await net.fund(wallet.publicKey());
   await net.faucet(wallet.publicKey(), 'USDC', '0.0000001');
   const seller = await seedSeller(db, { walletAddress: wallet.publicKey(), domain: 'catalog.bench.example' });
-  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets });
+  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets, cpuProfile: PROFILE });
   const api = httpClient(service.baseUrl);
   const auth = { authorization: `Bearer ${seller.apiKey}` };
   const sustainedWord = tag();
@@ -102,7 +105,9 @@ async function main() {
   });
 
   progress('measuring catalog, sustained');
+  await db.resetStatements();
   const rss = sampleRss(service.pid);
+  const fromUs = profileClockUs();
   const catalog = await closedLoop({
     concurrency: CONCURRENCY,
     maxRequests: REQUESTS,
@@ -111,6 +116,8 @@ async function main() {
     isOk: (a) => a.status === 201,
   });
   const catalogRss = rss.stop();
+  const toUs = profileClockUs();
+  const statements = await db.statementCounts();
 
   progress('waiting for the index to catch up with the sustained run');
   const catchUpStart = performance.now();
@@ -171,6 +178,7 @@ async function main() {
   if (pollError) throw pollError;
   lags.sort((a, b) => a - b);
   api.close();
+  const profileFile = PROFILE ? await service.stop() : null;
 
   console.log('\n=== results (local simulation; the machine is shared, so figures vary with other load) ===');
   report(`validate (baseline, ${CONCURRENCY} clients)`, validate);
@@ -181,6 +189,13 @@ async function main() {
       `p95 ${(percentile(lags, 95) / 1000).toFixed(2)} s  max ${((lags[lags.length - 1] ?? NaN) / 1000).toFixed(2)} s (searched every ~100 ms)` +
       (seen.size < answeredAt.size ? `; ${answeredAt.size - seen.size} NOT findable after ${FRESHNESS_TIMEOUT} s` : ''),
   );
+  if (PROFILE) {
+    const per = (n: number) => (n / Math.max(1, catalog.ok + catalog.failed)).toFixed(2);
+    console.log(`\n--- profile: per catalog request over the sustained run (${catalog.ok + catalog.failed} requests; indexing included) ---`);
+    console.log(`SQL statements per catalog request: ${per(statements.reduce((a, x) => a + x.calls, 0))}`);
+    for (const x of statements.slice(0, 20)) console.log(`  ${per(x.calls).padStart(6)} × ${x.meanMs.toFixed(3).padStart(8)} ms  ${x.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the sustained catalog run only; whole profile kept in ${keepFile(profileFile, 'catalog')})`);
+  }
   console.log(`\nratio to validate (same run): catalog ${catalog.rate.toFixed(1)}/s = ${(catalog.rate / Math.max(validate.rate, 1e-9)).toFixed(2)}× validate ${validate.rate.toFixed(1)}/s`);
 }
 

@@ -57,16 +57,20 @@ export function templateParams(template: string): string[] {
 
 /** Whether a concrete (or placeholder-carrying) URL path fits the template. */
 export function pathMatchesTemplate(path: string, template: string): boolean {
-  const pattern = template
-    .split('/')
-    .map((seg) => (PARAM_SEGMENT.test(seg) ? `(?:${escapeRegex(seg)}|[A-Za-z0-9._~%!$&'()*+,;=:@-]+)` : escapeRegex(seg)))
-    .join('/');
-  return new RegExp(`^${pattern}$`).test(path);
+  // Segment by segment (no regular expression compiled per call): a literal segment matches itself; a placeholder
+  // segment matches itself or one non-empty segment of path characters (never a slash).
+  const want = template.split('/');
+  const got = path.split('/');
+  if (want.length !== got.length) return false;
+  for (let i = 0; i < want.length; i++) {
+    if (got[i] === want[i]) continue;
+    if (!PARAM_SEGMENT.test(want[i]) || !PATH_SEGMENT.test(got[i])) return false;
+  }
+  return true;
 }
 
-function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
+/** One non-empty URL path segment (RFC 3986 pchar, percent signs included). */
+const PATH_SEGMENT = /^[A-Za-z0-9._~%!$&'()*+,;=:@-]+$/;
 
 /** At most this many placeholders in a route template or resource URL. */
 export const MAX_PLACEHOLDERS = 16;
