@@ -30,6 +30,13 @@ export interface LeasedChannel extends ChannelLease {
   keypair: Keypair;
 }
 
+interface Waiter {
+  wake(): void;
+}
+
+/** How often a settle waiting for a channel (not at the head of the queue) runs its `whileWaiting` check. */
+const WAITER_CHECK_MS = 200;
+
 export interface ChannelPoolOptions {
   /** Expiry of a lease without a pinned transaction (renewed every third of it while held). Default 15 s. */
   leaseSeconds?: number;
@@ -42,6 +49,8 @@ export interface ChannelPoolOptions {
 export class ChannelAccountPool implements ChannelLeaser {
   private readonly keys = new Map<string, Map<string, Keypair>>();
   private readonly held = new Map<string, number>();
+  /** Settles of this process waiting for a channel, per network, in arrival order. */
+  private readonly waiting = new Map<string, Waiter[]>();
   private readonly leaseSeconds: number;
   private readonly acquireTimeoutMs: number;
   private readonly pollMs: number;
@@ -73,48 +82,96 @@ export class ChannelAccountPool implements ChannelLeaser {
   }
 
   /**
-   * Takes a free channel; while every channel is busy, tries again (backing off up to `pollMs`) until
-   * `acquireTimeoutMs`, running `opts.whileWaiting` between tries (it may throw to stop waiting). Gives up with
-   * SERVICE_UNAVAILABLE and Retry-After.
+   * Takes a free channel. When none is free, the caller joins this process's queue for the network: only the head of
+   * the queue asks the database again (backing off up to `pollMs`), and a channel released in this process wakes it at
+   * once, so waiting settles do not poll the lease table each. Others in the queue run `opts.whileWaiting` every
+   * WAITER_CHECK_MS (it may throw to stop waiting: the settle whose attempt was claimed by another). Gives up after
+   * `acquireTimeoutMs` with SERVICE_UNAVAILABLE and Retry-After. The queue only orders this process's own tries: the
+   * lease itself is always decided by the database.
    */
   async acquire(network: string, opts: AcquireOptions = {}): Promise<LeasedChannel> {
     const known = this.keys.get(network);
     if (!known || known.size === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
     const token = crypto.randomUUID();
-    const deadline = Date.now() + this.acquireTimeoutMs;
-    let wait = Math.min(this.pollMs, 10);
-    for (;;) {
-      const address = await this.leases.take(network, [...known.keys()], token, this.leaseSeconds);
-      if (address) {
-        this.count(network, +1);
-        let released = false;
-        const renew = () => this.leases.renew(network, address, token, this.leaseSeconds);
-        // Heartbeat: the lease stays ours while this process lives; its expiry only matters once the process is gone.
-        const heartbeat = setInterval(() => void renew().catch(() => undefined), Math.max(200, (this.leaseSeconds * 1000) / 3));
-        heartbeat.unref();
-        return {
-          address,
-          token,
-          keypair: known.get(address) as Keypair,
-          release: async () => {
-            if (released) return;
-            released = true;
-            clearInterval(heartbeat);
-            this.count(network, -1);
-            await this.leases.release(network, address, token);
-          },
-          renew,
-        };
-      }
-      if (Date.now() + wait > deadline) {
-        throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`, [], {
-          'Retry-After': String(Math.max(1, Math.ceil(this.leaseSeconds / 3))),
-        });
-      }
-      await new Promise((r) => setTimeout(r, wait * (0.5 + Math.random())));
-      await opts.whileWaiting?.();
-      wait = Math.min(wait * 2, this.pollMs);
+    const addresses = [...known.keys()];
+    const queue = this.queueOf(network);
+    // Nobody waiting here: try at once (a burst's arrivals all try concurrently, as many as channels are free win).
+    if (queue.length === 0) {
+      const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
+      if (address) return this.leased(network, known, address, token);
     }
+    const deadline = Date.now() + this.acquireTimeoutMs;
+    const me: Waiter = { wake: () => undefined };
+    queue.push(me);
+    let wait = Math.min(this.pollMs, 10);
+    let checked = Date.now();
+    try {
+      for (;;) {
+        const head = queue[0] === me;
+        if (head) {
+          const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
+          if (address) return this.leased(network, known, address, token);
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`, [], {
+            'Retry-After': String(Math.max(1, Math.ceil(this.leaseSeconds / 3))),
+          });
+        }
+        const pause = head ? wait * (0.5 + Math.random()) : WAITER_CHECK_MS;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(pause, left));
+          me.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        me.wake = () => undefined;
+        if (head) wait = Math.min(wait * 2, this.pollMs);
+        if (opts.whileWaiting && (queue[0] === me || Date.now() - checked >= WAITER_CHECK_MS)) {
+          checked = Date.now();
+          await opts.whileWaiting();
+        }
+      }
+    } finally {
+      const i = queue.indexOf(me);
+      if (i >= 0) queue.splice(i, 1);
+      // The next in line tries at once: the head leaving may mean more channels are free, or it is simply its turn.
+      if (i === 0) queue[0]?.wake();
+    }
+  }
+
+  private queueOf(network: string): Waiter[] {
+    let q = this.waiting.get(network);
+    if (!q) this.waiting.set(network, (q = []));
+    return q;
+  }
+
+  private leased(network: string, known: Map<string, Keypair>, address: string, token: string): LeasedChannel {
+    this.count(network, +1);
+    let released = false;
+    const renew = () => this.leases.renew(network, address, token, this.leaseSeconds);
+    // Heartbeat: the lease stays ours while this process lives; its expiry only matters once the process is gone.
+    const heartbeat = setInterval(() => void renew().catch(() => undefined), Math.max(200, (this.leaseSeconds * 1000) / 3));
+    heartbeat.unref();
+    return {
+      address,
+      token,
+      keypair: known.get(address) as Keypair,
+      release: async (opts?: { freed?: boolean }) => {
+        if (released) return;
+        released = true;
+        clearInterval(heartbeat);
+        this.count(network, -1);
+        try {
+          if (!opts?.freed) await this.leases.release(network, address, token);
+        } finally {
+          // A channel of this pool may be free now (this one, or the one the final answer of its transaction freed).
+          this.queueOf(network)[0]?.wake();
+        }
+      },
+      renew,
+    };
   }
 
   private count(network: string, delta: number): void {

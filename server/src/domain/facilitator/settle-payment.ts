@@ -11,6 +11,7 @@ import type {
   EvidenceLabel,
   LedgerPort,
   PaymentRepository,
+  PreparedSettlement,
   ReceiptRecord,
   ResourceTermsRef,
   SettlementRecord,
@@ -79,8 +80,10 @@ function refuseUnlessVerified(attempt: AttemptRecord): void {
 /**
  * POST /v1/settle. Re-verifies the payload against the stored attempt and the resource version it pays for, leases a
  * channel from the shared pool, then claims the attempt with a compare-and-set (verified -> settlement_pending: one
- * winner across all processes; every other caller, concurrent or later, gets REPLAY_DETECTED), writes the pending
- * settlement (hash known before submission, the channel pinned to it) and only then submits.
+ * winner across all processes; every other caller, concurrent or later, gets REPLAY_DETECTED) while the transaction
+ * is prepared (read-only), writes the pending settlement (hash known before submission, the channel pinned to it) and
+ * only then submits. The confirmation asks about the transaction once per closed ledger (one latest-ledger poll per
+ * process and network for all pending settles), so the channel is freed as soon as its ledger is known.
  *
  * The channel comes before the claim so that "no channel free" (every channel busy, or held by a process that died:
  * its unpinned leases expire after the pool's lease time) answers 503 SERVICE_UNAVAILABLE with Retry-After while
@@ -93,6 +96,58 @@ function refuseUnlessVerified(attempt: AttemptRecord): void {
  * which asks the ledger and never resubmits.
  */
 export function createSettlePayment(deps: SettleDeps) {
+  /**
+   * One poll of the latest ledger per network for every settle of this process waiting for confirmation: a pending
+   * transaction is asked about (getTransaction) once per closed ledger, not on every poll of every settle. Polled
+   * every `min(pollMs, 50)` ms while anyone waits; a waiter is also released after `maxWaitMs` whatever happened.
+   */
+  const watchMs = Math.max(1, Math.min(deps.pollMs, 50));
+  const watched = new Map<string, { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> }>();
+  function ledgerAfter(network: string, after: number, maxWaitMs: number): Promise<number> {
+    let w = watched.get(network);
+    if (!w) watched.set(network, (w = { latest: 0, polling: false, waiters: new Set() }));
+    const watch = w;
+    if (watch.latest > after) return Promise.resolve(watch.latest);
+    return new Promise<number>((resolve) => {
+      const waiter = {
+        after,
+        done(latest: number) {
+          clearTimeout(timer);
+          watch.waiters.delete(waiter);
+          resolve(latest);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(watch.latest), maxWaitMs);
+      watch.waiters.add(waiter);
+      if (watch.polling) return;
+      watch.polling = true;
+      void (async () => {
+        while (watch.waiters.size > 0) {
+          try {
+            const latest = await deps.ledger.latestLedger(network);
+            if (latest > watch.latest) watch.latest = latest;
+            for (const x of [...watch.waiters]) if (watch.latest > x.after) x.done(watch.latest);
+          } catch {
+            // RPC hiccup: ask again; each waiter is released by its own bound anyway
+          }
+          if (watch.waiters.size > 0) await sleep(watchMs);
+        }
+        watch.polling = false;
+      })();
+    });
+  }
+
+  /** The attempt as stored now; concurrent reads of one attempt in this process share one query. */
+  const reading = new Map<string, Promise<AttemptRecord | null>>();
+  function currentAttempt(id: string): Promise<AttemptRecord | null> {
+    let p = reading.get(id);
+    if (!p) {
+      p = deps.repo.findAttempt(id).finally(() => reading.delete(id));
+      reading.set(id, p);
+    }
+    return p;
+  }
+
   async function outcomeOf(attemptId: string): Promise<SettleOutcome | null> {
     const settlement = await deps.repo.findSettlementByAttempt(attemptId);
     if (!settlement) return null;
@@ -102,8 +157,11 @@ export function createSettlePayment(deps: SettleDeps) {
     return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
   }
 
-  /** Asks the ledger once about a pending settlement and records a final answer. Never resubmits. */
-  async function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null): Promise<'settled' | 'failed' | 'pending'> {
+  /**
+   * Asks the ledger once about a pending settlement and records a final answer. Never resubmits. `latest`: the latest
+   * ledger when the caller has just read it (else it is asked when needed).
+   */
+  async function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null, latest?: number): Promise<'settled' | 'failed' | 'pending'> {
     const state = await deps.ledger.transaction(s.network, s.transactionHash);
     if (state.status === 'SUCCESS') {
       if (await deps.repo.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
@@ -118,8 +176,7 @@ export function createSettlePayment(deps: SettleDeps) {
     // NOT_FOUND: only once the authorization has expired can the transaction never apply; then failing is safe.
     const a = attempt ?? (await deps.repo.findAttempt(s.paymentAttemptId));
     if (a) {
-      const latest = await deps.ledger.latestLedger(s.network);
-      if (latest > a.expiresAtLedger) {
+      if ((latest ?? (await deps.ledger.latestLedger(s.network))) > a.expiresAtLedger) {
         if (await deps.repo.finalizeFailed(s.id, 'SETTLEMENT_FAILED', 'transaction not found on the ledger after the authorization expired')) {
           deps.events.submissionFailed(s.network, 'not_found_after_expiry');
         }
@@ -129,23 +186,31 @@ export function createSettlePayment(deps: SettleDeps) {
     return 'pending';
   }
 
-  async function confirmLoop(s: SettlementRecord, attempt: AttemptRecord, lease: ChannelLease): Promise<SettleOutcome> {
+  /**
+   * Waits for the transaction's fate: asks once a ledger newer than the one open at submission (`openLedger - 1` was
+   * the latest then) has closed, then once per closed ledger (and at least every `maxWait`), until the deadline.
+   */
+  async function confirmLoop(s: SettlementRecord, attempt: AttemptRecord, lease: ChannelLease, latestAtSubmit: number): Promise<SettleOutcome> {
+    let final = false;
     try {
       const deadline = Date.now() + deps.confirmTimeoutMs;
+      const maxWait = Math.max(deps.pollMs, 1000);
+      let seen = latestAtSubmit;
       for (;;) {
+        seen = await ledgerAfter(attempt.network, seen, Math.min(maxWait, Math.max(1, deadline - Date.now())));
         let state: 'settled' | 'failed' | 'pending' = 'pending';
         try {
-          state = await confirmOnce(s, attempt);
-          if (state === 'pending') await lease.renew();
+          state = await confirmOnce(s, attempt, seen > 0 ? seen : undefined);
         } catch {
           state = 'pending'; // RPC hiccup: ask again; the worker finishes it if this process gives up
         }
+        if (state !== 'pending') final = true;
         if (state !== 'pending' || Date.now() > deadline) break;
-        await sleep(deps.pollMs);
       }
     } finally {
-      // A no-op while the transaction is pinned to the lease: the recorded final answer frees the channel.
-      await lease.release().catch(() => undefined);
+      // With a final answer recorded, the channel was freed with it (only the heartbeat stops and waiting settles are
+      // woken); otherwise a no-op while the transaction is pinned to the lease (the worker records the answer later).
+      await lease.release({ freed: final }).catch(() => undefined);
     }
     const out = await outcomeOf(attempt.id);
     if (!out) throw new Error('settlement record vanished');
@@ -161,12 +226,17 @@ export function createSettlePayment(deps: SettleDeps) {
     }
   }
 
-  async function submitClaimed(attempt: AttemptRecord, entryXdr: string, terms: ResourceTermsRef | null, lease: ChannelLease): Promise<SettleOutcome> {
+  async function submitClaimed(
+    attempt: AttemptRecord,
+    preparing: Promise<PreparedSettlement | { error: string }>,
+    terms: ResourceTermsRef | null,
+    lease: ChannelLease,
+  ): Promise<SettleOutcome> {
     let leaseHandedOver = false;
     let recorded = false;
     try {
       await deps.afterClaim?.(attempt.id);
-      const prepared = await deps.ledger.prepareSettlement(attempt.network, lease, entryXdr);
+      const prepared = await preparing;
       if ('error' in prepared) {
         await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(prepared.error));
         deps.events.submissionFailed(attempt.network, 'simulation');
@@ -204,6 +274,8 @@ export function createSettlePayment(deps: SettleDeps) {
         throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
       }
       recorded = true;
+      // The latest ledger this process knew before submitting: the transaction can only be in a later one.
+      const latestAtSubmit = watched.get(attempt.network)?.latest ?? 0;
       let sent = await submitOnce(attempt.network, prepared.envelopeXdr);
       // TRY_AGAIN_LATER means the RPC did not take it: resubmitting the same envelope (same hash) is safe.
       for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < MAX_TRY_AGAIN; i++) {
@@ -219,7 +291,7 @@ export function createSettlePayment(deps: SettleDeps) {
       // pending and the confirmation (here, then the worker) learns its fate from the ledger; the answer is 202.
       if (sent.status === 'UNKNOWN') deps.events.submissionFailed(attempt.network, 'unknown');
       await deps.afterSubmit?.(prepared.hash);
-      const confirmation = confirmLoop(settlement, attempt, lease);
+      const confirmation = confirmLoop(settlement, attempt, lease, latestAtSubmit);
       leaseHandedOver = true;
       const pending: SettleOutcome = { status: 'settlement_pending', settlement, receipt };
       let timer: NodeJS.Timeout | undefined;
@@ -313,10 +385,14 @@ export function createSettlePayment(deps: SettleDeps) {
     // by another (or is no longer verified) stops with that attempt's refusal instead of queueing for a channel.
     const lease = await deps.channels.acquire(attempt.network, {
       whileWaiting: async () => {
-        const now = await deps.repo.findAttempt(attempt.id);
+        const now = await currentAttempt(attempt.id);
         if (now) refuseUnlessVerified(now);
       },
     });
+    // The transaction is prepared (read-only: the channel's sequence number and a simulation) while the claim runs;
+    // nothing is recorded or submitted unless the claim is won.
+    const preparing = deps.ledger.prepareSettlement(attempt.network, lease, parsed.entryXdr);
+    preparing.catch(() => undefined); // awaited (and its error handled) only by the claim's winner
     // One winner across every process; everyone else (concurrent or later) is refused and gives its channel back.
     let claimed = false;
     try {
@@ -325,7 +401,7 @@ export function createSettlePayment(deps: SettleDeps) {
       if (!claimed) await lease.release().catch(() => undefined);
     }
     if (!claimed) throw replayed(attempt);
-    return submitClaimed(attempt, parsed.entryXdr, terms, lease);
+    return submitClaimed(attempt, preparing, terms, lease);
   }
 
   return { settle, confirmOnce };

@@ -159,8 +159,11 @@ export interface ChannelLease {
   address: string;
   /** Identifies this lease in the shared lease table (null for leases that are not stored). */
   token: string | null;
-  /** Gives the channel back unless a transaction is pinned to it (then the ledger's final answer frees it). */
-  release(): Promise<void>;
+  /**
+   * Gives the channel back unless a transaction is pinned to it (then the ledger's final answer frees it). `freed`:
+   * that final answer was just recorded (the channel is free already): only the holder's bookkeeping is left.
+   */
+  release(opts?: { freed?: boolean }): Promise<void>;
   /** Extends the lease's expiry while its holder still works with it. */
   renew(): Promise<void>;
 }
