@@ -9,36 +9,15 @@ import { Keypair, TransactionBuilder, rpc } from '@stellar/stellar-sdk';
 import { Client } from 'pg';
 import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
-import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
+import { bearer } from '../support/fixtures';
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { verifyReceiptSignature } from '../../../sdk-buyer/src/receipts/verify-receipt';
 import type { JSONWebKeySet } from 'jose';
 import { startMainProcess, type MainProcess } from './support/main-process';
+import { postJson, sellerWithResourceOverHttp, type Answer } from './support/over-http';
 
 const STORM = 1_000;
 const OPERATOR = `op_key_two_processes_${Keypair.random().publicKey().slice(1, 16)}`;
-
-type Answer = { status: number; body: { ok?: boolean; status?: string; error?: { code?: string } } };
-
-/** One POST through a shared keep-alive agent; the socket timeout is only a bound against a hang. */
-function post(agent: http.Agent, url: string, body: string): Promise<Answer> {
-  return new Promise((resolve) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: 120_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('client timeout')));
-    req.on('error', (err) => resolve({ status: 0, body: { error: { code: `client: ${err.message}` } } }));
-    req.end(body);
-  });
-}
 
 async function getJson(url: string, key: string): Promise<{ status: number; body: unknown }> {
   const r = await fetch(url, { headers: bearer(key) });
@@ -88,22 +67,11 @@ describe('two server processes on one database (scale-out)', () => {
   it('sends 1,000 concurrent settles of one verified payment, alternating between the two processes', async () => {
     const [a, b] = mains;
     const usdc = network.assets.find((x) => x.code === 'USDC')!;
-    const seller = await signUpSeller(a.baseUrl as never);
-    await network.fundAccount(seller.wallet.publicKey());
-    await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
-    const created = await fetch(`${b.baseUrl}/v1/resources`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
-      body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount: '0.25' })),
-    });
-    expect(created.status).toBe(201);
-    const createdBody = (await created.json()) as { resource?: { id: string }; id?: string };
-    const resourceId = (createdBody.resource?.id ?? createdBody.id) as string;
+    const { seller, resourceId, payTo } = await sellerWithResourceOverHttp(b.baseUrl, network);
 
     const buyer = Keypair.random();
     await network.fundAccount(buyer.publicKey());
     await network.faucet(buyer.publicKey(), 'USDC', '10');
-    const payTo = seller.wallet.publicKey();
     const env = { network, usdc, svc: { app: a.baseUrl } } as unknown as FacilitatorEnv;
     const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 120 } });
     const verified = await fetch(`${a.baseUrl}/v1/verify`, {
@@ -119,7 +87,7 @@ describe('two server processes on one database (scale-out)', () => {
     const firstLedger = network.latestLedger();
 
     const body = JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId });
-    answers = await Promise.all(Array.from({ length: STORM }, (_, i) => post(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)));
+    answers = await Promise.all(Array.from({ length: STORM }, (_, i) => postJson(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)));
 
     // Wait (bounded) for the one settlement to be final, then read the database and the ledger.
     const admin = new Client({ connectionString: database.url });
