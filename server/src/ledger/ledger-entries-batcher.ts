@@ -6,8 +6,11 @@ import https from 'node:https';
  * verifies (issue #14: axios was ~14 % of a verify's CPU, and every RPC call is a socket write and a read).
  *
  * - `JsonRpcClient`: one JSON-RPC POST over a keep-alive agent (node:http/https), a deadline per call, the JSON-RPC
- *   error object turned into an Error. Nothing else (no redirects, no retries: a failed read is answered
- *   SERVICE_UNAVAILABLE by the ledger adapter, as before).
+ *   error object turned into an Error. Idle sockets are closed after IDLE_SOCKET_MS, below the 5 s keep-alive
+ *   timeout of Node servers (and of Soroban RPC's proxies), and a call whose REUSED socket was closed by the server
+ *   before any answer (ECONNRESET / socket hang up: the keep-alive race) is sent once more on a new socket: the
+ *   methods sent here are reads. Nothing else (no redirects; any other failure is answered SERVICE_UNAVAILABLE by
+ *   the ledger adapter, as before).
  * - `LedgerEntriesBatcher`: every key asked for during one turn of the event loop goes into ONE getLedgerEntries
  *   call (at most MAX_KEYS_PER_CALL keys per call, Soroban RPC's own limit; more keys make several calls, sent at
  *   once). The call is sent from setImmediate, i.e. after the I/O callbacks of the current turn have run, so a
@@ -19,8 +22,11 @@ import https from 'node:https';
  * call, exactly as a call of its own would have read it.
  */
 export const MAX_KEYS_PER_CALL = 200;
+/** Idle keep-alive sockets are closed after this long (Node's own global agent uses 5 s). */
+const IDLE_SOCKET_MS = 4000;
 
 export class JsonRpcError extends Error {}
+class StaleSocketError extends Error {}
 
 export class JsonRpcClient {
   private readonly url: URL;
@@ -32,10 +38,23 @@ export class JsonRpcClient {
     private readonly timeoutMs: number,
   ) {
     this.url = new URL(url);
-    this.agent = this.url.protocol === 'https:' ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    const options = { keepAlive: true, maxSockets: 64, timeout: IDLE_SOCKET_MS };
+    this.agent = this.url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
   }
 
-  call<T>(method: string, params: unknown): Promise<T> {
+  /** One call of a read method (it may be sent twice, see above). */
+  async call<T>(method: string, params: unknown): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
+    try {
+      return await this.send<T>(method, params, this.timeoutMs);
+    } catch (err) {
+      const left = deadline - Date.now();
+      if (!(err instanceof StaleSocketError) || left <= 0) throw err;
+      return this.send<T>(method, params, left);
+    }
+  }
+
+  private send<T>(method: string, params: unknown, timeoutMs: number): Promise<T> {
     const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params });
     const transport = this.url.protocol === 'https:' ? https : http;
     return new Promise<T>((resolve, reject) => {
@@ -69,10 +88,16 @@ export class JsonRpcClient {
         },
       );
       const timer = setTimeout(() => {
-        finish(new JsonRpcError(`${method} did not answer within ${this.timeoutMs} ms`));
+        finish(new JsonRpcError(`${method} did not answer within ${timeoutMs} ms`));
         req.destroy();
-      }, this.timeoutMs);
-      req.on('error', (e) => finish(e));
+      }, timeoutMs);
+      let answered = false;
+      req.on('response', () => (answered = true));
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        // the server closed a kept-alive socket just as it was reused: nothing was answered, send again
+        const stale = req.reusedSocket && !answered && (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.message === 'socket hang up');
+        finish(stale ? new StaleSocketError(e.message) : e);
+      });
       req.end(body);
     });
   }
