@@ -209,6 +209,14 @@ export function createVerifyPayment(deps: VerifyDeps) {
     try {
       if (req.scheme !== 'exact') throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Only the exact scheme is supported');
       const { parsed, asset } = checkPayload(deps.networks, payload, req, parsedForRecord?.parsed);
+      // The ledger read of step 10 starts now, while the resource terms, the expiry and the replay claim (steps 8-9)
+      // are checked, so a verify waits for the longer of the two instead of their sum. Its outcome is looked at only
+      // at step 10: an earlier failure still answers first (contract order), and its ledger read is dropped.
+      let ledgerState: Promise<void> | null = null;
+      if (hasRecentLedger(deps.ledger) && hasVerifiedWriter(deps.repo)) {
+        ledgerState = checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
+        ledgerState.catch(() => undefined); // handled at step 10, or dropped when an earlier check fails
+      }
       if (input.resourceId) {
         resource = await deps.resourceById(input.resourceId);
         if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
@@ -243,7 +251,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
         }
         claimedId = id;
         // 10. ledger state; on a failure the attempt just inserted is removed and the failure recorded (catch below)
-        await checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount);
+        await (ledgerState ?? checkLedgerState(deps.ledger, payload.network, asset, parsed.payer, payload.payTo, parsed.amount));
         claimedId = null;
         return claimed.attempt;
       }
