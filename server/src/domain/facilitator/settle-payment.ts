@@ -137,6 +137,15 @@ export function createSettlePayment(deps: SettleDeps) {
     });
   }
 
+  /**
+   * Attempts of this process's settles waiting for a channel (with how many settles each). A waiting settle re-reads its
+   * attempt only to stop when a duplicate claimed it, so the reads are spaced by the number of distinct attempts
+   * waiting: every 200 ms for a storm of duplicates of one payment, about ten reads per 200 ms in all when many
+   * different payments wait (they must not take the connection pool from the settles that hold channels).
+   */
+  const waitingAttempts = new Map<string, number>();
+  const checkEveryMs = () => 200 * Math.max(1, waitingAttempts.size / 10);
+
   /** The attempt as stored now; concurrent reads of one attempt in this process share one query. */
   const reading = new Map<string, Promise<AttemptRecord | null>>();
   function currentAttempt(id: string): Promise<AttemptRecord | null> {
@@ -383,12 +392,23 @@ export function createSettlePayment(deps: SettleDeps) {
     }
     // A channel first (none free: 503, the attempt stays verified). While waiting, a settle whose attempt was claimed
     // by another (or is no longer verified) stops with that attempt's refusal instead of queueing for a channel.
-    const lease = await deps.channels.acquire(attempt.network, {
-      whileWaiting: async () => {
-        const now = await currentAttempt(attempt.id);
-        if (now) refuseUnlessVerified(now);
-      },
-    });
+    let lastRead = Date.now();
+    waitingAttempts.set(attempt.id, (waitingAttempts.get(attempt.id) ?? 0) + 1);
+    let lease: ChannelLease;
+    try {
+      lease = await deps.channels.acquire(attempt.network, {
+        whileWaiting: async () => {
+          if (Date.now() - lastRead < checkEveryMs()) return;
+          lastRead = Date.now();
+          const now = await currentAttempt(attempt.id);
+          if (now) refuseUnlessVerified(now);
+        },
+      });
+    } finally {
+      const left = (waitingAttempts.get(attempt.id) ?? 1) - 1;
+      if (left > 0) waitingAttempts.set(attempt.id, left);
+      else waitingAttempts.delete(attempt.id);
+    }
     // The transaction is prepared (read-only: the channel's sequence number and a simulation) while the claim runs;
     // nothing is recorded or submitted unless the claim is won.
     const preparing = deps.ledger.prepareSettlement(attempt.network, lease, parsed.entryXdr);
