@@ -82,11 +82,11 @@ async function main() {
   // The service's first search-sync pass recomputes every document's signals from the real sources (payments,
   // probes) and rewrites the documents whose seeded signals differ; measured searches should not race that one-off
   // rewrite, nor read the index entries it left pending. Wait for it, then VACUUM ANALYZE as autovacuum would.
-  const syncDeadline = performance.now() + 120_000;
+  const syncDeadline = performance.now() + 600_000;
   for (;;) {
     const [row] = await db.query<{ done: boolean }>(`SELECT EXISTS (SELECT 1 FROM search_signal_sync WHERE id = 1 AND synced_at > now() - interval '10 minutes' AND synced_at > $1) AS done`, [serviceStarted]);
     if (row.done) break;
-    if (performance.now() > syncDeadline) throw new Error('the first search-sync pass did not finish within 120 s');
+    if (performance.now() > syncDeadline) throw new Error('the first search-sync pass did not finish within 600 s');
     await new Promise((r) => setTimeout(r, 500));
   }
   await db.query('VACUUM (ANALYZE) search_documents');

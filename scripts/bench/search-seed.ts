@@ -95,7 +95,10 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               setweight(to_tsvector('english', r.name), 'A') || setweight(to_tsvector('english', r.description), 'B')
                 || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template, '/', ' ')), 'C'),
               0.5 + (s.i % 5) / 10.0, 0.6 + (s.i % 4) / 10.0, s.verified,
-              CASE WHEN s.i % 3 = 0 THEN (s.i % 100) / 100.0 END, now()
+              -- settlement success and uptime: NULL (neutral), as the service computes them from these rows (no payments,
+              -- no probes), so its first search-sync pass rewrites nothing (at 1M it rewrote 333k seeded values for
+              -- minutes). The other signals vary: metadata quality, schema completeness, seller verification, price.
+              NULL, now()
          FROM seed s JOIN resources r ON r.id = s.id`,
     );
     await db.query('COMMIT');
