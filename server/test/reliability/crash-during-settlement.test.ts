@@ -16,9 +16,9 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { Client } from 'pg';
 import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
-import { signUpSeller, resourceInput, bearer } from '../support/fixtures';
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { startMainProcess, type MainProcess } from './support/main-process';
+import { sellerWithResourceOverHttp } from './support/over-http';
 
 const SEED = Number(process.env.CRASH_SEED ?? 20_261_123);
 const ROUNDS = 4;
@@ -127,18 +127,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     let main = await start();
     const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
-    const seller = await signUpSeller(main.baseUrl as never);
-    await network.fundAccount(seller.wallet.publicKey());
-    await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
-    const created = await fetch(`${main.baseUrl}/v1/resources`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
-      body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount: '0.25' })),
-    });
-    expect(created.status).toBe(201);
-    const createdBody = (await created.json()) as { resource?: { id: string }; id?: string };
-    const resourceId = (createdBody.resource?.id ?? createdBody.id) as string;
-    const payTo = seller.wallet.publicKey();
+    const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
     const tracked: Tracked[] = [];
 
     for (let round = 0; round < ROUNDS; round++) {
@@ -251,18 +240,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
 
       let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets });
       const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
-      const seller = await signUpSeller(main.baseUrl as never);
-      await network.fundAccount(seller.wallet.publicKey());
-      await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
-      const created = await fetch(`${main.baseUrl}/v1/resources`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
-        body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount: '0.25' })),
-      });
-      expect(created.status).toBe(201);
-      const createdBody = (await created.json()) as { resource?: { id: string }; id?: string };
-      const resourceId = (createdBody.resource?.id ?? createdBody.id) as string;
-      const payTo = seller.wallet.publicKey();
+      const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
       const pay = async (base: string) => {
         const buyer = Keypair.random();
         await network.fundAccount(buyer.publicKey());

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { createService, type Service } from '../../src/compose';
 import { createLogger } from '../../src/logger';
 import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import { postJson, type Answer } from './support/over-http';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
 
 const STORM = 1_000;
@@ -20,28 +21,6 @@ async function listen(app: Service['app']): Promise<{ server: Server; base: stri
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-type Answer = { status: number; body: { ok?: boolean; status?: string; error?: { code?: string } } };
-
-/** One POST through a shared keep-alive agent; the 120 s socket timeout is only a bound against a hang. */
-function post(agent: http.Agent, url: string, body: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: 120_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('client timeout')));
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 describe('duplicate storm across two service instances on one database', () => {
@@ -121,7 +100,7 @@ describe('duplicate storm across two service instances on one database', () => {
         Array.from({ length: STORM }, async (_, i) => {
           const base = i % 2 ? b.base : a.base;
           try {
-            return await post(agent, `${base}/v1/settle`, body);
+            return await postJson(agent, `${base}/v1/settle`, body);
           } catch (err) {
             return { status: 0, body: { error: { code: `client: ${(err as Error).message}` } } } as Answer;
           }
