@@ -91,15 +91,6 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
     return rows.length;
   }
 
-  /** The ledger answered for this settlement's transaction: its channel may carry the next one. */
-  async function freeChannel(settlementId: string, transaction: Transaction): Promise<void> {
-    await db.query(
-      `UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
-       WHERE transaction_hash = (SELECT transaction_hash FROM settlements WHERE id = :settlementId)`,
-      { replacements: { settlementId }, transaction },
-    );
-  }
-
   async function resourceRef(id: string): Promise<ResourceTermsRef | null> {
     // on every verify with a resourceId: the terms only, as one prepared statement
     const {
@@ -215,29 +206,62 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
     },
 
     async insertPendingSettlement(s, r, leaseToken) {
-      return db.transaction(async (transaction) => {
-        // Compare-and-set on the claim: touching updated_at also tells the cleanup worker the claim is alive (its
-        // update re-checks updated_at on the row it waited for, so it cannot fail a claim that reached this point).
-        const live = await update(
-          `UPDATE payment_attempts SET updated_at = now() WHERE id = :id AND status = 'settlement_pending' RETURNING id`,
-          { id: s.paymentAttemptId },
-          transaction,
-        );
-        if (live === 0) return false;
-        await SettlementModel.create({ ...s, updatedAt: s.createdAt }, { transaction });
-        await ReceiptModel.create({ ...r, updatedAt: r.createdAt }, { transaction });
-        if (leaseToken && s.channelAccount) {
-          // The channel now carries a transaction whose fate is unknown until the ledger answers: pinned to its hash.
-          const pinned = await update(
-            `UPDATE channel_leases SET transaction_hash = :hash, updated_at = now()
-             WHERE network = :network AND address = :address AND holder = :token RETURNING address`,
-            { hash: s.transactionHash, network: s.network, address: s.channelAccount, token: leaseToken },
-            transaction,
-          );
-          if (pinned === 0) throw new Error('the channel lease was lost before submission');
-        }
-        return true;
-      });
+      // One statement (issue #14 item 3: it sits in every channel's cycle), with the guarantees the transaction of
+      // five statements had, all or nothing:
+      // - the channel's lease row is locked first, and only while this settle still holds it (`lease`);
+      // - compare-and-set on the claim (`live`): touching updated_at also tells the cleanup worker the claim is alive
+      //   (its update re-checks updated_at on the row it waited for, so it cannot fail a claim that reached this
+      //   point); a claim that is no longer settlement_pending writes nothing and answers false;
+      // - the channel is pinned to the transaction's hash (`pinned`) only with a live claim, and the settlement and its
+      //   receipt are written only with both (one of each per attempt: unique payment_attempt_id);
+      // - a lost lease writes nothing and throws (as before): the caller fails the claim, nothing is submitted.
+      const pin = leaseToken && s.channelAccount ? leaseToken : null;
+      const {
+        rows: [out],
+      } = await pgQuery<{ live: number; pinned: number; recorded: number; leased: boolean; claimOpen: boolean }>(
+        db,
+        `WITH lease AS MATERIALIZED (
+           SELECT address FROM channel_leases
+            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder = $15::text
+            FOR UPDATE
+         ), live AS (
+           UPDATE payment_attempts SET updated_at = now()
+            WHERE id = $1::text AND status = 'settlement_pending' AND ($15::text IS NULL OR EXISTS (SELECT 1 FROM lease))
+           RETURNING id
+         ), pinned AS (
+           UPDATE channel_leases SET transaction_hash = $3::text, updated_at = now()
+            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder = $15::text AND EXISTS (SELECT 1 FROM live)
+           RETURNING address
+         ), settlement AS (
+           INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
+             channel_account, settled_at, created_at, updated_at)
+           SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz
+             FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
+           RETURNING id
+         ), receipt AS (
+           INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id, seller_id, transaction_hash, ledger, network, amount,
+             asset_code, asset_issuer, status, evidence, failure_code, failure_reason, settled_at, created_at, updated_at)
+           SELECT $14::text, $1::text, settlement.id, $16::text, $17::text, $18::text, $19::text, $20::integer, $21::text, $22::numeric,
+             $23::text, $24::text, $25::text, $26::text, $27::text, $28::text, $29::timestamptz, $30::timestamptz, $30::timestamptz
+             FROM settlement
+           RETURNING id
+         )
+         SELECT (SELECT count(*) FROM live)::int AS live, (SELECT count(*) FROM pinned)::int AS pinned,
+           (SELECT count(*) FROM receipt)::int AS recorded, EXISTS (SELECT 1 FROM lease) AS leased,
+           EXISTS (SELECT 1 FROM payment_attempts WHERE id = $1::text AND status = 'settlement_pending') AS "claimOpen"`,
+        [
+          s.paymentAttemptId, s.id, s.transactionHash, s.network, s.amount, s.assetCode, s.assetIssuer, s.channelAccount, s.ledger, s.status,
+          s.evidence, s.settledAt, s.createdAt,
+          r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
+          r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
+        ],
+        'settle_insert_pending',
+      );
+      if (out.recorded === 1) return true;
+      // Not recorded: the claim is gone (false), or this settle no longer holds its channel (nothing was written).
+      if (pin && out.claimOpen && (!out.leased || out.live === 1)) throw new Error('the channel lease was lost before submission');
+      return false;
     },
 
     async failAbandonedClaims(olderThanSeconds, limit) {
@@ -284,52 +308,61 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
     },
 
     async finalizeSettled(settlementId, ledger, settledAt, evidence) {
-      return db.transaction(async (transaction) => {
-        const done = await update(
-          `UPDATE settlements SET status = 'settled', ledger = :ledger, settled_at = :settledAt, evidence = :evidence, updated_at = now()
-           WHERE id = :settlementId AND status = 'pending' RETURNING payment_attempt_id`,
-          { settlementId, ledger, settledAt, evidence },
-          transaction,
-        );
-        if (done === 0) return false;
-        await db.query(
-          `UPDATE payment_attempts SET status = 'settled' WHERE id = (SELECT payment_attempt_id FROM settlements WHERE id = :settlementId)
-             AND status = 'settlement_pending'`,
-          { replacements: { settlementId }, transaction },
-        );
-        await db.query(
-          `UPDATE receipts SET status = 'settled', ledger = :ledger, settled_at = :settledAt, evidence = :evidence,
+      // One statement (it sits in every channel's cycle): compare-and-set pending -> settled on the settlement; only
+      // then the attempt (settlement_pending -> settled), its receipt, and the channel pinned to the transaction's hash
+      // is freed. A settlement that already has its final answer changes nothing (false).
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text, updated_at = now()
+            WHERE id = $1::text AND status = 'pending'
+           RETURNING payment_attempt_id, transaction_hash
+         ), attempt AS (
+           UPDATE payment_attempts SET status = 'settled' WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
+           RETURNING id
+         ), receipt AS (
+           UPDATE receipts SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text,
              failure_code = NULL, failure_reason = NULL, updated_at = now()
-           WHERE settlement_id = :settlementId`,
-          { replacements: { settlementId, ledger, settledAt, evidence }, transaction },
-        );
-        await freeChannel(settlementId, transaction);
-        return true;
-      });
+            WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
+           RETURNING id
+         ), freed AS (
+           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
+            WHERE transaction_hash = (SELECT transaction_hash FROM s)
+           RETURNING address
+         )
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId, ledger, settledAt, evidence],
+        'settle_finalize_settled',
+      );
+      return rows[0].done === 1;
     },
 
     async finalizeFailed(settlementId, code, reason) {
-      return db.transaction(async (transaction) => {
-        const done = await update(
-          `UPDATE settlements SET status = 'failed', evidence = 'failed_settlement', updated_at = now()
-           WHERE id = :settlementId AND status = 'pending' RETURNING payment_attempt_id`,
-          { settlementId },
-          transaction,
-        );
-        if (done === 0) return false;
-        await db.query(
-          `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = :code, failure_reason = :reason
-           WHERE id = (SELECT payment_attempt_id FROM settlements WHERE id = :settlementId) AND status = 'settlement_pending'`,
-          { replacements: { settlementId, code, reason }, transaction },
-        );
-        await db.query(
-          `UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code = :code, failure_reason = :reason, updated_at = now()
-           WHERE settlement_id = :settlementId`,
-          { replacements: { settlementId, code, reason }, transaction },
-        );
-        await freeChannel(settlementId, transaction);
-        return true;
-      });
+      // One statement, as finalizeSettled: pending -> failed on the settlement, then the attempt, its receipt, the channel.
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET status = 'failed', evidence = 'failed_settlement', updated_at = now()
+            WHERE id = $1::text AND status = 'pending'
+           RETURNING payment_attempt_id, transaction_hash
+         ), attempt AS (
+           UPDATE payment_attempts SET status = 'settlement_failed', failure_code = $2::text, failure_reason = $3::text
+            WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
+           RETURNING id
+         ), receipt AS (
+           UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code = $2::text, failure_reason = $3::text, updated_at = now()
+            WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
+           RETURNING id
+         ), freed AS (
+           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
+            WHERE transaction_hash = (SELECT transaction_hash FROM s)
+           RETURNING address
+         )
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId, code, reason],
+        'settle_finalize_failed',
+      );
+      return rows[0].done === 1;
     },
 
     async findSettlementByAttempt(attemptId) {
