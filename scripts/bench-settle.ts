@@ -98,7 +98,10 @@ runBench(async () => {
   console.log(`settle with 2 service processes sharing one channel pool, local network at ${ledgerMs} ms ledgers (local simulation)`);
   for (const n of rounds) {
     const secrets = (await channelSecrets(net, n)).join(',');
-    const env = { STELLAR_TESTNET_CHANNEL_SECRETS: secrets, FACILITATOR_CONFIRM_WAIT_MS: '120000' };
+    // Each service holds about half the channels: its database pool (DATABASE_POOL_MAX) is sized to them, so the
+    // settles holding channels do not queue for connections (BENCH_DB_POOL_MAX overrides; 10 is the service default).
+    const poolMax = process.env.BENCH_DB_POOL_MAX ?? String(Math.min(40, Math.max(10, Math.ceil(n / 2) + 4)));
+    const env = { STELLAR_TESTNET_CHANNEL_SECRETS: secrets, FACILITATOR_CONFIRM_WAIT_MS: '120000', DATABASE_POOL_MAX: poolMax };
     const services: ServiceProcess[] = [];
     for (let i = 0; i < 2; i++) services.push(await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets, env, cpuProfile: profile }));
     let window: { fromUs: number; toUs: number } | undefined;
@@ -212,7 +215,7 @@ runBench(async () => {
         `      channel turnaround: free between two transactions p50 ${median(gaps).toFixed(0)} ms, p90 ${quantile(gaps, 0.9).toFixed(0)} ms; ` +
           `in flight (pending record -> final) p50 ${median(inFlight).toFixed(0)} ms; consecutive transactions of a channel ${ledgerSteps.filter((s) => s === 1).length}/${ledgerSteps.length} in the next ledger; ` +
           `burst answers p50 ${median(answers.map((a) => a.ms)).toFixed(0)} ms; ` +
-          `CPU during the burst (${elapsed.toFixed(1)} s): services ${cpu.services.map((c) => c.toFixed(1)).join(' + ')} s, network ${cpu.network.toFixed(1)} s, PostgreSQL ${cpu.postgres.toFixed(1)} s`,
+          `CPU during the burst (${elapsed.toFixed(1)} s): services ${cpu.services.map((c) => c.toFixed(1)).join(' + ')} s, network ${cpu.network.toFixed(1)} s, PostgreSQL ${cpu.postgres.toFixed(1)} s; database pool ${poolMax} per service`,
       );
 
       // 2. Latency: one settle at a time, each at a random point of a ledger.

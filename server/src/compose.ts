@@ -41,6 +41,8 @@ export interface ServiceOptions {
   bodyLimitBytes: number;
   /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
   statementTimeoutMs?: number;
+  /** Connections in the database pool (default DEFAULT_POOL_MAX). */
+  databasePoolMax?: number;
   responseValidation: boolean;
   logger: Logger;
   /** LOG_REQUESTS: one log line per request. */
@@ -77,7 +79,7 @@ export function loadBundledSpec(): AppSpec {
 type AppSpec = Parameters<typeof createApp>[0]['spec'];
 
 export async function createService(opts: ServiceOptions): Promise<Service> {
-  const db = createSequelize(opts.databaseUrl, { statementTimeoutMs: opts.statementTimeoutMs });
+  const db = createSequelize(opts.databaseUrl, { statementTimeoutMs: opts.statementTimeoutMs, poolMax: opts.databasePoolMax });
   defineModels(db);
   const metrics = createMetrics(opts.environment);
   const spec = loadBundledSpec();

@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './logger';
+import { DEFAULT_POOL_MAX, MAX_POOL_MAX } from './data/database';
 
 export type NetworkId = 'stellar:testnet' | 'stellar:pubnet';
 export const NETWORK_IDS: readonly NetworkId[] = ['stellar:testnet', 'stellar:pubnet'];
@@ -43,6 +44,8 @@ export interface Config {
   bodyLimitBytes: number;
   /** statement_timeout of every database connection of the service, in ms (0 = none). */
   statementTimeoutMs: number;
+  /** Connections in the service's database pool (DATABASE_POOL_MAX). */
+  databasePoolMax: number;
   localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string };
   networks: NetworkConfig[];
   domainVerificationTestMode: boolean;
@@ -228,6 +231,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 16 * 1024 * 1024),
     statementTimeoutMs: r.int('DATABASE_STATEMENT_TIMEOUT_MS', 15_000, 0, 600_000),
+    databasePoolMax: r.int('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, 1, MAX_POOL_MAX),
     localNetwork: {
       enabled: localNetworkEnabled,
       host: r.str('LOCAL_NETWORK_HOST', '127.0.0.1'),

@@ -123,6 +123,7 @@ async function main(): Promise<void> {
     rateLimit: config.rateLimit,
     bodyLimitBytes: config.bodyLimitBytes,
     statementTimeoutMs: config.statementTimeoutMs,
+    databasePoolMax: config.databasePoolMax,
     responseValidation: config.responseValidation,
     logger,
     logRequests: config.logRequests,

@@ -8,17 +8,22 @@ export { QueryTypes, Transaction };
 /** Default bound on one SQL statement of the service (DATABASE_STATEMENT_TIMEOUT_MS); 0 turns it off. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 
+/** Default size of the service's connection pool per process (DATABASE_POOL_MAX), and its bound. */
+export const DEFAULT_POOL_MAX = 10;
+export const MAX_POOL_MAX = 100;
+
 /**
- * The service's connection pool. Every connection carries `statement_timeout`, so no query (a slow search, a lock
- * wait) can hold a connection longer than that: PostgreSQL cancels it and the request answers an error instead of
- * exhausting the pool. Migrations use their own pool without the bound.
+ * The service's connection pool (`poolMax` connections, default DEFAULT_POOL_MAX, at most MAX_POOL_MAX). Every
+ * connection carries `statement_timeout`, so no query (a slow search, a lock wait) can hold a connection longer
+ * than that: PostgreSQL cancels it and the request answers an error instead of exhausting the pool. Migrations use
+ * their own pool without the bound.
  */
 export function createSequelize(databaseUrl: string, opts: { poolMax?: number; statementTimeoutMs?: number } = {}): Sequelize {
   const statementTimeout = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   return new Sequelize(databaseUrl, {
     dialect: 'postgres',
     logging: false,
-    pool: { max: opts.poolMax ?? 10, min: 0, idle: 10_000, acquire: 30_000 },
+    pool: { max: Math.min(MAX_POOL_MAX, Math.max(1, opts.poolMax ?? DEFAULT_POOL_MAX)), min: 0, idle: 10_000, acquire: 30_000 },
     dialectOptions: { application_name: 'paid-api-marketplace', ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}) },
   });
 }
