@@ -208,7 +208,9 @@ async function explainCandidateStep(db: BenchDatabase): Promise<void> {
   };
   console.log(`\n--- EXPLAIN (ANALYZE, BUFFERS) of the candidate step over ${n} documents; tiers ${tiers.map((t) => `${t.size} (bucket ${t.bucket})`).join(', ') || 'none'} ---`);
   for (const q of ['translate', 'weather forecast', 'image generator', 'realtime stock feed']) {
-    console.log(`  "${q}" unrestricted: ${await plan(`SELECT d.resource_id FROM search_documents d WHERE d.document @@ websearch_to_tsquery('english', $1) AND d.discoverable ORDER BY d.static_score DESC, d.resource_id DESC LIMIT 300`, [q])}`);
+    const unrestricted = (order: string) => `SELECT d.resource_id FROM search_documents d WHERE d.document @@ websearch_to_tsquery('english', $1) AND d.discoverable ORDER BY ${order} DESC, d.resource_id DESC LIMIT 300`;
+    console.log(`  "${q}" unrestricted, planner's choice: ${await plan(unrestricted('d.static_score'), [q])}`);
+    console.log(`  "${q}" unrestricted, GIN bitmap (the service's form): ${await plan(unrestricted('d.static_score + 0'), [q])}`);
     for (const t of tiers) {
       console.log(
         `  "${q}" tier ${t.size}: ${await plan(
