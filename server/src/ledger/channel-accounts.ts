@@ -32,6 +32,10 @@ export interface LeasedChannel extends ChannelLease {
 
 interface Waiter {
   wake(): void;
+  /** A channel was released in this process since this waiter last tried: it asks the lease table at once. */
+  granted: boolean;
+  /** Asking the lease table now. */
+  trying: boolean;
 }
 
 /** How often a settle waiting for a channel (not at the head of the queue) runs its `whileWaiting` check. */
@@ -83,8 +87,9 @@ export class ChannelAccountPool implements ChannelLeaser {
 
   /**
    * Takes a free channel. When none is free, the caller joins this process's queue for the network: only the head of
-   * the queue asks the database again (backing off up to `pollMs`), and a channel released in this process wakes it at
-   * once, so waiting settles do not poll the lease table each. Others in the queue run `opts.whileWaiting` every
+   * the queue asks the database again (backing off up to `pollMs`), and each channel released in this process wakes
+   * one more waiter at once (the first not already asking), so waiting settles do not poll the lease table each, and
+   * channels freed together (one ledger's final answers) are taken by as many waiters in parallel, not one by one. Others in the queue run `opts.whileWaiting` every
    * WAITER_CHECK_MS (it may throw to stop waiting: the settle whose attempt was claimed by another). Gives up after
    * `acquireTimeoutMs` with SERVICE_UNAVAILABLE and Retry-After. The queue only orders this process's own tries: the
    * lease itself is always decided by the database.
@@ -101,16 +106,22 @@ export class ChannelAccountPool implements ChannelLeaser {
       if (address) return this.leased(network, known, address, token);
     }
     const deadline = Date.now() + this.acquireTimeoutMs;
-    const me: Waiter = { wake: () => undefined };
+    const me: Waiter = { wake: () => undefined, granted: false, trying: false };
     queue.push(me);
     let wait = Math.min(this.pollMs, 10);
     let checked = Date.now();
     try {
       for (;;) {
         const head = queue[0] === me;
-        if (head) {
-          const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
-          if (address) return this.leased(network, known, address, token);
+        if (head || me.granted) {
+          me.granted = false;
+          me.trying = true;
+          try {
+            const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
+            if (address) return this.leased(network, known, address, token);
+          } finally {
+            me.trying = false;
+          }
         }
         const left = deadline - Date.now();
         if (left <= 0) {
@@ -138,7 +149,17 @@ export class ChannelAccountPool implements ChannelLeaser {
       if (i >= 0) queue.splice(i, 1);
       // The next in line tries at once: the head leaving may mean more channels are free, or it is simply its turn.
       if (i === 0) queue[0]?.wake();
+      // Woken for a released channel but leaving without asking (its attempt was claimed elsewhere): pass it on.
+      if (me.granted) this.grantOne(network);
     }
+  }
+
+  /** Wakes the first waiter of the network that is not asking the lease table already (nor woken for it). */
+  private grantOne(network: string): void {
+    const w = this.queueOf(network).find((x) => !x.trying && !x.granted);
+    if (!w) return;
+    w.granted = true;
+    w.wake();
   }
 
   private queueOf(network: string): Waiter[] {
@@ -166,8 +187,9 @@ export class ChannelAccountPool implements ChannelLeaser {
         try {
           if (!opts?.freed) await this.leases.release(network, address, token);
         } finally {
-          // A channel of this pool may be free now (this one, or the one the final answer of its transaction freed).
-          this.queueOf(network)[0]?.wake();
+          // A channel of this pool may be free now (this one, or the one the final answer of its transaction freed):
+          // one more waiter asks for it at once.
+          this.grantOne(network);
         }
       },
       renew,
