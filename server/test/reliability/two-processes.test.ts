@@ -84,7 +84,10 @@ describe('two server processes on one database (scale-out)', () => {
 
     balances.buyerBefore = network.balance(buyer.publicKey(), 'USDC');
     balances.sellerBefore = network.balance(payTo, 'USDC');
-    const firstLedger = network.latestLedger();
+    // The buyer's funding (friendbot, faucet) goes into the open ledger: close it, so that every transaction from
+    // the next ledger on is the storm's.
+    await network.closeLedger();
+    const firstLedger = network.latestLedger() + 1;
 
     const body = JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId });
     answers = await Promise.all(Array.from({ length: STORM }, (_, i) => postJson(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)));
