@@ -2,7 +2,7 @@ import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models';
 import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
-import type { Seller } from '../domain/sellers/types';
+import { toSeller } from './seller-repository';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository, RankedItem, SearchOptions } from '../domain/discovery/types';
 
 
@@ -296,16 +296,7 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
         'catalog_facts',
       );
       if (!row) return { seller: null, payToOwner: null, domainVerifiedByOther: false };
-      const seller: Seller = {
-        id: row.id as string,
-        displayName: row.displayName as string,
-        walletAddress: row.walletAddress as string,
-        domain: row.domain as string,
-        domainVerifiedAt: (row.domainVerifiedAt as Date | null) ?? null,
-        createdAt: row.createdAt as Date,
-        updatedAt: row.updatedAt as Date,
-      };
-      return { seller, payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther) };
+      return { seller: toSeller(row), payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther) };
     },
 
     async catalog(write) {

@@ -85,6 +85,16 @@ export interface VerifiedAttemptWriter {
   dropVerifiedAttempt(id: string): Promise<void>;
 }
 
+/**
+ * The last CTE of both final-answer statements: the channel pinned to the settled transaction (CTE `s` returns its
+ * hash) is free again, in the same statement that recorded the ledger's answer.
+ */
+const FREE_PINNED_CHANNEL = `freed AS (
+           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
+            WHERE transaction_hash = (SELECT transaction_hash FROM s)
+           RETURNING address
+         )`;
+
 export function createPaymentRepository(db: Sequelize): PaymentRepository & VerifiedAttemptWriter & { resourceRef(id: string): Promise<ResourceTermsRef | null> } {
   async function update(sql: string, replacements: Record<string, unknown>, transaction?: Transaction): Promise<number> {
     const rows = await db.query(sql, { replacements, type: QueryTypes.SELECT, transaction });
@@ -325,11 +335,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
              failure_code = NULL, failure_reason = NULL, updated_at = now()
             WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
            RETURNING id
-         ), freed AS (
-           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
-            WHERE transaction_hash = (SELECT transaction_hash FROM s)
-           RETURNING address
-         )
+         ), ${FREE_PINNED_CHANNEL}
          SELECT count(*)::int AS done FROM s`,
         [settlementId, ledger, settledAt, evidence],
         'settle_finalize_settled',
@@ -353,11 +359,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
            UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code = $2::text, failure_reason = $3::text, updated_at = now()
             WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
            RETURNING id
-         ), freed AS (
-           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
-            WHERE transaction_hash = (SELECT transaction_hash FROM s)
-           RETURNING address
-         )
+         ), ${FREE_PINNED_CHANNEL}
          SELECT count(*)::int AS done FROM s`,
         [settlementId, code, reason],
         'settle_finalize_failed',

@@ -2,7 +2,8 @@ import { Op, QueryTypes, type Sequelize } from 'sequelize';
 import { ApiKeyModel, DomainChallengeModel, SellerModel } from './models';
 import type { Seller, SellerRepository, ApiKeyRecord, DomainChallenge, WalletChallenge } from '../domain/sellers/types';
 
-function toSeller(row: Record<string, unknown>): Seller {
+/** A seller row (camelCase columns) as the domain's Seller. */
+export function toSeller(row: Record<string, unknown>): Seller {
   return {
     id: row.id as string,
     displayName: row.displayName as string,

@@ -9,7 +9,7 @@ import http from 'node:http';
 import { createService, type Service } from '../../src/compose';
 import { createLogger } from '../../src/logger';
 import { OPERATOR_KEY, testNetworks } from '../support/test-service';
-import { postJson, type Answer } from './support/over-http';
+import { postJson, stormTally, type Answer } from './support/over-http';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
 
 const STORM = 1_000;
@@ -137,14 +137,6 @@ describe('duplicate storm across two service instances on one database', () => {
   });
 
   it('exactly one settle succeeds; every other answer is 409 REPLAY_DETECTED in the envelope (none is a 5xx, a timeout, or a second success)', () => {
-    const successes = answers.filter((r) => r.status === 200 || r.status === 202);
-    const replays = answers.filter((r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED');
-    const others = answers.filter((r) => !successes.includes(r) && !replays.includes(r));
-    const tally = others.reduce<Record<string, number>>((acc, r) => {
-      const k = `${r.status} ${r.body.error?.code ?? r.body.status ?? ''}`;
-      acc[k] = (acc[k] ?? 0) + 1;
-      return acc;
-    }, {});
-    expect({ successes: successes.length, replays: replays.length, others: tally }).toEqual({ successes: 1, replays: STORM - 1, others: {} });
+    expect(stormTally(answers)).toEqual({ successes: 1, replays: STORM - 1, others: {} });
   });
 });

@@ -46,3 +46,20 @@ export async function sellerWithResourceOverHttp(baseUrl: string, network: Local
   const body = (await created.json()) as { resource?: { id: string }; id?: string };
   return { seller, resourceId: (body.resource?.id ?? body.id) as string, payTo: seller.wallet.publicKey() };
 }
+
+/**
+ * What a storm of N settles of one payment must answer: exactly one success (200, or 202 while pending) and N - 1
+ * `409 REPLAY_DETECTED` in the envelope; anything else (a 5xx, a client timeout, a second success) is tallied by
+ * status and code so a failure names it.
+ */
+export function stormTally(answers: Answer[]): { successes: number; replays: number; others: Record<string, number> } {
+  const successes = answers.filter((r) => r.status === 200 || r.status === 202);
+  const replays = answers.filter((r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED');
+  const others = answers.filter((r) => !successes.includes(r) && !replays.includes(r));
+  const tally = others.reduce<Record<string, number>>((acc, r) => {
+    const k = `${r.status} ${r.body.error?.code ?? r.body.status ?? ''}`;
+    acc[k] = (acc[k] ?? 0) + 1;
+    return acc;
+  }, {});
+  return { successes: successes.length, replays: replays.length, others: tally };
+}
