@@ -14,7 +14,7 @@ export interface RpcProbe {
 }
 
 /** One JSON-RPC call with its own deadline: the request (and its socket) is aborted when the RPC does not answer. */
-async function call<T>(rpcUrl: string, method: string, timeoutMs: number): Promise<T> {
+export async function rpcCall<T>(rpcUrl: string, method: string, timeoutMs: number): Promise<T> {
   const res = await fetch(rpcUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -39,7 +39,7 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
   let healthy = false;
   let latestLedger: number | null = null;
   try {
-    const health = await call<{ status?: string; latestLedger?: number }>(rpcUrl, 'getHealth', timeoutMs);
+    const health = await rpcCall<{ status?: string; latestLedger?: number }>(rpcUrl, 'getHealth', timeoutMs);
     healthy = health.status === 'healthy';
     latestLedger = typeof health.latestLedger === 'number' ? health.latestLedger : null;
   } catch (err) {
@@ -47,7 +47,7 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
     error = (err as Error).message;
   }
   try {
-    const latest = await call<{ sequence?: number }>(rpcUrl, 'getLatestLedger', timeoutMs);
+    const latest = await rpcCall<{ sequence?: number }>(rpcUrl, 'getLatestLedger', timeoutMs);
     if (typeof latest.sequence === 'number') latestLedger = latest.sequence;
     else throw new Error('getLatestLedger answered no sequence');
   } catch (err) {

@@ -1,6 +1,6 @@
-import { rpc } from '@stellar/stellar-sdk';
 import type { Logger } from '../logger';
 import type { NetworkRegistry } from './network-registry';
+import { rpcCall } from './rpc-health';
 
 /** What this service's local network simulator answers in getVersionInfo (local-network/rpc-methods.ts). */
 const SIMULATOR_MARK = 'local-simulation';
@@ -22,11 +22,9 @@ export function detectLocalSimulators(registry: NetworkRegistry, logger: Logger,
     .list()
     .filter((n) => n.rpcUrl && !n.local)
     .map(async (n) => {
-      const server = new rpc.Server(n.rpcUrl!, { allowHttp: n.rpcUrl!.startsWith('http://'), timeout: timeoutMs });
       while (!stopped) {
         try {
-          const info = await server.getVersionInfo();
-          const raw = info as unknown as Record<string, unknown>;
+          const raw = await rpcCall<Record<string, unknown>>(n.rpcUrl!, 'getVersionInfo', timeoutMs);
           if (raw.commitHash === SIMULATOR_MARK || raw.captiveCoreVersion === SIMULATOR_MARK || raw.commit_hash === SIMULATOR_MARK) {
             registry.markLocal(n.network);
             logger.info('the configured RPC is the local network simulator: evidence is local simulation', { network: n.network });

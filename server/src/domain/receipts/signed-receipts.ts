@@ -59,8 +59,9 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
     async jwks() {
       const own = deps.signer.jwks().keys;
       const shared = deps.sharedKeys ? await deps.sharedKeys() : [];
-      const seen = new Set(own.map((k) => k.kid));
-      return { keys: [...own, ...shared.filter((k) => !seen.has(k.kid) && (seen.add(k.kid), true))] };
+      const byKid = new Map(own.map((k) => [k.kid, k]));
+      for (const k of shared) if (!byKid.has(k.kid)) byKid.set(k.kid, k);
+      return { keys: [...byKid.values()] };
     },
     payerOf: (id) => deps.payerOf(id),
   };
