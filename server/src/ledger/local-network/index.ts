@@ -75,6 +75,17 @@ export interface LocalNetwork {
   /** Decimal string, '0' when none. */
   balance(address: string, assetCode: string | 'XLM'): string;
   hasTrustline(address: string, assetCode: string): boolean;
+  /**
+   * Moves the network clock forward by `seconds` (local convenience): the next ledger closes that much later, so
+   * tests can pass a transaction's maxTime without waiting.
+   */
+  advanceClock(seconds: number): void;
+  /**
+   * Surge pricing (local convenience): transactions bidding less than `stroops` of inclusion fee per operation
+   * are refused with txInsufficientFee, the fee charged becomes this minimum, and getFeeStats reports at least it.
+   * Back to normal with setMinimumInclusionFee(100). Same as POST /surge {"minInclusionFee": "500"}.
+   */
+  setMinimumInclusionFee(stroops: number | bigint): void;
   /** Assets whose balances were moved from an old data file's local issuer to the hosted issuer at start. */
   migrated: MigratedAsset[];
   /** The self-signed certificate when started with `tls: true` (trust it with trustCertificate()). */
@@ -172,6 +183,8 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     },
     balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
+    advanceClock: (seconds) => ledger.advanceClock(seconds),
+    setMinimumInclusionFee: (stroops) => ledger.setMinimumInclusionFee(BigInt(stroops)),
     certificatePem: tls?.certPem,
     stop: async () => {
       if (stopped) return;

@@ -1,7 +1,7 @@
 import { Address, Asset, Keypair, StrKey, nativeToScVal, xdr } from '@stellar/stellar-sdk';
 import { ASSET_DECIMALS, PERSISTENT_ENTRY_TTL } from './constants';
 import { AssetRegistry, RegisteredAsset, assetIdOf } from './asset-registry';
-import { AccountRecord, LedgerRecord, LedgerView, TrustlineRecord, entryKey } from './ledger-state';
+import { AccountRecord, LedgerRecord, LedgerView, TrustlineRecord, entryKey, thresholdsOf } from './ledger-state';
 
 /**
  * Translation between the simulator's records and real Stellar ledger XDR: LedgerKeys as clients build them and
@@ -51,6 +51,17 @@ function sacBalanceKey(holder: string): xdr.ScVal {
 
 const i64 = (value: bigint): xdr.Int64 => xdr.Int64.fromString(value.toString());
 
+function liabilitiesXdr(record: AccountRecord | TrustlineRecord): xdr.Liabilities | undefined {
+  if (!record.liabilities || (record.liabilities.buying === 0n && record.liabilities.selling === 0n)) return undefined;
+  return new xdr.Liabilities({ buying: i64(record.liabilities.buying), selling: i64(record.liabilities.selling) });
+}
+
+function accountExt(record: AccountRecord): xdr.AccountEntryExt {
+  const liabilities = liabilitiesXdr(record);
+  if (!liabilities) return new xdr.AccountEntryExt(0);
+  return new xdr.AccountEntryExt(1, new xdr.AccountEntryExtensionV1({ liabilities, ext: new xdr.AccountEntryExtensionV1Ext(0) }));
+}
+
 function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntryData {
   return xdr.LedgerEntryData.account(
     new xdr.AccountEntry({
@@ -59,13 +70,21 @@ function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntry
       seqNum: xdr.Int64.fromString(record.seqNum.toString()),
       numSubEntries: record.numSubEntries,
       inflationDest: null,
-      flags: 0,
+      flags: record.flags ?? 0,
       homeDomain: '',
-      thresholds: Buffer.from([1, 0, 0, 0]),
-      signers: [],
-      ext: new xdr.AccountEntryExt(0),
+      thresholds: Buffer.from(thresholdsOf(record)),
+      signers: (record.signers ?? []).map(
+        (s) => new xdr.Signer({ key: xdr.SignerKey.signerKeyTypeEd25519(StrKey.decodeEd25519PublicKey(s.key)), weight: s.weight }),
+      ),
+      ext: accountExt(record),
     }),
   );
+}
+
+function trustlineExt(record: TrustlineRecord): xdr.TrustLineEntryExt {
+  const liabilities = liabilitiesXdr(record);
+  if (!liabilities) return new xdr.TrustLineEntryExt(0);
+  return new xdr.TrustLineEntryExt(1, new xdr.TrustLineEntryV1({ liabilities, ext: new xdr.TrustLineEntryV1Ext(0) }));
 }
 
 function trustlineEntry(accountId: string, asset: Asset, record: TrustlineRecord): xdr.LedgerEntryData {
@@ -75,8 +94,8 @@ function trustlineEntry(accountId: string, asset: Asset, record: TrustlineRecord
       asset: asset.toTrustLineXDRObject(),
       balance: i64(record.balance),
       limit: i64(record.limit),
-      flags: TRUSTLINE_AUTHORIZED_FLAG,
-      ext: new xdr.TrustLineEntryExt(0),
+      flags: record.flags ?? TRUSTLINE_AUTHORIZED_FLAG,
+      ext: trustlineExt(record),
     }),
   );
 }

@@ -9,32 +9,15 @@ import { invokeHost } from './host-invoke';
 import { LedgerView, entryKey, getAccount, getTrustline } from './ledger-state';
 import { ParsedTransaction, operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
+import { setOptions } from './set-options';
+import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
+
+export type { OperationContext, OperationOutcome } from './operation-outcome';
 
 /**
  * Applies one operation at ledger close: createAccount, payment (XLM and issued assets, trustlines required),
  * changeTrust, and invokeHostFunction on a Stellar Asset Contract. Each returns a real OperationResult.
  */
-
-export interface OperationContext {
-  view: LedgerView;
-  registry: AssetRegistry;
-  passphrase: string;
-  networkId: Buffer;
-  ledgerSeq: number;
-  tx: ParsedTransaction;
-}
-
-export interface OperationOutcome {
-  result: xdr.OperationResult;
-  success: boolean;
-  events: xdr.ContractEvent[];
-  returnValue?: xdr.ScVal;
-  /** Why a Soroban invocation failed, for diagnostics. */
-  error?: string;
-}
-
-const inner = (tr: xdr.OperationResultTr): xdr.OperationResult => xdr.OperationResult.opInner(tr);
-const done = (result: xdr.OperationResult, success: boolean, events: xdr.ContractEvent[] = []): OperationOutcome => ({ result, success, events });
 
 function eventSource(asset: Asset, ctx: OperationContext): AssetEventSource & AssetRef {
   const registered = ctx.registry.find(assetIdOf(asset));
@@ -165,6 +148,8 @@ export function applyOperation(ctx: OperationContext, op: Operation): OperationO
       return changeTrust(ctx, source, op);
     case 'invokeHostFunction':
       return invokeHostFunction(ctx, source, op);
+    case 'setOptions':
+      return setOptions(ctx, source, op);
     default:
       return done(operationCodeResult('opNotSupported'), false);
   }

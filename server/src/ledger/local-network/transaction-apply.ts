@@ -21,6 +21,8 @@ export interface ApplyContext {
   networkId: Buffer;
   ledgerSeq: number;
   closeTime: number;
+  /** Minimum inclusion fee per operation in force for this ledger. */
+  minInclusionFee: bigint;
 }
 
 export interface AppliedTransaction {
@@ -68,7 +70,7 @@ function chargeFeeAndSequence(store: LedgerView, tx: ParsedTransaction, fee: big
 }
 
 export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): AppliedTransaction {
-  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq });
+  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee });
   if (!validation.ok) {
     return { status: 'FAILED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
   }
