@@ -81,6 +81,13 @@ export interface LocalNetwork {
    */
   advanceClock(seconds: number): void;
   /**
+   * Freezes (false) or unfreezes (true) `address`'s trustline of `assetCode` as the issuer would with
+   * setTrustLineFlags (local convenience; same as POST /trustline-flags {"address","asset","authorized"}).
+   * Resolves to the transaction hash when the network holds the issuer's key, else undefined (hosted issuer:
+   * the rule is applied to the ledger directly).
+   */
+  setTrustlineAuthorized(address: string, assetCode: string, authorized: boolean): Promise<string | undefined>;
+  /**
    * Surge pricing (local convenience): transactions bidding less than `stroops` of inclusion fee per operation
    * are refused with txInsufficientFee, the fee charged becomes this minimum, and getFeeStats reports at least it.
    * Back to normal with setMinimumInclusionFee(100). Same as POST /surge {"minInclusionFee": "500"}.
@@ -184,6 +191,11 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
     advanceClock: (seconds) => ledger.advanceClock(seconds),
+    setTrustlineAuthorized: async (address, assetCode, authorized) => {
+      const txHash = ledger.setTrustlineAuthorized(address, assetCode, authorized);
+      persist();
+      return txHash;
+    },
     setMinimumInclusionFee: (stroops) => ledger.setMinimumInclusionFee(BigInt(stroops)),
     certificatePem: tls?.certPem,
     stop: async () => {

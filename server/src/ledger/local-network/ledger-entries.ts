@@ -1,7 +1,7 @@
 import { Address, Asset, Keypair, StrKey, nativeToScVal, xdr } from '@stellar/stellar-sdk';
 import { ASSET_DECIMALS, PERSISTENT_ENTRY_TTL } from './constants';
 import { AssetRegistry, RegisteredAsset, assetIdOf } from './asset-registry';
-import { AccountRecord, LedgerRecord, LedgerView, TrustlineRecord, entryKey, thresholdsOf } from './ledger-state';
+import { AccountRecord, LedgerRecord, LedgerView, OfferRecord, TrustlineRecord, entryKey, thresholdsOf } from './ledger-state';
 
 /**
  * Translation between the simulator's records and real Stellar ledger XDR: LedgerKeys as clients build them and
@@ -146,6 +146,21 @@ function sacBalanceValue(amount: bigint): xdr.ScVal {
   ]);
 }
 
+const assetOfId = (assetId: string): Asset => (assetId === 'native' ? Asset.native() : new Asset(...(assetId.split(':') as [string, string])));
+
+export function offerEntry(offer: OfferRecord): xdr.OfferEntry {
+  return new xdr.OfferEntry({
+    sellerId: Keypair.fromPublicKey(offer.seller).xdrAccountId(),
+    offerId: i64(offer.offerId),
+    selling: assetOfId(offer.selling).toXDRObject(),
+    buying: assetOfId(offer.buying).toXDRObject(),
+    amount: i64(offer.amount),
+    price: new xdr.Price({ n: offer.priceN, d: offer.priceD }),
+    flags: 0,
+    ext: new xdr.OfferEntryExt(0),
+  });
+}
+
 /** A ledger entry as getLedgerEntries returns it, still as XDR objects. */
 export interface FoundEntry {
   data: xdr.LedgerEntryData;
@@ -174,6 +189,8 @@ export function recordKeyOf(key: xdr.LedgerKey, registry: AssetRegistry): string
       if (!asset) return undefined;
       return entryKey.trustline(StrKey.encodeEd25519PublicKey(key.trustLine().accountId().ed25519()), assetIdOf(asset));
     }
+    case 'offer':
+      return entryKey.offer(StrKey.encodeEd25519PublicKey(key.offer().sellerId().ed25519()), BigInt(key.offer().offerId().toString()));
     case 'contractData': {
       const cd = key.contractData();
       const contract = Address.fromScAddress(cd.contract()).toString();
@@ -231,6 +248,8 @@ function entryFromRecord(key: xdr.LedgerKey, record: LedgerRecord, latestLedger:
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
     }
+    case 'offer':
+      return { data: xdr.LedgerEntryData.offer(offerEntry(record)), lastModifiedLedgerSeq: record.lastModified };
     case 'nonce': {
       const cd = key.contractData();
       return {

@@ -112,6 +112,8 @@ export interface LedgerView {
   get(key: string): LedgerRecord | undefined;
   set(key: string, record: LedgerRecord): void;
   delete(key: string): void;
+  /** Keys of live entries starting with `prefix` (a scan: for rare operations such as revoking a trustline). */
+  keysWithPrefix(prefix: string): string[];
 }
 
 export function getAccount(view: LedgerView, accountId: string): AccountRecord | undefined {
@@ -173,6 +175,10 @@ export class LedgerStore implements LedgerView {
     this.entries.delete(key);
   }
 
+  keysWithPrefix(prefix: string): string[] {
+    return [...this.entries.keys()].filter((k) => k.startsWith(prefix));
+  }
+
   all(): IterableIterator<[string, LedgerRecord]> {
     return this.entries.entries();
   }
@@ -202,6 +208,16 @@ export class LedgerOverlay implements LedgerView {
 
   delete(key: string): void {
     this.writes.set(key, null);
+  }
+
+  keysWithPrefix(prefix: string): string[] {
+    const keys = new Set(this.parent.keysWithPrefix(prefix));
+    for (const [key, record] of this.writes) {
+      if (!key.startsWith(prefix)) continue;
+      if (record) keys.add(key);
+      else keys.delete(key);
+    }
+    return [...keys];
   }
 
   /** Keys written (or deleted) in this overlay, in first-write order. */

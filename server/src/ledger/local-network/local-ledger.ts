@@ -14,6 +14,9 @@ import { feeBumpResult, transactionResult } from './transaction-results';
 import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
 import { fromStroops } from './amounts';
+import { AccountFlags } from './set-options';
+import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';
+import { TRUSTLINE_AUTHORIZED } from './balances';
 
 /**
  * The simulated ledger: committed state, the queue of accepted transactions, closed ledgers, applied
@@ -141,6 +144,11 @@ export class LocalLedger {
     ];
     for (const [accountId, balance] of wanted) {
       if (!getAccount(this.store, accountId)) this.store.set(entryKey.account(accountId), { ...genesis, balance });
+    }
+    // Issuers can freeze trustlines (AUTH_REVOCABLE), as Circle's USDC issuer can.
+    for (const asset of this.registry.issued()) {
+      const issuer = getAccount(this.store, asset.issuer)!;
+      if (issuer.flags === undefined) this.store.set(entryKey.account(asset.issuer), { ...issuer, flags: AccountFlags.authRevocable });
     }
     for (const asset of this.registry.issued()) {
       if (getTrustline(this.store, rootId, asset.assetId)) continue;
@@ -371,6 +379,28 @@ export class LocalLedger {
     const ledger = this.latest.sequence;
     this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, lastModified: ledger });
     this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
+  }
+
+  /**
+   * Freezes (authorized = false) or unfreezes a trustline as its issuer would with setTrustLineFlags. With the
+   * issuer's key (a generated issuer) it is a real signed transaction applied at once; for a hosted issuer
+   * (Circle's USDC, no key here) the same rule is applied directly to the ledger. Returns the transaction hash,
+   * or undefined for the direct change.
+   */
+  setTrustlineAuthorized(address: string, assetCode: string, authorized: boolean): string | undefined {
+    const asset = this.registry.require(assetCode);
+    if (asset.asset.isNative()) throw new Error('XLM has no trustlines');
+    const issuerKey = this.registry.issuerKeypair(asset.code);
+    if (issuerKey) {
+      const result = this.applyNow(issuerKey, (b) => b.addOperation(Operation.setTrustLineFlags({ trustor: address, asset: asset.asset, flags: { authorized } })));
+      if (!result.ok) throw new Error(`setTrustLineFlags on ${address}'s ${asset.code} trustline failed (no trustline?)`);
+      return result.hash;
+    }
+    const error = authorized
+      ? changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, TRUSTLINE_AUTHORIZED, MAINTAIN_LIABILITIES, this.latest.sequence)
+      : changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, 0, TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES, this.latest.sequence);
+    if (error) throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
+    return undefined;
   }
 
   /** Balance in stroops; the issuer's own asset reports 0 (it has no trustline). */

@@ -83,7 +83,7 @@ export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): Appl
 
   const view = new LedgerOverlay(ctx.store);
   const opCtx = { view, registry: ctx.registry, passphrase: ctx.passphrase, networkId: ctx.networkId, ledgerSeq: ctx.ledgerSeq, tx };
-  const outcomes = tx.operations.map((op) => applyOperation(opCtx, op));
+  const outcomes = tx.operations.map((op, index) => applyOperation(opCtx, op, index));
   const success = outcomes.every((o) => o.success);
   if (success) view.commit();
 
