@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Address, StrKey, hash, xdr } from '@stellar/stellar-sdk';
 import { MAX_ENTRY_TTL } from './constants';
+import { checkAccountContractAuth } from './account-contract';
 import { signerWeight, thresholdOf } from './account-signers';
 import { verifyEd25519 } from './ed25519';
 import { FootprintRecorder } from './footprint';
@@ -62,6 +63,8 @@ function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs)
   }
   const nonce = randomNonce();
   const nonceValue = BigInt(nonce.toString());
+  // The account contract's __check_auth reads its instance when the signed entry is enforced.
+  if (StrKey.isValidContract(address)) ctx.footprint.read(ledgerKeys.contractInstance(address));
   // Recording mode accounts for the nonce entry the signed invocation will write, as the real simulation does.
   ctx.footprint.write(ledgerKeys.nonce(address, nonceValue));
   ctx.view.set(entryKey.nonce(address, nonceValue), { kind: 'nonce', expirationLedger: ctx.currentLedger, lastModified: ctx.currentLedger });
@@ -156,15 +159,18 @@ function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr
   if (expiration > ctx.currentLedger + MAX_ENTRY_TTL - 1) {
     throw new HostError('Auth', 'InvalidInput', `signature expiration ledger ${expiration} is further than the maximum entry lifetime allows`);
   }
-  if (StrKey.isValidContract(address)) {
-    throw new HostError('Auth', 'InvalidAction', 'custom account contracts cannot be executed by the local simulation');
-  }
   const nonce = BigInt(creds.nonce().toString());
   ctx.footprint.write(ledgerKeys.nonce(address, nonce));
   if (getNonce(ctx.view, address, nonce)) {
     throw new HostError('Auth', 'ExistingValue', `nonce ${nonce} was already used by ${address}`);
   }
-  verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+  if (StrKey.isValidContract(address)) {
+    ctx.footprint.read(ledgerKeys.contractInstance(address));
+    const payload = authorizationPayload(ctx.networkId, creds.nonce(), expiration, entry.rootInvocation());
+    checkAccountContractAuth(ctx.view, address, payload, creds.signature());
+  } else {
+    verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+  }
   ctx.view.set(entryKey.nonce(address, nonce), { kind: 'nonce', expirationLedger: expiration, lastModified: ctx.currentLedger });
 }
 

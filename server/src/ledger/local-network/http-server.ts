@@ -119,6 +119,15 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
     convenience(res, () => ({ address, asset, authorized, hash: hooks.ledger.setTrustlineAuthorized(address, asset, authorized) ?? null }));
   });
 
+  app.post('/contract-account', (req, res) => {
+    const { publicKey } = (req.body ?? {}) as { publicKey?: unknown };
+    if (typeof publicKey !== 'string') {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"publicKey": "G..."}' });
+      return;
+    }
+    convenience(res, () => ({ publicKey, contractId: hooks.ledger.deployContractAccount(publicKey), signature: 'bytes(64): ed25519 signature of the 32-byte Soroban authorization payload' }));
+  });
+
   app.post('/surge', (req, res) => {
     const { minInclusionFee } = (req.body ?? {}) as { minInclusionFee?: unknown };
     if (typeof minInclusionFee !== 'string' || !/^\d{1,12}$/.test(minInclusionFee)) {

@@ -70,7 +70,10 @@ export interface LocalNetwork {
   closeLedger(): Promise<number>;
   /** Same as friendbot: creates the account with `xlm` (default friendbotXlm). */
   fundAccount(address: string, xlm?: string): Promise<void>;
-  /** Creates the account if missing, adds the trustline if missing, credits `amount` of `assetCode`. */
+  /**
+   * Creates the account if missing, adds the trustline if missing, credits `amount` of `assetCode`. For a
+   * contract address (C...) it is a SAC transfer from the treasury into the contract's balance.
+   */
   faucet(address: string, assetCode: string, amount: string): Promise<void>;
   /** Decimal string, '0' when none. */
   balance(address: string, assetCode: string | 'XLM'): string;
@@ -80,6 +83,13 @@ export interface LocalNetwork {
    * tests can pass a transaction's maxTime without waiting.
    */
   advanceClock(seconds: number): void;
+  /**
+   * Deploys the built-in ed25519 account contract for `publicKey` (G...) and resolves to its contract id (C...),
+   * the same for the same key (local convenience; same as POST /contract-account {"publicKey"}). Its
+   * __check_auth accepts a signature ScVal bytes(64): the ed25519 signature of the 32-byte Soroban authorization
+   * payload by that key. Fund it with faucet(contractId, 'USDC', amount).
+   */
+  deployContractAccount(publicKey: string): Promise<string>;
   /**
    * Freezes (false) or unfreezes (true) `address`'s trustline of `assetCode` as the issuer would with
    * setTrustLineFlags (local convenience; same as POST /trustline-flags {"address","asset","authorized"}).
@@ -191,6 +201,11 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
     advanceClock: (seconds) => ledger.advanceClock(seconds),
+    deployContractAccount: async (publicKey) => {
+      const contractId = ledger.deployContractAccount(publicKey);
+      persist();
+      return contractId;
+    },
     setTrustlineAuthorized: async (address, assetCode, authorized) => {
       const txHash = ledger.setTrustlineAuthorized(address, assetCode, authorized);
       persist();

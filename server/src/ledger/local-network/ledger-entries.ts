@@ -1,7 +1,8 @@
 import { Address, Asset, Keypair, StrKey, nativeToScVal, xdr } from '@stellar/stellar-sdk';
 import { ASSET_DECIMALS, PERSISTENT_ENTRY_TTL } from './constants';
 import { AssetRegistry, RegisteredAsset, assetIdOf } from './asset-registry';
-import { AccountRecord, LedgerRecord, LedgerView, OfferRecord, TrustlineRecord, entryKey, thresholdsOf } from './ledger-state';
+import { accountContractInstance } from './account-contract';
+import { AccountRecord, LedgerRecord, LedgerView, OfferRecord, TrustlineRecord, entryKey, getAccountContract, thresholdsOf } from './ledger-state';
 
 /**
  * Translation between the simulator's records and real Stellar ledger XDR: LedgerKeys as clients build them and
@@ -24,6 +25,9 @@ export const ledgerKeys = {
   },
   contractData(contract: string, key: xdr.ScVal, durability: xdr.ContractDataDurability): xdr.LedgerKey {
     return xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: new Address(contract).toScAddress(), key, durability }));
+  },
+  contractInstance(contractId: string): xdr.LedgerKey {
+    return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
   },
   sacInstance(contractId: string): xdr.LedgerKey {
     return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
@@ -220,6 +224,14 @@ export function readLedgerEntry(view: LedgerView, registry: AssetRegistry, key: 
       return {
         data: contractDataEntry(contract, cd.key(), cd.durability(), sacInstanceValue(sac)),
         lastModifiedLedgerSeq: GENESIS_LEDGER,
+        liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
+      };
+    }
+    const accountContract = getAccountContract(view, contract);
+    if (accountContract && cd.key().switch().name === 'scvLedgerKeyContractInstance' && cd.durability().name === 'persistent') {
+      return {
+        data: contractDataEntry(contract, cd.key(), cd.durability(), accountContractInstance(accountContract.publicKey)),
+        lastModifiedLedgerSeq: accountContract.lastModified,
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
     }

@@ -1,5 +1,6 @@
-import { Account, Keypair, Operation, StrKey, TransactionBuilder, hash, xdr } from '@stellar/stellar-sdk';
-import { AssetRegistry } from './asset-registry';
+import { Account, Address, Keypair, Operation, SorobanDataBuilder, StrKey, TransactionBuilder, hash, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+import { AssetRegistry, RegisteredAsset } from './asset-registry';
+import { deployAccountContract } from './account-contract';
 import { availableNative, balanceOf } from './balances';
 import { BASE_FEE, BASE_RESERVE, LEDGER_RETENTION_WINDOW, MAX_INT64 } from './constants';
 import { EventRecord, eventId } from './event-query';
@@ -365,11 +366,41 @@ export class LocalLedger {
    */
   faucet(address: string, assetCode: string, stroops: bigint, fundXlm: bigint): string {
     const asset = this.registry.require(assetCode);
+    if (StrKey.isValidContract(address)) return this.fundContract(address, asset, stroops);
     if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
     if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
     const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
     if (!result.ok) throw new Error(`faucet payment of ${asset.code} to ${address} failed (trustline limit?)`);
     return result.hash;
+  }
+
+  /**
+   * Faucet for a contract address (C...): a real SAC transfer from the root treasury, simulated for its footprint
+   * and applied at once, so the contract's SAC `Balance` entry holds the amount.
+   */
+  private fundContract(contractId: string, asset: RegisteredAsset, stroops: bigint): string {
+    const rootId = this.root.publicKey();
+    const args = [new Address(rootId).toScVal(), new Address(contractId).toScVal(), nativeToScVal(stroops, { type: 'i128' })];
+    const op = Operation.invokeContractFunction({ contract: asset.contractId, function: 'transfer', args }) as xdr.Operation<Operation.InvokeHostFunction>;
+    const rootAccount = getAccount(this.store, rootId)!;
+    const draft = new TransactionBuilder(new Account(rootId, rootAccount.seqNum.toString()), { fee: BASE_FEE.toString(), networkPassphrase: this.passphrase })
+      .addOperation(op)
+      .setTimeout(CONVENIENCE_TX_TIMEOUT)
+      .build();
+    const sim = this.simulate(draft.toXDR());
+    if (sim.error || !sim.transactionData) throw new Error(`faucet transfer to ${contractId} failed in simulation: ${sim.error ?? 'no data'}`);
+    const auth = (sim.results?.[0]?.auth ?? []).map((a) => xdr.SorobanAuthorizationEntry.fromXDR(a, 'base64'));
+    const func = (draft.operations[0] as Operation.InvokeHostFunction).func;
+    const result = this.applyNow(this.root, (b) =>
+      b.setSorobanData(new SorobanDataBuilder(sim.transactionData).build()).addOperation(Operation.invokeHostFunction({ func, auth })),
+    );
+    if (!result.ok) throw new Error(`faucet transfer of ${asset.code} to ${contractId} failed`);
+    return result.hash;
+  }
+
+  /** Deploys the built-in ed25519 account contract for `publicKey` (idempotent); returns its contract id. */
+  deployContractAccount(publicKey: string): string {
+    return deployAccountContract(this.store, this.networkId, this.root.publicKey(), publicKey, this.latest.sequence);
   }
 
   private addTrustline(address: string, assetId: string): void {
