@@ -218,8 +218,12 @@ export class LocalLedger {
     this.pendingSources.clear();
     this.latestTxCount = 0;
     this.ledgers.push(header);
-    const included = queue.filter((tx) => validateTransaction(tx, this.validationContext(header.closeTime, header.sequence)).ok);
-    included.forEach((tx) => this.record(tx, this.applySafely(tx, header), header));
+    const included = queue.filter((tx) => {
+      const applied = this.applySafely(tx, header);
+      if (applied.status === 'DROPPED') return false;
+      this.record(tx, applied, header);
+      return true;
+    });
     this.sampleFees(included, header.sequence);
     header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|'))).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
@@ -266,7 +270,7 @@ export class LocalLedger {
     const applicationOrder = this.latestTxCount;
     const record: TransactionRecord = {
       hash: tx.hash,
-      status: applied.status,
+      status: applied.status === 'SUCCESS' ? 'SUCCESS' : 'FAILED',
       ledger: header.sequence,
       createdAt: header.closeTime,
       applicationOrder,
@@ -347,6 +351,7 @@ export class LocalLedger {
     const header = this.latest;
     // Conveniences pay the base fee whatever the surge: they are not competing for ledger space.
     const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE }, parsed);
+    if (applied.status === 'DROPPED') return { hash: parsed.hash, ok: false };
     this.record(parsed, applied, header);
     return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };
   }
