@@ -97,6 +97,30 @@ describe('frozen trustlines and selling liabilities', () => {
     });
   });
 
+  describe('issuer with AUTH_REQUIRED', () => {
+    it('a new trustline starts unauthorized: the issuer\'s payment fails with paymentNotAuthorized until it authorizes the line', async () => {
+      const issuer = eurcIssuer.publicKey();
+      await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 1 })]);
+      try {
+        const holder = await fundedAccount(network, '0');
+        expect((await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.changeTrust({ asset: eurc })])).final?.status).toBe('SUCCESS');
+        expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+        const pay = () => classicTransaction(network, server, issuer, [eurcIssuer], [Operation.payment({ destination: holder.publicKey(), asset: eurc, amount: '2' })]);
+        const refused = await pay();
+        expect(refused.final?.status).toBe('FAILED');
+        if (refused.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
+        expect(operationResult(refused.final.resultXdr).paymentResult().switch().name).toBe('paymentNotAuthorized');
+        await classicTransaction(network, server, issuer, [eurcIssuer], [
+          Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: true } }),
+        ]);
+        expect((await pay()).final?.status).toBe('SUCCESS');
+        expect(network.balance(holder.publicKey(), 'EURC')).toBe('2');
+      } finally {
+        await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ clearFlags: 1 })]);
+      }
+    });
+  });
+
   describe('selling liabilities', () => {
     async function sellOffer(seller: Keypair, amount: string, offerId = '0') {
       const { final } = await classicTransaction(network, server, seller.publicKey(), [seller], [

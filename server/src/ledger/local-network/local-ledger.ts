@@ -16,6 +16,7 @@ import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
 import { fromStroops } from './amounts';
 import { AccountFlags } from './set-options';
+import { newTrustlineFlags } from './operation-apply';
 import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';
 import { TRUSTLINE_AUTHORIZED } from './balances';
 
@@ -413,7 +414,8 @@ export class LocalLedger {
     if (!account) throw new Error(`account ${address} does not exist`);
     if (availableNative(account) < BASE_RESERVE) throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
     const ledger = this.latest.sequence;
-    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, lastModified: ledger });
+    const flags = newTrustlineFlags(getAccount(this.store, assetId.split(':')[1]));
+    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, flags, lastModified: ledger });
     this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
   }
 

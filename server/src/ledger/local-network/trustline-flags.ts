@@ -14,7 +14,8 @@ import { AccountFlags } from './set-options';
  */
 
 export const MAINTAIN_LIABILITIES = 2;
-const CLAWBACK_ENABLED = 4;
+export const TRUSTLINE_CLAWBACK_ENABLED = 4;
+const CLAWBACK_ENABLED = TRUSTLINE_CLAWBACK_ENABLED;
 
 export type AuthorizationError = 'malformed' | 'noTrustLine' | 'cantRevoke' | 'invalidState';
 
