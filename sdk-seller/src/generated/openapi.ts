@@ -1677,7 +1677,7 @@ export interface components {
             assetIssuer: components["schemas"]["AccountAddress"];
             amount: components["schemas"]["Amount"];
             payTo: components["schemas"]["PayToAddress"];
-            payer: components["schemas"]["AccountAddress"];
+            payer: components["schemas"]["PayToAddress"];
             status: components["schemas"]["PaymentAttemptStatus"];
             /** @description Why the attempt failed (`verification_failed`, `settlement_failed`, `expired`, `replayed`); null otherwise. */
             failureCode: components["schemas"]["ErrorCode"] | null;
@@ -2034,7 +2034,7 @@ export interface components {
          *     Created when settlement is submitted and updated when it is confirmed or fails. Public: it carries no buyer
          *     data; `evidence` says what it proves. `resourceId`, `sellerId` and `versionId` are null for a payment settled
          *     through the x402 API (`/x402/settle`) for a URL that is not in the catalog. The seller and the operator also get
-         *     `signedReceipt`; an anonymous read never does, because the signed receipt names the payer.
+         *     `attestation`; an anonymous read never does, because it names the payer.
          * @example {
          *       "id": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
          *       "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
@@ -2064,11 +2064,14 @@ export interface components {
             sellerId: components["schemas"]["SellerId"] | null;
             versionId: components["schemas"]["VersionId"] | null;
             /**
-             * @description The receipt signed by the service: a compact JWS (`alg: EdDSA`, `kid` in `GET /.well-known/jwks.json`) whose
-             *     payload is the x402 offer-and-receipt receipt `{version, network, resourceUrl, payer, issuedAt, transaction}`
-             *     plus `receiptId`. Present once the settlement is confirmed, and only for the seller and the operator.
+             * @description The facilitator's settlement attestation (not a seller's x402 offer-and-receipt receipt: sellers sign those with
+             *     their own key): a compact JWS, header `{alg: EdDSA, kid, typ: x402-facilitator-attestation}` (keys at
+             *     `GET /.well-known/jwks.json`), payload the JCS JSON of `{kind: "facilitator-attestation", version: 1, network,
+             *     transaction, ledger, asset (SEP-41 contract), amount (atomic units), payer, payTo, issuedAt, resource?}`;
+             *     `resource` ({id, url}) only for a cataloged resource. Present once the settlement is confirmed, and only for
+             *     the seller and the operator (it names the payer). Local simulation on the local network.
              */
-            signedReceipt?: string;
+            attestation?: string;
             transactionHash: components["schemas"]["TransactionHash"];
             /** @description Ledger sequence that included the transaction; null while pending. */
             ledger: number | null;
@@ -2156,7 +2159,7 @@ export interface components {
             format: "sorobanAuthorizationEntry" | "transaction";
             /** @description Base64-encoded XDR (standard alphabet, padded). */
             xdr: string;
-            payer?: components["schemas"]["AccountAddress"];
+            payer?: components["schemas"]["PayToAddress"];
         };
         /**
          * @description What the buyer signed, as sent by the client (x402 `exact` scheme). `asset`, `amount` and `payTo` state
@@ -2247,7 +2250,7 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @constant */
             status: "verified";
-            payer: components["schemas"]["AccountAddress"];
+            payer: components["schemas"]["PayToAddress"];
             expiresAtLedger: number;
         };
         /** @description Settle a verified payment attempt. `paymentPayload` must be the payload that was verified. */
@@ -2283,12 +2286,14 @@ export interface components {
             status: "settled" | "settlement_pending";
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description When `status` is `settled` and the caller is the resource's seller or the operator: the receipt signed by the
-             *     service, a compact JWS (`alg: EdDSA`, keys at `GET /.well-known/jwks.json`) in the x402 offer-and-receipt
-             *     format, naming the payer. The seller's paywall passes it on to the payer in PAYMENT-RESPONSE. An anonymous
-             *     caller never gets it.
+             * @description The facilitator's settlement attestation (not a seller's x402 offer-and-receipt receipt: sellers sign those with
+             *     their own key): a compact JWS, header `{alg: EdDSA, kid, typ: x402-facilitator-attestation}` (keys at
+             *     `GET /.well-known/jwks.json`), payload the JCS JSON of `{kind: "facilitator-attestation", version: 1, network,
+             *     transaction, ledger, asset (SEP-41 contract), amount (atomic units), payer, payTo, issuedAt, resource?}`;
+             *     `resource` ({id, url}) only for a cataloged resource. Present once the settlement is confirmed, and only for
+             *     the seller and the operator (it names the payer). Local simulation on the local network.
              */
-            signedReceipt?: string;
+            attestation?: string;
         };
         /**
          * @description A configured ledger network.

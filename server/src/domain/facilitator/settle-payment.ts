@@ -149,7 +149,12 @@ export function createSettlePayment(deps: SettleDeps) {
     const known = await knownAttempt(input, checked, required, resource);
     if (known) refuseUnlessVerified(known);
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
-    checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+    try {
+      checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+    } catch (err) {
+      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED') await deps.repo.expireAttempt(known.id, err.message);
+      throw err;
+    }
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
