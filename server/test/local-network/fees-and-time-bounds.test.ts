@@ -83,6 +83,19 @@ describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time boun
       expect(got.status).toBe('SUCCESS');
       expect(xlm(source)).toBe(before - 500n - toStroops('1'));
     });
+
+    it('a transaction accepted before a surge that outbids it waits in the queue and lands when the surge is over', async () => {
+      const source = await fundedAccount(network, '0');
+      const tx = await payment(source, { fee: '200' });
+      expect((await server.sendTransaction(tx)).status).toBe('PENDING');
+      network.setMinimumInclusionFee(500);
+      await network.closeLedger();
+      expect((await server.getTransaction(tx.hash().toString('hex'))).status).toBe('NOT_FOUND');
+      expect((await server.sendTransaction(tx)).status).toBe('DUPLICATE');
+      network.setMinimumInclusionFee(100);
+      await network.closeLedger();
+      expect((await server.getTransaction(tx.hash().toString('hex'))).status).toBe('SUCCESS');
+    });
   });
 
   describe('fee bumps', () => {

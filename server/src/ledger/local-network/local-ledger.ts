@@ -209,7 +209,7 @@ export class LocalLedger {
    * Closes one ledger, applying the queued transactions in arrival order; returns the new sequence. As in
    * stellar-core, a queued transaction that is no longer valid for this ledger (past its maxTime or maxLedger,
    * stale sequence, fee no longer payable, ...) is dropped from the queue: it is never included in any ledger and
-   * getTransaction keeps answering NOT_FOUND for it.
+   * getTransaction keeps answering NOT_FOUND for it. One only outbid by a later surge stays queued.
    */
   closeLedger(): number {
     const previous = this.latest;
@@ -221,15 +221,25 @@ export class LocalLedger {
     this.ledgers.push(header);
     const included = queue.filter((tx) => {
       const applied = this.applySafely(tx, header);
-      if (applied.status === 'DROPPED') return false;
-      this.record(tx, applied, header);
-      return true;
+      if (applied.status !== 'DROPPED') {
+        this.record(tx, applied, header);
+        return true;
+      }
+      // Outbid by a surge raised after it was accepted: it waits in the queue, as in stellar-core, until the
+      // minimum comes back down or its time bound passes.
+      if (applied.result.result().switch().name === 'txInsufficientFee') this.requeue(tx);
+      return false;
     });
     this.sampleFees(included, header.sequence);
     header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|'))).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
     this.prune();
     return header.sequence;
+  }
+
+  private requeue(tx: ParsedTransaction): void {
+    this.pending.push(tx);
+    this.pendingSources.add(tx.source);
   }
 
   private sampleFees(included: ParsedTransaction[], ledger: number): void {
