@@ -1,4 +1,4 @@
-import { Asset, Keypair, Operation, rpc, xdr } from '@stellar/stellar-sdk';
+import { Asset, Keypair, Operation, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
 import { buildTransfer, classicTransaction, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
@@ -70,6 +70,12 @@ describe('frozen trustlines and selling liabilities', () => {
       ]);
       expect(final?.status).toBe('SUCCESS');
       expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+      if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
+      const eurcContract = network.assets.find((a) => a.code === 'EURC')!.contractId;
+      const { events } = await server.getEvents({ startLedger: final.ledger, filters: [{ type: 'contract', contractIds: [eurcContract] }] });
+      const setAuthorized = events.find((e) => e.txHash === final.txHash)!;
+      expect(setAuthorized.topic.map((t) => scValToNative(t))).toEqual(['set_authorized', holder.publicKey(), eurc.toString()]);
+      expect(scValToNative(setAuthorized.value)).toBe(false);
 
       const pay = await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.payment({ destination: other.publicKey(), asset: eurc, amount: '1' })]);
       expect(pay.final?.status).toBe('FAILED');
@@ -94,6 +100,23 @@ describe('frozen trustlines and selling liabilities', () => {
       } finally {
         await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 2 })]);
       }
+    });
+  });
+
+  describe('CAP-67 events of SAC transfers involving the issuer', () => {
+    it('a SAC transfer from the issuer emits mint ["mint", to, asset] and one to the issuer emits burn', async () => {
+      const holder = await fundedAccount(network, '0');
+      await network.faucet(holder.publicKey(), 'EURC', '3');
+      const minted = await buildTransfer({ network, server, submitter: eurcIssuer, from: eurcIssuer.publicKey(), to: holder.publicKey(), amount: 10_000_000n, asset: 'EURC' });
+      const burned = await transfer(holder, eurcIssuer.publicKey(), 10_000_000n, 'EURC');
+      const contractEvent = async (tx: typeof minted) => {
+        const sim = await server.simulateTransaction(tx);
+        if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(sim.error);
+        const event = sim.events.map((e) => e.event()).find((e) => e.type().name === 'contract')!;
+        return [...event.body().v0().topics().map((t) => scValToNative(t)), scValToNative(event.body().v0().data())];
+      };
+      expect(await contractEvent(minted)).toEqual(['mint', holder.publicKey(), eurc.toString(), 10_000_000n]);
+      expect(await contractEvent(burned)).toEqual(['burn', holder.publicKey(), eurc.toString(), 10_000_000n]);
     });
   });
 

@@ -447,7 +447,7 @@ export class LocalLedger {
     const error = authorized
       ? changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, TRUSTLINE_AUTHORIZED, MAINTAIN_LIABILITIES, this.latest.sequence)
       : changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, 0, TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES, this.latest.sequence);
-    if (error) throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
+    if (typeof error === 'string') throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
     return undefined;
   }
 
