@@ -139,7 +139,7 @@ describe('database restart under load', () => {
     };
     const verifier = async () => {
       while (running) {
-        const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.01', { sign: { expiration: network.latestLedger() + 600 } });
+        const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.01', { sign: { expiration: env.network.latestLedger() + 600 } });
         const at = phase;
         const r = await send('POST', '/v1/verify', { paymentPayload: c.payload, paymentRequirements: c.requirements });
         record('verify', at, r);
