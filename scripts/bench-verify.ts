@@ -181,7 +181,9 @@ async function main() {
   const invalidSend = () => api.request('POST', '/v1/verify', invalidPool[nextInvalid++ % invalidPool.length]);
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: invalidSend, isOk: refusedSignature });
   progress('measuring invalid-signature verifies (closed loop)');
+  const invalidFromUs = profileClockUs();
   const invalid = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: invalidSend, isOk: refusedSignature });
+  const invalidToUs = profileClockUs();
   const bare = startNodeProcess('scripts/bench/bare-express.ts', { name: 'bare express', cwd: REPO_ROOT, env: {} });
   onStop(async () => void (await bare.stop()));
   const [, bareUrl] = await bare.waitForLine(/listening on (\S+)/, 60_000);
@@ -254,7 +256,11 @@ async function main() {
     for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
     for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}  (the network answered in ${((rpcMillis[m] ?? 0) / n).toFixed(2)} ms on average, seen from the counting proxy)`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the valid closed-loop run only: profile clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'verify')})`);
+    if (profileFile) {
+      console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the valid closed-loop run only: profile clock ${fromUs}..${toUs} µs)`);
+      console.log(`\n--- profile of the invalid-signature run (${invalid.ok + invalid.failed} requests) ---\n${summarizeCpuProfile(profileFile, 25, { fromUs: invalidFromUs, toUs: invalidToUs })}`);
+      console.log(`(whole profile kept in ${keepFile(profileFile, 'verify')})`);
+    }
   }
 
   const simP99 = percentile(simHalf.latencies, 99);
