@@ -781,6 +781,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/operations/seller-fees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List network fees per seller
+         * @description The network fees the facilitator's settlements cost, per accountable seller, network and UTC day: `committed`
+         *     (the maximum fee of settlements still pending) and `spent` (what the ledger charged once final), with the number
+         *     of settlements, for the day asked (default today, UTC). Each settlement is charged to the seller of the cataloged
+         *     resource, else to the seller whose wallet is the `payTo`. The optional daily budget
+         *     (`FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS`) is checked against committed + spent. Also counts the settlements
+         *     marked for reconciliation (their window is no longer covered by the RPC's history). Local simulation on the
+         *     local network.
+         *
+         *     **Who may call:** the operator.
+         */
+        get: operations["listSellerFees"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -3022,6 +3050,34 @@ export interface components {
             }[];
         };
         /**
+         * @description Network fees per accountable seller for one UTC day (stroops, as decimal strings), and the settlements awaiting reconciliation.
+         * @example {
+         *       "day": "2026-11-24",
+         *       "settlementsNeedingReconciliation": 0,
+         *       "items": [
+         *         {
+         *           "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *           "network": "stellar:testnet",
+         *           "committedStroops": "0",
+         *           "spentStroops": "31500",
+         *           "settlements": 2
+         *         }
+         *       ]
+         *     }
+         */
+        SellerFeeReport: {
+            /** Format: date */
+            day: string;
+            settlementsNeedingReconciliation: number;
+            items: {
+                sellerId: components["schemas"]["SellerId"];
+                network: components["schemas"]["Network"];
+                committedStroops: string;
+                spentStroops: string;
+                settlements: number;
+            }[];
+        };
+        /**
          * @description One JSON-RPC 2.0 message of the Model Context Protocol: a request (`method` and `id`), a notification (`method`
          *     without `id`) or a response (`id` with `result` or `error`). `params` of a request are described by the MCP
          *     specification (for `tools/call`: `name`, `arguments`, optional `_meta`).
@@ -4737,6 +4793,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationsDashboard"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSellerFees: {
+        parameters: {
+            query?: {
+                /** @description The UTC day (YYYY-MM-DD); default today. */
+                day?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Fees per seller for the day. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerFeeReport"];
                 };
             };
             400: components["responses"]["BadRequest"];
