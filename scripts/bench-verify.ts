@@ -34,7 +34,7 @@
 import crypto from 'node:crypto';
 import { Keypair } from '@stellar/stellar-sdk';
 import { closedLoop, envNumber, httpClient, latencyLine, openLoop, percentile, type Answer, type LoadResult } from './bench/load';
-import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
+import { REPO_ROOT, cpuPerRequest, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
 import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
@@ -56,9 +56,10 @@ const TX_TIMEOUT_SECONDS = 30;
 const REUSED = 1000;
 const MIB_300MB = 300e6 / 2 ** 20;
 
-function report(label: string, r: LoadResult, extra = ''): void {
+function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
   console.log(`  latency ${latencyLine(r.latencies)}`);
+  if (r.cpuMs) console.log(`  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs).map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`).join(', ')}`);
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
@@ -164,10 +165,11 @@ async function main() {
 
   // 1. The raw simulation rate, then ours, back to back.
   progress('measuring raw simulateTransaction at the network (closed loop)');
-  const sim = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: rawSend, isOk: simulationSucceeded });
+  const pids = { service: service.pid, network: net.pid, 'load generator': process.pid };
+  const sim = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: rawSend, isOk: simulationSucceeded }));
   progress('measuring valid verifies (closed loop)');
   const fromUs = profileClockUs();
-  const full = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send });
+  const full = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }));
   const toUs = profileClockUs();
   const statements = await db.statementCounts();
   const rpcCounts = counter?.counts() ?? {};
@@ -182,7 +184,7 @@ async function main() {
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: invalidSend, isOk: refusedSignature });
   progress('measuring invalid-signature verifies (closed loop)');
   const invalidFromUs = profileClockUs();
-  const invalid = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: invalidSend, isOk: refusedSignature });
+  const invalid = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: invalidSend, isOk: refusedSignature }));
   const invalidToUs = profileClockUs();
   const bare = startNodeProcess('scripts/bench/bare-express.ts', { name: 'bare express', cwd: REPO_ROOT, env: {} });
   onStop(async () => void (await bare.stop()));
@@ -193,7 +195,7 @@ async function main() {
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: bareSend });
   progress('measuring the bare Express 5 endpoint (closed loop)');
   const bareRss = sampleRss(bare.pid);
-  const bareRun = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: bareSend });
+  const bareRun = await cpuPerRequest({ 'bare express': bare.pid, 'load generator': process.pid }, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: bareSend }));
   const bareRssPeak = bareRss.stop();
   bareApi.close();
   await bare.stop();
@@ -234,7 +236,9 @@ async function main() {
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: Math.min(WARMUP, 100), maxSeconds: 30, send: stockSend, isOk: isValid });
   progress('measuring the stock facilitator');
   const rssStock = sampleRss(stock.pid);
-  const base = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid });
+  const base = await cpuPerRequest({ 'stock facilitator': stock.pid, network: net.pid, 'load generator': process.pid }, () =>
+    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid }),
+  );
   const stockRss = rssStock.stop();
   const stats = await stockApi.json<{ refusedLookups: number }>('GET', '/stats');
   stockApi.close();
