@@ -149,6 +149,11 @@ export function createSettlePayment(deps: SettleDeps) {
     const known = await knownAttempt(input, checked, required, resource);
     if (known) refuseUnlessVerified(known);
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
+    // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
+    if (simulation.error !== null && known) {
+      const now = await deps.repo.findAttempt(known.id);
+      if (now) refuseUnlessVerified(now);
+    }
     try {
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
     } catch (err) {
