@@ -1,8 +1,7 @@
-import { Account, Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
+import { Account, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
 import type {
   AssetRef,
   ChannelLease,
-  Holding,
   LedgerPort,
   PreparedSettlement,
   SimulationOutcome,
@@ -14,8 +13,7 @@ import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from './network-registry';
 import type { LeasedChannel } from './channel-accounts';
 import { networkKnownDown } from './rpc-health';
-import { LatestLedgerCache, type RecentLedger } from './latest-ledger-cache';
-import { JsonRpcClient, LedgerEntriesBatcher, type RawLedgerEntry } from './ledger-entries-batcher';
+import { JsonRpcClient } from './json-rpc-client';
 
 export interface SorobanLedgerOptions {
   /**
@@ -37,8 +35,6 @@ export interface SorobanLedgerOptions {
 }
 
 const DEFAULT_RPC_TIMEOUT_MS = 8000;
-/** Trustline ledger keys kept (base64 XDR per account and asset): building one decodes a strkey and encodes XDR. */
-const TRUSTLINE_KEY_CACHE_MAX = 20_000;
 
 /** Rejects when `work` has not settled within `ms` (the underlying request is abandoned, not cancelled). */
 function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -55,12 +51,7 @@ function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T>
  */
 export class SorobanLedger implements LedgerPort {
   private readonly servers = new Map<string, rpc.Server>();
-  /** The latest ledger kept current for verify (at most 1 s old): see latest-ledger-cache.ts. */
-  private readonly recent = new LatestLedgerCache((network) => this.latestLedger(network));
-  /** verify's getLedgerEntries: one keep-alive JSON-RPC call per event-loop turn per network (ledger-entries-batcher.ts). */
-  private readonly batchers = new Map<string, LedgerEntriesBatcher>();
   private readonly rpcClients = new Map<string, JsonRpcClient>();
-  private readonly trustlineKeys = new Map<string, string>();
 
   constructor(
     private readonly networks: NetworkRegistry,
@@ -117,72 +108,16 @@ export class SorobanLedger implements LedgerPort {
     return res.sequence;
   }
 
-  /**
-   * The latest ledger as last read from the network, at most 1 s old, with its age: verify uses it (with a safety
-   * margin for the ledgers that may have closed since) instead of one getLatestLedger call per request. Settle and
-   * the workers keep calling latestLedger().
-   */
-  recentLatestLedger(network: string): Promise<RecentLedger> {
-    return this.recent.get(network);
-  }
-
-  /**
-   * Several accounts' holdings of one asset, in the order asked: one getLedgerEntries call, shared with the other
-   * holdings asked for in the same event-loop turn (ledger-entries-batcher.ts), over a keep-alive JSON-RPC client.
-   */
-  async holdings(network: string, accounts: string[], asset: AssetRef): Promise<Holding[]> {
-    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
-    const keys = accounts.map((account) => this.trustlineKey(account, asset));
-    const entries = await this.batcher(network).get(keys);
-    return entries.map((entry) => {
-      if (!entry) return { trustline: false, balance: 0n };
-      const data = xdr.LedgerEntryData.fromXDR(entry.xdr, 'base64');
-      return { trustline: true, balance: BigInt(data.trustLine().balance().toString()) };
-    });
-  }
-
-  /** The base64 LedgerKey of an account's trustline to an asset (kept: LRU of TRUSTLINE_KEY_CACHE_MAX). */
-  private trustlineKey(account: string, asset: AssetRef): string {
-    const id = `${account}:${asset.code}:${asset.issuer}`;
-    let key = this.trustlineKeys.get(id);
-    if (key !== undefined) {
-      this.trustlineKeys.delete(id);
-    } else {
-      key = xdr.LedgerKey.trustline(
-        new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(account).xdrAccountId(), asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() }),
-      ).toXDR('base64');
-      if (this.trustlineKeys.size >= TRUSTLINE_KEY_CACHE_MAX) this.trustlineKeys.delete(this.trustlineKeys.keys().next().value as string);
-    }
-    this.trustlineKeys.set(id, key);
-    return key;
-  }
-
-  private batcher(network: string): LedgerEntriesBatcher {
-    let b = this.batchers.get(network);
-    if (!b) {
+  /** The keep-alive JSON-RPC client of a network (read methods; see json-rpc-client.ts). */
+  private jsonRpc(network: string): JsonRpcClient {
+    let client = this.rpcClients.get(network);
+    if (!client) {
       const n = this.networks.get(network);
       if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
-      const client = new JsonRpcClient(n.rpcUrl, this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS);
+      client = new JsonRpcClient(n.rpcUrl, this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS);
       this.rpcClients.set(network, client);
-      b = new LedgerEntriesBatcher((keys) =>
-        this.measured(network, 'getLedgerEntries', async () => (await client.call<{ entries?: RawLedgerEntry[] | null }>('getLedgerEntries', { keys })).entries ?? []),
-      );
-      this.batchers.set(network, b);
     }
-    return b;
-  }
-
-  async holding(network: string, account: string, asset: AssetRef): Promise<Holding> {
-    const key = xdr.LedgerKey.trustline(
-      new xdr.LedgerKeyTrustLine({
-        accountId: Keypair.fromPublicKey(account).xdrAccountId(),
-        asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject(),
-      }),
-    );
-    const res = await this.call(network, 'getLedgerEntries', (s) => s.getLedgerEntries(key));
-    const entry = res.entries[0];
-    if (!entry) return { trustline: false, balance: 0n };
-    return { trustline: true, balance: BigInt(entry.val.trustLine().balance().toString()) };
+    return client;
   }
 
   /**
@@ -194,8 +129,13 @@ export class SorobanLedger implements LedgerPort {
       .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
       .setTimeout(this.opts.txTimeoutSeconds)
       .build();
-    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft, undefined, 'enforce'));
-    return simulationOutcome(sim);
+    // Over the keep-alive JSON-RPC client (a read: safe to send again on a reused socket the server closed).
+    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
+    const client = this.jsonRpc(network);
+    const raw = await this.measured(network, 'simulateTransaction', () =>
+      client.call<rpc.Api.RawSimulateTransactionResponse>('simulateTransaction', { transaction: draft.toXDR(), authMode: 'enforce' }),
+    );
+    return simulationOutcome(rpc.parseRawSimulation(raw));
   }
 
   /**

@@ -67,7 +67,6 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
   const inflight = new Map<string, Promise<SimulationOutcome>>();
   return {
     latestLedger: (n) => ledger.latestLedger(n),
-    holding: (n, account, asset) => ledger.holding(n, account, asset),
     prepareSettlement: (n, lease, entry) => ledger.prepareSettlement(n, lease, entry),
     submit: (n, envelope) => ledger.submit(n, envelope),
     accountSequence: (n, address) => ledger.accountSequence(n, address),

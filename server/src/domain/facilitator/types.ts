@@ -165,13 +165,6 @@ export interface AssetRef {
   contractId: string;
 }
 
-export interface Holding {
-  /** False when the account does not exist or holds no trustline to the asset. */
-  trustline: boolean;
-  /** Stroops. */
-  balance: bigint;
-}
-
 export type SubmitResult = { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
 
 /** What the RPC's history covers when it answers (getTransaction reports it with every status). */
@@ -219,7 +212,6 @@ export interface ChannelLease {
 
 export interface LedgerPort {
   latestLedger(network: string): Promise<number>;
-  holding(network: string, account: string, asset: AssetRef): Promise<Holding>;
   /**
    * One simulateTransaction (enforce mode) of the host function with the signed auth entries, from `source` (a
    * facilitator account: the transaction we would submit), against the current ledger state.
