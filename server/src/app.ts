@@ -8,8 +8,9 @@ import type { Logger } from './logger';
 import { requestId } from './http/request-id';
 import { requestMetrics } from './http/request-metrics';
 import { requestLog } from './http/request-log';
-import { resolveCredentials, rejectBadCredentials } from './http/authenticate';
+import { resolveCredentials, rejectBadCredentials, type ApiKeyCache, type OperatorKeys } from './http/authenticate';
 import { createRouteMatcher } from './http/route-label';
+import { enforceKeyScope } from './http/key-scope';
 import { verifyJsonDepth } from './http/json-depth';
 import { rateLimit } from './http/rate-limit';
 import { mountOperations } from './http/mount-operations';
@@ -29,6 +30,10 @@ export interface AppDeps {
   metrics: Metrics;
   logger: Logger;
   operatorApiKey: string | null;
+  /** The operator keys accepted now (rotation without restart); default [operatorApiKey]. */
+  operatorKeys?: OperatorKeys;
+  /** The process's API key cache (cleared by key-change notifications); default one of its own. */
+  apiKeyCache?: ApiKeyCache;
   rateLimit: { points: number; windowSeconds: number };
   bodyLimitBytes: number;
   /** Validate every response against the spec too (on in tests: a response that breaks the contract is a 500). */
@@ -48,9 +53,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestMetrics(deps.metrics, routeOf));
   if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
   // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
-  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
+  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey, operatorKeys: deps.operatorKeys, cache: deps.apiKeyCache }));
   app.use(rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf }));
   app.use(rejectBadCredentials());
+  app.use(enforceKeyScope(deps.spec.paths));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));

@@ -9,6 +9,9 @@ import { createSellerRepository } from './data/seller-repository';
 import { createResourceRepository } from './data/resource-repository';
 import { createPaymentReadRepository } from './data/payment-read-repository';
 import { createSellerService } from './domain/sellers/seller-service';
+import { createKeyService } from './domain/sellers/key-service';
+import { ApiKeyCache, type OperatorKeys } from './http/authenticate';
+import { listenForApiKeyChanges } from './data/api-key-changes';
 import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
@@ -37,6 +40,8 @@ export interface ServiceOptions {
   commit: string | null;
   networks: NetworkRegistry;
   operatorApiKey: string | null;
+  /** The operator keys accepted now (OperatorKeyRing: rotation without restart); default [operatorApiKey]. */
+  operatorKeys?: OperatorKeys;
   rateLimit: { points: number; windowSeconds: number };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
@@ -91,6 +96,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     domainCheck: opts.domainCheck ?? { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() },
     domainUrlBase: opts.domainUrlBase,
   });
+  const keys = createKeyService({ sellers: sellerRepo });
+  // Revocations made by any process clear this process's key cache (PostgreSQL LISTEN/NOTIFY).
+  const apiKeyCache = new ApiKeyCache();
+  const keyChanges = await listenForApiKeyChanges(db, apiKeyCache, opts.logger);
   const jobs = await createJobSystem({
     databaseUrl: opts.databaseUrl,
     mongodbUrl: opts.mongodbUrl ?? null,
@@ -163,6 +172,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const handlers = createHandlers(
     {
     sellers,
+    keys,
     resources,
     payments,
     networks: opts.networks,
@@ -200,6 +210,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     logger: opts.logger,
     operatorApiKey: opts.operatorApiKey,
+    operatorKeys: opts.operatorKeys,
+    apiKeyCache,
     rateLimit: opts.rateLimit,
     bodyLimitBytes: opts.bodyLimitBytes,
     responseValidation: opts.responseValidation,
@@ -216,6 +228,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     async close() {
       await jobs.stop();
       for (const area of [...areas].reverse()) await area.stop?.();
+      await keyChanges.close();
       await db.close();
     },
   };

@@ -20,7 +20,7 @@ import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontext
 import { createMarketplaceMcpServer, type MarketplacePort } from '../../../sdk-buyer/src/mcp/marketplace-server';
 import type { Handlers } from '../http/operation-types';
 import type { McpMetrics } from '../metrics/mcp';
-import { PUBLIC } from '../domain/auth/principal';
+import { PUBLIC, assertScopeAllows, type Principal } from '../domain/auth/principal';
 import { DomainError } from '../domain/errors';
 
 export interface McpMountDeps {
@@ -65,6 +65,7 @@ export function mcpRouter(deps: McpMountDeps): Router {
     res.locals.routeTemplate = '/mcp';
     res.locals.operationId = 'sendMcpMessage';
     try {
+      assertScopeAllows(res.locals.principal as Principal, 'sendMcpMessage');
       checkTransportRules(req);
     } catch (err) {
       return next(err);
