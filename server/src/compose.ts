@@ -43,6 +43,8 @@ export interface ServiceOptions {
   /** The operator keys accepted now (OperatorKeyRing: rotation without restart); default [operatorApiKey]. */
   operatorKeys?: OperatorKeys;
   rateLimit: { points: number; windowSeconds: number };
+  /** Sign-up challenges per hour per client address and per wallet (SIGNUP_CHALLENGES_PER_HOUR_*). */
+  challengeLimit?: { perClient: number; perWallet: number };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
   statementTimeoutMs?: number;
@@ -213,7 +215,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     operatorKeys: opts.operatorKeys,
     apiKeyCache,
     rateLimit: opts.rateLimit,
+    challengeLimit: opts.challengeLimit,
     bodyLimitBytes: opts.bodyLimitBytes,
+    databasePoolMax: opts.databasePoolMax,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
   });

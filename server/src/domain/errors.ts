@@ -31,6 +31,7 @@ export const ERROR_CODES = [
   'PAYLOAD_TOO_LARGE',
   'INSUFFICIENT_BALANCE',
   'SERVICE_UNAVAILABLE',
+  'UNSUPPORTED_MEDIA_TYPE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

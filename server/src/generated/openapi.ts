@@ -883,7 +883,10 @@ export interface paths {
          *     `mcp_supported_network_queries_total`, `mcp_budget_rejections_total`, `mcp_server_uptime_seconds`. No tool
          *     argument, query text or credential is a label or a log field.
          *
-         *     **Who may call:** anyone; a key is optional. Rate limited like every route (one POST, one request).
+         *     **Who may call:** anyone; a key is optional (a `payments`-scoped seller key is refused, `403 FORBIDDEN`).
+         *     Rate limited like every route, **per JSON-RPC message**: a batch holds at most 10 messages (more:
+         *     `400 INVALID_REQUEST`) and each message counts one request against the limit (`429 RATE_LIMITED` when the batch
+         *     does not fit in what is left).
          */
         post: operations["sendMcpMessage"];
         delete?: never;
@@ -5051,6 +5054,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
