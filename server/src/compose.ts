@@ -12,6 +12,7 @@ import { createSellerService } from './domain/sellers/seller-service';
 import { createKeyService } from './domain/sellers/key-service';
 import { ApiKeyCache, type OperatorKeys } from './http/authenticate';
 import { listenForApiKeyChanges } from './data/api-key-changes';
+import { retentionWorker } from './jobs/retention-worker';
 import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
@@ -45,6 +46,8 @@ export interface ServiceOptions {
   rateLimit: { points: number; windowSeconds: number };
   /** Sign-up challenges per hour per client address and per wallet (SIGNUP_CHALLENGES_PER_HOUR_*). */
   challengeLimit?: { perClient: number; perWallet: number };
+  /** The retention worker: failed attempts kept `failedAttemptsDays` (RETENTION_FAILED_ATTEMPTS_DAYS), run `every`. */
+  retention?: { failedAttemptsDays?: number; every?: string };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
   statementTimeoutMs?: number;
@@ -128,6 +131,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const operations = createOperationsArea(ctx, facilitator.service, { ...opts.operations, health: async () => health() });
   const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
+  jobs.define(retentionWorker({ db, metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,

@@ -43,6 +43,8 @@ export interface Config {
    */
   receiptSigning: { key: string | null; keyFile: string; previousKeys: string | null; previousKeysFile: string };
   rateLimit: { points: number; windowSeconds: number };
+  /** RETENTION_FAILED_ATTEMPTS_DAYS, RETENTION_INTERVAL_MINUTES. */
+  retention: { failedAttemptsDays: number; every: string };
   /** SIGNUP_CHALLENGES_PER_HOUR_PER_CLIENT / _PER_WALLET. */
   challengeLimit: { perClient: number; perWallet: number };
   bodyLimitBytes: number;
@@ -236,6 +238,10 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimit: {
       points: r.int('RATE_LIMIT_REQUESTS', 300, 1, 1_000_000),
       windowSeconds: r.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    },
+    retention: {
+      failedAttemptsDays: r.int('RETENTION_FAILED_ATTEMPTS_DAYS', 30, 1, 3650),
+      every: `${r.int('RETENTION_INTERVAL_MINUTES', 10, 1, 1440)} minutes`,
     },
     challengeLimit: {
       perClient: r.int('SIGNUP_CHALLENGES_PER_HOUR_PER_CLIENT', 60, 1, 1_000_000),

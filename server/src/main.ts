@@ -129,6 +129,7 @@ async function main(): Promise<void> {
     operatorKeys: operatorKeys.keys,
     rateLimit: config.rateLimit,
     challengeLimit: config.challengeLimit,
+    retention: config.retention,
     bodyLimitBytes: config.bodyLimitBytes,
     statementTimeoutMs: config.statementTimeoutMs,
     databasePoolMax: config.databasePoolMax,

@@ -74,7 +74,6 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
       }
     },
     async createWalletChallenge(challenge) {
-      await db.query(`DELETE FROM seller_wallet_challenges WHERE expires_at < now() - interval '1 hour'`);
       await db.query(
         `INSERT INTO seller_wallet_challenges (id, wallet_address, message, expires_at) VALUES (:id, :wallet, :message, :expiresAt)`,
         { replacements: { id: challenge.id, wallet: challenge.walletAddress, message: challenge.message, expiresAt: challenge.expiresAt } },

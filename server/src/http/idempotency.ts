@@ -36,7 +36,7 @@ function withholdSecrets(body: unknown): WithheldMarker | null {
 }
 
 const isWithheld = (body: unknown): body is WithheldMarker => typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
-const KEEP_HOURS = 24;
+export const KEEP_HOURS = 24;
 /** A claim whose request never finished (a crashed process) is taken over after this long. */
 const ABANDONED_SECONDS = 60;
 

@@ -94,7 +94,7 @@ export interface SellerRepository {
   revokeApiKey(sellerId: string, keyId: string): Promise<ApiKeyInfo | null>;
   /** Records that the key was used now, unless that was already recorded within the last minute. */
   touchApiKey(keyId: string): Promise<void>;
-  /** Stores a new challenge and deletes expired ones. */
+  /** Stores a new challenge (expired ones are deleted by the retention worker). */
   createWalletChallenge(challenge: Omit<WalletChallenge, 'usedAt'>): Promise<void>;
   findWalletChallenge(id: string): Promise<WalletChallenge | null>;
   findById(id: string): Promise<Seller | null>;
