@@ -42,6 +42,8 @@ export interface AppDeps {
   bodyLimitBytes: number;
   /** Connections in the database pool: the admission slots per route class derive from it (http/admission.ts). */
   databasePoolMax?: number;
+  /** Admission tuning (tests and measurements): slots reserved for verify/settle, requests that may wait. */
+  admission?: { reservedForPayments?: number; maxWaiting?: number };
   /** Validate every response against the spec too (on in tests: a response that breaks the contract is a 500). */
   responseValidation: boolean;
   /** LOG_REQUESTS: one log line per request (request-log.ts). */
@@ -68,7 +70,7 @@ export function createApp(deps: AppDeps): Express {
   app.use('/dashboard', dashboardRouter());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
-  app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse }));
+  app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
   app.use('/mcp', mcpRouter({ handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') }));
   app.use(

@@ -53,6 +53,8 @@ export interface ServiceOptions {
   statementTimeoutMs?: number;
   /** Connections in the database pool (default DEFAULT_POOL_MAX). */
   databasePoolMax?: number;
+  /** Admission per route class (http/admission.ts): default 30 % of the pool reserved for verify/settle. */
+  admission?: { reservedForPayments?: number; maxWaiting?: number };
   responseValidation: boolean;
   logger: Logger;
   /** LOG_REQUESTS: one log line per request. */
@@ -228,6 +230,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     challengeLimit: opts.challengeLimit,
     bodyLimitBytes: opts.bodyLimitBytes,
     databasePoolMax: opts.databasePoolMax,
+    admission: opts.admission,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
   });
