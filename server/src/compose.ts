@@ -106,7 +106,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const keys = createKeyService({ sellers: sellerRepo });
   // Revocations made by any process clear this process's key cache (PostgreSQL LISTEN/NOTIFY).
   const apiKeyCache = new ApiKeyCache();
-  const keyChanges = await listenForApiKeyChanges(db, apiKeyCache, opts.logger);
+  const keyChanges = await listenForApiKeyChanges(opts.databaseUrl, apiKeyCache, opts.logger);
   const jobs = await createJobSystem({
     databaseUrl: opts.databaseUrl,
     mongodbUrl: opts.mongodbUrl ?? null,

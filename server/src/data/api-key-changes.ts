@@ -1,5 +1,4 @@
 import { Client } from 'pg';
-import type { Sequelize } from 'sequelize';
 import { API_KEY_CHANNEL } from './seller-repository';
 import type { ApiKeyCache } from '../http/authenticate';
 import type { Logger } from '../logger';
@@ -13,27 +12,32 @@ const RECONNECT_MS = 1_000;
  * is suspended again when the connection is lost (every request then looks its key up) until a reconnect, tried
  * every RECONNECT_MS.
  */
-export async function listenForApiKeyChanges(db: Sequelize, cache: ApiKeyCache, logger: Logger): Promise<{ close(): Promise<void>; listening(): boolean }> {
-  const cfg = db.config;
+export async function listenForApiKeyChanges(databaseUrl: string, cache: ApiKeyCache, logger: Logger): Promise<{ close(): Promise<void>; listening(): boolean }> {
   let client: Client | null = null;
   let closed = false;
   let timer: NodeJS.Timeout | null = null;
+  /** Logged once per outage (not at every retry); the error text is not logged (it can name the host). */
+  let down = false;
+  const warnOnce = (message: string) => {
+    if (!down) logger.warn(message);
+    down = true;
+  };
 
   async function connect(): Promise<void> {
-    const c = new Client({ host: cfg.host, port: Number(cfg.port), user: cfg.username, password: cfg.password ?? undefined, database: cfg.database, application_name: 'paid-api-marketplace-key-changes' });
+    const c = new Client({ connectionString: databaseUrl, application_name: 'paid-api-marketplace-key-changes' });
     c.on('notification', (msg) => {
       if (msg.channel === API_KEY_CHANNEL && msg.payload) cache.forget(msg.payload);
     });
-    c.on('error', (err) => {
-      logger.warn('API key change listener lost its connection; cache suspended', { error: err.message });
+    c.on('error', () => {
+      warnOnce('API key change listener lost its connection; key cache suspended until it reconnects');
       lost(c);
     });
     c.on('end', () => lost(c));
     try {
       await c.connect();
       await c.query(`LISTEN ${API_KEY_CHANNEL}`);
-    } catch (err) {
-      logger.warn('API key change listener could not connect; cache suspended', { error: (err as Error).message });
+    } catch {
+      warnOnce('API key change listener could not connect; key cache suspended until it does');
       void c.end().catch(() => undefined);
       schedule();
       return;
@@ -41,6 +45,8 @@ export async function listenForApiKeyChanges(db: Sequelize, cache: ApiKeyCache, 
     if (closed) return void (await c.end().catch(() => undefined));
     client = c;
     cache.resume();
+    if (down) logger.info('API key change listener connected again; key cache resumed');
+    down = false;
   }
 
   function lost(c: Client): void {

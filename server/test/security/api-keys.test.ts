@@ -7,6 +7,7 @@ import request from 'supertest';
 import { createService, type Service } from '../../src/compose';
 import { createLogger } from '../../src/logger';
 import { OperatorKeyRing } from '../../src/http/operator-keys';
+import { loadConfig } from '../../src/config';
 import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 
@@ -232,6 +233,25 @@ describe('revocation reaches every server process within a second (PostgreSQL LI
     const refused = await within(1_000, async () => (await request(second.app).get(keysUrl(seller.id)).set(bearer(created.body.secret))).status === 401);
     expect(refused).toBe(true);
   });
+
+  it('a process that loses its listening connection stops trusting its cache: a revocation it could not hear still holds', async () => {
+    const created = await createKey(svc.app, seller, { name: 'missed notification', scope: 'admin' });
+    expect((await request(second.app).get(keysUrl(seller.id)).set(bearer(created.body.secret))).status).toBe(200);
+    // cut every listening connection, then revoke behind the service's back (no notification at all)
+    await svc.db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes'`);
+    await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE id = :id`, { replacements: { id: created.body.id } });
+    const refused = await within(3_000, async () => (await request(second.app).get(keysUrl(seller.id)).set(bearer(created.body.secret))).status === 401);
+    expect(refused).toBe(true);
+    // and the listener comes back: a later revocation is heard again
+    const next = await createKey(svc.app, seller, { name: 'after reconnect', scope: 'admin' });
+    expect(await within(5_000, async () => {
+      const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes'`)) as [Array<{ n: number }>, unknown];
+      return n >= 2;
+    })).toBe(true);
+    expect((await request(second.app).get(keysUrl(seller.id)).set(bearer(next.body.secret))).status).toBe(200);
+    expect((await request(svc.app).delete(`${keysUrl(seller.id)}/${next.body.id}`).set(bearer(seller.apiKey))).status).toBe(200);
+    expect(await within(1_000, async () => (await request(second.app).get(keysUrl(seller.id)).set(bearer(next.body.secret))).status === 401)).toBe(true);
+  });
 });
 
 describe('operator key rotation without a restart', () => {
@@ -272,8 +292,16 @@ describe('operator key rotation without a restart', () => {
     expect((await asOperator(NEW)).status).toBe(200);
   });
 
-  it('OPERATOR_API_KEY_PREVIOUS: the previous key is accepted beside the current one', async () => {
-    const fixed = new OperatorKeyRing({ fixed: [NEW, OLD] });
-    expect(fixed.keys()).toEqual([NEW, OLD]);
+  it('OPERATOR_API_KEY_PREVIOUS: the previous key is accepted beside the current one; it needs OPERATOR_API_KEY', async () => {
+    const config = loadConfig({ OPERATOR_API_KEY: NEW, OPERATOR_API_KEY_PREVIOUS: OLD });
+    const fixed = new OperatorKeyRing({ fixed: [config.operatorApiKey ?? '', config.operatorApiKeyPrevious ?? ''] });
+    const app = (await startTestService({ operatorKeys: fixed.keys, operatorApiKey: null })) as TestService;
+    try {
+      for (const key of [NEW, OLD]) expect((await request(app.app).get('/v1/operations/dashboard').set(bearer(key))).status).toBe(200);
+      expect((await request(app.app).get('/v1/operations/dashboard').set(bearer(OPERATOR_KEY))).status).toBe(401);
+    } finally {
+      await app.stop();
+    }
+    expect(() => loadConfig({ OPERATOR_API_KEY_PREVIOUS: OLD })).toThrow(/OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY/);
   });
 });
