@@ -1765,7 +1765,8 @@ export interface components {
         /**
          * @description What a seller API key may do. `admin`: everything the seller may do (its resources, domain verification, its keys,
          *     the facilitator, its payments). `payments`: only the facilitator face (`POST /v1/verify`, `POST /v1/settle`,
-         *     `POST /x402/verify`, `POST /x402/settle`, `GET /v1/supported`, `GET /x402/supported`) and reading the seller's own
+         *     `POST /x402/verify`, `POST /x402/settle`, `GET /v1/supported`, `GET /x402/supported`, `GET /x402/discovery/resources`,
+         *     `GET /.well-known/jwks.json`) and reading the seller's own
          *     payments, settlements and receipts; any other operation answers `403 FORBIDDEN`. Give a paywall a `payments` key.
          * @example payments
          * @enum {string}
