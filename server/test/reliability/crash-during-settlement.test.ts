@@ -113,7 +113,9 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         STELLAR_TESTNET_RPC_URL: opts.rpcUrl ?? network.rpcUrl,
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
         STELLAR_TESTNET_CHANNEL_SECRETS: opts.channelSecrets ?? channelSecrets,
-        FACILITATOR_CONFIRM_WAIT_MS: '3000',
+        SETTLEMENT_TX_TIMEOUT_SECONDS: '10',
+        // The network's pace (100 ms ledgers): the validity window is converted with it.
+        LEDGER_CLOSE_MS: '100',
         // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
         FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
       },
