@@ -81,7 +81,8 @@ describe('facilitator attacks (issue #18), each against the running service on t
   const settle = (id: string, c: PaymentCase, resourceId: string) => request(app()).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId });
 
   beforeAll(async () => {
-    env = await startFacilitatorEnv();
+    // The pace of testnet and pubnet (5 s per ledger): the validity window is judged as on a real network.
+    env = await startFacilitatorEnv({ facilitator: { ledgerSeconds: 5 } });
   });
   afterAll(() => env.stop());
 

@@ -21,7 +21,8 @@ export async function startFacilitatorEnv(
   const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(network.rpcUrl) : network.rpcUrl;
   const svc = await startTestService({
     networks: testNetworks({ rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...opts.facilitator },
+    // The local network's pace (its close interval) converts maxTimeoutSeconds into ledgers; manual closes: 5 s.
+    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...((opts.ledgerCloseMs ?? 100) > 0 ? { ledgerSeconds: (opts.ledgerCloseMs ?? 100) / 1000 } : {}), ...opts.facilitator },
   });
   const usdc = network.assets.find((a) => a.code === 'USDC')!;
   return {

@@ -53,7 +53,8 @@ async function startStallingRpc(target: string) {
     } catch {
       // forwarded as is
     }
-    if (stall && method === 'simulateTransaction') return; // held open, never answered
+    // Settle reads its channel's sequence (getLedgerEntries) only after leasing it: stalling that holds the lease.
+    if (stall && method === 'getLedgerEntries') return; // held open, never answered
     try {
       const r = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
@@ -258,7 +259,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         return { buyer, attemptId, body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }) };
       };
 
-      // One settle per channel, each stuck in its transaction's simulation holding its lease; then the process dies.
+      // One settle per channel, each stuck preparing its transaction (reading the channel account) while holding its lease; then the process dies.
       const stuck = [];
       for (let i = 0; i < channels.length; i++) stuck.push(await pay(main.baseUrl));
       rpcFront.stall = true;
