@@ -11,6 +11,7 @@ import { Keypair, hash } from '@stellar/stellar-sdk';
 import type { components, operations, paths } from './generated/openapi.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
+import { sellerKeys } from './keys.js';
 
 export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
@@ -180,8 +181,12 @@ export function createSellerClient(options: SellerClientOptions) {
     list: (): Promise<Schemas['NetworkList']> => data(raw.GET('/v1/networks')),
   };
 
+  /** The seller's API keys: create (secret shown once), list, revoke (see keys.ts). */
+  const keys = sellerKeys(raw, idem);
+
   return {
     sellers,
+    keys,
     resources,
     catalog,
     discovery,

@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Sequelize } from 'sequelize';
+import { DEFAULT_POOL_MAX } from './data/database';
 import type { Handlers } from './http/operation-types';
 import type { SellerRepository } from './domain/sellers/types';
 import type { Metrics } from './metrics/registry';
@@ -8,10 +9,12 @@ import type { Logger } from './logger';
 import { requestId } from './http/request-id';
 import { requestMetrics } from './http/request-metrics';
 import { requestLog } from './http/request-log';
-import { resolveCredentials, rejectBadCredentials } from './http/authenticate';
+import { resolveCredentials, rejectBadCredentials, type ApiKeyCache, type OperatorKeys } from './http/authenticate';
 import { createRouteMatcher } from './http/route-label';
+import { enforceKeyScope } from './http/key-scope';
+import { admission } from './http/admission';
 import { verifyJsonDepth } from './http/json-depth';
-import { rateLimit } from './http/rate-limit';
+import { createRateLimiter, challengeRateLimit, type ChallengeLimit } from './http/rate-limit';
 import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
@@ -29,8 +32,18 @@ export interface AppDeps {
   metrics: Metrics;
   logger: Logger;
   operatorApiKey: string | null;
+  /** The operator keys accepted now (rotation without restart); default [operatorApiKey]. */
+  operatorKeys?: OperatorKeys;
+  /** The process's API key cache (cleared by key-change notifications); default one of its own. */
+  apiKeyCache?: ApiKeyCache;
   rateLimit: { points: number; windowSeconds: number };
+  /** Sign-up challenges per hour per client address and per wallet (default DEFAULT_CHALLENGE_LIMIT). */
+  challengeLimit?: ChallengeLimit;
   bodyLimitBytes: number;
+  /** Connections in the database pool: the admission slots per route class derive from it (http/admission.ts). */
+  databasePoolMax?: number;
+  /** Admission tuning (tests and measurements): slots reserved for verify/settle, requests that may wait. */
+  admission?: { reservedForPayments?: number; maxWaiting?: number };
   /** Validate every response against the spec too (on in tests: a response that breaks the contract is a 500). */
   responseValidation: boolean;
   /** LOG_REQUESTS: one log line per request (request-log.ts). */
@@ -48,14 +61,18 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestMetrics(deps.metrics, routeOf));
   if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
   // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
-  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey }));
-  app.use(rateLimit({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf }));
+  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey, operatorKeys: deps.operatorKeys, cache: deps.apiKeyCache }));
+  const limiter = createRateLimiter({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf });
+  app.use(limiter.middleware);
   app.use(rejectBadCredentials());
+  app.use(enforceKeyScope(deps.spec.paths));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
+  // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
+  app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
-  app.use('/mcp', mcpRouter({ handlers: deps.handlers, metrics: deps.metrics.mcp, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') }));
+  app.use('/mcp', mcpRouter({ handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') }));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(deps.spec) as never,
@@ -66,6 +83,7 @@ export function createApp(deps: AppDeps): Express {
       ignoreUndocumented: false,
     }),
   );
+  app.use(challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics }));
   app.use(idempotency(deps.db));
   app.use(mountOperations(deps.spec as never, deps.handlers));
   app.use(notFoundHandler());

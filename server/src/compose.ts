@@ -9,6 +9,10 @@ import { createSellerRepository } from './data/seller-repository';
 import { createResourceRepository } from './data/resource-repository';
 import { createPaymentReadRepository } from './data/payment-read-repository';
 import { createSellerService } from './domain/sellers/seller-service';
+import { createKeyService } from './domain/sellers/key-service';
+import { ApiKeyCache, type OperatorKeys } from './http/authenticate';
+import { listenForApiKeyChanges } from './data/api-key-changes';
+import { retentionWorker } from './jobs/retention-worker';
 import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
@@ -37,12 +41,20 @@ export interface ServiceOptions {
   commit: string | null;
   networks: NetworkRegistry;
   operatorApiKey: string | null;
+  /** The operator keys accepted now (OperatorKeyRing: rotation without restart); default [operatorApiKey]. */
+  operatorKeys?: OperatorKeys;
   rateLimit: { points: number; windowSeconds: number };
+  /** Sign-up challenges per hour per client address and per wallet (SIGNUP_CHALLENGES_PER_HOUR_*). */
+  challengeLimit?: { perClient: number; perWallet: number };
+  /** The retention worker: failed attempts kept `failedAttemptsDays` (RETENTION_FAILED_ATTEMPTS_DAYS), run `every`. */
+  retention?: { failedAttemptsDays?: number; every?: string };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection (default DEFAULT_STATEMENT_TIMEOUT_MS; 0 = none). */
   statementTimeoutMs?: number;
   /** Connections in the database pool (default DEFAULT_POOL_MAX). */
   databasePoolMax?: number;
+  /** Admission per route class (http/admission.ts): default 30 % of the pool reserved for verify/settle. */
+  admission?: { reservedForPayments?: number; maxWaiting?: number };
   responseValidation: boolean;
   logger: Logger;
   /** LOG_REQUESTS: one log line per request. */
@@ -91,6 +103,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     domainCheck: opts.domainCheck ?? { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() },
     domainUrlBase: opts.domainUrlBase,
   });
+  const keys = createKeyService({ sellers: sellerRepo });
+  // Revocations made by any process clear this process's key cache (PostgreSQL LISTEN/NOTIFY).
+  const apiKeyCache = new ApiKeyCache();
+  const keyChanges = await listenForApiKeyChanges(opts.databaseUrl, apiKeyCache, opts.logger);
   const jobs = await createJobSystem({
     databaseUrl: opts.databaseUrl,
     mongodbUrl: opts.mongodbUrl ?? null,
@@ -117,6 +133,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const operations = createOperationsArea(ctx, facilitator.service, { ...opts.operations, health: async () => health() });
   const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
+  jobs.define(retentionWorker({ db, metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
@@ -169,6 +186,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const handlers = createHandlers(
     {
     sellers,
+    keys,
     resources,
     payments,
     networks: opts.networks,
@@ -206,8 +224,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     logger: opts.logger,
     operatorApiKey: opts.operatorApiKey,
+    operatorKeys: opts.operatorKeys,
+    apiKeyCache,
     rateLimit: opts.rateLimit,
+    challengeLimit: opts.challengeLimit,
     bodyLimitBytes: opts.bodyLimitBytes,
+    databasePoolMax: opts.databasePoolMax,
+    admission: opts.admission,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
   });
@@ -222,6 +245,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     async close() {
       await jobs.stop();
       for (const area of [...areas].reverse()) await area.stop?.();
+      await keyChanges.close();
       await db.close();
     },
   };

@@ -33,6 +33,8 @@ export interface Config {
   embeddedDatabaseDir: string;
   mongodbUrl: string | null;
   operatorApiKey: string | null;
+  /** OPERATOR_API_KEY_PREVIOUS: accepted beside OPERATOR_API_KEY during a rotation through the environment. */
+  operatorApiKeyPrevious: string | null;
   operatorKeyFile: string;
   /**
    * Receipt signing: RECEIPT_SIGNING_KEY (Ed25519 private key, PKCS#8 PEM; "\n" escapes allowed), else the key file
@@ -41,6 +43,10 @@ export interface Config {
    */
   receiptSigning: { key: string | null; keyFile: string; previousKeys: string | null; previousKeysFile: string };
   rateLimit: { points: number; windowSeconds: number };
+  /** RETENTION_FAILED_ATTEMPTS_DAYS, RETENTION_INTERVAL_MINUTES. */
+  retention: { failedAttemptsDays: number; every: string };
+  /** SIGNUP_CHALLENGES_PER_HOUR_PER_CLIENT / _PER_WALLET. */
+  challengeLimit: { perClient: number; perWallet: number };
   bodyLimitBytes: number;
   /** statement_timeout of every database connection of the service, in ms (0 = none). */
   statementTimeoutMs: number;
@@ -225,6 +231,9 @@ export function loadConfig(env: Env = process.env): Config {
   ];
   const operatorApiKey = r.optional('OPERATOR_API_KEY');
   if (operatorApiKey !== null && operatorApiKey.length < 24) r.problems.push('OPERATOR_API_KEY must be at least 24 characters');
+  const operatorApiKeyPrevious = r.optional('OPERATOR_API_KEY_PREVIOUS');
+  if (operatorApiKeyPrevious !== null && operatorApiKeyPrevious.length < 24) r.problems.push('OPERATOR_API_KEY_PREVIOUS must be at least 24 characters');
+  if (operatorApiKeyPrevious !== null && operatorApiKey === null) r.problems.push('OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY');
   const config: Config = {
     environment,
     host: r.str('HOST', '127.0.0.1'),
@@ -234,6 +243,7 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedDatabaseDir: path.join(dataDir, 'postgres'),
     mongodbUrl: r.url('MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
     operatorApiKey,
+    operatorApiKeyPrevious,
     operatorKeyFile: path.join(dataDir, 'operator-api-key'),
     receiptSigning: {
       key: r.optional('RECEIPT_SIGNING_KEY')?.replace(/\\n/g, '\n') ?? null,
@@ -244,6 +254,14 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimit: {
       points: r.int('RATE_LIMIT_REQUESTS', 300, 1, 1_000_000),
       windowSeconds: r.int('RATE_LIMIT_WINDOW_SECONDS', 60, 1, 86_400),
+    },
+    retention: {
+      failedAttemptsDays: r.int('RETENTION_FAILED_ATTEMPTS_DAYS', 30, 1, 3650),
+      every: `${r.int('RETENTION_INTERVAL_MINUTES', 10, 1, 1440)} minutes`,
+    },
+    challengeLimit: {
+      perClient: r.int('SIGNUP_CHALLENGES_PER_HOUR_PER_CLIENT', 60, 1, 1_000_000),
+      perWallet: r.int('SIGNUP_CHALLENGES_PER_HOUR_PER_WALLET', 10, 1, 1_000_000),
     },
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 256 * 1024, 1024, 16 * 1024 * 1024),
     statementTimeoutMs: r.int('DATABASE_STATEMENT_TIMEOUT_MS', 15_000, 0, 600_000),

@@ -19,6 +19,7 @@ import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 import { detectLocalSimulators } from './ledger/simulator-detection';
+import { OperatorKeyRing } from './http/operator-keys';
 
 /** Until the configuration is read: info and above; then LOG_LEVEL. */
 let logger = createLogger();
@@ -106,6 +107,11 @@ async function main(): Promise<void> {
 
   const operatorApiKey = operatorKey(config);
   if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
+  // Rotation without a restart: the key file's lines are re-read on change and on SIGHUP (http/operator-keys.ts).
+  const operatorKeys = config.operatorApiKey
+    ? new OperatorKeyRing({ fixed: [config.operatorApiKey, config.operatorApiKeyPrevious ?? ''] })
+    : new OperatorKeyRing({ file: config.operatorKeyFile }, logger).watch();
+  process.on('SIGHUP', () => operatorKeys.reload());
 
   const registry = new NetworkRegistry(networks);
   // An external RPC that is in fact the local simulator is labelled local simulation (waits at most 5 s here; an
@@ -120,7 +126,10 @@ async function main(): Promise<void> {
     commit: config.commit,
     networks: registry,
     operatorApiKey,
+    operatorKeys: operatorKeys.keys,
     rateLimit: config.rateLimit,
+    challengeLimit: config.challengeLimit,
+    retention: config.retention,
     bodyLimitBytes: config.bodyLimitBytes,
     statementTimeoutMs: config.statementTimeoutMs,
     databasePoolMax: config.databasePoolMax,
@@ -163,6 +172,7 @@ async function main(): Promise<void> {
       server.closeIdleConnections();
     });
     simulators.stop();
+    operatorKeys.close();
     await service.close();
     if (localNetwork) await localNetwork.stop();
     if (embedded) await embedded.stop();

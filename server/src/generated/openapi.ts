@@ -267,6 +267,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sellers/{sellerId}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a seller's API keys
+         * @description Lists the seller's API keys, newest first (at most 100), revoked ones included with `revokedAt`. Never shows a
+         *     key itself: only its `prefix`, name, scope, expiry and when it was last used (`lastUsedAt`, updated at most once
+         *     a minute).
+         *
+         *     **Who may call:** the seller with an `admin` key, or the operator.
+         */
+        get: operations["listSellerKeys"];
+        put?: never;
+        /**
+         * Create an API key for a seller
+         * @description Creates another API key of the seller, with a name, a scope (`admin` or `payments`, see `ApiKeyScope`) and an
+         *     optional expiry. **The secret is shown exactly once**, in this response; only its hash is stored, and an
+         *     `Idempotency-Key` retry does not replay it (`409 IDEMPOTENCY_CONFLICT` naming the key created).
+         *
+         *     **Rotation** is create-then-revoke: create the new key, deploy it, then revoke the old one with
+         *     `DELETE /v1/sellers/{sellerId}/keys/{keyId}`. A seller has at most 20 keys that are neither revoked nor expired
+         *     (`409 CONFLICT` beyond).
+         *
+         *     **Who may call:** the seller with an `admin` key, or the operator.
+         */
+        post: operations["createSellerKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sellers/{sellerId}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a seller's API key
+         * @description Revokes the key: from then on it answers `401 UNAUTHORIZED` in every server process (within one second: each
+         *     process drops its cached copy on a PostgreSQL notification). The key stays in the list with `revokedAt`.
+         *     Revoking a key that is already revoked returns it unchanged. A key may revoke itself.
+         *
+         *     **Who may call:** the seller with an `admin` key, or the operator.
+         */
+        delete: operations["deleteSellerKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/discovery/resources": {
         parameters: {
             query?: never;
@@ -859,7 +919,10 @@ export interface paths {
          *     `mcp_supported_network_queries_total`, `mcp_budget_rejections_total`, `mcp_server_uptime_seconds`. No tool
          *     argument, query text or credential is a label or a log field.
          *
-         *     **Who may call:** anyone; a key is optional. Rate limited like every route (one POST, one request).
+         *     **Who may call:** anyone; a key is optional (a `payments`-scoped seller key is refused, `403 FORBIDDEN`).
+         *     Rate limited like every route, **per JSON-RPC message**: a batch holds at most 10 messages (more:
+         *     `400 INVALID_REQUEST`) and each message counts one request against the limit (`429 RATE_LIMITED` when the batch
+         *     does not fit in what is left).
          */
         post: operations["sendMcpMessage"];
         delete?: never;
@@ -1331,6 +1394,7 @@ export interface components {
          *     | `CONFLICT` | 409 | the request conflicts with existing state, for example a seller with that wallet already exists |
          *     | `IDEMPOTENCY_CONFLICT` | 409 | the `Idempotency-Key` was already used with a different request body |
          *     | `PAYLOAD_TOO_LARGE` | 413 | the request body exceeds 256 KiB, or a schema exceeds 64 KiB |
+         *     | `UNSUPPORTED_MEDIA_TYPE` | 415 | a request body that is not `application/json`, or JSON in a charset other than UTF-8 |
          *     | `INVALID_SIGNATURE` | 422 | the authorization signature does not verify for the payer |
          *     | `AUTH_EXPIRED` | 422 | the authorization expired: the current ledger is past `expiresAtLedger` |
          *     | `AMOUNT_MISMATCH` | 422 | the authorized amount differs from the required amount |
@@ -1353,7 +1417,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "UNSUPPORTED_MEDIA_TYPE";
         /**
          * @description One field-level problem of a failed request.
          * @example {
@@ -2048,6 +2112,112 @@ export interface components {
             items: components["schemas"]["PaymentAttempt"][];
             /** @description Pass as `cursor` to get the next page; null when there are no more. */
             nextCursor: string | null;
+        };
+        /**
+         * @description API key identifier. Prefixed ULID (`key_` + 26 Crockford base32 characters). Not secret.
+         * @example key_01JD6Y2B7C4D5E6F7G8H9J0K1M
+         */
+        ApiKeyId: string;
+        /**
+         * @description What a seller API key may do. `admin`: everything the seller may do (its resources, domain verification, its keys,
+         *     the facilitator, its payments). `payments`: only the facilitator face (`POST /v1/verify`, `POST /v1/settle`,
+         *     `POST /x402/verify`, `POST /x402/settle`, `GET /v1/supported`, `GET /x402/supported`, `GET /x402/discovery/resources`,
+         *     `GET /.well-known/jwks.json`) and reading the seller's own
+         *     payments, settlements and receipts; any other operation answers `403 FORBIDDEN`. Give a paywall a `payments` key.
+         * @example payments
+         * @enum {string}
+         */
+        ApiKeyScope: "admin" | "payments";
+        /**
+         * @description A seller API key as shown after its creation. Never includes the key itself, only its first characters.
+         * @example {
+         *       "id": "key_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "name": "initial",
+         *       "scope": "admin",
+         *       "prefix": "mk_q3Xv9Lz0",
+         *       "createdAt": "2025-01-10T08:45:12Z",
+         *       "expiresAt": null,
+         *       "lastUsedAt": "2025-01-11T10:02:00Z",
+         *       "revokedAt": null
+         *     }
+         */
+        ApiKey: {
+            id: components["schemas"]["ApiKeyId"];
+            name: string;
+            scope: components["schemas"]["ApiKeyScope"];
+            /** @description The first characters of the key (`mk_` and 8 more), safe to show, to recognise a key. */
+            prefix: string;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the key stops working; null for no expiry.
+             */
+            expiresAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was last used (updated at most once a minute); null if never.
+             */
+            lastUsedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the key was revoked; null while it is not.
+             */
+            revokedAt: string | null;
+        };
+        /** @description Every API key of the seller, newest first, revoked ones included (with `revokedAt`). At most 100 keys per seller. */
+        ApiKeyList: {
+            keys: components["schemas"]["ApiKey"][];
+        };
+        /**
+         * @description A new API key of the seller. Rotation is create-then-revoke.
+         * @example {
+         *       "name": "paywall production",
+         *       "scope": "payments",
+         *       "expiresAt": "2026-01-10T08:45:12Z"
+         *     }
+         */
+        ApiKeyInput: {
+            /** @description A label for the key, for example where it is deployed. */
+            name: string;
+            scope: components["schemas"]["ApiKeyScope"];
+            /**
+             * Format: date-time
+             * @description Optional expiry (must be in the future, at most 10 years ahead); after it the key answers `401 UNAUTHORIZED`.
+             */
+            expiresAt?: string;
+        };
+        /**
+         * @description The new key with its secret. **The secret is shown exactly once**: the service stores only a hash of it. Send it
+         *     as `Authorization: Bearer <secret>`.
+         * @example {
+         *       "id": "key_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "name": "paywall production",
+         *       "scope": "payments",
+         *       "prefix": "mk_q3Xv9Lz0",
+         *       "createdAt": "2025-01-10T08:45:12Z",
+         *       "expiresAt": null,
+         *       "lastUsedAt": null,
+         *       "revokedAt": null,
+         *       "secret": "mk_q3Xv9Lz0bW7nT2kR8yHc4MfPaJ6sDu1GeVtNo5ZiKxE"
+         *     }
+         */
+        ApiKeyCreated: {
+            id: components["schemas"]["ApiKeyId"];
+            name: string;
+            scope: components["schemas"]["ApiKeyScope"];
+            /** @description The first characters of the key, safe to show. */
+            prefix: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string | null;
+            /** Format: date-time */
+            lastUsedAt: string | null;
+            /** Format: date-time */
+            revokedAt: string | null;
+            /** @description The API key. Shown only in this response. */
+            secret: string;
         };
         /**
          * @description A resource as discovery lists it. The full resource (schemas, extensions, payment requirements, seller trust) is at `GET /v1/resources/{id}`.
@@ -3487,6 +3657,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description The request body's media type or charset is not supported (`UNSUPPORTED_MEDIA_TYPE`): send `Content-Type: application/json` (charset, if given, `utf-8`). */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description The payment payload is well formed but fails verification: `INVALID_SIGNATURE`, `AUTH_EXPIRED`, `AMOUNT_MISMATCH`, `ASSET_MISMATCH`, `RECIPIENT_MISMATCH`, `TRUSTLINE_REQUIRED` or `INSUFFICIENT_BALANCE`. The payment attempt records the same code in `failureCode`. */
         UnprocessablePayment: {
             headers: {
@@ -3557,6 +3737,8 @@ export interface components {
         ResourceIdQuery: components["schemas"]["ResourceId"];
         /** @description Only payment attempts in this status. */
         PaymentStatusQuery: components["schemas"]["PaymentAttemptStatus"];
+        /** @description API key id (`key_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. */
+        KeyIdPath: string;
         /** @description Only resources whose price (`amount`) is at least this amount, compared exactly. */
         MinPrice: components["schemas"]["Amount"];
         /**
@@ -4083,6 +4265,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaymentAttemptList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSellerKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+                sellerId: components["parameters"]["SellerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The seller's keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSellerKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes the request safe to retry. The same key with the same body replays the first response; the same key
+                 *     with a different body answers `409 IDEMPOTENCY_CONFLICT`. Keys are scoped to the caller and kept for at
+                 *     least 24 hours. Use a fresh random value (for example a UUID) per logical request.
+                 * @example 5f0c7a3e-9d1b-4c1e-8a47-2b6f3d9e1c05
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+                sellerId: components["parameters"]["SellerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyInput"];
+            };
+        };
+        responses: {
+            /** @description The key was created. Store `secret` now: it is not shown again. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSellerKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+                sellerId: components["parameters"]["SellerIdPath"];
+                /** @description API key id (`key_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. */
+                keyId: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4876,6 +5165,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -18,7 +18,16 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
   if (err.type === 'entity.parse.failed') return new DomainError('INVALID_REQUEST', 'The request body is not valid JSON');
   if (err.type === 'entity.too.deep') return new DomainError('INVALID_REQUEST', err.message ?? 'The request body is nested too deeply');
   if (err.type === 'entity.too.large' || err.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', 'The request body is too large');
+  // body-parser: `application/json; charset=latin1` (charset.unsupported), an unknown Content-Encoding
+  // (encoding.unsupported): the body cannot be read as UTF-8 JSON.
+  if (err.type === 'charset.unsupported' || err.type === 'encoding.unsupported') {
+    return new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported charset or content encoding: send application/json in UTF-8 (no Content-Encoding)');
+  }
   const status = err.status ?? err.statusCode;
+  // Any other client error of the body reader (http-errors with expose: an aborted or mis-sized body, ...).
+  if (status && status >= 400 && status < 500 && !Array.isArray(err.errors) && (err as { expose?: unknown }).expose === true) {
+    return new DomainError(status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'INVALID_REQUEST', 'The request body could not be read');
+  }
   if (!status || !Array.isArray(err.errors)) return null;
   const details: ErrorDetail[] = err.errors.map((e) => ({
     field: (e.path ?? '').replace(/^\/(body|query|params|headers)\/?/, '').replace(/\//g, '.') || undefined,
@@ -27,7 +36,7 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
   let code: ErrorCode;
   if (status === 404) code = 'NOT_FOUND';
   else if (status === 405) code = 'METHOD_NOT_ALLOWED';
-  else if (status === 415) code = 'INVALID_REQUEST';
+  else if (status === 415) code = 'UNSUPPORTED_MEDIA_TYPE';
   else if (status === 400) code = FACILITATOR_PATHS.has(path) ? 'INVALID_PAYMENT_PAYLOAD' : 'INVALID_REQUEST';
   else if (status >= 500) return null; // a response that breaks the contract: a bug, reported as INTERNAL_ERROR
   else code = 'INVALID_REQUEST';

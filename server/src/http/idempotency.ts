@@ -16,11 +16,12 @@ import { PgCoalescer, pgQuery } from '../data/pg-query';
  * the claims (and the stores) made during one event-loop turn are one set-based statement, row for row the same as
  * the single-row one, so a burst of POSTs costs one round trip and one commit per turn instead of one per request.
  *
- * A secret is never stored: a response that carries one (the `apiKey` of `POST /v1/sellers`, shown exactly once)
+ * A secret is never stored: a response that carries one (the `apiKey` of `POST /v1/sellers`, the `secret` of
+ * `POST /v1/sellers/{sellerId}/keys`, shown exactly once)
  * is recorded as a marker naming what was created, and a replay answers 409 IDEMPOTENCY_CONFLICT with that name
  * instead of the secret.
  */
-const SECRET_FIELDS = ['apiKey'] as const;
+const SECRET_FIELDS = ['apiKey', 'secret'] as const;
 interface WithheldMarker {
   withheld: true;
   created: { field: string; id: string } | null;
@@ -29,11 +30,13 @@ interface WithheldMarker {
 function withholdSecrets(body: unknown): WithheldMarker | null {
   if (typeof body !== 'object' || body === null || !SECRET_FIELDS.some((f) => f in body)) return null;
   const seller = (body as { seller?: { id?: unknown } }).seller;
-  return { withheld: true, created: typeof seller?.id === 'string' ? { field: 'sellerId', id: seller.id } : null };
+  if (typeof seller?.id === 'string') return { withheld: true, created: { field: 'sellerId', id: seller.id } };
+  const key = (body as { id?: unknown }).id; // POST /v1/sellers/{sellerId}/keys: the key's id
+  return { withheld: true, created: typeof key === 'string' ? { field: 'keyId', id: key } : null };
 }
 
 const isWithheld = (body: unknown): body is WithheldMarker => typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
-const KEEP_HOURS = 24;
+export const KEEP_HOURS = 24;
 /** A claim whose request never finished (a crashed process) is taken over after this long. */
 const ABANDONED_SECONDS = 60;
 

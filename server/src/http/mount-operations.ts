@@ -1,6 +1,6 @@
 import express, { type Router } from 'express';
 import type { Handlers, OperationId, HandlerContext } from './operation-types';
-import type { Principal } from '../domain/auth/principal';
+import { assertScopeAllows, type Principal } from '../domain/auth/principal';
 import { DomainError } from '../domain/errors';
 
 interface SpecOperation {
@@ -15,7 +15,7 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 /**
  * Mounts one route per operation of the bundled spec onto the handler object. The lookup is by operationId through
  * the typed `Handlers` object; nothing is resolved by file name. An operation whose security has no anonymous
- * alternative requires an API key before its handler runs.
+ * alternative requires an API key before its handler runs; a seller key's scope must cover the operation (403).
  */
 export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers): Router {
   const router = express.Router();
@@ -33,6 +33,7 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
         try {
           const principal = res.locals.principal as Principal;
           if (keyRequired && principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'This operation requires an API key (Authorization: Bearer <key>)');
+          assertScopeAllows(principal, op.operationId);
           const result = await handler({
             params: req.params as never,
             query: (req.query ?? {}) as never,

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Sequelize } from 'sequelize';
 import { RateLimiterMemory, RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { DomainError } from '../domain/errors';
@@ -42,7 +42,20 @@ interface LocalBucket {
   pending: Promise<void> | null;
 }
 
-export function rateLimit(deps: { db: Sequelize; points: number; windowSeconds: number; metrics: Metrics; routeOf: (path: string) => string }): RequestHandler {
+type RateLimitDeps = { db: Sequelize; points: number; windowSeconds: number; metrics: Metrics; routeOf: (path: string) => string };
+
+export function rateLimit(deps: RateLimitDeps): RequestHandler {
+  return createRateLimiter(deps).middleware;
+}
+
+/**
+ * Charges `points` more to the request's bucket (the same key the middleware used): for a request that carries
+ * several units of work (an MCP batch pays one point per JSON-RPC message). Rejects with 429 RATE_LIMITED when the
+ * bucket runs out part-way (the points taken stay spent).
+ */
+export type ChargeRequest = (req: Request, res: Response, points: number) => Promise<void>;
+
+export function createRateLimiter(deps: RateLimitDeps): { middleware: RequestHandler; charge: ChargeRequest } {
   const shared = new RateLimiterPostgres({
     storeClient: deps.db,
     storeType: 'sequelize',
@@ -105,29 +118,76 @@ export function rateLimit(deps: { db: Sequelize; points: number; windowSeconds: 
     }
   }
 
-  return async (req, res, next) => {
-    const key = (res.locals.rateLimitKey as string | undefined) ?? `ip:${req.ip}`;
+  const keyOf = (req: Request, res: Response) => (res.locals.rateLimitKey as string | undefined) ?? `ip:${req.ip}`;
+  const refused = (req: Request, bucket: LocalBucket) => {
+    const retryAfter = String(Math.max(1, Math.ceil((bucket.resetAt - Date.now()) / 1000)));
+    deps.metrics.rateLimited.inc({ route: deps.routeOf(req.path) });
+    return new DomainError('RATE_LIMITED', `Too many requests; retry after ${retryAfter} s`, [], {
+      'Retry-After': retryAfter,
+      'RateLimit-Limit': String(deps.points),
+      'RateLimit-Remaining': '0',
+      'RateLimit-Reset': retryAfter,
+    });
+  };
+  const headers = (res: Response, bucket: LocalBucket) => {
+    res.setHeader('RateLimit-Limit', String(deps.points));
+    res.setHeader('RateLimit-Remaining', String(bucket.sharedLeft + bucket.left));
+    res.setHeader('RateLimit-Reset', String(Math.max(1, Math.ceil((bucket.resetAt - Date.now()) / 1000))));
+  };
+
+  const middleware: RequestHandler = async (req, res, next) => {
     try {
-      const { admitted, bucket } = await take(key);
-      const resetSeconds = Math.max(1, Math.ceil((bucket.resetAt - Date.now()) / 1000));
-      if (admitted) {
-        res.setHeader('RateLimit-Limit', String(deps.points));
-        res.setHeader('RateLimit-Remaining', String(bucket.sharedLeft + bucket.left));
-        res.setHeader('RateLimit-Reset', String(resetSeconds));
-        return next();
-      }
-      const retryAfter = String(resetSeconds);
-      deps.metrics.rateLimited.inc({ route: deps.routeOf(req.path) });
-      return next(
-        new DomainError('RATE_LIMITED', `Too many requests; retry after ${retryAfter} s`, [], {
-          'Retry-After': retryAfter,
-          'RateLimit-Limit': String(deps.points),
-          'RateLimit-Remaining': '0',
-          'RateLimit-Reset': retryAfter,
-        }),
-      );
+      const { admitted, bucket } = await take(keyOf(req, res));
+      if (!admitted) return next(refused(req, bucket));
+      headers(res, bucket);
+      next();
     } catch (err) {
       next(err);
+    }
+  };
+  const charge: ChargeRequest = async (req, res, points) => {
+    const key = keyOf(req, res);
+    for (let i = 0; i < points; i++) {
+      const { admitted, bucket } = await take(key);
+      if (!admitted) throw refused(req, bucket);
+      if (i === points - 1) headers(res, bucket);
+    }
+  };
+  return { middleware, charge };
+}
+
+/** Sign-up challenges a client address, and a wallet address, may ask for per hour (POST /v1/sellers/challenges). */
+export interface ChallengeLimit {
+  perClient: number;
+  perWallet: number;
+}
+export const DEFAULT_CHALLENGE_LIMIT: ChallengeLimit = { perClient: 60, perWallet: 10 };
+const CHALLENGE_WINDOW_SECONDS = 3600;
+
+/**
+ * Sign-up challenges are limited per client address and per wallet address (an hour's window each, counted in
+ * PostgreSQL across processes), on top of the general limit: every challenge is a row until the retention worker
+ * removes it, and a wallet needs one per sign-up. Runs after validation (only well-formed requests count, keyed by
+ * their wallet). Refusals are 429 RATE_LIMITED with Retry-After.
+ */
+export function challengeRateLimit(deps: { db: Sequelize; limit?: ChallengeLimit; metrics: Metrics }): RequestHandler {
+  const limit = deps.limit ?? DEFAULT_CHALLENGE_LIMIT;
+  const limiter = (keyPrefix: string, points: number) =>
+    new RateLimiterPostgres({ storeClient: deps.db, storeType: 'sequelize', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false, keyPrefix, points, duration: CHALLENGE_WINDOW_SECONDS });
+  const perClient = limiter('challenge-client', limit.perClient);
+  const perWallet = limiter('challenge-wallet', limit.perWallet);
+  return async (req, res, next) => {
+    if (req.method !== 'POST' || req.path !== '/v1/sellers/challenges') return next();
+    const wallet = (req.body as { walletAddress?: unknown } | undefined)?.walletAddress;
+    try {
+      await perClient.consume(`ip:${req.ip}`);
+      if (typeof wallet === 'string') await perWallet.consume(wallet);
+      next();
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) return next(err);
+      const retryAfter = String(Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
+      deps.metrics.rateLimited.inc({ route: '/v1/sellers/challenges' });
+      next(new DomainError('RATE_LIMITED', `Too many sign-up challenges from this address or for this wallet; retry after ${retryAfter} s`, [], { 'Retry-After': retryAfter }));
     }
   };
 }

@@ -8,7 +8,8 @@
  *
  * The tools read through the service's own operation handlers (MarketplacePort below), as a public caller: the same
  * use cases and presenters as /v1, without a second HTTP hop. The MCP POST itself went through the app's request
- * id, metrics, credentials, rate limit and JSON body limit like every route.
+ * id, metrics, credentials, rate limit and JSON body limit like every route; a batch holds at most MAX_BATCH
+ * messages and each message beyond the first pays one more rate-limit point (429 RATE_LIMITED when they run out).
  *
  * Requests an MCP client would never send are answered in the error envelope before the MCP transport sees them:
  * a body that is not a JSON-RPC message (400 INVALID_REQUEST), an Accept that excludes JSON (400), an unsupported
@@ -20,16 +21,20 @@ import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontext
 import { createMarketplaceMcpServer, type MarketplacePort } from '../../../sdk-buyer/src/mcp/marketplace-server';
 import type { Handlers } from '../http/operation-types';
 import type { McpMetrics } from '../metrics/mcp';
-import { PUBLIC } from '../domain/auth/principal';
+import { PUBLIC, assertScopeAllows, type Principal } from '../domain/auth/principal';
 import { DomainError } from '../domain/errors';
+import type { ChargeRequest } from '../http/rate-limit';
 
 export interface McpMountDeps {
   handlers: Handlers;
   metrics: McpMetrics;
   version: string;
+  /** Charges more rate-limit points to the request's bucket: each JSON-RPC message of a batch pays one. */
+  charge?: ChargeRequest;
 }
 
-const MAX_BATCH = 100;
+/** JSON-RPC messages in one POST at most (MCP clients send one; the 2025-06-18 protocol dropped batches). */
+export const MAX_BATCH = 10;
 
 /** The read side of the marketplace over the service's handlers, as the public caller. */
 export function marketplaceFromHandlers(h: Handlers, requestId: string): MarketplacePort {
@@ -46,7 +51,8 @@ export function marketplaceFromHandlers(h: Handlers, requestId: string): Marketp
   };
 }
 
-function checkTransportRules(req: express.Request): void {
+/** Checks the request and answers how many JSON-RPC messages it carries. */
+function checkTransportRules(req: express.Request): number {
   const accept = req.headers.accept;
   if (accept && !/application\/json|\*\/\*|application\/\*/i.test(accept)) throw new DomainError('INVALID_REQUEST', 'Accept must allow application/json (MCP Streamable HTTP: application/json, text/event-stream)');
   if (!req.is('application/json')) throw new DomainError('INVALID_REQUEST', 'Content-Type must be application/json');
@@ -57,6 +63,7 @@ function checkTransportRules(req: express.Request): void {
   for (const m of messages) if (!JSONRPCMessageSchema.safeParse(m).success) throw new DomainError('INVALID_REQUEST', 'The body is not a JSON-RPC 2.0 message of the Model Context Protocol');
   // Answers are always JSON (enableJsonResponse); a client that accepts JSON is served even without text/event-stream.
   req.headers.accept = 'application/json, text/event-stream';
+  return messages.length;
 }
 
 export function mcpRouter(deps: McpMountDeps): Router {
@@ -65,7 +72,10 @@ export function mcpRouter(deps: McpMountDeps): Router {
     res.locals.routeTemplate = '/mcp';
     res.locals.operationId = 'sendMcpMessage';
     try {
-      checkTransportRules(req);
+      assertScopeAllows(res.locals.principal as Principal, 'sendMcpMessage');
+      const messages = checkTransportRules(req);
+      // The POST paid one point in the rate limiter; every further message of a batch pays one more.
+      if (messages > 1 && deps.charge) await deps.charge(req, res, messages - 1);
     } catch (err) {
       return next(err);
     }

@@ -3,6 +3,7 @@ import { defineDiscoveryMetrics, type DiscoveryMetrics } from './discovery';
 import { defineFacilitatorMetrics, type FacilitatorMetrics } from './facilitator';
 import { defineOperationsMetrics, type OperationsMetrics } from './operations';
 import { defineMcpMetrics, type McpMetrics } from './mcp';
+import { defineAbuseMetrics, type AbuseMetrics } from './abuse';
 
 /**
  * The one metrics registry. Every metric of the service is defined here or in the area files beside it
@@ -22,6 +23,7 @@ export interface Metrics {
   facilitator: FacilitatorMetrics;
   operations: OperationsMetrics;
   mcp: McpMetrics;
+  abuse: AbuseMetrics;
 }
 
 /** The eight tracked figures of every background worker, labelled by worker name. */
@@ -98,5 +100,6 @@ export function createMetrics(environment: string): Metrics {
     facilitator: defineFacilitatorMetrics(registry),
     operations: defineOperationsMetrics(registry),
     mcp: defineMcpMetrics(registry),
+    abuse: defineAbuseMetrics(registry),
   };
 }

@@ -105,7 +105,7 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
 
     const workerRows = await page.$$eval('tbody[data-field="workers"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(workerRows.map((r) => r[0]).sort()).toEqual(
-      ['conformance-runner-worker', 'network-health-worker', 'receipt-finalizer-worker', 'resource-indexing-worker', 'search-sync-worker', 'settlement-confirmation-worker', 'stale-payment-cleanup-worker'],
+      ['conformance-runner-worker', 'network-health-worker', 'receipt-finalizer-worker', 'resource-indexing-worker', 'retention-worker', 'search-sync-worker', 'settlement-confirmation-worker', 'stale-payment-cleanup-worker'],
     );
     for (const r of workerRows) for (const v of r.slice(1, 7)) expect(v).toMatch(/^[0-9]+$/);
     const networkRows = await page.$$eval('tbody[data-field="networks"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));

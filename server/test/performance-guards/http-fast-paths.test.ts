@@ -142,7 +142,7 @@ describe('the API-key cache', () => {
 
   it('holds at most its bound: the least recently used key is dropped', async () => {
     const cache = new ApiKeyCache(30_000, 2);
-    const rec = (id: string) => ({ id, sellerId: 's', role: 'seller' as const });
+    const rec = (id: string) => ({ id, sellerId: 's', role: 'seller' as const, scope: 'admin' as const, expiresAt: null });
     cache.set(Buffer.from('a'), rec('a'));
     cache.set(Buffer.from('b'), rec('b'));
     expect(cache.get(Buffer.from('a'))?.id).toBe('a'); // a is now the most recently used

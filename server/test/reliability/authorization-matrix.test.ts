@@ -138,6 +138,23 @@ const ROWS: Row[] = [
   },
   { operationId: 'listSellerResources', what: "list A's resources", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
   { operationId: 'listSellerPayments', what: "list A's payments", call: (w) => ({ params: { sellerId: w.a.id } }), expect: A_ONLY },
+  { operationId: 'listSellerKeys', what: "list A's API keys", call: (w) => ({ params: { sellerId: w.a.id } }), expect: A_ONLY },
+  {
+    operationId: 'createSellerKey',
+    what: 'create an API key for A',
+    call: (w, caller) => ({ params: { sellerId: w.a.id }, body: { name: `made by ${caller}`, scope: 'payments' } }),
+    expect: A_ONLY,
+  },
+  {
+    operationId: 'deleteSellerKey',
+    what: "revoke one of A's API keys",
+    call: async (w) => {
+      const res = await request(w.env.svc.app).post(`/v1/sellers/${w.a.id}/keys`).set(bearer(w.a.apiKey)).send({ name: 'to revoke', scope: 'payments' });
+      if (res.status !== 201) throw new Error(`key create failed: ${res.status} ${JSON.stringify(res.body)}`);
+      return { params: { sellerId: w.a.id, keyId: res.body.id as string } };
+    },
+    expect: A_ONLY,
+  },
   { operationId: 'listDiscoveryResources', what: "browse A's cataloged resources", call: (w) => ({ query: { sellerId: w.a.id } }), expect: PUBLIC_READ },
   { operationId: 'searchResources', what: "search A's resources", call: (w) => ({ query: { q: 'forecast', sellerId: w.a.id } }), expect: PUBLIC_READ },
   {

@@ -5,6 +5,10 @@
 // success body that breaks the spec would itself be a 5xx) or the error envelope with a code from the spec's
 // ErrorCode enum, and never a 5xx.
 //
+// Callers: anonymous, the seller's admin key, the seller's payments-scoped key, the operator, and a garbage key;
+// bodies also come with an unsupported charset (latin1) or media type (text/plain). 110 runs per operation by default
+// (about 4,500 requests).
+//
 // Reproduce a failure: FUZZ_SEED=<seed printed in the failure> (and FUZZ_RUNS=<n> to change the volume).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -196,14 +200,16 @@ interface FuzzRequest {
   query: Record<string, string | string[]>;
   headers: Record<string, string | string[]>;
   body: unknown;
-  sendBody: 'json' | 'none' | 'text';
-  auth: 'none' | 'seller' | 'operator' | 'garbage';
+  sendBody: 'json' | 'none' | 'text' | 'charset' | 'media';
+  auth: 'none' | 'seller' | 'sellerPayments' | 'operator' | 'garbage';
 }
 
 describe('hostile input fuzzing from the bundled spec', () => {
   let network: LocalNetwork;
   let svc: TestService;
   let seller: SignedUpSeller;
+  /** A second key of the seller, scoped to payments (verify, settle, own payment reads). */
+  let paymentsKey: string;
   const known: Record<string, string[]> = {};
 
   beforeAll(async () => {
@@ -213,11 +219,16 @@ describe('hostile input fuzzing from the bundled spec', () => {
       rateLimit: { points: 1_000_000_000, windowSeconds: 60 },
     });
     seller = await signUpSeller(svc.app);
+    const key = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(seller.apiKey)).send({ name: 'fuzz payments', scope: 'payments' });
+    if (key.status !== 201) throw new Error(`payments key create failed: ${key.status}`);
+    paymentsKey = key.body.secret as string;
+    // the key id deleteSellerKey is fuzzed with: a key of its own, so the payments key stays valid for later operations
+    const revocable = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(seller.apiKey)).send({ name: 'fuzz revocable', scope: 'admin' });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller, { assetIssuer: usdc.issuer }));
     if (res.status !== 201) throw new Error(`resource create failed: ${res.status}`);
     const resourceId = (res.body.resource ?? res.body).id as string;
-    Object.assign(known, { id: [resourceId], resourceId: [resourceId], sellerId: [seller.id] });
+    Object.assign(known, { id: [resourceId], resourceId: [resourceId], sellerId: [seller.id], keyId: [revocable.body.id as string] });
     process.stdout.write(`fuzz seed ${SEED}, ${RUNS} runs per operation (FUZZ_SEED / FUZZ_RUNS to change)\n`);
   }, 60_000);
   afterAll(async () => {
@@ -243,8 +254,8 @@ describe('hostile input fuzzing from the bundled spec', () => {
       query: fc.tuple(record(queryParams), fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 2 })).map(([q, extra]) => ({ ...extra, ...q })),
       headers: record(headerParams) as fc.Arbitrary<Record<string, string | string[]>>,
       body: op.body ? bodyFor(op.body) : fc.oneof(fc.constant(undefined), hostile),
-      sendBody: fc.constantFrom('json', 'json', 'json', 'json', 'none', 'text'),
-      auth: fc.constantFrom('none', 'seller', 'operator', 'garbage'),
+      sendBody: fc.constantFrom('json', 'json', 'json', 'json', 'none', 'text', 'charset', 'media'),
+      auth: fc.constantFrom('none', 'seller', 'sellerPayments', 'operator', 'garbage'),
     });
 
     const failures: string[] = [];
@@ -262,12 +273,15 @@ describe('hostile input fuzzing from the bundled spec', () => {
           if (headerSafe(value)) req = req.set(k, value);
         }
         if (r.auth === 'seller') req = req.set(bearer(seller.apiKey));
+        if (r.auth === 'sellerPayments') req = req.set(bearer(paymentsKey));
         if (r.auth === 'operator') req = req.set(bearer(OPERATOR_KEY));
         if (r.auth === 'garbage') req = req.set('Authorization', 'Bearer mk_not_a_real_key_0000000000000000');
         req = req.query(r.query);
         let res: request.Response;
         if (r.sendBody === 'none' || r.body === undefined) res = await req;
         else if (r.sendBody === 'text') res = await req.set('Content-Type', 'application/json').send(`${JSON.stringify(r.body) ?? ''}}{`);
+        else if (r.sendBody === 'charset') res = await req.set('Content-Type', 'application/json; charset=latin1').send(JSON.stringify(r.body) ?? 'null');
+        else if (r.sendBody === 'media') res = await req.set('Content-Type', 'text/plain; charset=utf-8').send(JSON.stringify(r.body) ?? 'null');
         else res = await req.set('Content-Type', 'application/json').send(JSON.stringify(r.body) ?? 'null');
 
         const body = res.body as { ok?: unknown; error?: { code?: unknown; message?: unknown; requestId?: unknown } };

@@ -1,14 +1,18 @@
 import crypto from 'node:crypto';
 import { DomainError } from '../errors';
+import type { ApiKeyScope } from '../sellers/types';
 
-/** Who is calling. A seller key is bound to one seller; the operator key comes from configuration. */
-export type Principal = { role: 'public' } | { role: 'operator' } | { role: 'seller'; sellerId: string; keyId: string };
+/** Who is calling. A seller key is bound to one seller and has a scope; the operator key comes from configuration. */
+export type Principal = { role: 'public' } | { role: 'operator' } | { role: 'seller'; sellerId: string; keyId: string; scope: ApiKeyScope };
 
 export const PUBLIC: Principal = { role: 'public' };
 
-export function newApiKey(): { key: string; hash: Buffer } {
+/** Characters of a key shown as its `prefix` (`mk_` and 8 random characters: safe to show, enough to recognise). */
+export const API_KEY_PREFIX_LENGTH = 11;
+
+export function newApiKey(): { key: string; hash: Buffer; prefix: string } {
   const key = `mk_${crypto.randomBytes(32).toString('base64url')}`;
-  return { key, hash: hashApiKey(key) };
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, API_KEY_PREFIX_LENGTH) };
 }
 
 /** Keys are stored as SHA-256 digests: they are 256-bit random, so a slow hash adds nothing. */
@@ -26,6 +30,40 @@ export function assertActsFor(principal: Principal, sellerId: string): void {
   if (principal.role === 'seller' && principal.sellerId === sellerId) return;
   if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
   throw new DomainError('FORBIDDEN', 'This API key may not act for that seller');
+}
+
+/**
+ * The operations a `payments` key may call: the facilitator face (verify, settle, supported, on /v1 and /x402, and
+ * the x402 Bazaar list, which stock x402 clients call with the same auth headers), the signing keys of the attestations, and reads of the seller's own payments, settlements and receipts. Everything
+ * else needs an `admin` key (403 FORBIDDEN).
+ */
+export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
+  'verifyPayment',
+  'settlePayment',
+  'verifyPaymentPayload',
+  'settlePaymentPayload',
+  'getSupported',
+  'getSupportedKinds',
+  'listBazaarResources',
+  'getReceiptKeys',
+  'listPayments',
+  'getPayment',
+  'listSellerPayments',
+  'getSettlement',
+  'getReceipt',
+]);
+
+/** 403 FORBIDDEN when the caller's key scope does not cover the operation. */
+export function assertScopeAllows(principal: Principal, operationId: string): void {
+  if (principal.role !== 'seller' || principal.scope === 'admin') return;
+  if (PAYMENTS_SCOPE_OPERATIONS.has(operationId)) return;
+  throw new DomainError('FORBIDDEN', 'This API key has the payments scope: it may verify, settle and read its own payments only; use an admin key');
+}
+
+/** The seller itself with an admin key, or the operator (key management). */
+export function assertAdminFor(principal: Principal, sellerId: string): void {
+  assertActsFor(principal, sellerId);
+  if (principal.role === 'seller' && principal.scope !== 'admin') throw new DomainError('FORBIDDEN', 'Managing API keys needs an admin key of this seller');
 }
 
 export function isOperatorOrSeller(principal: Principal, sellerId: string | null): boolean {

@@ -84,7 +84,7 @@ export function createSellerService(deps: SellerServiceDeps) {
     },
 
     /**
-     * Creates a seller and its API key; the key is returned here once and stored only as a hash. The caller proves
+     * Creates a seller and its API key (an admin key named "initial"); the key is returned here once and stored only as a hash. The caller proves
      * it controls the wallet with the wallet's signature of a challenge issued for it (consumed here, once).
      */
     async create(input: { displayName: string; walletAddress: string; domain: string; walletProof: { challengeId: string; signature: string } }): Promise<{ seller: SellerView; apiKey: string }> {
@@ -108,7 +108,8 @@ export function createSellerService(deps: SellerServiceDeps) {
       const now = new Date();
       const seller = { id: newId('seller'), displayName: input.displayName.trim(), walletAddress: input.walletAddress, domain, domainVerifiedAt: null, createdAt: now, updatedAt: now };
       const key = newApiKey();
-      const outcome = await sellers.createWithKey(seller, { id: newId('apiKey'), sellerId: seller.id, role: 'seller', keyHash: key.hash, createdAt: now }, challenge.id);
+      const initialKey = { id: newId('apiKey'), sellerId: seller.id, role: 'seller' as const, name: 'initial', scope: 'admin' as const, prefix: key.prefix, keyHash: key.hash, createdAt: now, expiresAt: null };
+      const outcome = await sellers.createWithKey(seller, initialKey, challenge.id);
       if (outcome === 'wallet_taken') throw new DomainError('CONFLICT', 'A seller with this wallet address already exists', [{ field: 'walletAddress', message: 'already registered' }]);
       if (outcome === 'challenge_used') throw new DomainError('REPLAY_DETECTED', 'This sign-up challenge was already used; ask for a new one', [{ field: 'walletProof.challengeId', message: 'already used' }]);
       return { seller: { ...seller, verificationStatus: 'unverified' }, apiKey: key.key };

@@ -1,4 +1,5 @@
 import type { SellerService } from '../../domain/sellers/seller-service';
+import type { KeyService } from '../../domain/sellers/key-service';
 import type { ResourceService } from '../../domain/catalog/resource-service';
 import type { PaymentReadService } from '../../domain/payments/payment-read-service';
 import type { HealthReport } from '../../domain/operations/health';
@@ -7,6 +8,7 @@ import type { Metrics } from '../../metrics/registry';
 
 export interface HandlerDeps {
   sellers: SellerService;
+  keys: KeyService;
   resources: ResourceService;
   payments: PaymentReadService;
   networks: NetworkRegistry;

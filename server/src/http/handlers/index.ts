@@ -2,6 +2,7 @@ import type { Handlers } from '../operation-types';
 import type { HandlerDeps } from './deps';
 import { resourceHandlers } from './resources';
 import { sellerHandlers } from './sellers';
+import { keyHandlers } from './keys';
 import { paymentHandlers } from './payments';
 import { operationHandlers } from './operations';
 import type { DiscoveryOperation } from '../../areas/discovery';
@@ -17,6 +18,7 @@ export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, Discover
   return {
     ...resourceHandlers(deps),
     ...sellerHandlers(deps),
+    ...keyHandlers(deps.keys),
     ...paymentHandlers(deps),
     ...operationHandlers(deps),
     ...mcpHandlers,
