@@ -39,7 +39,7 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
       ledgerCloseMs: 0,
       facilitator: {
         channelAccounts: 4,
-        confirmWaitMs: 3_000,
+        confirmGraceMs: 3_000,
         pollMs: 20,
         afterSubmit: () => {
           if (crashAfterSubmit) throw new Error('simulated crash between submit and record');
@@ -105,7 +105,7 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
     expect(again.body.error.code).toBe('REPLAY_DETECTED');
   });
 
-  it('when the ledger simulation rejects the transfer (payer spent the money), settle fails with SETTLEMENT_FAILED and the attempt keeps the ledger reason', async () => {
+  it('when the payer spent the money after verify, settle simulates again and refuses with INSUFFICIENT_BALANCE before claiming: nothing is submitted and the attempt stays verified', async () => {
     const buyer = await fundedBuyer(env, '1');
     const { c, id } = await verified(buyer);
     const server = new rpc.Server(env.network.rpcUrl, { allowHttp: true });
@@ -117,10 +117,11 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
     expect((await server.sendTransaction(spend)).status).toBe('PENDING');
     await env.network.closeLedger();
     const res = await settle(id, c);
-    expect(res.status).toBe(502);
-    expect(res.body.error.code).toBe('SETTLEMENT_FAILED');
-    const attempt = (await env.svc.db.query('SELECT status, failure_code, failure_reason FROM payment_attempts WHERE id = :id', { replacements: { id }, plain: true })) as Record<string, string>;
-    expect(attempt).toMatchObject({ status: 'settlement_failed', failure_code: 'SETTLEMENT_FAILED', failure_reason: expect.stringMatching(/simulation failed: .*Error\(Contract, #10\)/) });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('INSUFFICIENT_BALANCE');
+    expect(res.body.error.details[0]).toMatchObject({ code: 'simulation.succeeds' });
+    const attempt = (await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id }, plain: true })) as Record<string, string>;
+    expect(attempt).toMatchObject({ status: 'verified' });
     expect(await count('SELECT count(*) AS n FROM settlements WHERE payment_attempt_id = :id', { id })).toBe(0);
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('0.2');
   });

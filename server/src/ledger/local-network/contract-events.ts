@@ -48,6 +48,37 @@ export function asDiagnostic(event: xdr.ContractEvent, inSuccessfulContractCall 
   return new xdr.DiagnosticEvent({ inSuccessfulContractCall, event });
 }
 
+function diagnostic(contractId: string | null, topics: xdr.ScVal[], data: xdr.ScVal): xdr.ContractEvent {
+  return new xdr.ContractEvent({
+    ext: new xdr.ExtensionPoint(0),
+    contractId: contractId ? (StrKey.decodeContract(contractId) as unknown as xdr.Hash) : null,
+    type: xdr.ContractEventType.diagnostic(),
+    body: new xdr.ContractEventBody(0, new xdr.ContractEventV0({ topics, data })),
+  });
+}
+
+/**
+ * The diagnostic events a host in diagnostic mode (as Soroban RPC runs simulations) emits around a root call:
+ * `fn_call` [symbol "fn_call", bytes(contract id), symbol fn] -> args (no contract: the transaction calls it),
+ * then the call's contract events, then `fn_return` [symbol "fn_return", symbol fn] -> return value from the
+ * contract. A failed call ends with the host's error event instead of fn_return.
+ */
+export function invocationDiagnostics(
+  call: xdr.InvokeContractArgs,
+  contractEvents: xdr.ContractEvent[],
+  outcome: { returnValue: xdr.ScVal } | { error: string },
+): xdr.DiagnosticEvent[] {
+  const contractId = Address.fromScAddress(call.contractAddress()).toString();
+  const fn = call.functionName().toString();
+  const ok = 'returnValue' in outcome;
+  const fnCall = diagnostic(null, [sym('fn_call'), xdr.ScVal.scvBytes(StrKey.decodeContract(contractId)), sym(fn)], xdr.ScVal.scvVec(call.args()));
+  const events = [new xdr.DiagnosticEvent({ inSuccessfulContractCall: ok, event: fnCall })];
+  if (!ok) return [...events, errorDiagnostic(outcome.error)];
+  events.push(...contractEvents.map((e) => asDiagnostic(e, true)));
+  events.push(new xdr.DiagnosticEvent({ inSuccessfulContractCall: true, event: diagnostic(contractId, [sym('fn_return'), sym(fn)], outcome.returnValue) }));
+  return events;
+}
+
 /** A diagnostic "error" event carrying the host's explanation, as the real RPC returns for failed invocations. */
 export function errorDiagnostic(message: string): xdr.DiagnosticEvent {
   const event = new xdr.ContractEvent({

@@ -6,35 +6,20 @@ import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
 import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
-import { LedgerView, entryKey, getAccount, getTrustline } from './ledger-state';
+import { LedgerView, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
 import { ParsedTransaction, operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
+import { manageSellOffer } from './offers';
+import { setOptions } from './set-options';
+import { allowTrust, setTrustLineFlags } from './trustline-flags';
+import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
+
+export type { OperationContext, OperationOutcome } from './operation-outcome';
 
 /**
  * Applies one operation at ledger close: createAccount, payment (XLM and issued assets, trustlines required),
  * changeTrust, and invokeHostFunction on a Stellar Asset Contract. Each returns a real OperationResult.
  */
-
-export interface OperationContext {
-  view: LedgerView;
-  registry: AssetRegistry;
-  passphrase: string;
-  networkId: Buffer;
-  ledgerSeq: number;
-  tx: ParsedTransaction;
-}
-
-export interface OperationOutcome {
-  result: xdr.OperationResult;
-  success: boolean;
-  events: xdr.ContractEvent[];
-  returnValue?: xdr.ScVal;
-  /** Why a Soroban invocation failed, for diagnostics. */
-  error?: string;
-}
-
-const inner = (tr: xdr.OperationResultTr): xdr.OperationResult => xdr.OperationResult.opInner(tr);
-const done = (result: xdr.OperationResult, success: boolean, events: xdr.ContractEvent[] = []): OperationOutcome => ({ result, success, events });
 
 function eventSource(asset: Asset, ctx: OperationContext): AssetEventSource & AssetRef {
   const registered = ctx.registry.find(assetIdOf(asset));
@@ -72,6 +57,8 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   switch (debit(ctx.view, source, asset, amount, ctx.ledgerSeq)) {
     case 'noTrust':
       return wrap(xdr.PaymentResult.paymentSrcNoTrust());
+    case 'notAuthorized':
+      return wrap(xdr.PaymentResult.paymentSrcNotAuthorized());
     case 'underfunded':
     case 'noAccount':
       return wrap(xdr.PaymentResult.paymentUnderfunded());
@@ -80,6 +67,8 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   switch (credit(ctx.view, op.destination, asset, amount, ctx.ledgerSeq)) {
     case 'noTrust':
       return wrap(xdr.PaymentResult.paymentNoTrust());
+    case 'notAuthorized':
+      return wrap(xdr.PaymentResult.paymentNotAuthorized());
     case 'lineFull':
       return wrap(xdr.PaymentResult.paymentLineFull());
     case 'noAccount':
@@ -101,14 +90,16 @@ function changeTrust(ctx: OperationContext, source: string, op: Operation.Change
   if (!account) return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
   const existing = getTrustline(ctx.view, source, assetId);
   const key = entryKey.trustline(source, assetId);
+  const liabilities = existing ? liabilitiesOf(existing) : { buying: 0n, selling: 0n };
   if (limit === 0n) {
     if (!existing || existing.balance > 0n) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    if (liabilities.buying > 0n || liabilities.selling > 0n) return wrap(xdr.ChangeTrustResult.changeTrustCannotDelete());
     ctx.view.delete(key);
     ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries - 1, lastModified: ctx.ledgerSeq });
     return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
   }
   if (existing) {
-    if (limit < existing.balance) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    if (limit < existing.balance + liabilities.buying) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
     ctx.view.set(key, { ...existing, limit, lastModified: ctx.ledgerSeq });
     return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
   }
@@ -153,7 +144,7 @@ function invokeHostFunction(ctx: OperationContext, source: string, op: Operation
   }
 }
 
-export function applyOperation(ctx: OperationContext, op: Operation): OperationOutcome {
+export function applyOperation(ctx: OperationContext, op: Operation, index: number): OperationOutcome {
   const source = operationSource(ctx.tx, op);
   if (!getAccount(ctx.view, source)) return done(operationCodeResult('opNoAccount'), false);
   switch (op.type) {
@@ -165,6 +156,14 @@ export function applyOperation(ctx: OperationContext, op: Operation): OperationO
       return changeTrust(ctx, source, op);
     case 'invokeHostFunction':
       return invokeHostFunction(ctx, source, op);
+    case 'setOptions':
+      return setOptions(ctx, source, op);
+    case 'setTrustLineFlags':
+      return setTrustLineFlags(ctx, source, op);
+    case 'allowTrust':
+      return allowTrust(ctx, source, op);
+    case 'manageSellOffer':
+      return manageSellOffer(ctx, source, op, ctx.tx.inner.toEnvelope().v1().tx().operations()[index].body().manageSellOfferOp().price());
     default:
       return done(operationCodeResult('opNotSupported'), false);
   }

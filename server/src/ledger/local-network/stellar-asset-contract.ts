@@ -43,9 +43,11 @@ function balanceFailure(error: BalanceError, holder: string, asset: RegisteredAs
     case 'noTrust':
       return new HostError('Contract', SacError.TrustlineMissing, `trustline entry is missing for account ${holder} (asset ${asset.assetId})`);
     case 'underfunded':
-      return new HostError('Contract', SacError.Balance, `balance of ${holder} is not sufficient to spend (asset ${asset.assetId})`);
+      return new HostError('Contract', SacError.Balance, `balance of ${holder} is not sufficient to spend (asset ${asset.assetId}; selling liabilities of offers are not spendable)`);
     case 'lineFull':
       return new HostError('Contract', SacError.Balance, `balance of ${holder} would exceed its trustline limit (asset ${asset.assetId})`);
+    case 'notAuthorized':
+      return new HostError('Contract', SacError.BalanceDeauthorized, `trustline of ${holder} is not authorized by the issuer (asset ${asset.assetId})`);
   }
 }
 
