@@ -33,6 +33,8 @@ export interface SearchIndexRepository {
    * `olderThanSeconds` (0: now). Returns whether it ran.
    */
   refreshVocabulary(olderThanSeconds: number): Promise<boolean>;
+  /** Deletes observed Bazaar resources without a payment for 30 days (they already left the list). Returns rows deleted. */
+  purgeObserved(): Promise<number>;
   /** Records that the index is behind (a catalog change was recorded); a no-op while it already is. */
   markBehind(): Promise<void>;
   /**
@@ -271,6 +273,11 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1', { transaction });
         return true;
       });
+    },
+
+    async purgeObserved() {
+      const [, meta] = (await db.query(`DELETE FROM observed_resources WHERE last_payment_at < now() - interval '30 days'`)) as [unknown, { rowCount?: number } | number];
+      return typeof meta === 'number' ? meta : Number(meta?.rowCount ?? 0);
     },
 
     async markBehind() {

@@ -946,10 +946,15 @@ export interface paths {
         };
         /**
          * x402 Bazaar discovery list
-         * @description The listed catalog in the x402 Bazaar shape (`DiscoveryResourcesResponse`), newest first, for stock Bazaar
-         *     clients (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`).
-         *     Offset pagination over at most the first 1000 listed resources; `pagination.total` counts those (it is exact
-         *     when fewer are listed).
+         * @description The x402 Bazaar discovery list (`DiscoveryResourcesResponse`), for stock Bazaar clients
+         *     (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`): first the
+         *     listed catalog, newest first (at most its first 1000 resources), then the **observed** resources — learned from
+         *     the `bazaar` extension of payments settled through `/x402/settle`, labelled `metadata.observed: true` and
+         *     `metadata.trust: "observed"` (never verified by a seller's catalog entry), with `metadata.usage` (settled calls
+         *     and unique payers over 30 days, last payment), ordered by unique payers, then calls. An observed resource without
+         *     a payment for 30 days drops out. Offset pagination as the Bazaar spec: `limit` (default 20) and `offset`
+         *     (default 0) are clamped (limit to 1..100, offset to 0 or more), never refused; `pagination` shows the values
+         *     used and `total` the size of the list.
          *
          *     **Who may call:** anyone; a key is optional.
          */
@@ -4884,9 +4889,9 @@ export interface operations {
             query?: {
                 /** @description Only resources of this type. */
                 type?: "http" | "mcp";
-                /** @description Page size, 1 to 100 (default 20). */
+                /** @description Page size (default 20); values outside 1..100 are clamped to it. */
                 limit?: number;
-                /** @description Resources to skip, 0 to 999 (default 0). */
+                /** @description Resources to skip (default 0); a negative value counts as 0. */
                 offset?: number;
             };
             header?: never;

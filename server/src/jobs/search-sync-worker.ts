@@ -26,6 +26,8 @@ export function createSearchSyncWorker(deps: { index: SearchIndexRepository; req
       await deps.index.recordLag();
       // Document frequencies of the vocabulary (IDF weights, rare-term budget): recounted every 10 minutes.
       await deps.index.refreshVocabulary(600);
+      // Observed Bazaar resources without a payment for 30 days.
+      await deps.index.purgeObserved();
       void refreshed;
     },
   };
