@@ -120,6 +120,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
   const tv = performance.now();
   await db.query(
     `INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable')
+      WHERE word ~ '[[:alpha:]]' AND length(word) <= 40
      ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc`,
   );
   await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1');

@@ -245,8 +245,8 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
   };
 
   /**
-   * What the index knows about the query's words, in two statements: each word's lexeme and document count, the
-   * prefix count for the last word, the most similar indexed lexemes for a query word the vocabulary does not know
+   * What the index knows about the query's words, in one statement: each word's lexeme and document count, the
+   * prefix count for the last word (a range scan of search_vocabulary_prefix, text_pattern_ops; at most 2,000 words), the most similar indexed lexemes for a query word the vocabulary does not know
    * (pg_trgm similarity >= 0.4 on lexemes of 4+ characters); the required phrases and exclusions as tsquery text and
    * the index size.
    */
@@ -255,34 +255,32 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
     const all = [...parsed.words, ...syn];
     const fix = [...parsed.words.map(() => true), ...syn.map(() => false)];
     const prefix = all.map((_, i) => parsed.lastIsPrefix && i === parsed.words.length - 1);
-    const { rows } = await pgQuery<{ i: string; lexeme: string | null; ndoc: number; prefixNdoc: string | null; fixes: Array<{ lexeme: string; ndoc: number }> | null }>(
+    const { rows } = await pgQuery<{ i: string; lexeme: string | null; ndoc: number; prefixNdoc: string | null; fixes: Array<{ lexeme: string; ndoc: number }> | null; phrases: string[]; excluded: string[]; total: number }>(
       db,
       `WITH w AS (
          SELECT t.i, t.fix, t.prefix, (SELECT min(l.lexeme) FROM unnest(to_tsvector('english', t.w)) l) AS lexeme
            FROM unnest(CAST($1 AS text[]), CAST($2 AS boolean[]), CAST($3 AS boolean[])) WITH ORDINALITY AS t(w, fix, prefix, i))
        SELECT w.i, w.lexeme, COALESCE(v.ndoc, 0) AS ndoc,
-              CASE WHEN w.prefix THEN (SELECT sum(p.ndoc) FROM search_vocabulary p WHERE p.word LIKE w.lexeme || '%') END AS "prefixNdoc",
-              CASE WHEN w.fix AND v.word IS NULL AND length(w.lexeme) >= 4 THEN
+              CASE WHEN w.prefix THEN (SELECT sum(p.ndoc) FROM (SELECT p.ndoc FROM search_vocabulary p
+                 WHERE p.word ~>=~ w.lexeme AND p.word ~<~ (w.lexeme || chr(1114111)) LIMIT 2000) p) END AS "prefixNdoc",
+              CASE WHEN w.fix AND v.word IS NULL AND length(w.lexeme) >= 4 AND w.lexeme ~ '^[[:alpha:]]+$' THEN
                 (SELECT json_agg(json_build_object('lexeme', f.word, 'ndoc', f.ndoc)) FROM (
                    SELECT s.word, s.ndoc FROM search_vocabulary s
                     WHERE s.word % w.lexeme AND similarity(s.word, w.lexeme) >= 0.4 AND s.ndoc > 0
-                    ORDER BY similarity(s.word, w.lexeme) DESC, s.ndoc DESC, s.word LIMIT 2) f) END AS fixes
+                    ORDER BY similarity(s.word, w.lexeme) DESC, s.ndoc DESC, s.word LIMIT 2) f) END AS fixes,
+              x.phrases, x.excluded, x.total
          FROM w LEFT JOIN search_vocabulary v ON v.word = w.lexeme
+        CROSS JOIN (SELECT
+           ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($4 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
+           ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
+           (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total) x
         ORDER BY w.i`,
-      [all, fix, prefix],
+      [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
     );
     const toWord = (r: (typeof rows)[number]): ResolvedWord => ({ lexeme: r.lexeme, ndoc: Number(r.ndoc), prefixNdoc: Number(r.prefixNdoc ?? 0), fixes: r.fixes ?? [] });
     const words = rows.slice(0, parsed.words.length).map(toWord);
     const synonyms = new Map(syn.map((w, i) => [w, toWord(rows[parsed.words.length + i])]));
-    const {
-      rows: [extra],
-    } = await pgQuery<{ phrases: string[]; excluded: string[]; total: number }>(
-      db,
-      `SELECT ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($1 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
-              ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($2 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
-              (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total`,
-      [parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
-    );
+    const extra = rows[0];
     return { words, synonyms, phrases: extra.phrases, excluded: extra.excluded, total: Number(extra.total) };
   };
 

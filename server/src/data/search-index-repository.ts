@@ -220,7 +220,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           await q(
             `INSERT INTO search_vocabulary (word, ndoc)
              SELECT DISTINCT t.lexeme, 1 FROM search_documents d, unnest(d.document) AS t
-              WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable
+              WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~ '[[:alpha:]]' AND length(t.lexeme) <= 40
              ON CONFLICT (word) DO NOTHING`,
             [docs.map((d) => d.resourceId)],
           );
@@ -264,7 +264,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         );
         if (!due) return false;
         await db.query(
-          `WITH stat AS (SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable')),
+          `WITH stat AS (SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable') WHERE word ~ '[[:alpha:]]' AND length(word) <= 40),
                 gone AS (DELETE FROM search_vocabulary v WHERE NOT EXISTS (SELECT 1 FROM stat WHERE stat.word = v.word))
            INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM stat
            ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc WHERE search_vocabulary.ndoc IS DISTINCT FROM EXCLUDED.ndoc`,
