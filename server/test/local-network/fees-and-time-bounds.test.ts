@@ -1,4 +1,4 @@
-import { Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
+import { Asset, BASE_FEE, FeeBumpTransaction, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
 import { fromStroops, toStroops } from '../../src/ledger/local-network/amounts';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
@@ -83,6 +83,19 @@ describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time boun
       expect(got.status).toBe('SUCCESS');
       expect(xlm(source)).toBe(before - 500n - toStroops('1'));
     });
+
+    it('a transaction accepted before a surge that outbids it waits in the queue and lands when the surge is over', async () => {
+      const source = await fundedAccount(network, '0');
+      const tx = await payment(source, { fee: '200' });
+      expect((await server.sendTransaction(tx)).status).toBe('PENDING');
+      network.setMinimumInclusionFee(500);
+      await network.closeLedger();
+      expect((await server.getTransaction(tx.hash().toString('hex'))).status).toBe('NOT_FOUND');
+      expect((await server.sendTransaction(tx)).status).toBe('DUPLICATE');
+      network.setMinimumInclusionFee(100);
+      await network.closeLedger();
+      expect((await server.getTransaction(tx.hash().toString('hex'))).status).toBe('SUCCESS');
+    });
   });
 
   describe('fee bumps', () => {
@@ -107,6 +120,38 @@ describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time boun
       expect(xlm(channel)).toBe(channelXlm);
       expect(BigInt((await server.getAccount(channel.publicKey())).sequenceNumber())).toBe(channelSeq + 1n);
       expect(network.balance(payee.publicKey(), 'USDC')).toBe(fromStroops(toStroops(payeeUsdc) + 3_000_000n));
+    });
+
+    it('when the fee bump bids a lower inclusion fee rate than its inner transaction, it is refused with txInsufficientFee', async () => {
+      const channel = await fundedAccount(network, '0');
+      const feeSource = await fundedAccount(network, '0');
+      const draft = await buildTransfer({ network, server, submitter: channel, from: payer.publicKey(), to: payee.publicKey(), amount: 1n, authSigner: payer });
+      const invoke = draft.operations[0] as Operation.InvokeHostFunction;
+      const sorobanData = draft.toEnvelope().v1().tx().ext().sorobanData();
+      const inner = new TransactionBuilder(await server.getAccount(channel.publicKey()), { fee: '1000', networkPassphrase: network.networkPassphrase })
+        .setSorobanData(sorobanData)
+        .addOperation(Operation.invokeHostFunction({ func: invoke.func, auth: invoke.auth ?? [] }))
+        .setTimeout(60)
+        .build();
+      inner.sign(channel);
+      // 2 x 600 < 1000 x 2: a rate of 600 per operation is below the inner transaction's 1000 (the SDK refuses to build it).
+      const outerFee = 1200n + BigInt(sorobanData.resourceFee().toString());
+      const envelope = xdr.TransactionEnvelope.envelopeTypeTxFeeBump(
+        new xdr.FeeBumpTransactionEnvelope({
+          tx: new xdr.FeeBumpTransaction({
+            feeSource: xdr.MuxedAccount.keyTypeEd25519(feeSource.rawPublicKey()),
+            fee: xdr.Int64.fromString(outerFee.toString()),
+            innerTx: xdr.FeeBumpTransactionInnerTx.envelopeTypeTx(inner.toEnvelope().v1()),
+            ext: new xdr.FeeBumpTransactionExt(0),
+          }),
+          signatures: [],
+        }),
+      );
+      const bump = new FeeBumpTransaction(envelope, network.networkPassphrase);
+      bump.sign(feeSource);
+      const sent = await server.sendTransaction(bump);
+      expect(sent.status).toBe('ERROR');
+      expect(resultCode(sent.errorResult as xdr.TransactionResult)).toBe('txInsufficientFee');
     });
 
     it('when the fee source did not sign the fee bump, it is refused with txBadAuth', async () => {

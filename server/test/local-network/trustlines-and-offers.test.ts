@@ -1,4 +1,4 @@
-import { Asset, Keypair, Operation, rpc, xdr } from '@stellar/stellar-sdk';
+import { Asset, Keypair, Operation, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
 import { buildTransfer, classicTransaction, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
@@ -70,6 +70,12 @@ describe('frozen trustlines and selling liabilities', () => {
       ]);
       expect(final?.status).toBe('SUCCESS');
       expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+      if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
+      const eurcContract = network.assets.find((a) => a.code === 'EURC')!.contractId;
+      const { events } = await server.getEvents({ startLedger: final.ledger, filters: [{ type: 'contract', contractIds: [eurcContract] }] });
+      const setAuthorized = events.find((e) => e.txHash === final.txHash)!;
+      expect(setAuthorized.topic.map((t) => scValToNative(t))).toEqual(['set_authorized', holder.publicKey(), eurc.toString()]);
+      expect(scValToNative(setAuthorized.value)).toBe(false);
 
       const pay = await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.payment({ destination: other.publicKey(), asset: eurc, amount: '1' })]);
       expect(pay.final?.status).toBe('FAILED');
@@ -93,6 +99,47 @@ describe('frozen trustlines and selling liabilities', () => {
         expect(operationResult(final.resultXdr).allowTrustResult().switch().name).toBe('allowTrustCantRevoke');
       } finally {
         await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 2 })]);
+      }
+    });
+  });
+
+  describe('CAP-67 events of SAC transfers involving the issuer', () => {
+    it('a SAC transfer from the issuer emits mint ["mint", to, asset] and one to the issuer emits burn', async () => {
+      const holder = await fundedAccount(network, '0');
+      await network.faucet(holder.publicKey(), 'EURC', '3');
+      const minted = await buildTransfer({ network, server, submitter: eurcIssuer, from: eurcIssuer.publicKey(), to: holder.publicKey(), amount: 10_000_000n, asset: 'EURC' });
+      const burned = await transfer(holder, eurcIssuer.publicKey(), 10_000_000n, 'EURC');
+      const contractEvent = async (tx: typeof minted) => {
+        const sim = await server.simulateTransaction(tx);
+        if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(sim.error);
+        const event = sim.events.map((e) => e.event()).find((e) => e.type().name === 'contract')!;
+        return [...event.body().v0().topics().map((t) => scValToNative(t)), scValToNative(event.body().v0().data())];
+      };
+      expect(await contractEvent(minted)).toEqual(['mint', holder.publicKey(), eurc.toString(), 10_000_000n]);
+      expect(await contractEvent(burned)).toEqual(['burn', holder.publicKey(), eurc.toString(), 10_000_000n]);
+    });
+  });
+
+  describe('issuer with AUTH_REQUIRED', () => {
+    it('a new trustline starts unauthorized: the issuer\'s payment fails with paymentNotAuthorized until it authorizes the line', async () => {
+      const issuer = eurcIssuer.publicKey();
+      await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 1 })]);
+      try {
+        const holder = await fundedAccount(network, '0');
+        expect((await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.changeTrust({ asset: eurc })])).final?.status).toBe('SUCCESS');
+        expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+        const pay = () => classicTransaction(network, server, issuer, [eurcIssuer], [Operation.payment({ destination: holder.publicKey(), asset: eurc, amount: '2' })]);
+        const refused = await pay();
+        expect(refused.final?.status).toBe('FAILED');
+        if (refused.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
+        expect(operationResult(refused.final.resultXdr).paymentResult().switch().name).toBe('paymentNotAuthorized');
+        await classicTransaction(network, server, issuer, [eurcIssuer], [
+          Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: true } }),
+        ]);
+        expect((await pay()).final?.status).toBe('SUCCESS');
+        expect(network.balance(holder.publicKey(), 'EURC')).toBe('2');
+      } finally {
+        await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ clearFlags: 1 })]);
       }
     });
   });

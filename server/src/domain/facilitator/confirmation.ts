@@ -15,7 +15,14 @@ export interface ConfirmationDeps {
   events: {
     submissionFailed(network: string, reason: string): void;
     confirmed(network: string, delaySeconds: number): void;
+    /** Fees the ledger charged for one final settlement (metrics). */
+    feeCharged?(network: string, stroops: bigint): void;
   };
+}
+
+async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint): Promise<void> {
+  await deps.repo.settleFee(s.id, fee);
+  if (fee > 0n) deps.events.feeCharged?.(s.network, fee);
 }
 
 export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
@@ -23,8 +30,10 @@ export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 
 async function failed(deps: ConfirmationDeps, s: SettlementRecord, code: ErrorCode, reason: string, metricReason: string, fee: bigint): Promise<Fate> {
-  if (await deps.repo.finalizeFailed(s.id, code, shortReason(reason))) deps.events.submissionFailed(s.network, metricReason);
-  await deps.repo.settleFee(s.id, fee);
+  if (await deps.repo.finalizeFailed(s.id, code, shortReason(reason))) {
+    deps.events.submissionFailed(s.network, metricReason);
+    await charge(deps, s, fee);
+  }
   return 'failed';
 }
 
@@ -34,8 +43,14 @@ async function notFound(deps: ConfirmationDeps, s: SettlementRecord, state: Awai
   if (s.validUntil) {
     const closedPast = state.latestLedgerCloseTime !== undefined && state.latestLedgerCloseTime.getTime() > s.validUntil.getTime();
     if (!closedPast) return 'pending';
-    // The RPC forgot the ledgers where it could have landed: no evidence either way.
+    // The RPC forgot the ledgers where it could have landed. Evidence left: the channel's sequence number (the
+    // channel carries no other transaction while this one is pinned). Below the transaction's: never applied, and
+    // past its time bound never will be. At or above it: applied with an outcome nobody can read here: reconcile.
     if (state.oldestLedgerCloseTime !== undefined && state.oldestLedgerCloseTime.getTime() > s.createdAt.getTime()) {
+      const sequence = s.channelAccount && s.txSequence ? await deps.ledger.accountSequence(s.network, s.channelAccount) : null;
+      if (sequence !== null && sequence < BigInt(s.txSequence!)) {
+        return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound (its channel never reached its sequence)', 'not_found_after_time_bound', 0n);
+      }
       await deps.repo.markReconciliation(s.id);
       deps.events.submissionFailed(s.network, 'reconciliation_required');
       return 'reconcile';
@@ -55,8 +70,8 @@ export async function confirmOnce(deps: ConfirmationDeps, s: SettlementRecord, a
   if (state.status === 'SUCCESS') {
     if (await deps.repo.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
       deps.events.confirmed(s.network, (Date.now() - s.createdAt.getTime()) / 1000);
+      await charge(deps, s, state.feeCharged ?? s.maxFee ?? 0n);
     }
-    await deps.repo.settleFee(s.id, state.feeCharged ?? s.maxFee ?? 0n);
     return 'settled';
   }
   if (state.status === 'FAILED') return failed(deps, s, 'SETTLEMENT_FAILED', state.reason, state.reason, state.feeCharged ?? s.maxFee ?? 0n);

@@ -18,7 +18,7 @@ export interface SettleDeps extends CheckDeps {
   networks: CheckDeps['networks'] & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
   resourceById(id: string): Promise<ResourceTermsRef | null>;
   sellerIdByWallet(address: string): Promise<string | null>;
-  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void };
+  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void; feeCharged?(network: string, stroops: bigint): void };
   /** Each seller's network-fee budget per UTC day and network, stroops; null: none. */
   feeBudgetStroops: bigint | null;
   /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
@@ -149,6 +149,11 @@ export function createSettlePayment(deps: SettleDeps) {
     const known = await knownAttempt(input, checked, required, resource);
     if (known) refuseUnlessVerified(known);
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
+    // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
+    if (simulation.error !== null && known) {
+      const now = await deps.repo.findAttempt(known.id);
+      if (now) refuseUnlessVerified(now);
+    }
     try {
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
     } catch (err) {
@@ -208,7 +213,7 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, sellerId: c.sellerId, maxFee: prepared.maxFee };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,

@@ -1,4 +1,4 @@
-import { Keypair, Operation, StrKey, xdr } from '@stellar/stellar-sdk';
+import { Keypair, Operation, xdr } from '@stellar/stellar-sdk';
 import { verifyEd25519 } from './ed25519';
 import { AccountRecord, LedgerView, getAccount, thresholdsOf } from './ledger-state';
 
@@ -89,6 +89,3 @@ export function checkSignatureWeights(
   }
   return used.size === signatures.length ? 'ok' : 'extra';
 }
-
-/** Raw 32-byte ed25519 key of a G... strkey. */
-export const rawKey = (publicKey: string): Buffer => StrKey.decodeEd25519PublicKey(publicKey);

@@ -31,12 +31,21 @@ export function transferEvent(asset: AssetEventSource, from: string, to: string,
   return contractEvent(asset.contractId, [sym('transfer'), addr(from), addr(to), xdr.ScVal.scvString(asset.assetId)], i128(amount));
 }
 
-/** The event a classic payment emits (CAP-67): mint when the issuer pays, burn when the issuer is paid. */
+/**
+ * The event a classic payment or a SAC transfer emits (CAP-67): mint when the issuer pays, burn when the issuer is
+ * paid, transfer otherwise (and when the issuer pays itself).
+ */
 export function paymentEvent(asset: AssetEventSource, from: string, to: string, amount: bigint): xdr.ContractEvent {
   const assetTopic = xdr.ScVal.scvString(asset.assetId);
+  if (asset.issuer && from === asset.issuer && to === asset.issuer) return transferEvent(asset, from, to, amount);
   if (asset.issuer && from === asset.issuer) return contractEvent(asset.contractId, [sym('mint'), addr(to), assetTopic], i128(amount));
   if (asset.issuer && to === asset.issuer) return contractEvent(asset.contractId, [sym('burn'), addr(from), assetTopic], i128(amount));
   return transferEvent(asset, from, to, amount);
+}
+
+/** CAP-67 `set_authorized` [symbol, id, "CODE:ISSUER"] -> bool, when an issuer changes a trustline's authorization. */
+export function setAuthorizedEvent(asset: AssetEventSource, id: string, authorized: boolean): xdr.ContractEvent {
+  return contractEvent(asset.contractId, [sym('set_authorized'), addr(id), xdr.ScVal.scvString(asset.assetId)], xdr.ScVal.scvBool(authorized));
 }
 
 /** The fee event charged to the fee source, emitted by the native asset contract. */

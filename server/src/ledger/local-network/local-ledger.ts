@@ -16,6 +16,7 @@ import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
 import { fromStroops } from './amounts';
 import { AccountFlags } from './set-options';
+import { newTrustlineFlags } from './operation-apply';
 import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';
 import { TRUSTLINE_AUTHORIZED } from './balances';
 
@@ -208,7 +209,7 @@ export class LocalLedger {
    * Closes one ledger, applying the queued transactions in arrival order; returns the new sequence. As in
    * stellar-core, a queued transaction that is no longer valid for this ledger (past its maxTime or maxLedger,
    * stale sequence, fee no longer payable, ...) is dropped from the queue: it is never included in any ledger and
-   * getTransaction keeps answering NOT_FOUND for it.
+   * getTransaction keeps answering NOT_FOUND for it. One only outbid by a later surge stays queued.
    */
   closeLedger(): number {
     const previous = this.latest;
@@ -218,13 +219,27 @@ export class LocalLedger {
     this.pendingSources.clear();
     this.latestTxCount = 0;
     this.ledgers.push(header);
-    const included = queue.filter((tx) => validateTransaction(tx, this.validationContext(header.closeTime, header.sequence)).ok);
-    included.forEach((tx) => this.record(tx, this.applySafely(tx, header), header));
+    const included = queue.filter((tx) => {
+      const applied = this.applySafely(tx, header);
+      if (applied.status !== 'DROPPED') {
+        this.record(tx, applied, header);
+        return true;
+      }
+      // Outbid by a surge raised after it was accepted: it waits in the queue, as in stellar-core, until the
+      // minimum comes back down or its time bound passes.
+      if (applied.result.result().switch().name === 'txInsufficientFee') this.requeue(tx);
+      return false;
+    });
     this.sampleFees(included, header.sequence);
     header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|'))).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
     this.prune();
     return header.sequence;
+  }
+
+  private requeue(tx: ParsedTransaction): void {
+    this.pending.push(tx);
+    this.pendingSources.add(tx.source);
   }
 
   private sampleFees(included: ParsedTransaction[], ledger: number): void {
@@ -266,7 +281,7 @@ export class LocalLedger {
     const applicationOrder = this.latestTxCount;
     const record: TransactionRecord = {
       hash: tx.hash,
-      status: applied.status,
+      status: applied.status === 'SUCCESS' ? 'SUCCESS' : 'FAILED',
       ledger: header.sequence,
       createdAt: header.closeTime,
       applicationOrder,
@@ -347,6 +362,7 @@ export class LocalLedger {
     const header = this.latest;
     // Conveniences pay the base fee whatever the surge: they are not competing for ledger space.
     const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE }, parsed);
+    if (applied.status === 'DROPPED') return { hash: parsed.hash, ok: false };
     this.record(parsed, applied, header);
     return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };
   }
@@ -408,7 +424,8 @@ export class LocalLedger {
     if (!account) throw new Error(`account ${address} does not exist`);
     if (availableNative(account) < BASE_RESERVE) throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
     const ledger = this.latest.sequence;
-    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, lastModified: ledger });
+    const flags = newTrustlineFlags(getAccount(this.store, assetId.split(':')[1]));
+    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, flags, lastModified: ledger });
     this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
   }
 
@@ -430,7 +447,7 @@ export class LocalLedger {
     const error = authorized
       ? changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, TRUSTLINE_AUTHORIZED, MAINTAIN_LIABILITIES, this.latest.sequence)
       : changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, 0, TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES, this.latest.sequence);
-    if (error) throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
+    if (typeof error === 'string') throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
     return undefined;
   }
 

@@ -1,17 +1,17 @@
 import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
 import { toStroops } from './amounts';
 import { AssetRegistry, assetIdOf } from './asset-registry';
-import { AssetRef, availableNative, credit, debit } from './balances';
+import { AssetRef, TRUSTLINE_AUTHORIZED, availableNative, credit, debit } from './balances';
 import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
 import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
-import { LedgerView, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
+import { AccountRecord, LedgerView, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
 import { ParsedTransaction, operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
 import { manageSellOffer } from './offers';
-import { setOptions } from './set-options';
-import { allowTrust, setTrustLineFlags } from './trustline-flags';
+import { AccountFlags, setOptions } from './set-options';
+import { TRUSTLINE_CLAWBACK_ENABLED, allowTrust, setTrustLineFlags } from './trustline-flags';
 import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
 
 export type { OperationContext, OperationOutcome } from './operation-outcome';
@@ -80,6 +80,15 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   return outcome;
 }
 
+/**
+ * A new trustline starts authorized unless its issuer has AUTH_REQUIRED (then the issuer must authorize it), and
+ * clawback-enabled when its issuer has AUTH_CLAWBACK_ENABLED, as stellar-core sets them.
+ */
+export function newTrustlineFlags(issuer: AccountRecord | undefined): number {
+  const flags = issuer?.flags ?? 0;
+  return (flags & AccountFlags.authRequired ? 0 : TRUSTLINE_AUTHORIZED) | (flags & AccountFlags.authClawbackEnabled ? TRUSTLINE_CLAWBACK_ENABLED : 0);
+}
+
 function changeTrust(ctx: OperationContext, source: string, op: Operation.ChangeTrust): OperationOutcome {
   const wrap = (r: xdr.ChangeTrustResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.changeTrust(r)), ok);
   const line = op.line;
@@ -105,7 +114,7 @@ function changeTrust(ctx: OperationContext, source: string, op: Operation.Change
   }
   if (!getAccount(ctx.view, line.getIssuer())) return wrap(xdr.ChangeTrustResult.changeTrustNoIssuer());
   if (availableNative(account) < BASE_RESERVE) return wrap(xdr.ChangeTrustResult.changeTrustLowReserve());
-  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, lastModified: ctx.ledgerSeq });
+  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, flags: newTrustlineFlags(getAccount(ctx.view, line.getIssuer())), lastModified: ctx.ledgerSeq });
   ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ctx.ledgerSeq });
   return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
 }

@@ -3,13 +3,14 @@ import { RegisteredAsset } from './asset-registry';
 import { AuthContext, requireAuth } from './auth-verify';
 import { BalanceError, balanceOf, credit, debit } from './balances';
 import { ASSET_DECIMALS, MAX_INT64 } from './constants';
-import { transferEvent } from './contract-events';
+import { paymentEvent } from './contract-events';
 import { FootprintRecorder } from './footprint';
 import { HostError, SacError } from './host-error';
 import { balanceLedgerKey, ledgerKeys } from './ledger-entries';
 
 /**
- * The Stellar Asset Contract functions the simulator executes: transfer (with require_auth on `from`), balance,
+ * The Stellar Asset Contract functions the simulator executes: transfer (with require_auth on `from`; its event
+ * is `transfer`, or `mint`/`burn` when the issuer sends/receives, per CAP-67), balance,
  * decimals, name and symbol. Balances of G accounts live in their account (XLM) or trustline (issued assets);
  * balances of contract addresses live in the SAC's own `Balance` entries.
  */
@@ -73,7 +74,7 @@ function transfer(ctx: SacCallContext, args: xdr.ScVal[]): xdr.ScVal {
   if (debitError) throw balanceFailure(debitError, from, ctx.asset);
   const creditError = credit(view, to, ctx.asset, amount, ctx.currentLedger);
   if (creditError) throw balanceFailure(creditError, to, ctx.asset);
-  ctx.events.push(transferEvent(ctx.asset, from, to, amount));
+  ctx.events.push(paymentEvent(ctx.asset, from, to, amount));
   return xdr.ScVal.scvVoid();
 }
 

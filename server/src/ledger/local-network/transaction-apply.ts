@@ -26,7 +26,8 @@ export interface ApplyContext {
 }
 
 export interface AppliedTransaction {
-  status: 'SUCCESS' | 'FAILED';
+  /** DROPPED: no longer valid for this ledger (stellar-core removes it from the queue; nothing is recorded). */
+  status: 'SUCCESS' | 'FAILED' | 'DROPPED';
   result: xdr.TransactionResult;
   meta: xdr.TransactionMeta;
   /** Contract events per operation (empty when the transaction failed). */
@@ -72,7 +73,7 @@ function chargeFeeAndSequence(store: LedgerView, tx: ParsedTransaction, fee: big
 export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): AppliedTransaction {
   const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee });
   if (!validation.ok) {
-    return { status: 'FAILED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
+    return { status: 'DROPPED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
   }
   const fee = validation.feeCharged;
   chargeFeeAndSequence(ctx.store, tx, fee, ctx.ledgerSeq);

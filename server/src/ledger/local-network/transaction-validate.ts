@@ -90,11 +90,23 @@ function checkInner(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: b
   return null;
 }
 
+/**
+ * stellar-core: a fee bump must bid at least the inner transaction's inclusion fee rate, i.e.
+ * outer inclusion fee x inner operations >= inner inclusion fee x (inner operations + 1).
+ */
+function outbidsInner(tx: ParsedTransaction): boolean {
+  const operations = BigInt(tx.operations.length);
+  const resourceFee = resourceFeeDeclared(tx);
+  const outer = tx.fee - resourceFee;
+  const inner = BigInt(tx.inner.fee) - resourceFee;
+  return outer * operations >= inner * (operations + 1n);
+}
+
 function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: bigint): TxCode | null {
   if (!tx.feeBump) return null;
   const feeSource = getAccount(ctx.view, tx.feeBump.feeSource);
   if (!feeSource) return 'txNoAccount';
-  if (tx.feeBump.fee < feeCharged) return 'txInsufficientFee';
+  if (tx.feeBump.fee < feeCharged || !outbidsInner(tx)) return 'txInsufficientFee';
   const signatures = checkSignatureWeights(ctx.view, tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [{ account: tx.feeBump.feeSource, level: 'low' }]);
   if (signatures === 'missing') return 'txBadAuth';
   if (signatures === 'extra') return 'txBadAuthExtra';

@@ -3,6 +3,7 @@ import { assetIdOf } from './asset-registry';
 import { TRUSTLINE_AUTHORIZED } from './balances';
 import { LedgerView, entryKey, getAccount, getTrustline } from './ledger-state';
 import { deleteOffer, offersInvolving } from './offers';
+import { setAuthorizedEvent } from './contract-events';
 import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
 import { AccountFlags } from './set-options';
 
@@ -14,12 +15,21 @@ import { AccountFlags } from './set-options';
  */
 
 export const MAINTAIN_LIABILITIES = 2;
-const CLAWBACK_ENABLED = 4;
+export const TRUSTLINE_CLAWBACK_ENABLED = 4;
+const CLAWBACK_ENABLED = TRUSTLINE_CLAWBACK_ENABLED;
 
 export type AuthorizationError = 'malformed' | 'noTrustLine' | 'cantRevoke' | 'invalidState';
 
-/** Sets a trustline's flags to `next` as its issuer; undefined on success. */
-export function changeTrustlineFlags(view: LedgerView, issuer: string, trustor: string, asset: Asset, setFlags: number, clearFlags: number, ledger: number): AuthorizationError | undefined {
+/** Sets and clears a trustline's flags as its issuer; on success, whether AUTHORIZED changed (undefined: it did not). */
+export function changeTrustlineFlags(
+  view: LedgerView,
+  issuer: string,
+  trustor: string,
+  asset: Asset,
+  setFlags: number,
+  clearFlags: number,
+  ledger: number,
+): AuthorizationError | { authorizedNow?: boolean } {
   if (asset.isNative() || asset.getIssuer() !== issuer || trustor === issuer || setFlags & clearFlags || setFlags & CLAWBACK_ENABLED) return 'malformed';
   const assetId = assetIdOf(asset);
   const line = getTrustline(view, trustor, assetId);
@@ -33,7 +43,16 @@ export function changeTrustlineFlags(view: LedgerView, issuer: string, trustor: 
   if (rank(next) === 0 && rank(before) > 0) offersInvolving(view, trustor, assetId).forEach((offer) => deleteOffer(view, offer, ledger));
   const current = getTrustline(view, trustor, assetId)!;
   view.set(entryKey.trustline(trustor, assetId), { ...current, flags: next, lastModified: ledger });
-  return undefined;
+  const changed = (before & TRUSTLINE_AUTHORIZED) !== (next & TRUSTLINE_AUTHORIZED);
+  return { authorizedNow: changed ? (next & TRUSTLINE_AUTHORIZED) !== 0 : undefined };
+}
+
+/** The operation's outcome, with the CAP-67 set_authorized event when the authorization changed. */
+function outcomeOf(ctx: OperationContext, result: xdr.OperationResult, change: AuthorizationError | { authorizedNow?: boolean }, trustor: string, asset: Asset): OperationOutcome {
+  if (typeof change === 'string') return done(result, false);
+  if (change.authorizedNow === undefined) return done(result, true);
+  const source = { contractId: asset.contractId(ctx.passphrase), assetId: assetIdOf(asset), issuer: asset.getIssuer() };
+  return done(result, true, [setAuthorizedEvent(source, trustor, change.authorizedNow)]);
 }
 
 const flagBits = (flags: Operation.SetTrustLineFlags['flags']): { set: number; clear: number } => {
@@ -51,18 +70,19 @@ const flagBits = (flags: Operation.SetTrustLineFlags['flags']): { set: number; c
 
 export function setTrustLineFlags(ctx: OperationContext, source: string, op: Operation.SetTrustLineFlags): OperationOutcome {
   const { set, clear } = flagBits(op.flags);
-  const error = changeTrustlineFlags(ctx.view, source, op.trustor, op.asset, set, clear, ctx.ledgerSeq);
+  const change = changeTrustlineFlags(ctx.view, source, op.trustor, op.asset, set, clear, ctx.ledgerSeq);
   const codes = { malformed: 'setTrustLineFlagsMalformed', noTrustLine: 'setTrustLineFlagsNoTrustLine', cantRevoke: 'setTrustLineFlagsCantRevoke', invalidState: 'setTrustLineFlagsInvalidState' } as const;
-  const result = error ? xdr.SetTrustLineFlagsResult[codes[error]]() : xdr.SetTrustLineFlagsResult.setTrustLineFlagsSuccess();
-  return done(inner(xdr.OperationResultTr.setTrustLineFlags(result)), !error);
+  const result = typeof change === 'string' ? xdr.SetTrustLineFlagsResult[codes[change]]() : xdr.SetTrustLineFlagsResult.setTrustLineFlagsSuccess();
+  return outcomeOf(ctx, inner(xdr.OperationResultTr.setTrustLineFlags(result)), change, op.trustor, op.asset);
 }
 
 export function allowTrust(ctx: OperationContext, source: string, op: Operation.AllowTrust): OperationOutcome {
   const level = op.authorize === true ? 1 : op.authorize === false ? 0 : Number(op.authorize);
   const set = level === 1 ? TRUSTLINE_AUTHORIZED : level === 2 ? MAINTAIN_LIABILITIES : 0;
   const clear = (TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES) & ~set;
-  const error = op.trustor === source ? 'self' : changeTrustlineFlags(ctx.view, source, op.trustor, new Asset(op.assetCode, source), set, clear, ctx.ledgerSeq);
+  const asset = new Asset(op.assetCode, source);
+  const change = op.trustor === source ? 'self' : changeTrustlineFlags(ctx.view, source, op.trustor, asset, set, clear, ctx.ledgerSeq);
   const codes = { self: 'allowTrustSelfNotAllowed', malformed: 'allowTrustMalformed', noTrustLine: 'allowTrustNoTrustLine', cantRevoke: 'allowTrustCantRevoke', invalidState: 'allowTrustMalformed' } as const;
-  const result = error ? xdr.AllowTrustResult[codes[error]]() : xdr.AllowTrustResult.allowTrustSuccess();
-  return done(inner(xdr.OperationResultTr.allowTrust(result)), !error);
+  const result = typeof change === 'string' ? xdr.AllowTrustResult[codes[change]]() : xdr.AllowTrustResult.allowTrustSuccess();
+  return outcomeOf(ctx, inner(xdr.OperationResultTr.allowTrust(result)), change === 'self' ? 'malformed' : change, op.trustor, asset);
 }
