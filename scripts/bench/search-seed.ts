@@ -92,8 +92,12 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               r.asset_code, r.asset_issuer, r.amount, 'active',
               CASE WHEN r.type = 'mcp' THEN ARRAY['mcp'] ELSE ARRAY['bazaar'] END,
               CASE WHEN r.type = 'mcp' THEN 'tool_' || s.i END, true,
-              setweight(to_tsvector('english', r.name), 'A') || setweight(to_tsvector('english', r.description), 'B')
-                || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template, '/', ' ')), 'C'),
+              -- the indexing worker's layout (migration 0022): name A, tags/MCP tool name B, description C, schema text,
+              -- route and URL host/path D
+              setweight(to_tsvector('english', r.name), 'A')
+                || setweight(to_tsvector('english', CASE WHEN r.type = 'mcp' THEN 'tool ' || s.i ELSE '' END), 'B')
+                || setweight(to_tsvector('english', r.description), 'C')
+                || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template, '/', ' ') || ' ' || regexp_replace(r.url, '[/.:{}]+', ' ', 'g')), 'D'),
               0.5 + (s.i % 5) / 10.0, 0.6 + (s.i % 4) / 10.0, s.verified,
               -- settlement success and uptime: NULL (neutral), as the service computes them from these rows (no payments,
               -- no probes), so its first search-sync pass rewrites nothing (at 1M it rewrote 333k seeded values for
@@ -112,5 +116,15 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
   }
   await db.query('ANALYZE');
   progress('ANALYZE done');
+  // The vocabulary (document frequencies, typo tolerance), as the search-sync worker's recount would leave it.
+  const tv = performance.now();
+  await db.query(
+    `INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable')
+      WHERE word ~ '[[:alpha:]]' AND length(word) <= 40
+     ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc`,
+  );
+  await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1');
+  await db.query('ANALYZE search_vocabulary');
+  progress(`vocabulary counted in ${((performance.now() - tv) / 1000).toFixed(1)} s`);
 }
 

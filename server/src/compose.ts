@@ -31,6 +31,8 @@ import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { x402Handlers } from './x402';
+import { createBazaar } from './domain/discovery/bazaar';
+import { createObservedResourceRepository } from './data/observed-resource-repository';
 import type { Logger } from './logger';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */
@@ -161,6 +163,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     signers: (network) => [...facilitator.facilitatorAddresses(network)],
     listDiscovery: discovery.handlers.listDiscoveryResources,
     receipts: signedReceipts,
+    bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
   });
 
   const health = () =>

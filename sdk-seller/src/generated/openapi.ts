@@ -360,16 +360,18 @@ export interface paths {
         };
         /**
          * Search resources
-         * @description Full-text search over active cataloged resources, ranked by text relevance, metadata quality, type, network,
-         *     asset, price, seller verification, uptime, recent settlement success and schema completeness (exact weights
-         *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
-         *     indexing or ranking is incomplete.
+         * @description Ranked recall over active cataloged resources (strategy `pg-fts-recall-v3`): a query of plain words finds
+         *     resources matching some of its words, ranked by how many and how well they match (name > tags and MCP tool
+         *     name > description > URL and schema text; English stemming, prefix match of the last word, typo tolerance, a
+         *     maintained synonym table), plus metadata quality, type, network, asset, price, seller verification, uptime,
+         *     recent settlement success, schema completeness and usage (exact weights are not part of the contract;
+         *     `ranking.strategy` names the strategy used). `"quoted phrases"` must match and `-word` excludes. Every query
+         *     string up to 200 characters is accepted. `partialResults` is true when indexing or ranking is incomplete.
          *
-         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 300 best
-         *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
-         *     included; a query returns at most those 300 over all its pages. The trade: a match outside that set is not
-         *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
-         *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
+         *     **Bounded candidates**: every match of the query's rare words is ranked; of the resources matching only its
+         *     common words, the 300 best by the query-independent signals are. The trade: such a match outside that set is
+         *     not returned however relevant its text; narrow the query or add filters to reach it. Pages neither repeat nor
+         *     skip while the index is unchanged.
          *
          *     **Who may call:** anyone.
          */
@@ -1922,7 +1924,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-candidates-v2
+                 * @example pg-fts-recall-v3
                  */
                 strategy: string;
             };
@@ -2930,8 +2932,10 @@ export interface components {
         /** @description Only resources that carry this extension. */
         ExtensionQuery: "bazaar" | "mcp";
         /**
-         * @description Search text, matched against name, description, URL and extension metadata.
-         * @example weather forecast
+         * @description Search text in plain words, matched against name, tags and MCP tool name, description, schema text and the URL's
+         *     host and path. Any characters are accepted (punctuation separates words); a result need not contain every word.
+         *     `"quoted phrases"` must match, `-word` excludes; the last word also matches as a prefix.
+         * @example convert a street address to latitude and longitude
          */
         SearchQuery: string;
         /** @description Payment attempt id (`pay_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
@@ -3619,8 +3623,10 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description Search text, matched against name, description, URL and extension metadata.
-                 * @example weather forecast
+                 * @description Search text in plain words, matched against name, tags and MCP tool name, description, schema text and the URL's
+                 *     host and path. Any characters are accepted (punctuation separates words); a result need not contain every word.
+                 *     `"quoted phrases"` must match, `-word` excludes; the last word also matches as a prefix.
+                 * @example convert a street address to latitude and longitude
                  */
                 q: components["parameters"]["SearchQuery"];
                 /** @description Only items on this network. */

@@ -28,6 +28,13 @@ export interface SearchIndexRepository {
    * whose signals changed (a full pass; it also records the pass in search_signal_sync). Returns rows written.
    */
   refreshSignals(resourceId?: string, transaction?: Transaction): Promise<number>;
+  /**
+   * Recounts the vocabulary's document frequencies from the index (ts_stat) when the last recount is older than
+   * `olderThanSeconds` (0: now). Returns whether it ran.
+   */
+  refreshVocabulary(olderThanSeconds: number): Promise<boolean>;
+  /** Deletes observed Bazaar resources without a payment for 30 days (they already left the list). Returns rows deleted. */
+  purgeObserved(): Promise<number>;
   /** Records that the index is behind (a catalog change was recorded); a no-op while it already is. */
   markBehind(): Promise<void>;
   /**
@@ -44,6 +51,8 @@ const SIGNALS_SQL = `
     seller_verified = st.verified,
     settlement_success = st.rate,
     settlement_count = st.settled,
+    unique_payers = st.payers,
+    last_payment_at = st.last_paid,
     uptime = st.uptime, -- share of passed 402 probes over 7 days (conformance runner); NULL, neutral, before the first
     signals_refreshed_at = now()
   FROM (
@@ -55,6 +64,9 @@ const SIGNALS_SQL = `
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,
+           (SELECT count(DISTINCT p.payer) FROM payment_attempts p
+             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days')::int AS payers,
+           (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND p.status = 'settled') AS last_paid,
            (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
              WHERE pr.resource_id = d2.resource_id AND pr.checked_at > now() - interval '7 days') AS uptime
       FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
@@ -64,7 +76,9 @@ const SIGNALS_SQL = `
     AND (:resourceId <> '' OR d.signals_refreshed_at IS NULL OR d.uptime IS DISTINCT FROM st.uptime
          OR d.seller_verified IS DISTINCT FROM st.verified
          OR d.settlement_success IS DISTINCT FROM st.rate
-         OR d.settlement_count IS DISTINCT FROM st.settled)`;
+         OR d.settlement_count IS DISTINCT FROM st.settled
+         OR d.unique_payers IS DISTINCT FROM st.payers
+         OR d.last_payment_at IS DISTINCT FROM st.last_paid)`;
 
 /** The batch's snapshot: one row per requested id (resource columns named as toResource reads them). */
 const SNAPSHOT_SQL = `
@@ -97,13 +111,13 @@ const UPSERT_SQL = `
   SELECT j."resourceId", j."sellerId", j."versionId", j.version, j.type, j.name, j.description, j.url, j."routeTemplate",
      j.network, j."payTo", j."assetCode", j."assetIssuer", CAST(j.amount AS numeric), j.status,
      ARRAY(SELECT jsonb_array_elements_text(j."extensionNames")), j."mcpToolName", j.discoverable, j."rejectionReasons",
-     setweight(to_tsvector('english', j.name), 'A') || setweight(to_tsvector('english', j.description), 'B')
-       || setweight(to_tsvector('english', j."schemaText"), 'C'),
+     setweight(to_tsvector('english', j.name), 'A') || setweight(to_tsvector('english', COALESCE(j."tagsText", '')), 'B')
+       || setweight(to_tsvector('english', j.description), 'C') || setweight(to_tsvector('english', j."schemaText"), 'D'),
      j."metadataQuality", j."schemaCompleteness", j."sellerVerified", now()
     FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS j("resourceId" text, "sellerId" text, "versionId" text, version integer, type text,
        name text, description text, url text, "routeTemplate" text, network text, "payTo" text, "assetCode" text,
        "assetIssuer" text, amount text, status text, "extensionNames" jsonb, "mcpToolName" text, discoverable boolean,
-       "rejectionReasons" jsonb, "schemaText" text, "metadataQuality" double precision, "schemaCompleteness" double precision,
+       "rejectionReasons" jsonb, "tagsText" text, "schemaText" text, "metadataQuality" double precision, "schemaCompleteness" double precision,
        "sellerVerified" boolean)
   ON CONFLICT (resource_id) DO UPDATE SET
      seller_id = EXCLUDED.seller_id, version_id = EXCLUDED.version_id, resource_version = EXCLUDED.resource_version,
@@ -201,6 +215,15 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
             ),
           ]);
           await db.query(SIGNALS_BATCH_SQL, { bind: [docs.map((d) => d.resourceId)], transaction });
+          // New words enter the vocabulary (typo tolerance, document frequency) at once; counts are recounted by
+          // refreshVocabulary. DO NOTHING takes no row lock on words already known.
+          await q(
+            `INSERT INTO search_vocabulary (word, ndoc)
+             SELECT DISTINCT t.lexeme, 1 FROM search_documents d, unnest(d.document) AS t
+              WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~ '[[:alpha:]]' AND length(t.lexeme) <= 40
+             ON CONFLICT (word) DO NOTHING`,
+            [docs.map((d) => d.resourceId)],
+          );
         }
         if (events.length) {
           await q(
@@ -230,6 +253,31 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         await db.query('INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET synced_at = EXCLUDED.synced_at', { transaction });
       }
       return typeof count === 'number' ? count : Number((count as { rowCount?: number })?.rowCount ?? 0);
+    },
+
+    async refreshVocabulary(olderThanSeconds) {
+      return db.transaction(async (transaction) => {
+        const [due] = await select<{ id: number }>(
+          `SELECT id FROM search_vocabulary_state WHERE id = 1 AND refreshed_at <= now() - make_interval(secs => :age) FOR UPDATE SKIP LOCKED`,
+          { age: olderThanSeconds },
+          transaction,
+        );
+        if (!due) return false;
+        await db.query(
+          `WITH stat AS (SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable') WHERE word ~ '[[:alpha:]]' AND length(word) <= 40),
+                gone AS (DELETE FROM search_vocabulary v WHERE NOT EXISTS (SELECT 1 FROM stat WHERE stat.word = v.word))
+           INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM stat
+           ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc WHERE search_vocabulary.ndoc IS DISTINCT FROM EXCLUDED.ndoc`,
+          { transaction },
+        );
+        await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1', { transaction });
+        return true;
+      });
+    },
+
+    async purgeObserved() {
+      const [, meta] = (await db.query(`DELETE FROM observed_resources WHERE last_payment_at < now() - interval '30 days'`)) as [unknown, { rowCount?: number } | number];
+      return typeof meta === 'number' ? meta : Number(meta?.rowCount ?? 0);
     },
 
     async markBehind() {

@@ -12,6 +12,7 @@ export const ID_PREFIXES = {
   catalogEvent: 'cev',
   apiKey: 'key',
   challenge: 'chl',
+  observed: 'obs',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

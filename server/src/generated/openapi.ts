@@ -360,16 +360,18 @@ export interface paths {
         };
         /**
          * Search resources
-         * @description Full-text search over active cataloged resources, ranked by text relevance, metadata quality, type, network,
-         *     asset, price, seller verification, uptime, recent settlement success and schema completeness (exact weights
-         *     are not part of the contract; `ranking.strategy` names the strategy used). `partialResults` is true when
-         *     indexing or ranking is incomplete.
+         * @description Ranked recall over active cataloged resources (strategy `pg-fts-recall-v3`): a query of plain words finds
+         *     resources matching some of its words, ranked by how many and how well they match (name > tags and MCP tool
+         *     name > description > URL and schema text; English stemming, prefix match of the last word, typo tolerance, a
+         *     maintained synonym table), plus metadata quality, type, network, asset, price, seller verification, uptime,
+         *     recent settlement success, schema completeness and usage (exact weights are not part of the contract;
+         *     `ranking.strategy` names the strategy used). `"quoted phrases"` must match and `-word` excludes. Every query
+         *     string up to 200 characters is accepted. `partialResults` is true when indexing or ranking is incomplete.
          *
-         *     **Bounded candidates** (strategy `pg-fts-candidates-v2`): of the resources the query matches, the 300 best
-         *     by the query-independent signals (everything but text relevance) are ranked by the full score, text relevance
-         *     included; a query returns at most those 300 over all its pages. The trade: a match outside that set is not
-         *     returned however relevant its text; narrow the query or add filters to reach it. Queries matching fewer
-         *     resources rank every match. Pages neither repeat nor skip while the index is unchanged.
+         *     **Bounded candidates**: every match of the query's rare words is ranked; of the resources matching only its
+         *     common words, the 300 best by the query-independent signals are. The trade: such a match outside that set is
+         *     not returned however relevant its text; narrow the query or add filters to reach it. Pages neither repeat nor
+         *     skip while the index is unchanged.
          *
          *     **Who may call:** anyone.
          */
@@ -1050,10 +1052,15 @@ export interface paths {
         };
         /**
          * x402 Bazaar discovery list
-         * @description The listed catalog in the x402 Bazaar shape (`DiscoveryResourcesResponse`), newest first, for stock Bazaar
-         *     clients (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`).
-         *     Offset pagination over at most the first 1000 listed resources; `pagination.total` counts those (it is exact
-         *     when fewer are listed).
+         * @description The x402 Bazaar discovery list (`DiscoveryResourcesResponse`), for stock Bazaar clients
+         *     (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`): first the
+         *     listed catalog, newest first (at most its first 1000 resources), then the **observed** resources — learned from
+         *     the `bazaar` extension of payments settled through `/x402/settle`, labelled `metadata.observed: true` and
+         *     `metadata.trust: "observed"` (never verified by a seller's catalog entry), with `metadata.usage` (settled calls
+         *     and unique payers over 30 days, last payment), ordered by unique payers, then calls. An observed resource without
+         *     a payment for 30 days drops out. Offset pagination as the Bazaar spec: `limit` (default 20) and `offset`
+         *     (default 0) are clamped (limit to 1..100, offset to 0 or more), never refused; `pagination` shows the values
+         *     used and `total` the size of the list.
          *
          *     **Who may call:** anyone; a key is optional.
          */
@@ -2270,7 +2277,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-candidates-v2
+                 * @example pg-fts-recall-v3
                  */
                 strategy: string;
             };
@@ -3749,8 +3756,10 @@ export interface components {
         /** @description Only resources that carry this extension. */
         ExtensionQuery: "bazaar" | "mcp";
         /**
-         * @description Search text, matched against name, description, URL and extension metadata.
-         * @example weather forecast
+         * @description Search text in plain words, matched against name, tags and MCP tool name, description, schema text and the URL's
+         *     host and path. Any characters are accepted (punctuation separates words); a result need not contain every word.
+         *     `"quoted phrases"` must match, `-word` excludes; the last word also matches as a prefix.
+         * @example convert a street address to latitude and longitude
          */
         SearchQuery: string;
         /** @description Payment attempt id (`pay_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
@@ -4440,8 +4449,10 @@ export interface operations {
         parameters: {
             query: {
                 /**
-                 * @description Search text, matched against name, description, URL and extension metadata.
-                 * @example weather forecast
+                 * @description Search text in plain words, matched against name, tags and MCP tool name, description, schema text and the URL's
+                 *     host and path. Any characters are accepted (punctuation separates words); a result need not contain every word.
+                 *     `"quoted phrases"` must match, `-word` excludes; the last word also matches as a prefix.
+                 * @example convert a street address to latitude and longitude
                  */
                 q: components["parameters"]["SearchQuery"];
                 /** @description Only items on this network. */
@@ -5267,9 +5278,9 @@ export interface operations {
             query?: {
                 /** @description Only resources of this type. */
                 type?: "http" | "mcp";
-                /** @description Page size, 1 to 100 (default 20). */
+                /** @description Page size (default 20); values outside 1..100 are clamped to it. */
                 limit?: number;
-                /** @description Resources to skip, 0 to 999 (default 0). */
+                /** @description Resources to skip (default 0); a negative value counts as 0. */
                 offset?: number;
             };
             header?: never;

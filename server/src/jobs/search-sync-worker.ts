@@ -24,6 +24,10 @@ export function createSearchSyncWorker(deps: { index: SearchIndexRepository; req
       for (const resourceId of stale) await deps.requeue(resourceId);
       if (stale.length) deps.logger.warn('re-queued indexing of stale catalog events', { resources: stale.length });
       await deps.index.recordLag();
+      // Document frequencies of the vocabulary (IDF weights, rare-term budget): recounted every 10 minutes.
+      await deps.index.refreshVocabulary(600);
+      // Observed Bazaar resources without a payment for 30 days.
+      await deps.index.purgeObserved();
       void refreshed;
     },
   };

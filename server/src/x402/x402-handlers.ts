@@ -7,6 +7,7 @@ import type { SignedReceipts } from '../domain/receipts/signed-receipts';
 import type { NetworkRegistry } from '../ledger/network-registry';
 import { x402Reason } from './reasons';
 import { toAtomic, translate, type X402Payload, type X402Requirements } from './translate';
+import { clampPaging, type Bazaar } from '../domain/discovery/bazaar';
 
 export type X402Operation = 'getSupportedKinds' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources' | 'getReceiptKeys';
 export type X402Handlers = Pick<Handlers, X402Operation>;
@@ -20,6 +21,8 @@ export interface X402Deps {
   signers(network: string): string[];
   listDiscovery: DiscoveryList;
   receipts: SignedReceipts;
+  /** The Bazaar that learns (issue #21, domain/discovery/bazaar.ts): observes settled payments, lists observed resources. */
+  bazaar?: Bazaar;
 }
 
 /** How many catalog entries the Bazaar list walks at most (offset pagination over our cursor pages). */
@@ -83,6 +86,8 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
           marketplace: { receiptId: outcome.receipt.id, paymentAttemptId: outcome.receipt.paymentAttemptId, evidence: outcome.receipt.evidence, ...(attestation ? { attestation } : {}) },
         };
         const base = { payer: payer ?? '', transaction: outcome.settlement.transactionHash, network: outcome.settlement.network, extensions };
+        // Issue #21: the Bazaar learns from the settled payment's `bazaar` extension (never throws).
+        if (settled) await deps.bazaar?.observeSettledPayment({ network, payTo: String(body.paymentRequirements.payTo), payer: payer ?? '', resourceUrl: payload.resource?.url, bazaarExtension: payload.extensions?.bazaar, amount: String(body.paymentRequirements.amount), asset: String(body.paymentRequirements.asset), transaction: outcome.settlement.transactionHash, description: payload.resource?.description, mimeType: payload.resource?.mimeType });
         if (settled) return { status: 200, body: { success: true, ...base } };
         // Only when the RPC could not tell within the transaction's time bound (unreachable): not final yet.
         return { status: 202, body: { success: false, errorReason: 'settlement_pending', errorMessage: 'The ledger RPC did not answer within the transaction\'s time bound; the confirmation worker records the outcome.', ...base } };
@@ -94,7 +99,8 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
     },
 
     async listBazaarResources(ctx) {
-      const { type, limit = 20, offset = 0 } = ctx.query;
+      const { type } = ctx.query;
+      const { limit, offset } = clampPaging(ctx.query.limit, ctx.query.offset); // issue #21: clamped, never refused
       const walked: Array<Awaited<ReturnType<typeof page>>["resources"][number]> = [];
       let cursor: string | undefined;
       async function page(c: string | undefined) {
@@ -122,7 +128,9 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
           metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status },
         };
       });
-      return { status: 200, body: { x402Version: X402_VERSION, items, pagination: { limit, offset, total: window.length } } };
+      // Issue #21: after the cataloged window, the observed resources (learned from settled payments), by usage.
+      const observed = deps.bazaar ? await deps.bazaar.observedItems(type, Math.max(0, offset - window.length), Math.max(0, offset + limit - Math.max(offset, window.length))) : { items: [], total: 0 };
+      return { status: 200, body: { x402Version: X402_VERSION, items: [...items, ...observed.items], pagination: { limit, offset, total: window.length + observed.total } } };
     },
 
     async getReceiptKeys() {

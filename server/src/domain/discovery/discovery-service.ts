@@ -121,10 +121,10 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const [rows, lag] = await Promise.all([repo.search(q, filters, after, limit + 1, { textWeight: RANKING_WEIGHTS.text, candidates: SEARCH_CANDIDATES, signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS }), repo.indexLag()]);
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
-      const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id) : null;
+      const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id, last.mode) : null;
       const partialResults = lag.pending || items.some((i) => !i.signalsFresh);
       deps.observe.searched({ seconds: Number(process.hrtime.bigint() - started) / 1e9, empty: items.length === 0, partial: partialResults });
-      return { items: items.map(({ score: _s, signalsFresh: _f, ...item }) => item), nextCursor, partialResults, strategy: RANKING_STRATEGY };
+      return { items: items.map(({ score: _s, signalsFresh: _f, mode: _m, ...item }) => item), nextCursor, partialResults, strategy: RANKING_STRATEGY };
     },
 
     async validate(principal: Principal, req: CatalogRequest) {

@@ -42,7 +42,9 @@ export interface SearchDocument {
   mcpToolName: string | null;
   discoverable: boolean;
   rejectionReasons: Array<{ reason: string; field: string; message: string }>;
-  /** Text for weight C: schema property names, titles and descriptions, tool name, route literals. */
+  /** Text for weight B: the seller's tags (`extensions.bazaar.tags`) and the MCP tool name. */
+  tagsText: string;
+  /** Text for weight D: schema property names, titles and descriptions, route literals, the URL's host and path. */
   schemaText: string;
   metadataQuality: number;
   schemaCompleteness: number;
@@ -86,7 +88,8 @@ export function buildSearchDocument(snap: IndexSnapshot, networks: NetworkRegist
     mcpToolName: toolName,
     discoverable: result.errors.length === 0,
     rejectionReasons: result.errors.map((e: ValidationIssue) => ({ reason: issueReason(e), field: e.field, message: e.message })),
-    schemaText: schemaText(r, toolName),
+    tagsText: tagsText(r, toolName),
+    schemaText: `${schemaText(r, toolName)} ${urlWords(r.url)}`.trim(),
     metadataQuality: metadataQuality(r),
     schemaCompleteness: schemaCompleteness(r),
     sellerVerified: snap.seller?.domainVerified ?? false,
@@ -126,6 +129,19 @@ function schemaText(r: Resource, toolName: string | null): string {
   if (isObj(mcp) && typeof mcp.description === 'string') words.push(mcp.description);
   words.push(...r.routeTemplate.split('/').filter((s) => s && !s.startsWith('{')).map((s) => s.replace(/[_.~-]+/g, ' ')));
   return words.join(' ').slice(0, MAX_SCHEMA_TEXT);
+}
+
+/** Tags a seller gave in `extensions.bazaar.tags` (strings, at most 20 of 40 characters) and the MCP tool name. */
+function tagsText(r: Resource, toolName: string | null): string {
+  const bazaar = r.extensions?.bazaar;
+  const tags = isObj(bazaar) && Array.isArray(bazaar.tags) ? bazaar.tags.filter((t): t is string => typeof t === 'string').slice(0, 20).map((t) => t.slice(0, 40)) : [];
+  if (toolName) tags.push(toolName.replace(/[_.-]+/g, ' '));
+  return tags.join(' ');
+}
+
+/** The URL's host and path as words ("https://api.geo.example/v1/reverse-geocode" -> "api geo example v1 reverse geocode"). */
+export function urlWords(url: string): string {
+  return url.replace(/^[a-z]+:\/\//i, '').replace(/[?#].*$/, '').replace(/[/._~{}:=&+-]+/g, ' ').trim().slice(0, 500);
 }
 
 /** Metadata quality in [0, 1]: a descriptive name and description, https, Bazaar call metadata. */

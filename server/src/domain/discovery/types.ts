@@ -24,6 +24,15 @@ export interface RankedItem extends DiscoveryItem {
   score: string;
   /** Whether this result's ranking signals were refreshed recently. */
   signalsFresh: boolean;
+  /** How the common concepts were combined for this page ('or': the AND found nothing); carried in the cursor. */
+  mode?: 'and' | 'or';
+}
+
+/** Where a search page continues: after this (score, id), in this mode. */
+export interface SearchAfter {
+  score: string;
+  id: string;
+  mode?: 'and' | 'or';
 }
 
 /**
@@ -43,6 +52,8 @@ export interface SearchOptions {
   /** How many matches, the best by static score, are ranked by text relevance (the bound on all pages). */
   candidates: number;
   signalsMaxAgeSeconds: number;
+  /** Document-frequency budget of the rare concepts read in full (default RARE_BUDGET). */
+  rareBudget?: number;
 }
 
 export interface RankingWeights {
@@ -79,7 +90,7 @@ export interface DiscoveryRepository {
   search(
     q: string,
     filters: DiscoveryFilters,
-    after: { score: string; id: string } | null,
+    after: SearchAfter | null,
     limit: number,
     options: SearchOptions,
   ): Promise<RankedItem[]>;
