@@ -51,7 +51,7 @@ export function throwIfInvalid(result: RuleResult): void {
   const codes = new Set(result.errors.map((e) => e.code));
   const code = codes.size === 1 ? result.errors[0].code : 'CATALOG_VALIDATION_FAILED';
   const details: ErrorDetail[] = result.errors.map((e) => ({ field: e.field, message: e.message, code: e.code }));
-  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, details);
+  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, details);
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
