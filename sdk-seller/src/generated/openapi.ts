@@ -985,6 +985,12 @@ export interface components {
          *     | `RECIPIENT_MISMATCH` | 422 | the authorized recipient differs from the required `payTo` |
          *     | `TRUSTLINE_REQUIRED` | 422 | the recipient, or the payer, has no trustline for the asset |
          *     | `INSUFFICIENT_BALANCE` | 422 | the payer's balance of the asset is below the amount |
+         *     | `ACCOUNT_NOT_FOUND` | 422 | the payer's account does not exist on the ledger (fund it first) |
+         *     | `SIMULATION_FAILED` | 422 | the ledger's simulation of the transfer failed, or showed balance changes other than payer -amount / payTo +amount |
+         *     | `PAYEE_NOT_SELLER` | 422 | the `payTo` belongs to no signed-up seller: nobody accountable asked for this settlement |
+         *     | `SELF_PAYMENT` | 422 | the payer and the `payTo` are the same address |
+         *     | `AMOUNT_BELOW_MINIMUM` | 422 | the amount is below the facilitator's minimum (`FACILITATOR_MIN_AMOUNT`) |
+         *     | `FEE_BUDGET_EXHAUSTED` | 429 | the seller's daily network-fee budget is spent; nothing was submitted; retry after `Retry-After` seconds |
          *     | `RATE_LIMITED` | 429 | too many requests; retry after `Retry-After` seconds |
          *     | `INTERNAL_ERROR` | 500 | an unexpected error; quote the `requestId` |
          *     | `SETTLEMENT_FAILED` | 502 | the settlement transaction could not be submitted or failed on the ledger |
@@ -994,7 +1000,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED";
         /**
          * @description One field-level problem of a failed request.
          * @example {

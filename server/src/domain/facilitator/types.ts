@@ -1,6 +1,10 @@
 import type { PaymentAttempt } from '../payments/types';
 import type { EvidenceLabel } from '../payments/types';
+import type { xdr } from '@stellar/stellar-sdk';
 import type { ErrorCode } from '../errors';
+import type { SimulationOutcome } from './rules/simulation';
+
+export type { SimulationOutcome };
 
 /** Records and ports of the facilitator. Domain code talks only to these; data/ and ledger/ implement them. */
 export type { EvidenceLabel } from '../payments/types';
@@ -143,16 +147,31 @@ export interface Holding {
 
 export type SubmitResult = { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
 
+/** What the RPC's history covers when it answers (getTransaction reports it with every status). */
+export interface LedgerWindow {
+  latestLedger: number;
+  /** Close time of the latest ledger. */
+  latestLedgerCloseTime: Date;
+  /** The oldest ledger the RPC still keeps transactions of. */
+  oldestLedger: number;
+}
+
 export type TransactionState =
-  | { status: 'SUCCESS'; ledger: number; closedAt: Date }
-  | { status: 'FAILED'; ledger: number; reason: string }
-  | { status: 'NOT_FOUND' };
+  | { status: 'SUCCESS'; ledger: number; closedAt: Date; feeCharged: bigint | null }
+  | { status: 'FAILED'; ledger: number; reason: string; feeCharged: bigint | null }
+  | ({ status: 'NOT_FOUND' } & Partial<LedgerWindow>);
 
 export interface PreparedSettlement {
   hash: string;
   envelopeXdr: string;
   /** The channel account (source) that signed it. */
   channel: string;
+  /** The transaction's time bound (maxTime): after a ledger closes past it, it can never be included. */
+  validUntil: Date;
+  /** The most it can cost in fees (inclusion + resource fee, fee-bump included), stroops. */
+  maxFee: bigint;
+  /** The simulation it was assembled from (settle checks its events like verify does). */
+  simulation: SimulationOutcome;
 }
 
 export interface ChannelLease {
@@ -171,8 +190,13 @@ export interface ChannelLease {
 export interface LedgerPort {
   latestLedger(network: string): Promise<number>;
   holding(network: string, account: string, asset: AssetRef): Promise<Holding>;
+  /**
+   * One simulateTransaction (enforce mode) of the host function with the signed auth entries, from `source` (a
+   * facilitator account: the transaction we would submit), against the current ledger state.
+   */
+  simulate(network: string, hostFunction: xdr.HostFunction, auth: xdr.SorobanAuthorizationEntry[], source: string): Promise<SimulationOutcome>;
   /** Builds, simulates and signs the transfer from the leased channel account; the signed auth entry is kept as is. */
-  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string }>;
+  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }>;
   submit(network: string, envelopeXdr: string): Promise<SubmitResult>;
   transaction(network: string, hash: string): Promise<TransactionState>;
 }
