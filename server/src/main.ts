@@ -15,7 +15,7 @@ import { NetworkRegistry } from './ledger/network-registry';
 import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
-import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
+import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './domain/sellers/domain-verification';
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 import { detectLocalSimulators } from './ledger/simulator-detection';
@@ -121,6 +121,11 @@ async function main(): Promise<void> {
   const simulators = detectLocalSimulators(registry, logger);
   await Promise.race([simulators.settled, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
 
+  // LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1 (domain-verification/local-dev.ts).
+  const localDev = config.localDevDomains.enabled
+    ? createLocalDevDomainCheck({ port: config.localDevDomains.port, real: { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() } })
+    : null;
+  if (localDev) logger.warn('LOCAL_DEV_DOMAINS is on: *.test seller domains are verified over http on 127.0.0.1 (local development only)', { port: config.localDevDomains.port });
   const service = await createService({
     databaseUrl,
     environment: config.environment,
@@ -149,7 +154,8 @@ async function main(): Promise<void> {
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
-      : undefined,
+      : localDev?.ports,
+    domainUrlBase: localDev?.urlBase,
   });
 
   // Express 5 hands a listen error (EADDRINUSE: another program took the port since the check) to this callback.

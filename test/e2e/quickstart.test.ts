@@ -3,7 +3,7 @@
  * as a buyer and as an agent, with nothing else configured. Both are the real programs: main.ts in its own process
  * and the quickstart's own files (examples/quickstart/, importing the built SDKs as a user's project would).
  */
-import { runNpmScript, startMain, type StartedMain } from '../support/main-process';
+import { freePort, runNpmScript, startMain, type StartedMain } from '../support/main-process';
 
 describe('npm run quickstart', () => {
   let main: StartedMain;
@@ -35,4 +35,38 @@ describe('npm run quickstart', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('nothing answers at http://127.0.0.1:9: run `npm start` in another terminal first');
   }, 60_000);
+});
+
+/**
+ * The second walk-through: domain verification completed on one machine, with the documented local-development
+ * mode on (LOCAL_DEV_DOMAINS=true), and refused with the mode off (the default).
+ */
+describe('npm run quickstart:domain (LOCAL_DEV_DOMAINS)', () => {
+  it('with LOCAL_DEV_DOMAINS=true, a *.test domain is verified over http on 127.0.0.1 and the profile says verified', async () => {
+    const port = await freePort();
+    const main = await startMain({ LOCAL_DEV_DOMAINS: 'true', LOCAL_DEV_DOMAINS_PORT: String(port) });
+    try {
+      const run = await runNpmScript('quickstart:domain', { MARKETPLACE_URL: main.baseUrl, LOCAL_NETWORK_URL: main.localNetworkUrl, LOCAL_DEV_DOMAINS_PORT: String(port) });
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain('status: verified');
+      expect(run.stdout).toMatch(/\[5\][\s\S]*status: verified, verified at \d{4}-/);
+      expect(main.logs()).toContain('LOCAL_DEV_DOMAINS is on');
+    } finally {
+      await main.stop();
+    }
+  }, 300_000);
+
+  it('with the mode off (the default), the same walk-through cannot verify a *.test domain and says how to turn the mode on', async () => {
+    const port = await freePort();
+    const main = await startMain({ LOCAL_DEV_DOMAINS_PORT: String(port) });
+    try {
+      const run = await runNpmScript('quickstart:domain', { MARKETPLACE_URL: main.baseUrl, LOCAL_NETWORK_URL: main.localNetworkUrl, LOCAL_DEV_DOMAINS_PORT: String(port) });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain('status: failed');
+      expect(run.stderr).toContain('restart it with LOCAL_DEV_DOMAINS=true npm start');
+    } finally {
+      await main.stop();
+    }
+  }, 300_000);
 });

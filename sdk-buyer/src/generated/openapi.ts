@@ -637,6 +637,7 @@ export interface components {
          *     | `METHOD_NOT_ALLOWED` | 405 | the route exists but not with that method |
          *     | `REPLAY_DETECTED` | 409 | this authorization (its nonce / payment hash) was already used or is being settled |
          *     | `CONFLICT` | 409 | the request conflicts with existing state, for example a seller with that wallet already exists |
+         *     | `DUPLICATE_RESOURCE` | 409 | the seller already has an active resource with this method and URL; `details[0].message` names it (update it, or catalog with its `resourceId`) |
          *     | `IDEMPOTENCY_CONFLICT` | 409 | the `Idempotency-Key` was already used with a different request body |
          *     | `PAYLOAD_TOO_LARGE` | 413 | the request body exceeds 256 KiB, or a schema exceeds 64 KiB |
          *     | `INVALID_SIGNATURE` | 422 | the authorization signature does not verify for the payer |
@@ -661,7 +662,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "DUPLICATE_RESOURCE";
         /**
          * @description One field-level problem of a failed request.
          * @example {

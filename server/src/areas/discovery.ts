@@ -2,6 +2,7 @@ import type { Area, AreaContext } from './area';
 import { createDiscoveryRepository } from '../data/discovery-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
+import { createWalletStateReader } from '../ledger/wallet-state';
 import { createDiscoveryService } from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
 import { discoveryHandlers } from '../http/handlers/discovery';
@@ -40,6 +41,8 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
     networks: ctx.networks,
     findSeller: (id) => ctx.sellerRepository.findById(id),
     findResource: (id) => resources.findById(id),
+    findActiveEndpoint: (sellerId, url, method) => resources.findActiveEndpoint(sellerId, url, method),
+    walletState: createWalletStateReader(ctx.networks),
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
     queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
     observe: {

@@ -37,6 +37,7 @@ export const ERROR_CODES = [
   'SELF_PAYMENT',
   'AMOUNT_BELOW_MINIMUM',
   'FEE_BUDGET_EXHAUSTED',
+  'DUPLICATE_RESOURCE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

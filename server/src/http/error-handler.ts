@@ -49,7 +49,7 @@ const PATTERN_WORDS: Array<[RegExp, string]> = [
   [/^\^\[GC\]\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account (G...) or contract (C...) address of 56 characters'],
   [/^\^\[A-Za-z0-9\]\{1,12\}\$$/, 'must be an asset code of 1 to 12 letters or digits, e.g. USDC'],
   [/^\^\(\[a-z0-9\]/, 'must be a lowercase domain name such as weather.example.com (no scheme, port or path)'],
-  [/^\^\[-a-z0-9\]\{3,8\}:/, 'must be a CAIP-2 network id such as stellar:testnet'],
+  [/^\^\[-a-z0-9\]\{3,8\}:/, 'must be a network id: stellar:testnet or stellar:pubnet'],
   [/^\^https\?:/, 'must be an absolute http(s) URL without spaces, e.g. https://api.example.com/v1/forecast/{city}'],
   [/^\^\[0-9a-f\]\{64\}\$$/, 'must be 64 lowercase hexadecimal characters (a transaction hash)'],
   [/^\^\[0-9\]\{1,30\}\$$/, 'must be a whole number of atomic units (digits only), e.g. 100000'],
