@@ -101,9 +101,10 @@ describe('validation a person can act on', () => {
 describe('duplicates', () => {
   it('when a seller creates the same method and URL twice, the second is 409 DUPLICATE_RESOURCE naming the first, and only one is stored', async () => {
     const seller = await signUpSeller(svc.app);
-    const first = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller));
+    const input = resourceInput(seller);
+    const first = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(input);
     expect(first.status).toBe(201);
-    const second = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller, { name: 'Another name' }));
+    const second = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, name: 'Another name' });
     expect(second.status).toBe(409);
     expect(second.body.error.code).toBe('DUPLICATE_RESOURCE');
     expect(second.body.error.message).toContain(`as resource ${first.body.id}`);
@@ -131,7 +132,8 @@ describe('duplicates', () => {
 
   it('when a resource is changed to the URL of another active one, the change is 409; after deleting the first, the URL is free again', async () => {
     const seller = await signUpSeller(svc.app);
-    const a = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller));
+    const input = resourceInput(seller);
+    const a = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(input);
     const b = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller, { url: `https://${seller.domain}/v1/other/{city}`, routeTemplate: '/v1/other/{city}' }));
     expect(b.status).toBe(201);
     const moved = await request(svc.app).patch(`/v1/resources/${b.body.id}`).set(bearer(seller.apiKey)).send({ url: a.body.url, routeTemplate: '/v1/forecast/{city}' });
@@ -139,13 +141,14 @@ describe('duplicates', () => {
     expect(moved.body.error.code).toBe('DUPLICATE_RESOURCE');
     expect(moved.body.error.message).toContain(a.body.id);
     expect((await request(svc.app).delete(`/v1/resources/${a.body.id}`).set(bearer(seller.apiKey))).status).toBe(200);
-    const again = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller));
+    const again = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(input);
     expect(again.status).toBe(201);
   });
 
   it('when ten identical creates race, exactly one is stored and the nine others are 409 naming it (the database constraint decides)', async () => {
     const seller = await signUpSeller(svc.app);
-    const answers = await Promise.all(Array.from({ length: 10 }, () => request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller))));
+    const input = resourceInput(seller);
+    const answers = await Promise.all(Array.from({ length: 10 }, () => request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(input)));
     const created = answers.filter((r) => r.status === 201);
     expect(created).toHaveLength(1);
     const refused = answers.filter((r) => r.status === 409);

@@ -110,7 +110,7 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
     for (const r of workerRows) for (const v of r.slice(1, 7)) expect(v).toMatch(/^[0-9]+$/);
     const networkRows = await page.$$eval('tbody[data-field="networks"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(networkRows[0]).toEqual(['stellar:testnet', 'ok', '', expect.stringMatching(/ ms$/), expect.stringMatching(/^[0-9]+$/), expect.stringMatching(/ s$/), 'not configured', 'enabled', 'local_simulation']);
-    expect(networkRows[1]).toEqual(expect.arrayContaining(['stellar:pubnet', 'disabled', 'mainnet_settlement']));
+    expect(networkRows[1]).toEqual(expect.arrayContaining(['stellar:pubnet', 'disabled', 'mainnet_verification']));
     const conformance = await page.$$eval('tbody[data-field="conformance"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(conformance[0]).toEqual(['stellar:testnet', expect.stringMatching(/^(passed|failed)$/), 'local_simulation', expect.any(String)]);
 
