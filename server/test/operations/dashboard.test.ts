@@ -120,6 +120,47 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
     await context.close();
   }, 180_000);
 
+  it('the login says where the operator key is (OPERATOR_API_KEY, or the data folder file)', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/dashboard`);
+    const hint = (await page.textContent('#login [data-field="key-location"]')) ?? '';
+    expect(hint).toContain('OPERATOR_API_KEY');
+    expect(hint).toContain('.data/operator-api-key');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-login-1280.png') });
+    await context.close();
+  });
+
+  for (const width of [1280, 1920]) {
+    it(`at ${width} px every table fits inside its card, the indexing worker shows its runs after indexing, and pubnet (settlement off) is not labelled as settling`, async () => {
+      await waitFor(async () => (await request(server).get('/v1/operations/dashboard').set(bearer(OPERATOR_KEY))).body.workers.some((w: { worker: string; completed: number }) => w.worker === 'resource-indexing-worker' && w.completed > 0));
+      const context = await browser.newContext({ viewport: { width, height: 1400 } });
+      const page = await context.newPage();
+      await page.goto(`${base}/dashboard`);
+      await page.fill('#key', OPERATOR_KEY);
+      await page.click('#login button[type=submit]');
+      await page.waitForFunction(() => document.querySelectorAll('tbody[data-field="networks"] tr').length >= 2 && document.querySelectorAll('.chart canvas').length >= 6);
+      await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${width}.png`), fullPage: true });
+      const overflow = await page.$$eval('.panel', (panels) =>
+        panels.flatMap((p) =>
+          [...p.querySelectorAll('table')]
+            .map((t) => ({ panel: p.getAttribute('data-panel'), table: Math.ceil(t.getBoundingClientRect().right), card: Math.floor(p.getBoundingClientRect().right) }))
+            .filter((x) => x.table > x.card),
+        ),
+      );
+      expect(overflow).toEqual([]);
+      const indexing = await page.$$eval('tbody[data-field="workers"] tr', (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).find((r) => r[0] === 'resource-indexing-worker'),
+      );
+      expect(Number(indexing![3])).toBeGreaterThan(0);
+      expect(indexing![7]).not.toBe('never');
+      const pubnet = await page.$$eval('tbody[data-field="networks"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).find((r) => r[0] === 'stellar:pubnet'));
+      expect(pubnet).not.toContain('mainnet_settlement');
+      expect(pubnet).toContain('mainnet_verification');
+      await context.close();
+    }, 120_000);
+  }
+
   it('a wrong key is refused and the page asks again', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
