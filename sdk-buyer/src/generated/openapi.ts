@@ -1105,7 +1105,7 @@ export interface components {
          *     Created when settlement is submitted and updated when it is confirmed or fails. Public: it carries no buyer
          *     data; `evidence` says what it proves. `resourceId`, `sellerId` and `versionId` are null for a payment settled
          *     through the x402 API (`/x402/settle`) for a URL that is not in the catalog. The seller and the operator also get
-         *     `signedReceipt`; an anonymous read never does, because the signed receipt names the payer.
+         *     `attestation`; an anonymous read never does, because it names the payer.
          * @example {
          *       "id": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
          *       "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
@@ -1135,11 +1135,14 @@ export interface components {
             sellerId: components["schemas"]["SellerId"] | null;
             versionId: components["schemas"]["VersionId"] | null;
             /**
-             * @description The receipt signed by the service: a compact JWS (`alg: EdDSA`, `kid` in `GET /.well-known/jwks.json`) whose
-             *     payload is the x402 offer-and-receipt receipt `{version, network, resourceUrl, payer, issuedAt, transaction}`
-             *     plus `receiptId`. Present once the settlement is confirmed, and only for the seller and the operator.
+             * @description The facilitator's settlement attestation (not a seller's x402 offer-and-receipt receipt: sellers sign those with
+             *     their own key): a compact JWS, header `{alg: EdDSA, kid, typ: x402-facilitator-attestation}` (keys at
+             *     `GET /.well-known/jwks.json`), payload the JCS JSON of `{kind: "facilitator-attestation", version: 1, network,
+             *     transaction, ledger, asset (SEP-41 contract), amount (atomic units), payer, payTo, issuedAt, resource?}`;
+             *     `resource` ({id, url}) only for a cataloged resource. Present once the settlement is confirmed, and only for
+             *     the seller and the operator (it names the payer). Local simulation on the local network.
              */
-            signedReceipt?: string;
+            attestation?: string;
             transactionHash: components["schemas"]["TransactionHash"];
             /** @description Ledger sequence that included the transaction; null while pending. */
             ledger: number | null;
@@ -1224,7 +1227,7 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description The network passphrase that transactions and authorizations are signed for. */
             passphrase: string;
-            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet). */
+            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet); a network whose settlement is disabled only verifies, so it is labelled `testnet_verification` or `mainnet_verification`. */
             evidence: components["schemas"]["EvidenceLabel"];
             /** @description The scheme and host of the Soroban RPC the service uses (`https://rpc.example.com`); null when the network has no RPC. Paths, query strings and credentials are never shown, because RPC providers put API keys in them. */
             rpcUrl: string | null;

@@ -213,8 +213,8 @@ export function settlementResponse(settled: Schemas['SettleResponse'], payer: st
     network: settled.network,
     payer,
     status: settled.status,
-    // The service's signed receipt (x402 offer-and-receipt, JWS), passed on to the payer.
-    ...(settled.signedReceipt ? { signedReceipt: settled.signedReceipt, extensions: { 'offer-receipt': { info: { receipt: { format: 'jws', signature: settled.signedReceipt } } } } } : {}),
+    // The facilitator's settlement attestation (JWS), passed on to the payer (not a seller receipt).
+    ...(settled.attestation ? { attestation: settled.attestation } : {}),
     ledger: settled.ledger,
   };
 }

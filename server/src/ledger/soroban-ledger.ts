@@ -274,12 +274,13 @@ export class SorobanLedger implements LedgerPort {
     if (res.status === rpc.Api.GetTransactionStatus.FAILED) {
       return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.resultXdr), feeCharged: feeCharged(res.resultXdr) };
     }
-    const closeTime = Number(res.latestLedgerCloseTime);
+    const time = (t: unknown) => (Number.isFinite(Number(t)) && Number(t) > 0 ? new Date(Number(t) * 1000) : undefined);
     return {
       status: 'NOT_FOUND',
       latestLedger: res.latestLedger,
-      ...(Number.isFinite(closeTime) && closeTime > 0 ? { latestLedgerCloseTime: new Date(closeTime * 1000) } : {}),
-      ...(Number.isFinite(res.oldestLedger) ? { oldestLedger: res.oldestLedger } : {}),
+      latestLedgerCloseTime: time(res.latestLedgerCloseTime),
+      oldestLedger: res.oldestLedger,
+      oldestLedgerCloseTime: time(res.oldestLedgerCloseTime),
     };
   }
 }

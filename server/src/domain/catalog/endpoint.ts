@@ -4,7 +4,7 @@ import type { ResourceTerms } from './resource-rules';
 /**
  * One seller, one active listing per endpoint (issue #22): an http resource is identified by its seller, method and
  * URL. The method is the Bazaar extension's `info.input.method` (GET when absent), upper-cased: the same expression
- * as the database's unique index `resources_active_endpoint_uq` (migration 0013), which is what guarantees it when
+ * as the database's unique index `resources_active_endpoint_uq` (migration 0014), which is what guarantees it when
  * two writers race. MCP resources share a server URL between tools (their tool names are unique on their own).
  */
 export const ENDPOINT_UNIQUE_INDEX = 'resources_active_endpoint_uq';

@@ -1,7 +1,7 @@
 import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
-import { createSettlePayment, type SettleDeps, type SettleOutcome } from './settle-payment';
+import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
 import type { AttemptRecord, PaymentRepository, ReceiptRecord, SettlementRecord } from './types';
 
 export interface FacilitatorObserver {
@@ -10,6 +10,7 @@ export interface FacilitatorObserver {
   failed(operation: 'verify' | 'settle', network: string, code: ErrorCode): void;
   submissionFailed(network: string, reason: string): void;
   confirmed(network: string, delaySeconds: number): void;
+  feeCharged(network: string, stroops: bigint): void;
 }
 
 export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events'> {
@@ -23,8 +24,17 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     failed: deps.observer.failed,
     submissionFailed: deps.observer.submissionFailed,
     confirmed: deps.observer.confirmed,
+    feeCharged: deps.observer.feeCharged,
   };
-  const verifyPayment = createVerifyPayment({ repo: deps.repo, ledger: deps.ledger, networks: deps.networks, resourceById: deps.resourceById, events });
+  const verifyPayment = createVerifyPayment({
+    repo: deps.repo,
+    ledger: deps.ledger,
+    networks: deps.networks,
+    policy: deps.policy,
+    resourceById: deps.resourceById,
+    sellerIdByWallet: deps.sellerIdByWallet,
+    events,
+  });
   const settlePayment = createSettlePayment({ ...deps, events });
   const repo: PaymentRepository = deps.repo;
 
@@ -56,7 +66,7 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       return timed('verify', input.paymentPayload.network, () => verifyPayment(input));
     },
 
-    settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId?: string | null }): Promise<SettleOutcome> {
+    settle(input: SettleInput): Promise<SettleOutcome> {
       return timed('settle', input.paymentPayload.network, () => settlePayment.settle(input));
     },
 
@@ -69,6 +79,15 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       if (!isOperatorOrSeller(principal, attempt.sellerId)) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
       deps.observer.request('getPayment', attempt.network);
       return { attempt, settlement: await repo.findSettlementByAttempt(id), receipt: await repo.findReceiptByAttempt(id) };
+    },
+
+    /** The operator's view of network fees per accountable seller for one UTC day (default today). */
+    async sellerFees(principal: Principal, day?: string) {
+      if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
+      if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Only the operator reads fees per seller');
+      const date = day ?? new Date().toISOString().slice(0, 10);
+      const report = await repo.sellerFees(date);
+      return { day: date, items: report.items, settlementsNeedingReconciliation: report.needingReconciliation };
     },
 
     async settlement(hash: string): Promise<SettlementRecord> {

@@ -49,6 +49,14 @@ export interface SettlementRecord {
   channelAccount: string | null;
   settledAt: Date | null;
   createdAt: Date;
+  /** The transaction's time bound: once a ledger closed past it, a transaction the ledger never saw cannot land. */
+  validUntil?: Date | null;
+  /** The seller accountable for the settlement (its fees are counted against that seller). */
+  sellerId?: string | null;
+  /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
+  maxFee?: bigint | null;
+  /** The RPC's history no longer covers the transaction's window: an operator must reconcile it. */
+  needsReconciliation?: boolean;
 }
 
 export interface ReceiptRecord {
@@ -86,6 +94,8 @@ export interface ResourceTermsRef {
 
 export interface PaymentRepository {
   findAttempt(id: string): Promise<AttemptRecord | null>;
+  /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone). */
+  insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
   /** The attempt that holds the replay key (network, payer, nonce), among attempts that verified. */
   findByReplayKey(network: string, payer: string, nonce: string): Promise<AttemptRecord | null>;
   findByHash(paymentHash: string): Promise<AttemptRecord[]>;
@@ -129,6 +139,21 @@ export interface PaymentRepository {
   /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
   expireStale(network: string, latestLedger: number): Promise<number>;
   findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
+  /** The signed-up seller whose wallet is `address`, else null. */
+  sellerIdByWallet(address: string): Promise<string | null>;
+  /**
+   * Commits `fee` stroops against the seller's fees of today (UTC) on the network, only while committed + spent +
+   * fee stays within `budget` (null: no budget). Compare-and-set: false (nothing written) when it would not.
+   */
+  reserveFee(sellerId: string, network: string, fee: bigint, budget: bigint | null): Promise<boolean>;
+  /** Gives back a reservation whose settlement was never recorded. */
+  releaseFee(sellerId: string, network: string, fee: bigint): Promise<void>;
+  /** A final answer's fee: the settlement's committed maximum becomes what it cost (`charged`; 0 if never included). */
+  settleFee(settlementId: string, charged: bigint): Promise<void>;
+  /** Marks a pending settlement whose window the RPC no longer covers for reconciliation, and frees its channel. */
+  markReconciliation(settlementId: string): Promise<boolean>;
+  /** Fees per seller and network for one UTC day (YYYY-MM-DD), and the settlements awaiting reconciliation. */
+  sellerFees(day: string): Promise<{ items: Array<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>; needingReconciliation: number }>;
 }
 
 /** Ledger port (see ledger/soroban-ledger.ts). */
@@ -152,8 +177,9 @@ export interface LedgerWindow {
   latestLedger: number;
   /** Close time of the latest ledger. */
   latestLedgerCloseTime: Date;
-  /** The oldest ledger the RPC still keeps transactions of. */
+  /** The oldest ledger the RPC still keeps transactions of, and its close time. */
   oldestLedger: number;
+  oldestLedgerCloseTime: Date;
 }
 
 export type TransactionState =

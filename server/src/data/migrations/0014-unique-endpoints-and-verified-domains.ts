@@ -1,7 +1,7 @@
 import type { Migration } from './types';
 
 /**
- * Issue #22, duplicates:
+ * Issue #22, duplicates (named 0014: main took 0013 meanwhile):
  * - one active http resource per seller, method and URL (the method is the Bazaar extension's
  *   `info.input.method`, GET when absent; the same expression as catalog/endpoint.ts `endpointMethod`). MCP
  *   resources share a server URL between tools; their tool names are unique already (mcp_tools).
@@ -10,7 +10,7 @@ import type { Migration } from './types';
  * - a verified domain belongs to one seller: at most one seller row per domain with domain_verified_at set.
  */
 export const migration: Migration = {
-  name: '0013-unique-endpoints-and-verified-domains',
+  name: '0014-unique-endpoints-and-verified-domains',
   async up(q) {
     await q(`
       WITH ranked AS (
