@@ -9,7 +9,7 @@
 import { Keypair } from '@stellar/stellar-sdk';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { createSellerClient, ApiError } from '@paid-api-marketplace/sdk-seller';
+import { createSellerClient, checkWalletReadiness, ApiError } from '@paid-api-marketplace/sdk-seller';
 import { createBuyerClient, createMarketplaceMcpServer } from '@paid-api-marketplace/sdk-buyer';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
 import { fundWallet, localDevFetch, step } from './local-dev';
@@ -25,8 +25,10 @@ async function main(): Promise<void> {
 
   // ---------------------------------------------------------------- the seller
   const sellerWallet = Keypair.random();
-  step(1, `Fund the seller's wallet ${sellerWallet.publicKey()} (XLM, and a USDC trustline so it can be paid in USDC)`, 'local network: GET /friendbot, POST /faucet');
+  step(1, `Fund the seller's wallet ${sellerWallet.publicKey()} (XLM, and a USDC trustline so it can be paid in USDC) and check it can be paid`, 'local network: GET /friendbot, POST /faucet; checkWalletReadiness: GET /v1/networks, Soroban RPC getLedgerEntries');
   await fundWallet(sellerWallet.publicKey(), '0.0000001');
+  const readiness = await checkWalletReadiness({ baseUrl, walletAddress: sellerWallet.publicKey() });
+  console.log(`    wallet ready to be paid: ${readiness.ready} (${readiness.checks.map((c) => `${c.asset.code} on ${c.network}: ${c.fix ?? 'ok'}`).join('; ')})`);
 
   const buyerWallet = Keypair.random();
   step(2, `Fund the buyer's wallet ${buyerWallet.publicKey()} with 10 USDC`, 'local network: GET /friendbot, POST /faucet');
@@ -36,7 +38,8 @@ async function main(): Promise<void> {
   step(3, `Sign the seller up (domain ${domain}); the wallet proves it is the seller's by signing a challenge`, 'sellers.signUp: POST /v1/sellers/challenges, POST /v1/sellers');
   const signup = createSellerClient({ baseUrl });
   const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Quickstart Weather', domain, wallet: sellerWallet });
-  // The seller's admin key, shown once. (Keep it secret; the paywall below uses it for verify and settle.)
+  // The seller's API key, shown once: keep it secret. The paywall below uses this (full) seller key for verify and
+  // settle; a payments-scoped key is the least-privilege choice where the marketplace offers one.
   const seller = signup.withApiKey(apiKey);
   console.log(`    seller ${me.id}, wallet ${me.walletAddress}, API key ${apiKey.slice(0, 8)}... (shown once)`);
 

@@ -21,6 +21,7 @@ describe('npm run quickstart', () => {
     const out = run.stdout;
     // every step says what it does and which call it makes
     for (let n = 0; n <= 15; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n    -> .+`));
+    expect(out).toContain('wallet ready to be paid: true (USDC on stellar:testnet: ok)');
     expect(out).toContain('HTTP 402, PAYMENT-REQUIRED header: present');
     expect(out).toMatch(/HTTP 200, paid: true, response: \{"city":"Lisbon","temperatureC":21\.5,"forecast":"sunny"\}/);
     expect(out).toMatch(/"status":"settled","evidence":"local_simulation"/);
