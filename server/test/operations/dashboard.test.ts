@@ -120,6 +120,18 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
     await context.close();
   }, 180_000);
 
+  it("/v1/stats counts the paid calls, not the conformance runner's own test settlements", async () => {
+    const [rows] = await svc.db.query(`SELECT (s.domain = 'conformance-runner.invalid') AS runner, count(*)::int AS n
+      FROM settlements st JOIN payment_attempts a ON a.id = st.payment_attempt_id JOIN sellers s ON s.id = a.seller_id
+      WHERE st.status = 'settled' AND st.network = 'stellar:testnet' GROUP BY 1 ORDER BY 1`);
+    // the traffic above: three paid calls, and the runner settled at least one payment of its own
+    expect(rows).toEqual([{ runner: false, n: 3 }, { runner: true, n: expect.any(Number) }]);
+    await new Promise((r) => setTimeout(r, 5_100)); // past the 5 s cache of /v1/stats
+    const stats = await request(server).get('/v1/stats');
+    expect(stats.body.networks[0]).toMatchObject({ network: 'stellar:testnet', successfulSettlements: 3 });
+    expect(stats.body.networks[0].latestTransactionHashes).toHaveLength(3);
+  });
+
   it('the login says where the operator key is (OPERATOR_API_KEY, or the data folder file)', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
