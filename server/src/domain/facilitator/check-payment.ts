@@ -70,6 +70,7 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
     holding: (n, account, asset) => ledger.holding(n, account, asset),
     prepareSettlement: (n, lease, entry) => ledger.prepareSettlement(n, lease, entry),
     submit: (n, envelope) => ledger.submit(n, envelope),
+    accountSequence: (n, address) => ledger.accountSequence(n, address),
     transaction: (n, hash) => ledger.transaction(n, hash),
     simulate(network, hostFunction, auth, source) {
       const key = `${network}|${source}|${auth.map((a) => a.toXDR('base64')).join(',')}`;
