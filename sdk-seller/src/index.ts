@@ -204,3 +204,4 @@ export function createSellerClient(options: SellerClientOptions) {
 
 export type SellerClient = ReturnType<typeof createSellerClient>;
 export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
+export { checkWalletReadiness, type WalletReadiness, type WalletReadinessOptions, type WalletAssetReadiness } from './wallet/readiness.js';

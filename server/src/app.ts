@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(deps.spec) as never,
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true },
+      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
       validateResponses: deps.responseValidation ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,

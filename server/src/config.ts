@@ -55,6 +55,8 @@ export interface Config {
   localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string };
   networks: NetworkConfig[];
   domainVerificationTestMode: boolean;
+  /** LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1:LOCAL_DEV_DOMAINS_PORT (local development only). */
+  localDevDomains: { enabled: boolean; port: number };
   responseValidation: boolean;
   version: string;
   commit: string | null;
@@ -275,6 +277,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     networks,
     domainVerificationTestMode: r.bool('DOMAIN_VERIFICATION_TEST_MODE', false),
+    localDevDomains: { enabled: r.bool('LOCAL_DEV_DOMAINS', false), port: r.int('LOCAL_DEV_DOMAINS_PORT', 8402, 1, 65535) },
     responseValidation: r.bool('RESPONSE_VALIDATION', false),
     version: r.str('SERVICE_VERSION', readPackageVersion()),
     commit: r.optional('GIT_COMMIT'),

@@ -15,11 +15,12 @@ import { NetworkRegistry } from './ledger/network-registry';
 import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
-import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
+import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './domain/sellers/domain-verification';
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 import { detectLocalSimulators } from './ledger/simulator-detection';
 import { OperatorKeyRing } from './http/operator-keys';
+import { checkDatabase, checkPortFree, checkRpcs, listenError, StartupError, STARTUP_FAILURE_EXIT_CODE } from './startup-checks';
 
 /** Until the configuration is read: info and above; then LOG_LEVEL. */
 let logger = createLogger();
@@ -69,6 +70,13 @@ async function main(): Promise<void> {
     throw err;
   }
   logger = createLogger({ level: config.logLevel });
+  // Fail loudly before anything starts: a taken port, an unreachable DATABASE_URL or configured RPC (one line, exit 3).
+  await checkPortFree(config.port, config.host);
+  if (config.localNetwork.enabled && config.localNetwork.port !== 0) await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
+  if (config.databaseUrl) await checkDatabase(config.databaseUrl);
+  await checkRpcs(
+    config.networks.filter((n) => n.rpcUrl).map((n) => ({ variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`, rpcUrl: n.rpcUrl! })),
+  );
   // WEB_CONCURRENCY > 1: this process only supervises the service processes (cluster-primary.ts).
   if (clusterWanted(config, logger)) {
     return runClusterPrimary(config, logger, async () => {
@@ -119,6 +127,11 @@ async function main(): Promise<void> {
   const simulators = detectLocalSimulators(registry, logger);
   await Promise.race([simulators.settled, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
 
+  // LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1 (domain-verification/local-dev.ts).
+  const localDev = config.localDevDomains.enabled
+    ? createLocalDevDomainCheck({ port: config.localDevDomains.port, real: { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() } })
+    : null;
+  if (localDev) logger.warn('LOCAL_DEV_DOMAINS is on: *.test seller domains are verified over http on 127.0.0.1 (local development only)', { port: config.localDevDomains.port });
   const service = await createService({
     databaseUrl,
     environment: config.environment,
@@ -150,10 +163,17 @@ async function main(): Promise<void> {
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
-      : undefined,
+      : localDev?.ports,
+    domainUrlBase: localDev?.urlBase,
   });
 
-  const server: Server = service.app.listen(config.port, config.host, () => {
+  // Express 5 hands a listen error (EADDRINUSE: another program took the port since the check) to this callback.
+  const server: Server = service.app.listen(config.port, config.host, (err?: Error) => {
+    if (err) {
+      process.stderr.write(`${listenError(err as NodeJS.ErrnoException, config.port, config.host).message}\n`);
+      void Promise.allSettled([service.close(), localNetwork?.stop(), embedded?.stop()]).finally(() => process.exit(STARTUP_FAILURE_EXIT_CODE));
+      return;
+    }
     logger.info('listening', { url: `http://${config.host}:${config.port}`, docs: `http://${config.host}:${config.port}/docs` });
   });
 
@@ -184,6 +204,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof StartupError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(STARTUP_FAILURE_EXIT_CODE);
+  }
   logger.error('failed to start', { error: (err as Error).message });
   process.exit(1);
 });

@@ -639,6 +639,7 @@ export interface components {
          *     | `METHOD_NOT_ALLOWED` | 405 | the route exists but not with that method |
          *     | `REPLAY_DETECTED` | 409 | this authorization (its nonce / payment hash) was already used or is being settled |
          *     | `CONFLICT` | 409 | the request conflicts with existing state, for example a seller with that wallet already exists |
+         *     | `DUPLICATE_RESOURCE` | 409 | the seller already has an active resource with this method and URL; `details[0].message` names it (update it, or catalog with its `resourceId`) |
          *     | `IDEMPOTENCY_CONFLICT` | 409 | the `Idempotency-Key` was already used with a different request body |
          *     | `PAYLOAD_TOO_LARGE` | 413 | the request body exceeds 256 KiB, or a schema exceeds 64 KiB |
          *     | `UNSUPPORTED_MEDIA_TYPE` | 415 | a request body that is not `application/json`, or JSON in a charset other than UTF-8 |
@@ -664,7 +665,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "UNSUPPORTED_MEDIA_TYPE";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "UNSUPPORTED_MEDIA_TYPE" | "DUPLICATE_RESOURCE";
         /**
          * @description One field-level problem of a failed request.
          * @example {
@@ -1229,7 +1230,7 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description The network passphrase that transactions and authorizations are signed for. */
             passphrase: string;
-            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet). */
+            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet); a network whose settlement is disabled only verifies, so it is labelled `testnet_verification` or `mainnet_verification`. */
             evidence: components["schemas"]["EvidenceLabel"];
             /** @description The scheme and host of the Soroban RPC the service uses (`https://rpc.example.com`); null when the network has no RPC. Paths, query strings and credentials are never shown, because RPC providers put API keys in them. */
             rpcUrl: string | null;

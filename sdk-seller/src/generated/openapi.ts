@@ -26,7 +26,9 @@ export interface paths {
          * @description Registers a paid resource for a seller and stores its first version. The service checks ownership (the key's
          *     seller must be `sellerId`), the schema, the route template, the payment terms (network and asset configured,
          *     amount greater than zero, valid recipient) and the extensions. The resource is active at once and queued for
-         *     search indexing. To ask for trusted catalog status, use `POST /v1/discovery/catalog` instead.
+         *     search indexing. To ask for trusted catalog status, use `POST /v1/discovery/catalog` instead. A seller has at
+         *     most one active http resource per method (the Bazaar `info.input.method`, GET when absent) and URL: a second one
+         *     is `409 DUPLICATE_RESOURCE`, naming the first (a database constraint holds this under concurrent requests).
          *
          *     **Who may call:** a seller key for its own `sellerId`, or the operator.
          */
@@ -72,7 +74,8 @@ export interface paths {
          *     schemas, extensions). When anything changes, a new version is stored and becomes current; earlier versions are
          *     kept (`GET /v1/resources/{id}/versions`) and receipts keep pointing at the version active at their settlement.
          *     Payment attempts verified against an earlier version can still be settled on its terms. The same checks as
-         *     creation apply. A deleted resource cannot be updated (`404 RESOURCE_NOT_FOUND`).
+         *     creation apply. A deleted resource cannot be updated (`404 RESOURCE_NOT_FOUND`). Moving it onto the method and
+         *     URL of another active resource of the seller is `409 DUPLICATE_RESOURCE` (naming that resource).
          *
          *     **Who may call:** the seller that owns the resource, or the operator.
          */
@@ -398,8 +401,11 @@ export interface paths {
          * @description Runs the catalog validation on a resource without storing anything: seller existence, domain verification
          *     (when `trusted` is asked for), URL shape, route template safety, network support, asset support, amount format,
          *     recipient address, schema validity and extension compatibility. The answer is always 200 with the result:
-         *     `ok` is false when there are errors; warnings do not block cataloging. A body that does not match the request
-         *     schema is rejected with `400 INVALID_REQUEST` like everywhere else.
+         *     `ok` is false when there are errors; warnings do not block cataloging. Seller readiness is a warning:
+         *     `TRUSTLINE_REQUIRED` on `resource.payTo` when that wallet has no account, or no trustline for the asset, on the
+         *     network (read from the ledger; no warning when the ledger cannot be asked). A body that does not match the
+         *     request schema is rejected with `400 INVALID_REQUEST` like everywhere else, with every mismatch in `details`
+         *     (one per field, in words: what is wrong and what is allowed).
          *
          *     **Who may call:** anyone; a key is optional.
          */
@@ -428,7 +434,10 @@ export interface paths {
          *     `resourceId` a new resource is created (201); with the id of one of the seller's resources it is re-cataloged: a
          *     new version is stored when its terms changed (201), and nothing is stored when they did not (200, the current
          *     version). When validation fails nothing is stored and the answer is 400 `CATALOG_VALIDATION_FAILED` with
-         *     every issue in `details` (or 403 `SELLER_DOMAIN_UNVERIFIED` when that is the only problem).
+         *     every issue in `details` (or 403 `SELLER_DOMAIN_UNVERIFIED` when that is the only problem). A new resource on the
+         *     method and URL of another active resource of the seller is `409 DUPLICATE_RESOURCE` naming it (re-catalog that
+         *     one with its `resourceId`). `warnings` says what the listing still lacks, e.g. `TRUSTLINE_REQUIRED` when the
+         *     `payTo` wallet has no account or no trustline for the asset on that network (nobody could pay it yet).
          *
          *     **Who may call:** a seller key for its own `sellerId`, or the operator.
          */
@@ -1046,6 +1055,7 @@ export interface components {
          *     | `METHOD_NOT_ALLOWED` | 405 | the route exists but not with that method |
          *     | `REPLAY_DETECTED` | 409 | this authorization (its nonce / payment hash) was already used or is being settled |
          *     | `CONFLICT` | 409 | the request conflicts with existing state, for example a seller with that wallet already exists |
+         *     | `DUPLICATE_RESOURCE` | 409 | the seller already has an active resource with this method and URL; `details[0].message` names it (update it, or catalog with its `resourceId`) |
          *     | `IDEMPOTENCY_CONFLICT` | 409 | the `Idempotency-Key` was already used with a different request body |
          *     | `PAYLOAD_TOO_LARGE` | 413 | the request body exceeds 256 KiB, or a schema exceeds 64 KiB |
          *     | `UNSUPPORTED_MEDIA_TYPE` | 415 | a request body that is not `application/json`, or JSON in a charset other than UTF-8 |
@@ -1071,7 +1081,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "UNSUPPORTED_MEDIA_TYPE";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED" | "UNSUPPORTED_MEDIA_TYPE" | "DUPLICATE_RESOURCE";
         /**
          * @description One field-level problem of a failed request.
          * @example {
@@ -2090,7 +2100,8 @@ export interface components {
          *       "resourceId": "res_01JD6Z8V3K9Q2W7X4M5N6P8R0T",
          *       "versionId": "ver_01JD6Z8V3KA0B1C2D3E4F5G6H7",
          *       "catalogEventId": "cev_01JD6Z8V3M8N9P0Q1R2S3T4V5W",
-         *       "indexingStatus": "queued"
+         *       "indexingStatus": "queued",
+         *       "warnings": []
          *     }
          */
         CatalogResult: {
@@ -2104,6 +2115,12 @@ export interface components {
              * @constant
              */
             indexingStatus: "queued";
+            /**
+             * @description What the listing still lacks, the same warnings `POST /v1/discovery/validate` gives (for example
+             *     `TRUSTLINE_REQUIRED` on `resource.payTo`: the wallet cannot receive the asset yet, so every payment would be
+             *     refused). The resource is cataloged anyway.
+             */
+            warnings: components["schemas"]["ValidationIssue"][];
         };
         /**
          * @description Settlement identifier. Prefixed ULID (`stl_` + 26 Crockford base32 characters), unguessable and sortable by creation time.
@@ -2493,7 +2510,7 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description The network passphrase that transactions and authorizations are signed for. */
             passphrase: string;
-            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet). */
+            /** @description What settlements on this network prove (`local_simulation` when it is the local network simulator, `testnet_settlement` on the real testnet, `mainnet_settlement` on pubnet); a network whose settlement is disabled only verifies, so it is labelled `testnet_verification` or `mainnet_verification`. */
             evidence: components["schemas"]["EvidenceLabel"];
             /** @description The scheme and host of the Soroban RPC the service uses (`https://rpc.example.com`); null when the network has no RPC. Paths, query strings and credentials are never shown, because RPC providers put API keys in them. */
             rpcUrl: string | null;
@@ -3158,6 +3175,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

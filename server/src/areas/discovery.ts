@@ -2,6 +2,7 @@ import type { Area, AreaContext } from './area';
 import { createDiscoveryRepository } from '../data/discovery-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
+import { createWalletStateReader } from '../ledger/wallet-state';
 import { createDiscoveryService } from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
 import { discoveryHandlers } from '../http/handlers/discovery';
@@ -23,7 +24,18 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
   const resources = createResourceRepository(ctx.db);
   const queue = (data: { catalogEventId?: string; resourceId: string }) => ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);
   const indexing = { index, networks: ctx.networks, metrics: m, logger: ctx.logger };
-  const local = createLocalIndexer(indexing);
+  // The local indexer does the resource-indexing worker's job in process: its batches count in the worker's figures
+  // (completed, failed, duration, last success), so the dashboard does not show "never / 0 completed" after indexing.
+  const jm = ctx.metrics.jobs;
+  const local = createLocalIndexer({
+    ...indexing,
+    onBatch: ({ ok, seconds }) => {
+      const worker = RESOURCE_INDEXING_WORKER;
+      (ok ? jm.completed : jm.failed).inc({ worker });
+      jm.latency.observe({ worker }, seconds);
+      if (ok) jm.lastSuccess.set({ worker }, Date.now() / 1000);
+    },
+  });
   /**
    * Where this process runs the jobs, a catalog change is indexed at once by the local indexer; elsewhere (an
    * API-only process), or when the local queue is full, it becomes a resource-indexing job (Agenda's PostgreSQL
@@ -40,6 +52,8 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
     networks: ctx.networks,
     findSeller: (id) => ctx.sellerRepository.findById(id),
     findResource: (id) => resources.findById(id),
+    findActiveEndpoint: (sellerId, url, method) => resources.findActiveEndpoint(sellerId, url, method),
+    walletState: createWalletStateReader(ctx.networks),
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
     queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
     observe: {

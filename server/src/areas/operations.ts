@@ -210,7 +210,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
       const networks = [];
       for (const n of ctx.networks.list()) {
         const s = await repo.settlementStats(n.network);
-        networks.push({ network: n.network, evidence: ctx.networks.settlementEvidence(n.network), successfulSettlements: s.settled, latestTransactionHashes: s.latestHashes });
+        networks.push({ network: n.network, evidence: ctx.networks.networkEvidence(n.network), successfulSettlements: s.settled, latestTransactionHashes: s.latestHashes });
       }
       const latest = (await repo.latestRuns()).sort((a, b) => (a.id < b.id ? 1 : -1))[0] ?? null;
       return { api: { requests: q.requests, p50Ms: q.p50Ms, p95Ms: q.p95Ms }, catalog: { indexedResources: counts.resources, activeSellers: counts.activeSellers }, networks, latest };
@@ -258,7 +258,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
           const c = n.rpcUrl ? (checks[n.network] ?? evaluateNetwork(records.get(n.network) ?? null, rules, now)) : null;
           return {
             network: n.network,
-            evidence: ctx.networks.settlementEvidence(n.network),
+            evidence: ctx.networks.networkEvidence(n.network),
             settlementEnabled: n.settlementEnabled,
             rpcConfigured: c !== null,
             status: c ? c.status : ('down' as const),

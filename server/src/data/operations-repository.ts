@@ -143,10 +143,17 @@ export function createOperationsRepository(db: Sequelize): OperationsRepository 
     },
 
     async settlementStats(network) {
-      const [count] = await select<{ n: string }>(`SELECT count(*) AS n FROM settlements WHERE network = :network AND status = 'settled'`, { network });
+      // The conformance runner's own test settlements (its seller, CONFORMANCE_SELLER_DOMAIN) are not marketplace traffic.
+      const notRunner = `NOT EXISTS (SELECT 1 FROM payment_attempts a JOIN sellers s ON s.id = a.seller_id
+                          WHERE a.id = st.payment_attempt_id AND s.domain = :domain)`;
+      const [count] = await select<{ n: string }>(`SELECT count(*) AS n FROM settlements st WHERE network = :network AND status = 'settled' AND ${notRunner}`, {
+        network,
+        domain: CONFORMANCE_SELLER_DOMAIN,
+      });
       const latest = await select<{ hash: string }>(
-        `SELECT transaction_hash AS hash FROM settlements WHERE network = :network AND status = 'settled' ORDER BY settled_at DESC NULLS LAST, id DESC LIMIT 5`,
-        { network },
+        `SELECT transaction_hash AS hash FROM settlements st WHERE network = :network AND status = 'settled' AND ${notRunner}
+          ORDER BY settled_at DESC NULLS LAST, id DESC LIMIT 5`,
+        { network, domain: CONFORMANCE_SELLER_DOMAIN },
       );
       return { settled: Number(count.n), latestHashes: latest.map((l) => l.hash) };
     },

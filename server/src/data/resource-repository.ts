@@ -72,6 +72,17 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
       });
     },
 
+    async findActiveEndpoint(sellerId, url, method) {
+      const rows = await db.query<{ id: string }>(
+        `SELECT id FROM resources
+          WHERE seller_id = :sellerId AND url = :url AND status = 'active' AND type = 'http'
+            AND upper(coalesce(extensions #>> '{bazaar,info,input,method}', 'GET')) = :method
+          ORDER BY created_at, id LIMIT 1`,
+        { replacements: { sellerId, url, method }, type: QueryTypes.SELECT },
+      );
+      return rows[0]?.id ?? null;
+    },
+
     async findById(id) {
       const row = await ResourceModel.findByPk(id, { raw: true });
       return row ? toResource(row as unknown as Row) : null;

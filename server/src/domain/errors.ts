@@ -38,6 +38,7 @@ export const ERROR_CODES = [
   'AMOUNT_BELOW_MINIMUM',
   'FEE_BUDGET_EXHAUSTED',
   'UNSUPPORTED_MEDIA_TYPE',
+  'DUPLICATE_RESOURCE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

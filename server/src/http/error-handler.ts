@@ -29,10 +29,7 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
     return new DomainError(status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'INVALID_REQUEST', 'The request body could not be read');
   }
   if (!status || !Array.isArray(err.errors)) return null;
-  const details: ErrorDetail[] = err.errors.map((e) => ({
-    field: (e.path ?? '').replace(/^\/(body|query|params|headers)\/?/, '').replace(/\//g, '.') || undefined,
-    message: e.message ?? 'invalid',
-  }));
+  const details = readableDetails(err.errors);
   let code: ErrorCode;
   if (status === 404) code = 'NOT_FOUND';
   else if (status === 405) code = 'METHOD_NOT_ALLOWED';
@@ -40,8 +37,64 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
   else if (status === 400) code = FACILITATOR_PATHS.has(path) ? 'INVALID_PAYMENT_PAYLOAD' : 'INVALID_REQUEST';
   else if (status >= 500) return null; // a response that breaks the contract: a bug, reported as INTERNAL_ERROR
   else code = 'INVALID_REQUEST';
-  const message = status === 404 ? `No route ${path}` : status === 405 ? 'Method not allowed on this route' : 'The request does not match the API contract';
+  const message =
+    status === 404
+      ? `No route ${path}`
+      : status === 405
+        ? 'Method not allowed on this route'
+        : `The request does not match the API contract: ${details.map((d) => (d.field ? `${d.field} ${d.message}` : d.message)).join('; ')}`;
   return new DomainError(code, message, details);
+}
+
+/**
+ * What a person can act on (issue #22): the contract's patterns as words with an example, never the raw regular
+ * expression; every error of the request (the validator runs with allErrors), one detail per field; the combinator
+ * noise of oneOf/anyOf dropped when a more precise error exists.
+ */
+const PATTERN_WORDS: Array<[RegExp, string]> = [
+  [/^\^\(0\|\[1-9\]/, 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5 (no comma, sign or exponent)'],
+  [/^\^G\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account address: G followed by 55 characters (A-Z, 2-7)'],
+  [/^\^C\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar contract address: C followed by 55 characters (A-Z, 2-7)'],
+  [/^\^\[GC\]\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account (G...) or contract (C...) address of 56 characters'],
+  [/^\^\[A-Za-z0-9\]\{1,12\}\$$/, 'must be an asset code of 1 to 12 letters or digits, e.g. USDC'],
+  [/^\^\(\[a-z0-9\]/, 'must be a lowercase domain name such as weather.example.com (no scheme, port or path)'],
+  [/^\^\[-a-z0-9\]\{3,8\}:/, 'must be a network id: stellar:testnet or stellar:pubnet'],
+  [/^\^https\?:/, 'must be an absolute http(s) URL without spaces, e.g. https://api.example.com/v1/forecast/{city}'],
+  [/^\^\[0-9a-f\]\{64\}\$$/, 'must be 64 lowercase hexadecimal characters (a transaction hash)'],
+  [/^\^\[0-9\]\{1,30\}\$$/, 'must be a whole number of atomic units (digits only), e.g. 100000'],
+  [/^\^\[A-Za-z0-9\+\/\]\+=\{0,2\}\$$/, 'must be base64'],
+];
+const ID_PATTERN = /^\^([a-z]{2,4})_\[/;
+
+function patternWords(pattern: string): string {
+  const id = ID_PATTERN.exec(pattern);
+  if (id) return `must be an id starting with ${id[1]}_ followed by 26 characters, as the API returned it`;
+  for (const [re, words] of PATTERN_WORDS) if (re.test(pattern)) return words;
+  return 'does not have the expected format (see this field in the API documentation at /docs)';
+}
+
+function readableDetails(errors: NonNullable<ValidatorError['errors']>): ErrorDetail[] {
+  const byField = new Map<string, { messages: string[]; precise: boolean }>();
+  for (const e of errors) {
+    const field = (e.path ?? '').replace(/^\/(body|query|params|headers)\/?/, '').replace(/\//g, '.');
+    const keyword = (e.errorCode ?? '').split('.')[0];
+    const raw = e.message ?? 'is not valid';
+    const pattern = /^must match pattern "(.*)"$/.exec(raw);
+    let message = pattern ? patternWords(pattern[1]) : raw;
+    if (keyword === 'additionalProperties') message = 'is not a field of this operation: remove it';
+    if (keyword === 'enum') message = raw.replace('must be equal to one of the allowed values: ', 'must be one of: ');
+    const entry = byField.get(field) ?? { messages: [], precise: false };
+    const combinator = keyword === 'oneOf' || keyword === 'anyOf' || keyword === 'if';
+    if (pattern) {
+      // the pattern's words already say the length: drop minLength/maxLength noise on the same field
+      entry.messages = entry.messages.filter((m) => !/characters$/.test(m));
+    } else if (/^must NOT have (fewer|more) than \d+ characters$/.test(message) && entry.precise) continue;
+    if (!combinator && !entry.messages.includes(message)) entry.messages.push(message);
+    if (combinator && entry.messages.length === 0) entry.messages.push('does not match any of the accepted shapes');
+    entry.precise ||= Boolean(pattern);
+    byField.set(field, entry);
+  }
+  return [...byField].map(([field, { messages }]) => ({ field: field || undefined, message: messages.join('; ') }));
 }
 
 export function notFoundHandler(): RequestHandler {

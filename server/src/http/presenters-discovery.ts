@@ -32,5 +32,5 @@ export function presentSearchPage(page: { items: DiscoveryItem[]; nextCursor: st
 }
 
 export function presentCatalogResult(c: CatalogOutcome): S['CatalogResult'] {
-  return { ok: true, resourceId: c.resourceId, versionId: c.versionId, catalogEventId: c.catalogEventId, indexingStatus: 'queued' };
+  return { ok: true, resourceId: c.resourceId, versionId: c.versionId, catalogEventId: c.catalogEventId, indexingStatus: 'queued', warnings: c.warnings };
 }

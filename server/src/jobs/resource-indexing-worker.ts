@@ -91,7 +91,9 @@ export interface LocalIndexer {
   stop(): Promise<void>;
 }
 
-export function createLocalIndexer(deps: IndexingDeps & { concurrency?: number; maxQueued?: number; batch?: number }): LocalIndexer {
+export function createLocalIndexer(
+  deps: IndexingDeps & { concurrency?: number; maxQueued?: number; batch?: number; onBatch?: (outcome: { resources: number; ok: boolean; seconds: number }) => void },
+): LocalIndexer {
   const concurrency = deps.concurrency ?? 2;
   // Resources indexed per transaction: whatever queued meanwhile, up to this many (one commit, one lag recompute).
   const batch = deps.batch ?? 64;
@@ -111,8 +113,14 @@ export function createLocalIndexer(deps: IndexingDeps & { concurrency?: number; 
       }
       for (const id of ids) queued.delete(id);
       running += 1;
+      const begun = process.hrtime.bigint();
+      const seconds = () => Number(process.hrtime.bigint() - begun) / 1e9;
       indexBatch(deps, ids)
-        .catch((err: Error) => deps.logger.warn('local indexing failed; the search-sync worker re-queues it', { resources: ids.length, error: err.message }))
+        .then(() => deps.onBatch?.({ resources: ids.length, ok: true, seconds: seconds() }))
+        .catch((err: Error) => {
+          deps.onBatch?.({ resources: ids.length, ok: false, seconds: seconds() });
+          deps.logger.warn('local indexing failed; the search-sync worker re-queues it', { resources: ids.length, error: err.message });
+        })
         .finally(() => {
           running -= 1;
           if (started) pump();

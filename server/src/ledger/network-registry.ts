@@ -56,6 +56,16 @@ export class NetworkRegistry {
     if (n) n.local = true;
   }
 
+  /**
+   * What this network's evidence is, as shown for the network itself (/v1/networks, /v1/stats, the dashboard): a
+   * network whose settlement is disabled only verifies, so it is never labelled as settling (issue #22).
+   */
+  networkEvidence(network: string): EvidenceLabel {
+    const n = this.get(network);
+    if (!n || n.local || n.settlementEnabled) return this.settlementEvidence(network);
+    return n.network === 'stellar:pubnet' ? 'mainnet_verification' : 'testnet_verification';
+  }
+
   /** What a successful settlement on this network proves. */
   settlementEvidence(network: string): EvidenceLabel {
     const n = this.get(network);

@@ -31,7 +31,7 @@ describe('operational endpoints', () => {
     expect(res.status).toBe(200);
     expect(res.body.items.map((n: { network: string }) => n.network)).toEqual(['stellar:testnet', 'stellar:pubnet']);
     expect(res.body.items[0]).toMatchObject({ evidence: 'local_simulation', settlementEnabled: true, assets: [{ code: 'USDC', contractId: expect.stringMatching(/^C/) }] });
-    expect(res.body.items[1]).toMatchObject({ evidence: 'mainnet_settlement', settlementEnabled: false });
+    expect(res.body.items[1]).toMatchObject({ evidence: 'mainnet_verification', settlementEnabled: false });
   });
 
   it('GET /metrics needs the operator key and shows request counts, latency by route template, auth failures and uptime labelled with the environment', async () => {

@@ -46,6 +46,7 @@ describe('POST /v1/discovery/catalog', () => {
       versionId: expect.stringMatching(/^ver_/),
       catalogEventId: expect.stringMatching(/^cev_/),
       indexingStatus: 'queued',
+      warnings: [expect.objectContaining({ field: 'resource.extensions.bazaar.info' })],
     });
     const [rows] = await svc.db.query(`SELECT r.current_version_id AS v, r.version, e.kind, e.version_id AS ev, e.indexed_at
       FROM resources r JOIN catalog_events e ON e.resource_id = r.id WHERE r.id = '${res.body.resourceId}'`);
@@ -55,8 +56,9 @@ describe('POST /v1/discovery/catalog', () => {
   });
 
   it('re-cataloging an unchanged resource answers 200 with the current version and stores no new version', async () => {
-    const first = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: draft(seller, { name: 'Unchanged one' }) });
-    const again = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resourceId: first.body.resourceId, resource: draft(seller, { name: 'Unchanged one', amount: '0.0100000' }) });
+    const terms = draft(seller, { name: 'Unchanged one' });
+    const first = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: terms });
+    const again = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resourceId: first.body.resourceId, resource: { ...terms, amount: '0.0100000' } });
     expect(again.status).toBe(200);
     expect(again.body.versionId).toBe(first.body.versionId);
     expect(again.body.catalogEventId).not.toBe(first.body.catalogEventId);

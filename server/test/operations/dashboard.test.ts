@@ -110,7 +110,7 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
     for (const r of workerRows) for (const v of r.slice(1, 7)) expect(v).toMatch(/^[0-9]+$/);
     const networkRows = await page.$$eval('tbody[data-field="networks"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(networkRows[0]).toEqual(['stellar:testnet', 'ok', '', expect.stringMatching(/ ms$/), expect.stringMatching(/^[0-9]+$/), expect.stringMatching(/ s$/), 'not configured', 'enabled', 'local_simulation']);
-    expect(networkRows[1]).toEqual(expect.arrayContaining(['stellar:pubnet', 'disabled', 'mainnet_settlement']));
+    expect(networkRows[1]).toEqual(expect.arrayContaining(['stellar:pubnet', 'disabled', 'mainnet_verification']));
     const conformance = await page.$$eval('tbody[data-field="conformance"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
     expect(conformance[0]).toEqual(['stellar:testnet', expect.stringMatching(/^(passed|failed)$/), 'local_simulation', expect.any(String)]);
 
@@ -119,6 +119,59 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
     expect(external).toEqual([]);
     await context.close();
   }, 180_000);
+
+  it("/v1/stats counts the paid calls, not the conformance runner's own test settlements", async () => {
+    const [rows] = await svc.db.query(`SELECT (s.domain = 'conformance-runner.invalid') AS runner, count(*)::int AS n
+      FROM settlements st JOIN payment_attempts a ON a.id = st.payment_attempt_id JOIN sellers s ON s.id = a.seller_id
+      WHERE st.status = 'settled' AND st.network = 'stellar:testnet' GROUP BY 1 ORDER BY 1`);
+    // the traffic above: three paid calls, and the runner settled at least one payment of its own
+    expect(rows).toEqual([{ runner: false, n: 3 }, { runner: true, n: expect.any(Number) }]);
+    await new Promise((r) => setTimeout(r, 5_100)); // past the 5 s cache of /v1/stats
+    const stats = await request(server).get('/v1/stats');
+    expect(stats.body.networks[0]).toMatchObject({ network: 'stellar:testnet', successfulSettlements: 3 });
+    expect(stats.body.networks[0].latestTransactionHashes).toHaveLength(3);
+  });
+
+  it('the login says where the operator key is (OPERATOR_API_KEY, or the data folder file)', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    await page.goto(`${base}/dashboard`);
+    const hint = (await page.textContent('#login [data-field="key-location"]')) ?? '';
+    expect(hint).toContain('OPERATOR_API_KEY');
+    expect(hint).toContain('.data/operator-api-key');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-login-1280.png') });
+    await context.close();
+  });
+
+  for (const width of [1280, 1920]) {
+    it(`at ${width} px every table fits inside its card, the indexing worker shows its runs after indexing, and pubnet (settlement off) is not labelled as settling`, async () => {
+      await waitFor(async () => (await request(server).get('/v1/operations/dashboard').set(bearer(OPERATOR_KEY))).body.workers.some((w: { worker: string; completed: number }) => w.worker === 'resource-indexing-worker' && w.completed > 0));
+      const context = await browser.newContext({ viewport: { width, height: 1400 } });
+      const page = await context.newPage();
+      await page.goto(`${base}/dashboard`);
+      await page.fill('#key', OPERATOR_KEY);
+      await page.click('#login button[type=submit]');
+      await page.waitForFunction(() => document.querySelectorAll('tbody[data-field="networks"] tr').length >= 2 && document.querySelectorAll('.chart canvas').length >= 6);
+      await page.screenshot({ path: path.join(ARTIFACTS, `dashboard-${width}.png`), fullPage: true });
+      const overflow = await page.$$eval('.panel', (panels) =>
+        panels.flatMap((p) =>
+          [...p.querySelectorAll('table')]
+            .map((t) => ({ panel: p.getAttribute('data-panel'), table: Math.ceil(t.getBoundingClientRect().right), card: Math.floor(p.getBoundingClientRect().right) }))
+            .filter((x) => x.table > x.card),
+        ),
+      );
+      expect(overflow).toEqual([]);
+      const indexing = await page.$$eval('tbody[data-field="workers"] tr', (trs) =>
+        trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).find((r) => r[0] === 'resource-indexing-worker'),
+      );
+      expect(Number(indexing![3])).toBeGreaterThan(0);
+      expect(indexing![7]).not.toBe('never');
+      const pubnet = await page.$$eval('tbody[data-field="networks"] tr', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)).find((r) => r[0] === 'stellar:pubnet'));
+      expect(pubnet).not.toContain('mainnet_settlement');
+      expect(pubnet).toContain('mainnet_verification');
+      await context.close();
+    }, 120_000);
+  }
 
   it('a wrong key is refused and the page asks again', async () => {
     const context = await browser.newContext();

@@ -20,7 +20,7 @@ describe('GET /v1/stats (public)', () => {
     expect(empty.headers['cache-control']).toBe('public, max-age=5');
     expect(empty.body.networks).toEqual([
       { network: 'stellar:testnet', evidence: 'local_simulation', successfulSettlements: 0, latestTransactionHashes: [] },
-      { network: 'stellar:pubnet', evidence: 'mainnet_settlement', successfulSettlements: 0, latestTransactionHashes: [] },
+      { network: 'stellar:pubnet', evidence: 'mainnet_verification', successfulSettlements: 0, latestTransactionHashes: [] },
     ]);
     expect(empty.body.conformance).toEqual({ latest: null });
 
@@ -39,7 +39,7 @@ describe('GET /v1/stats (public)', () => {
     expect(res.status).toBe(200);
     expect(res.body.networks).toEqual([
       { network: 'stellar:testnet', evidence: 'local_simulation', successfulSettlements: 1, latestTransactionHashes: [settled.body.transactionHash] },
-      { network: 'stellar:pubnet', evidence: 'mainnet_settlement', successfulSettlements: 0, latestTransactionHashes: [] },
+      { network: 'stellar:pubnet', evidence: 'mainnet_verification', successfulSettlements: 0, latestTransactionHashes: [] },
     ]);
     expect(res.body.api.requests).toBeGreaterThanOrEqual(5);
     expect(res.body.api.p50Ms).toBeGreaterThan(0);

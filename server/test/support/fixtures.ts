@@ -44,13 +44,22 @@ export async function walletProof(app: Express, wallet: Keypair): Promise<{ chal
   return { challengeId: res.body.challengeId, signature: signMessage(wallet, res.body.message) };
 }
 
+/**
+ * A seller lists a method and URL once (409 DUPLICATE_RESOURCE otherwise), so every call for the same seller gets
+ * its own host: the seller's domain the first time, then r2.<domain>, r3.<domain>... (subdomains are the seller's).
+ */
+const listings = new Map<string, number>();
+
 export function resourceInput(seller: SignedUpSeller, overrides: Record<string, unknown> = {}) {
+  const n = (listings.get(seller.id) ?? 0) + 1;
+  listings.set(seller.id, n);
+  const host = n === 1 ? seller.domain : `r${n}.${seller.domain}`;
   return {
     sellerId: seller.id,
     type: 'http',
     name: 'Weather forecast',
     description: 'Hourly forecast for a city, paid per call',
-    url: `https://${seller.domain}/v1/forecast/{city}`,
+    url: `https://${host}/v1/forecast/{city}`,
     routeTemplate: '/v1/forecast/{city}',
     network: 'stellar:testnet',
     payTo: seller.wallet.publicKey(),

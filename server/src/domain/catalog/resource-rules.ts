@@ -100,16 +100,18 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
   }
 
   const network = ctx.networks.get(terms.network);
-  if (!network) err('UNSUPPORTED_NETWORK', 'network', `network ${terms.network} is not supported`);
-  else if (!ctx.networks.asset(terms.network, terms.assetCode, terms.assetIssuer)) {
-    err('UNSUPPORTED_ASSET', 'assetCode', `asset ${terms.assetCode}:${terms.assetIssuer} is not configured on ${terms.network}`);
+  if (!network) {
+    err('UNSUPPORTED_NETWORK', 'network', `${terms.network} is not supported; supported networks: ${ctx.networks.list().map((n) => n.network).join(', ')}`);
+  } else if (!ctx.networks.asset(terms.network, terms.assetCode, terms.assetIssuer)) {
+    const accepted = network.assets.map((a) => `${a.code} issued by ${a.issuer}`).join(', ') || 'none';
+    err('UNSUPPORTED_ASSET', 'assetCode', `${terms.assetCode} issued by ${terms.assetIssuer} is not accepted on ${terms.network}; accepted there: ${accepted}`);
   }
   if (terms.network === 'stellar:pubnet' && ctx.seller && !ctx.seller.domainVerified) {
     err('SELLER_DOMAIN_UNVERIFIED', 'network', 'resources on stellar:pubnet (real money) require a verified seller domain');
   }
 
   if (!isAmount(terms.amount) || toStroops(terms.amount) <= 0n) {
-    err('CATALOG_VALIDATION_FAILED', 'amount', 'must be a positive decimal string with at most 7 fractional digits');
+    err('CATALOG_VALIDATION_FAILED', 'amount', 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5');
   }
   if (!isPayToAddress(terms.payTo)) {
     err('CATALOG_VALIDATION_FAILED', 'payTo', 'must be a valid Stellar account (G...) or contract (C...) address');

@@ -8,6 +8,7 @@ import type { Seller } from '../sellers/types';
 import { resourceOwnershipIssues } from './catalog-rules';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
+import { guardDuplicateEndpoint } from './endpoint';
 
 export interface ResourceDetail extends Resource {
   paymentRequirements: {
@@ -51,7 +52,7 @@ export function throwIfInvalid(result: RuleResult): void {
   const codes = new Set(result.errors.map((e) => e.code));
   const code = codes.size === 1 ? result.errors[0].code : 'CATALOG_VALIDATION_FAILED';
   const details: ErrorDetail[] = result.errors.map((e) => ({ field: e.field, message: e.message, code: e.code }));
-  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field} ${e.message}`).join('; ')}`, details);
+  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, details);
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
@@ -66,6 +67,7 @@ function canonical(v: unknown): unknown {
 
 export function createResourceService(deps: ResourceServiceDeps) {
   const { resources, networks } = deps;
+  const findEndpoint = (sellerId: string, url: string, method: string) => resources.findActiveEndpoint(sellerId, url, method);
 
   async function sellerFor(sellerId: string): Promise<Seller> {
     const seller = await deps.findSeller(sellerId);
@@ -148,7 +150,9 @@ export function createResourceService(deps: ResourceServiceDeps) {
         createdAt: now,
         updatedAt: now,
       };
-      await resources.insert(resource, versionOf(resource, seller, resource.versionId, now), { id: newId('catalogEvent'), kind: 'created' });
+      await guardDuplicateEndpoint(resource, findEndpoint, () =>
+        resources.insert(resource, versionOf(resource, seller, resource.versionId, now), { id: newId('catalogEvent'), kind: 'created' }),
+      );
       await notify(resource.id);
       return detail(resource);
     },
@@ -190,7 +194,9 @@ export function createResourceService(deps: ResourceServiceDeps) {
         next.version = current.version + 1;
         next.versionId = newId('version');
         next.updatedAt = now;
-        const saved = await resources.saveNewVersion(next, versionOf(next, seller, next.versionId, now), current.version, { id: newId('catalogEvent'), kind: 'updated' });
+        const saved = await guardDuplicateEndpoint(next, findEndpoint, () =>
+          resources.saveNewVersion(next, versionOf(next, seller, next.versionId, now), current.version, { id: newId('catalogEvent'), kind: 'updated' }),
+        );
         if (saved) {
           await notify(id);
           return detail(next);

@@ -49,4 +49,6 @@ export interface ResourceRepository {
   deleteIfUnpaid(id: string): Promise<'deleted' | 'has_payments'>;
   softDelete(id: string, event: { id: string; kind: CatalogEventKind }): Promise<void>;
   settlementStats(resourceId: string): Promise<SettlementStats>;
+  /** The id of the seller's active http resource with this URL and method (see endpoint.ts), if any. */
+  findActiveEndpoint(sellerId: string, url: string, method: string): Promise<string | null>;
 }

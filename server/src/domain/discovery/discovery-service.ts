@@ -3,13 +3,15 @@ import { newId } from '../ids';
 import { normalizeAmount } from '../amount';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit } from '../pagination';
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import { isPayToAddress, type NetworkRegistry } from '../../ledger/network-registry';
 import type { Seller } from '../sellers/types';
 import type { Resource, ResourceVersion } from '../catalog/types';
 import type { ResourceTerms, RuleResult, ValidationIssue } from '../catalog/resource-rules';
 import { checkCatalogTerms, FIELD_PREFIX } from '../catalog/catalog-rules';
 import { mcpToolName } from '../catalog/extension-rules';
 import { throwIfInvalid } from '../catalog/resource-service';
+import { guardDuplicateEndpoint } from '../catalog/endpoint';
+import { needsTrustline, readinessWarnings, type WalletStateReader } from '../catalog/payto-readiness';
 import { RANKING_STRATEGY, RANKING_WEIGHTS, SEARCH_CANDIDATES, SIGNALS_MAX_AGE_SECONDS, decodeSearchCursor, encodeSearchCursor } from './ranking';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './types';
 
@@ -23,8 +25,12 @@ export interface DiscoveryServiceDeps {
   networks: NetworkRegistry;
   findSeller(id: string): Promise<Seller | null>;
   findResource(id: string): Promise<Resource | null>;
+  /** The seller's active http resource with this URL and method (catalog/endpoint.ts), for the 409 naming it. */
+  findActiveEndpoint(sellerId: string, url: string, method: string): Promise<string | null>;
   domainVerifiedByOther(domain: string, sellerId: string): Promise<boolean>;
   queueIndexing(catalogEventId: string, resourceId: string): Promise<void>;
+  /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
+  walletState?: WalletStateReader;
   observe: DiscoveryObserver;
 }
 
@@ -46,6 +52,8 @@ export interface CatalogRequest {
 
 export interface CatalogOutcome {
   created: boolean;
+  /** Warnings of the rules (e.g. TRUSTLINE_REQUIRED on payTo): the resource is cataloged anyway. */
+  warnings: Array<Pick<ValidationIssue, 'code' | 'field' | 'message'>>;
   resourceId: string;
   versionId: string;
   catalogEventId: string;
@@ -66,7 +74,9 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
   async function rules(req: CatalogRequest, principal: Principal, excludeResourceId: string | null, mode: 'validate' | 'catalog'): Promise<{ result: RuleResult; seller: Seller | null; terms: ResourceTerms }> {
     const terms: ResourceTerms = { ...req.resource, extensions: req.resource.extensions ?? {} };
     const toolName = terms.type === 'mcp' ? mcpToolName(terms.extensions) : null;
-    const [facts, toolOwner] = await Promise.all([
+    const asset = deps.networks.asset(terms.network, terms.assetCode, terms.assetIssuer);
+    const walletRead = asset && deps.walletState && isPayToAddress(terms.payTo) && needsTrustline(terms.payTo, asset) ? deps.walletState(terms.network, terms.payTo, asset) : Promise.resolve(null);
+    const [facts, toolOwner, wallet] = await Promise.all([
       // One read where the repository offers it (seller, payTo owner, domain verified by another seller).
       repo.catalogFacts
         ? repo.catalogFacts(req.sellerId, terms.payTo)
@@ -76,6 +86,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
             domainVerifiedByOther: s ? await deps.domainVerifiedByOther(s.domain, s.id) : false,
           })),
       toolName ? repo.mcpToolOwner(terms.url, toolName, excludeResourceId) : Promise.resolve(null),
+      walletRead,
     ]);
     const { seller, payToOwner, domainVerifiedByOther } = facts;
     // Validating a resource the seller already cataloged would collide with itself: only a warning there.
@@ -97,6 +108,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         message: `your resource ${toolOwner.resourceId} already offers this tool on this URL; catalog with resourceId ${toolOwner.resourceId} to update it`,
       });
     }
+    if (asset) result.warnings.push(...readinessWarnings(wallet, { network: terms.network, payTo: terms.payTo, asset, fieldPrefix: FIELD_PREFIX }));
     if (result.errors.length) deps.observe.validationFailed(result.errors);
     return { result, seller, terms };
   }
@@ -171,7 +183,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
                 const { type: _t, id: _id, sellerId: _s, versionId: _v, version: n, status: _st, createdAt: _c, updatedAt: _u, ...rest } = resource;
                 return { ...rest, id: resource.versionId, resourceId: resource.id, version: n, sellerDomain: seller.domain, createdAt: now };
               })();
-        const outcome = await repo.catalog({
+        const outcome = await guardDuplicateEndpoint({ ...resource, sellerId: seller.id }, deps.findActiveEndpoint, () => repo.catalog({
           mode,
           resource,
           version,
@@ -179,7 +191,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
           event: { id: eventId, versionId: resource.versionId },
           declaration,
           mcpTool,
-        });
+        }));
         if (outcome.status === 'version_conflict') continue;
         if (outcome.status === 'mcp_conflict') {
           const issue: ValidationIssue = {
@@ -193,7 +205,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         }
         deps.observe.cataloged('cataloged');
         await deps.queueIndexing(eventId, resource.id);
-        return { created: mode !== 'unchanged', resourceId: resource.id, versionId: resource.versionId, catalogEventId: eventId };
+        return { created: mode !== 'unchanged', warnings: strip(result.warnings), resourceId: resource.id, versionId: resource.versionId, catalogEventId: eventId };
       }
       throw new DomainError('CONFLICT', 'The resource was changed concurrently; retry the request');
     },

@@ -149,7 +149,7 @@ export function createSellerService(deps: SellerServiceDeps) {
         await sellers.createChallenge(challenge);
       }
       if (!method) return challengeView(seller, challenge);
-      const result = (await sellers.domainVerifiedByOther(seller.domain, sellerId))
+      let result = (await sellers.domainVerifiedByOther(seller.domain, sellerId))
         ? { verified: false, reason: 'domain_claimed', message: 'another seller has already verified this domain' }
         : await checkDomain(
         method,
@@ -158,9 +158,16 @@ export function createSellerService(deps: SellerServiceDeps) {
         deps.domainUrlBase ? { urlBase: deps.domainUrlBase } : undefined,
       );
       const checkedAt = new Date();
+      try {
+        if (result.verified) await sellers.recordCheck(challenge.id, sellerId, { status: 'verified', method, failureReason: null, checkedAt });
+      } catch (err) {
+        // Another seller verified the same domain meanwhile: the database keeps one owner (sellers_verified_domain_uq).
+        if ((err as { parent?: { code?: string } }).parent?.code !== '23505') throw err;
+        result = { verified: false, reason: 'domain_claimed', message: 'another seller has already verified this domain' };
+      }
       const status = result.verified ? 'verified' : 'failed';
       const failureReason = result.verified ? null : `${result.reason}: ${result.message}`;
-      await sellers.recordCheck(challenge.id, sellerId, { status, method, failureReason, checkedAt });
+      if (!result.verified) await sellers.recordCheck(challenge.id, sellerId, { status, method, failureReason, checkedAt });
       if (!result.verified) deps.onDomainVerificationFailure?.(result.reason ?? 'unknown');
       const updated = result.verified ? { ...seller, domainVerifiedAt: seller.domainVerifiedAt ?? checkedAt } : seller;
       return challengeView(updated, { ...challenge, status, checkedMethod: method, failureReason, checkedAt });

@@ -29,7 +29,7 @@ export function operationHandlers({ health, version, networks, metrics }: Handle
           items: networks.list().map((n) => ({
             network: n.network,
             passphrase: n.passphrase,
-            evidence: networks.settlementEvidence(n.network),
+            evidence: networks.networkEvidence(n.network),
             rpcUrl: rpcOrigin(n.rpcUrl),
             settlementEnabled: n.settlementEnabled,
             assets: n.assets,

@@ -16,3 +16,4 @@ export { DOMAIN_CHECK_REASONS, DomainCheckError, type DomainCheckReason } from '
 export type { DomainCheckInput, DomainCheckOptions, DomainCheckPorts } from './ports';
 export { createSafeFetcher, type ResolvedAddress, type SafeFetcherOptions } from './safe-fetcher';
 export { isValidSellerDomain } from './seller-domain';
+export { createLocalDevDomainCheck, isLocalDevDomain, LOCAL_DEV_SUFFIX, type LocalDevDomainCheck } from './local-dev';

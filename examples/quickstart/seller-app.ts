@@ -1,0 +1,36 @@
+/**
+ * The seller's own API: a small Express app whose route is charged for with the seller SDK's `paywall`. The
+ * paywall answers 402 with the price, verifies a payment with the marketplace (POST /v1/verify) BEFORE the handler
+ * runs, and settles it (POST /v1/settle) before the response is released.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import express from 'express';
+import { paywall, type SellerClient } from '@paid-api-marketplace/sdk-seller';
+
+export interface SellerApp {
+  port: number;
+  /** Puts GET /v1/forecast/:city behind the paywall of the cataloged resource. */
+  sell(resourceId: string): void;
+  close(): Promise<void>;
+}
+
+export async function startSellerApp(seller: SellerClient): Promise<SellerApp> {
+  const app = express();
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    sell(resourceId) {
+      app.get('/v1/forecast/:city', paywall({ client: seller, resourceId, description: 'Hourly forecast' }), (req, res) => {
+        res.json({ city: req.params.city, temperatureC: 21.5, forecast: 'sunny' });
+      });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
