@@ -88,7 +88,7 @@ describe('payAndCallTool with other x402 MCP servers', () => {
     await client.close();
   });
 
-  it('a payment the server refuses throws PaymentFailedError with its code, and the budget is given back', async () => {
+  it('a payment the server refuses throws PaymentFailedError with its code; the signature it holds stays committed until the ledger proves it unusable', async () => {
     const server = new Server({ name: 'refuser', version: '1.0.0' }, { capabilities: { tools: {} } });
     const t = await requirementsSource({ client: sellerClient, resourceId })();
     server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
@@ -104,7 +104,8 @@ describe('payAndCallTool with other x402 MCP servers', () => {
     const err = await buyer.payAndCallTool(client, 'quote', {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PaymentFailedError);
     expect(err).toMatchObject({ code: 'INSUFFICIENT_BALANCE', status: 402 });
-    expect(buyer.spent).toBe('0.0000000');
+    expect(buyer.budget.committed).toBe('0.2500000');
+    expect(buyer.budget.spent).toBe('0.0000000');
     await client.close();
   });
 });

@@ -17,6 +17,8 @@ export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
+export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
+export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './receipts/seller-receipts.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
 export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
