@@ -103,7 +103,8 @@ describe('an agent finds, inspects and pays for a paid MCP tool through the mark
   async function agent(budget: { perCall?: string; total?: string }) {
     const buyer = createBuyerClient({ baseUrl: m.baseUrl, fetch: loopbackFetch, payment: { signer: buyerKey, budget } });
     const metrics = createTextMetrics('e2e');
-    const server = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: budget.perCall, fetch: loopbackFetch, metrics: metrics.sink });
+    // The test sellers listen on 127.0.0.1: an explicit allowance (off by default).
+    const server = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: budget.perCall, fetch: loopbackFetch, metrics: metrics.sink, allowPrivateNetworks: true });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await server.connect(serverSide);
     const client = new Client({ name: 'agent', version: '1.0.0' });

@@ -81,6 +81,8 @@ export interface PayAndFetchInit extends RequestInit {
   maxAmount?: string;
   /** Refuse (TERMS_CHANGED, before signing) unless the 402 matches these terms (see ExpectedTerms). */
   expect?: ExpectedTerms;
+  /** The fetch for this call (e.g. safeFetch); default the client's. */
+  fetch?: typeof globalThis.fetch;
 }
 
 export interface PayerDeps {
@@ -171,10 +173,11 @@ export async function commitAndSign(deps: Omit<PayerDeps, 'fetch'>, requirements
 
 export function createPayAndFetch(deps: PayerDeps) {
   return async function payAndFetch(target: string | URL | ResourceLike, init: PayAndFetchInit = {}): Promise<PaidFetchResult> {
-    const { maxAmount, expect, ...requestInit } = init;
+    const { maxAmount, expect, fetch: callFetch, ...requestInit } = init;
+    const fetchFn = callFetch ?? deps.fetch;
     const url = typeof target === 'string' || target instanceof URL ? String(target) : target.url;
     if (/\{[^}]*\}/.test(url)) throw new Error(`${url} is a route template: pass the concrete URL to call`);
-    const first = await deps.fetch(url, requestInit);
+    const first = await fetchFn(url, requestInit);
     if (first.status !== 402) return { response: first, paid: false, receipt: null, payment: null, requirements: null };
 
     const body = await first.clone().json().catch(() => undefined);
@@ -190,7 +193,7 @@ export function createPayAndFetch(deps: PayerDeps) {
     const headers = new Headers(requestInit.headers);
     headers.set(requirements.x402Version === 1 ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE', encodeHeader(payment));
     // From here the signature is out: whatever happens, it stays counted until settled or proven unusable.
-    const response = await deps.fetch(url, { ...requestInit, headers });
+    const response = await fetchFn(url, { ...requestInit, headers });
     const receipt = decodeReceiptHeader(response.headers.get('payment-response') ?? response.headers.get('x-payment-response'));
     if (receipt) await deps.budget.settled(commitment, receipt.transactionHash);
     if (response.status === 402) {
