@@ -118,6 +118,14 @@ export function createBuyerClient(options: BuyerClientOptions) {
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
     iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
       paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    /** The keys this seller signs its own receipts with (a JWK Set for verifySellerReceipt). */
+    receiptKeys: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+  };
+  /** The marketplace's keys (GET /.well-known/jwks.json): they verify its attestations (verifyAttestation). */
+  const marketplaceKeys = async (): Promise<{ keys: Array<Record<string, unknown>> }> => {
+    const res = await clientFetch(`${options.baseUrl.replace(/\/+$/, '')}/.well-known/jwks.json`);
+    if (!res.ok) throw new Error(`GET /.well-known/jwks.json answered HTTP ${res.status}`);
+    return (await res.json()) as { keys: Array<Record<string, unknown>> };
   };
 
   const settlements = {
@@ -191,6 +199,7 @@ export function createBuyerClient(options: BuyerClientOptions) {
     settlements,
     receipts,
     networks,
+    marketplaceKeys,
     /** GET /v1/supported: what the facilitator accepts. */
     supported: (): Promise<Schemas['Supported']> => data(raw.GET('/v1/supported')),
     /**

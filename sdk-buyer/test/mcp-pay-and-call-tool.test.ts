@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createBuyerClient, PaymentFailedError } from '../src';
-import { createSellerClient, toFacilitatorPayload } from '../../sdk-seller/src';
+import { createSellerClient, settleOutcome, toFacilitatorPayload } from '../../sdk-seller/src';
 import { facilitatorRequirements, paymentRequiredFor, requirementsSource, settlementResponse } from '../../sdk-seller/src/paywall/paywall';
 import { fundedBuyer, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
 
@@ -63,8 +63,9 @@ describe('payAndCallTool with other x402 MCP servers', () => {
       const payload = toFacilitatorPayload(sent, t);
       const verified = await sellerClient.facilitator.verify({ x402Version: 2, paymentPayload: payload, paymentRequirements: facilitatorRequirements(t), resourceId });
       served.push(style);
-      const settled = await sellerClient.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId });
-      return { content: [{ type: 'text', text: 'quote: 42' }], _meta: { 'x402/payment-response': settlementResponse(settled, verified.payer) } };
+      const settled = await settleOutcome(sellerClient, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId });
+      if (settled.kind !== 'settled') throw new Error(`not settled: ${settled.kind}`);
+      return { content: [{ type: 'text', text: 'quote: 42' }], _meta: { 'x402/payment-response': await settlementResponse(settled, verified.payer) } };
     });
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(b);

@@ -121,6 +121,15 @@ export function createSellerClient(options: SellerClientOptions) {
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
     iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
       paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    /**
+     * The seller's receipt keys (public JWKs of createReceiptKey()): `publish` replaces the set (admin key), `get`
+     * reads it (public). Buyers verify the paywall's signed receipts against it.
+     */
+    receiptKeys: {
+      get: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+      publish: (sellerId: string, input: Schemas['SellerReceiptKeysInput']): Promise<Schemas['SellerReceiptKeys']> =>
+        data(raw.PUT('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } }, body: input })),
+    },
   };
 
   const resources = {

@@ -4,6 +4,7 @@ import { resourceHandlers } from './resources';
 import { sellerHandlers } from './sellers';
 import { paymentHandlers } from './payments';
 import { operationHandlers } from './operations';
+import { sellerReceiptKeyHandlers } from './seller-receipt-keys';
 import type { DiscoveryOperation } from '../../areas/discovery';
 import type { FacilitatorOperation } from '../../areas/facilitator';
 import type { OperationsOperation } from '../../areas/operations';
@@ -20,6 +21,7 @@ export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, Discover
     ...paymentHandlers(deps),
     ...operationHandlers(deps),
     ...mcpHandlers,
+    ...sellerReceiptKeyHandlers(deps),
     ...areas,
   };
 }
