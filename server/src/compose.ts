@@ -129,15 +129,18 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const signedReceipts = createSignedReceipts({
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
-    payerOf: async (id) => (await paymentRepo.findAttempt(id))?.payer ?? null,
+    partiesOf: async (id) => {
+      const a = await paymentRepo.findAttempt(id);
+      return a ? { payer: a.payer, payTo: a.payTo } : null;
+    },
+    assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });
   // The x402 v2 facilitator API: translation onto the facilitator's use cases (server/src/x402).
   const x402 = x402Handlers({
     facilitator: facilitator.service,
     networks: opts.networks,
-    attemptsByHash: (hash) => paymentRepo.findByHash(hash),
-    signers: (network) => facilitator.channels.addresses(network),
+    signers: (network) => [...facilitator.facilitatorAddresses(network)],
     listDiscovery: discovery.handlers.listDiscoveryResources,
     receipts: signedReceipts,
   });
@@ -184,7 +187,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     if (res.status !== 200 || res.body.status !== 'settled') return res;
     const receipt = await paymentRepo.findReceipt(res.body.receiptId);
     const jws = receipt ? await signedReceipts.forReader(ctx.principal, receipt) : null;
-    return jws ? { ...res, body: { ...res.body, signedReceipt: jws } } : res;
+    return jws ? { ...res, body: { ...res.body, attestation: jws } } : res;
   };
   // The receipt's seller and the operator also get the signed receipt; an anonymous read never does (it names the payer).
   const readReceipt = handlers.getReceipt;
@@ -192,7 +195,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     const res = await readReceipt(ctx);
     if (res.status !== 200) return res;
     const jws = await signedReceipts.forReader(ctx.principal, { ...res.body, settledAt: res.body.settledAt ? new Date(res.body.settledAt) : null });
-    return jws ? { ...res, body: { ...res.body, signedReceipt: jws } } : res;
+    return jws ? { ...res, body: { ...res.body, attestation: jws } } : res;
   };
 
   const app = createApp({

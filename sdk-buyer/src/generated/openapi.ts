@@ -672,6 +672,12 @@ export interface components {
          *     | `RECIPIENT_MISMATCH` | 422 | the authorized recipient differs from the required `payTo` |
          *     | `TRUSTLINE_REQUIRED` | 422 | the recipient, or the payer, has no trustline for the asset |
          *     | `INSUFFICIENT_BALANCE` | 422 | the payer's balance of the asset is below the amount |
+         *     | `ACCOUNT_NOT_FOUND` | 422 | the payer's account does not exist on the ledger (fund it first) |
+         *     | `SIMULATION_FAILED` | 422 | the ledger's simulation of the transfer failed, or showed balance changes other than payer -amount / payTo +amount |
+         *     | `PAYEE_NOT_SELLER` | 422 | the `payTo` belongs to no signed-up seller: nobody accountable asked for this settlement |
+         *     | `SELF_PAYMENT` | 422 | the payer and the `payTo` are the same address |
+         *     | `AMOUNT_BELOW_MINIMUM` | 422 | the amount is below the facilitator's minimum (`FACILITATOR_MIN_AMOUNT`) |
+         *     | `FEE_BUDGET_EXHAUSTED` | 429 | the seller's daily network-fee budget is spent; nothing was submitted; retry after `Retry-After` seconds |
          *     | `RATE_LIMITED` | 429 | too many requests; retry after `Retry-After` seconds |
          *     | `INTERNAL_ERROR` | 500 | an unexpected error; quote the `requestId` |
          *     | `SETTLEMENT_FAILED` | 502 | the settlement transaction could not be submitted or failed on the ledger |
@@ -681,7 +687,7 @@ export interface components {
          * @example RESOURCE_NOT_FOUND
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "INVALID_REQUEST" | "CATALOG_VALIDATION_FAILED" | "ROUTE_TEMPLATE_INVALID" | "UNSUPPORTED_NETWORK" | "UNSUPPORTED_ASSET" | "INVALID_PAYMENT_PAYLOAD" | "UNAUTHORIZED" | "PAYMENT_REQUIRED" | "FORBIDDEN" | "SELLER_DOMAIN_UNVERIFIED" | "RESOURCE_NOT_FOUND" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REPLAY_DETECTED" | "CONFLICT" | "IDEMPOTENCY_CONFLICT" | "PAYLOAD_TOO_LARGE" | "INVALID_SIGNATURE" | "AUTH_EXPIRED" | "AMOUNT_MISMATCH" | "ASSET_MISMATCH" | "RECIPIENT_MISMATCH" | "TRUSTLINE_REQUIRED" | "INSUFFICIENT_BALANCE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SETTLEMENT_FAILED" | "SERVICE_UNAVAILABLE" | "ACCOUNT_NOT_FOUND" | "SIMULATION_FAILED" | "PAYEE_NOT_SELLER" | "SELF_PAYMENT" | "AMOUNT_BELOW_MINIMUM" | "FEE_BUDGET_EXHAUSTED";
         /**
          * @description One field-level problem of a failed request.
          * @example {
@@ -1124,7 +1130,7 @@ export interface components {
          *     Created when settlement is submitted and updated when it is confirmed or fails. Public: it carries no buyer
          *     data; `evidence` says what it proves. `resourceId`, `sellerId` and `versionId` are null for a payment settled
          *     through the x402 API (`/x402/settle`) for a URL that is not in the catalog. The seller and the operator also get
-         *     `signedReceipt`; an anonymous read never does, because the signed receipt names the payer.
+         *     `attestation`; an anonymous read never does, because it names the payer.
          * @example {
          *       "id": "rcp_01JD7A1C5E0F1G2H3J4K5M6N7P",
          *       "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M",
@@ -1154,11 +1160,14 @@ export interface components {
             sellerId: components["schemas"]["SellerId"] | null;
             versionId: components["schemas"]["VersionId"] | null;
             /**
-             * @description The receipt signed by the service: a compact JWS (`alg: EdDSA`, `kid` in `GET /.well-known/jwks.json`) whose
-             *     payload is the x402 offer-and-receipt receipt `{version, network, resourceUrl, payer, issuedAt, transaction}`
-             *     plus `receiptId`. Present once the settlement is confirmed, and only for the seller and the operator.
+             * @description The facilitator's settlement attestation (not a seller's x402 offer-and-receipt receipt: sellers sign those with
+             *     their own key): a compact JWS, header `{alg: EdDSA, kid, typ: x402-facilitator-attestation}` (keys at
+             *     `GET /.well-known/jwks.json`), payload the JCS JSON of `{kind: "facilitator-attestation", version: 1, network,
+             *     transaction, ledger, asset (SEP-41 contract), amount (atomic units), payer, payTo, issuedAt, resource?}`;
+             *     `resource` ({id, url}) only for a cataloged resource. Present once the settlement is confirmed, and only for
+             *     the seller and the operator (it names the payer). Local simulation on the local network.
              */
-            signedReceipt?: string;
+            attestation?: string;
             transactionHash: components["schemas"]["TransactionHash"];
             /** @description Ledger sequence that included the transaction; null while pending. */
             ledger: number | null;

@@ -8,6 +8,8 @@ import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-wo
 import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
 import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
 import type { ResourceTermsRef } from '../domain/facilitator/types';
+import { Keypair } from '@stellar/stellar-sdk';
+import { toStroops } from '../domain/amount';
 
 export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt';
 
@@ -26,12 +28,20 @@ export interface FacilitatorOptions {
   channelAcquireTimeoutMs?: number;
   /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s. */
   abandonedClaimSeconds?: number;
-  /** Highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
+  /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
   maxFeeStroops?: number;
-  /** How long settle waits for confirmation before answering 202. Default 15 s. */
-  confirmWaitMs?: number;
-  /** How long the in-process confirmation keeps polling before leaving it to the worker. Default 60 s. */
-  confirmTimeoutMs?: number;
+  /** FACILITATOR_FEE_ACCOUNT_SECRET: the account that pays every settlement's fee through a fee-bump (unset: the channels pay). */
+  feeAccountSecret?: string | null;
+  /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default 0.0001. */
+  minAmount?: string;
+  /** FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS: each seller's network-fee budget per UTC day and network. Default none. */
+  sellerDailyFeeBudgetStroops?: number | null;
+  /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default 30 s. */
+  txTimeoutSeconds?: number;
+  /** How long past the time bound settle keeps asking for the transaction's fate before answering 202. Default 10 s. */
+  confirmGraceMs?: number;
+  /** The network's estimated seconds per ledger (the local network's close interval, else LEDGER_CLOSE_MS). Default 5. */
+  ledgerSeconds?: number;
   /** Ledger poll interval while confirming. Default 250 ms. */
   pollMs?: number;
   /** Pending settlements older than this are checked by the confirmation worker. Default 30 s. */
@@ -45,13 +55,16 @@ export interface FacilitatorOptions {
 export interface FacilitatorArea extends Area<FacilitatorOperation> {
   service: FacilitatorService;
   channels: ChannelAccountPool;
+  /** The facilitator's own addresses on a network (channels and the fee account): /x402/supported's signers. */
+  facilitatorAddresses(network: string): ReadonlySet<string>;
 }
 
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
 export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions = {}): FacilitatorArea {
   const m = ctx.metrics.facilitator;
   const repo = createPaymentRepository(ctx.db);
-  const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: 120 });
+  const feeAccount = opts.feeAccountSecret ? Keypair.fromSecret(opts.feeAccountSecret) : null;
+  const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: opts.txTimeoutSeconds ?? 30, feeAccount });
   const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 15, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
   // Metric labels carry only configured networks: anything a caller sends is counted as 'unsupported'.
   const label = (network: string) => (ctx.networks.get(network) ? network : 'unsupported');
@@ -65,14 +78,22 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     settlementEnabled: (n: string) => ctx.networks.get(n)?.settlementEnabled ?? false,
   };
 
+  const facilitatorAddresses = (network: string): ReadonlySet<string> =>
+    new Set([...channels.addresses(network), ...(feeAccount ? [feeAccount.publicKey()] : [])]);
   const service = createFacilitatorService({
     repo,
     ledger,
     channels,
     networks,
     resourceById,
-    confirmWaitMs: opts.confirmWaitMs ?? 15_000,
-    confirmTimeoutMs: opts.confirmTimeoutMs ?? 60_000,
+    sellerIdByWallet: (address) => repo.sellerIdByWallet(address),
+    policy: {
+      facilitatorAddresses,
+      minimumStroops: toStroops(opts.minAmount ?? '0.0001'),
+      ledgerSeconds: () => opts.ledgerSeconds ?? 5,
+    },
+    feeBudgetStroops: opts.sellerDailyFeeBudgetStroops ? BigInt(opts.sellerDailyFeeBudgetStroops) : null,
+    confirmGraceMs: opts.confirmGraceMs ?? 10_000,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,
     afterClaim: opts.afterClaim,
@@ -112,6 +133,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   return {
     service,
     channels,
+    facilitatorAddresses,
     handlers: facilitatorHandlers(service),
     workers: [
       settlementConfirmationWorker({ repo, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),

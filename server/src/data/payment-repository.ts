@@ -44,6 +44,10 @@ function toSettlement(row: Record<string, unknown>): SettlementRecord {
     channelAccount: (row.channelAccount as string | null) ?? null,
     settledAt: (row.settledAt as Date | null) ?? null,
     createdAt: row.createdAt as Date,
+    validUntil: (row.validUntil as Date | null) ?? null,
+    sellerId: (row.sellerId as string | null) ?? null,
+    maxFee: row.maxFeeStroops === null || row.maxFeeStroops === undefined ? null : BigInt(row.maxFeeStroops as string),
+    needsReconciliation: Boolean(row.needsReconciliation),
   };
 }
 
@@ -244,9 +248,9 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
            RETURNING address
          ), settlement AS (
            INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
-             channel_account, settled_at, created_at, updated_at)
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops)
            SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
-             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint
              FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
            RETURNING id
          ), receipt AS (
@@ -265,6 +269,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
           s.evidence, s.settledAt, s.createdAt,
           r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
           r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
+          s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(),
         ],
         'settle_insert_pending',
       );
@@ -394,7 +399,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
 
     async pendingSettlements(olderThanSeconds, limit) {
       const rows = await db.query(
-        `SELECT id FROM settlements WHERE status = 'pending' AND created_at <= now() - make_interval(secs => :secs)
+        `SELECT id FROM settlements WHERE status = 'pending' AND NOT needs_reconciliation AND created_at <= now() - make_interval(secs => :secs)
          ORDER BY created_at LIMIT :limit`,
         { replacements: { secs: olderThanSeconds, limit }, type: QueryTypes.SELECT },
       );
@@ -461,6 +466,65 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
          WHERE status = 'verified' AND network = :network AND expires_at_ledger < :latest RETURNING id`,
         { network, latest: latestLedger },
       );
+    },
+
+    async sellerIdByWallet(address) {
+      const { rows } = await pgQuery<{ id: string }>(db, `SELECT id FROM sellers WHERE wallet_address = $1`, [address], 'facilitator_seller_by_wallet');
+      return rows[0]?.id ?? null;
+    },
+
+    async reserveFee(sellerId, network, fee, budget) {
+      const { rows } = await pgQuery<{ ok: number }>(
+        db,
+        `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+           SELECT $1::text, $2::text, (now() AT TIME ZONE 'UTC')::date, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
+         ON CONFLICT (seller_id, network, day) DO UPDATE
+           SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
+           WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $4::bigint
+         RETURNING 1 AS ok`,
+        [sellerId, network, fee.toString(), budget === null ? null : budget.toString()],
+        'facilitator_reserve_fee',
+      );
+      return rows.length === 1;
+    },
+
+    async releaseFee(sellerId, network, fee) {
+      await pgQuery(
+        db,
+        `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+          WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
+        [sellerId, network, fee.toString()],
+        'facilitator_release_fee',
+      );
+    },
+
+    async settleFee(settlementId, charged) {
+      // Only the first final answer moves the fee (fee_charged_stroops is set once).
+      await pgQuery(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
+           RETURNING seller_id, network, (created_at AT TIME ZONE 'UTC')::date AS day, COALESCE(max_fee_stroops, 0) AS committed
+         )
+         UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed), spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
+           FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day`,
+        [settlementId, charged.toString()],
+        'facilitator_settle_fee',
+      );
+    },
+
+    async markReconciliation(settlementId) {
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET needs_reconciliation = true, updated_at = now() WHERE id = $1::text AND status = 'pending' AND NOT needs_reconciliation
+           RETURNING transaction_hash
+         ), ${FREE_PINNED_CHANNEL}
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId],
+        'facilitator_mark_reconciliation',
+      );
+      return rows[0].done === 1;
     },
 
     async findResourceByUrl(network, payTo, url) {

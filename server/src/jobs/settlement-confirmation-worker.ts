@@ -12,7 +12,7 @@ import type { Logger } from '../logger';
  */
 export function settlementConfirmationWorker(deps: {
   repo: PaymentRepository;
-  confirmOnce(s: SettlementRecord): Promise<'settled' | 'failed' | 'pending'>;
+  confirmOnce(s: SettlementRecord): Promise<'settled' | 'failed' | 'pending' | 'reconcile'>;
   logger: Logger;
   olderThanSeconds: number;
   every?: string;

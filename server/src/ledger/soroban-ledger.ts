@@ -1,10 +1,11 @@
-import { Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
+import { Account, Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
 import type {
   AssetRef,
   ChannelLease,
   Holding,
   LedgerPort,
   PreparedSettlement,
+  SimulationOutcome,
   SubmitResult,
   TransactionState,
 } from '../domain/facilitator/types';
@@ -17,8 +18,14 @@ import { LatestLedgerCache, type RecentLedger } from './latest-ledger-cache';
 import { JsonRpcClient, LedgerEntriesBatcher, type RawLedgerEntry } from './ledger-entries-batcher';
 
 export interface SorobanLedgerOptions {
-  /** Highest total fee (stroops) a settlement transaction may pay; above it settlement is refused. */
+  /**
+   * Highest total fee (stroops) a settlement transaction may pay (FACILITATOR_MAX_FEE_STROOPS): the inclusion fee
+   * from getFeeStats is capped so that inclusion + resource fee stays within it; a resource fee alone above it is
+   * refused.
+   */
   maxFeeStroops: number;
+  /** FACILITATOR_FEE_ACCOUNT_SECRET: when set, every settlement is wrapped in a fee-bump paid by this account. */
+  feeAccount?: Keypair | null;
   /** Validity of a settlement transaction (its time bound), seconds. */
   txTimeoutSeconds: number;
   /**
@@ -178,7 +185,40 @@ export class SorobanLedger implements LedgerPort {
     return { trustline: true, balance: BigInt(entry.val.trustLine().balance().toString()) };
   }
 
-  async prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string }> {
+  /**
+   * verify's and settle's authority: one simulateTransaction in enforce mode of exactly the transaction we would
+   * submit (source: a facilitator account; sequence numbers are not judged by simulation), against current state.
+   */
+  async simulate(network: string, hostFunction: xdr.HostFunction, auth: xdr.SorobanAuthorizationEntry[], source: string): Promise<SimulationOutcome> {
+    const draft = new TransactionBuilder(new Account(source, '0'), { fee: BASE_FEE, networkPassphrase: this.passphrase(network) })
+      .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
+      .setTimeout(this.opts.txTimeoutSeconds)
+      .build();
+    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft, undefined, 'enforce'));
+    return simulationOutcome(sim);
+  }
+
+  /**
+   * The inclusion fee bid for a settlement: getFeeStats' Soroban inclusion fee (p90 of recent ledgers, at least the
+   * base fee), read at most every 10 s per network; BASE_FEE when the RPC does not report fee stats.
+   */
+  private readonly inclusionFees = new Map<string, { fee: bigint; at: number }>();
+  private async inclusionFee(network: string): Promise<bigint> {
+    const known = this.inclusionFees.get(network);
+    if (known && Date.now() - known.at < 10_000) return known.fee;
+    let fee = BigInt(BASE_FEE);
+    try {
+      const stats = await this.call(network, 'getFeeStats', (s) => s.getFeeStats());
+      const p90 = BigInt(stats.sorobanInclusionFee?.p90 ?? BASE_FEE);
+      if (p90 > fee) fee = p90;
+    } catch {
+      // an RPC without fee stats: the base fee
+    }
+    this.inclusionFees.set(network, { fee, at: Date.now() });
+    return fee;
+  }
+
+  async prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }> {
     const keypair = (lease as LeasedChannel).keypair;
     if (!keypair) throw new Error('the lease does not come from the channel account pool');
     const networkPassphrase = this.passphrase(network);
@@ -188,19 +228,34 @@ export class SorobanLedger implements LedgerPort {
       new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
     );
     // Fresh sequence number for every transaction: never trust a cached one.
-    const account = await this.call(network, 'getAccount', (s) => s.getAccount(lease.address));
-    const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase })
+    const [account, inclusion] = await Promise.all([this.call(network, 'getAccount', (s) => s.getAccount(lease.address)), this.inclusionFee(network)]);
+    const validUntil = new Date((Math.floor(Date.now() / 1000) + this.opts.txTimeoutSeconds) * 1000);
+    const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase, timebounds: { minTime: 0, maxTime: validUntil.getTime() / 1000 } })
       .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
-      .setTimeout(this.opts.txTimeoutSeconds)
       .build();
-    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft));
-    if (rpc.Api.isSimulationError(sim)) return { error: `simulation failed: ${sim.error}` };
-    if (rpc.Api.isSimulationRestore(sim)) return { error: 'simulation requires a ledger entry restore' };
+    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft, undefined, 'enforce'));
+    const simulation = simulationOutcome(sim);
+    if (rpc.Api.isSimulationError(sim)) return { error: `simulation failed: ${sim.error}`, simulation };
+    if (rpc.Api.isSimulationRestore(sim)) return { error: 'simulation requires a ledger entry restore', simulation };
+    const resourceFee = BigInt(sim.minResourceFee);
+    const cap = BigInt(this.opts.maxFeeStroops);
+    if (resourceFee + BigInt(BASE_FEE) > cap) return { error: `resource fee ${resourceFee} stroops exceeds the limit of ${cap}`, simulation };
+    // The inclusion bid: what recent ledgers asked (surge pricing), capped so that the total stays within the limit.
+    const bid = inclusion + resourceFee > cap ? cap - resourceFee : inclusion;
     // assembleTransaction keeps the auth entries already on the operation: the buyer's signed entry is not replaced.
-    const tx = rpc.assembleTransaction(draft, sim).build();
-    if (Number(tx.fee) > this.opts.maxFeeStroops) return { error: `fee ${tx.fee} stroops exceeds the limit of ${this.opts.maxFeeStroops}` };
+    const tx = rpc.assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: bid.toString() }).build(), sim).build();
     tx.sign(keypair);
-    return { hash: tx.hash().toString('hex'), envelopeXdr: tx.toXDR(), channel: lease.address };
+    const signed = this.opts.feeAccount ? this.feeBumped(tx, networkPassphrase) : tx;
+    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, maxFee: BigInt(signed.fee), simulation };
+  }
+
+  /** The channel's transaction wrapped in a fee-bump paid by the fee account (channels then need no XLM for fees). */
+  private feeBumped(inner: Transaction, networkPassphrase: string): FeeBumpTransaction {
+    const feeAccount = this.opts.feeAccount!;
+    const perOperation = (BigInt(inner.fee) + BigInt(BASE_FEE)).toString();
+    const bump = TransactionBuilder.buildFeeBumpTransaction(feeAccount, perOperation, inner, networkPassphrase);
+    bump.sign(feeAccount);
+    return bump;
   }
 
   async submit(network: string, envelopeXdr: string): Promise<SubmitResult> {
@@ -214,13 +269,35 @@ export class SorobanLedger implements LedgerPort {
   async transaction(network: string, hash: string): Promise<TransactionState> {
     const res = await this.call(network, 'getTransaction', (s) => s.getTransaction(hash));
     if (res.status === rpc.Api.GetTransactionStatus.SUCCESS) {
-      return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(Number(res.createdAt) * 1000) };
+      return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(Number(res.createdAt) * 1000), feeCharged: feeCharged(res.resultXdr) };
     }
     if (res.status === rpc.Api.GetTransactionStatus.FAILED) {
-      return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.resultXdr) };
+      return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.resultXdr), feeCharged: feeCharged(res.resultXdr) };
     }
-    return { status: 'NOT_FOUND' };
+    const time = (t: unknown) => (Number.isFinite(Number(t)) && Number(t) > 0 ? new Date(Number(t) * 1000) : undefined);
+    return {
+      status: 'NOT_FOUND',
+      latestLedger: res.latestLedger,
+      latestLedgerCloseTime: time(res.latestLedgerCloseTime),
+      oldestLedger: res.oldestLedger,
+      oldestLedgerCloseTime: time(res.oldestLedgerCloseTime),
+    };
   }
+}
+
+function feeCharged(result: xdr.TransactionResult | undefined): bigint | null {
+  try {
+    return result ? BigInt(result.feeCharged().toString()) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The simulation as the facilitator's rules read it (simulation.ts). */
+function simulationOutcome(sim: rpc.Api.SimulateTransactionResponse): SimulationOutcome {
+  const events = (sim as { events?: xdr.DiagnosticEvent[] }).events ?? [];
+  if (rpc.Api.isSimulationError(sim)) return { latestLedger: sim.latestLedger, error: sim.error, events, minResourceFee: 0n };
+  return { latestLedger: sim.latestLedger, error: null, events, minResourceFee: BigInt(sim.minResourceFee ?? '0') };
 }
 
 /** The ledger's result code, with the first failing operation result for txFailed (e.g. "txFailed: invokeHostFunctionTrapped"). */

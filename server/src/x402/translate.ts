@@ -1,6 +1,6 @@
 import { DomainError } from '../domain/errors';
 import { fromStroops } from '../domain/amount';
-import { parseAuthorization } from '../domain/facilitator/authorization';
+import { addressOf, decodePayment } from '../domain/facilitator/rules/decode';
 import type { PaymentPayloadInput, PaymentRequirementsInput } from '../domain/facilitator/verify-payment';
 import type { NetworkRegistry, RegisteredAsset } from '../ledger/network-registry';
 
@@ -26,7 +26,7 @@ export interface X402Payload {
 export interface Translated {
   paymentPayload: PaymentPayloadInput;
   paymentRequirements: PaymentRequirementsInput & { maxTimeoutSeconds?: number };
-  payer: string;
+  payer: string | undefined;
   /** The resource URL the client paid for, when it said. */
   resourceUrl: string | null;
 }
@@ -57,21 +57,22 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   const required = assetByContract(networks, requirements.network, requirements.asset);
   if (!required) throw new DomainError('UNSUPPORTED_ASSET', `Asset ${requirements.asset} is not supported on ${requirements.network}`);
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
-  const parsed = parseAuthorization('transaction', transaction);
+  const signed = signedEntryFacts(transaction);
   const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
   const amount = fromStroops(amountStroops);
   const acceptedAmount = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? fromStroops(BigInt(accepted.amount)) : amount;
   return {
-    payer: parsed.payer,
+    payer: signed.payer,
     resourceUrl,
     paymentPayload: {
+      ...(typeof payload.x402Version === 'number' ? { x402Version: payload.x402Version } : {}),
       scheme: accepted.scheme,
       network: accepted.network,
       asset: { code: paid.code, issuer: paid.issuer },
       amount: acceptedAmount,
       payTo: accepted.payTo,
-      expiresAtLedger: parsed.signatureExpirationLedger,
-      authorization: { format: 'transaction', xdr: transaction, payer: parsed.payer },
+      expiresAtLedger: signed.expiresAtLedger,
+      authorization: { format: 'transaction', xdr: transaction },
     },
     paymentRequirements: {
       scheme: requirements.scheme,
@@ -83,6 +84,17 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
       ...(requirements.maxTimeoutSeconds !== undefined ? { maxTimeoutSeconds: requirements.maxTimeoutSeconds } : {}),
     },
   };
+}
+
+/**
+ * The payer and expiry of the transaction's first address-credential auth entry, read without judging anything (the
+ * rules do that): the payer named in an x402 answer, and the expiry the payload declares.
+ */
+function signedEntryFacts(transaction: string): { payer: string | undefined; expiresAtLedger: number } {
+  const entry = decodePayment('transaction', transaction).authEntries.find((e) => e.credentials().switch().name === 'sorobanCredentialsAddress');
+  if (!entry) return { payer: undefined, expiresAtLedger: 0 };
+  const ac = entry.credentials().address();
+  return { payer: addressOf(ac.address()), expiresAtLedger: ac.signatureExpirationLedger() };
 }
 
 /** Our decimal amount in atomic units (stroops) as x402 writes amounts. */

@@ -1,9 +1,8 @@
 import type { Handlers } from '../http/operation-types';
 import { DomainError } from '../domain/errors';
-import { paymentHash } from '../domain/facilitator/payment-hash';
-import { parseAuthorization } from '../domain/facilitator/authorization';
+import { x402ReasonOfRule } from '../domain/facilitator/rules/catalog';
 import type { FacilitatorService } from '../domain/facilitator/facilitator-service';
-import type { AttemptRecord, ReceiptRecord } from '../domain/facilitator/types';
+
 import type { SignedReceipts } from '../domain/receipts/signed-receipts';
 import type { NetworkRegistry } from '../ledger/network-registry';
 import { x402Reason } from './reasons';
@@ -17,9 +16,7 @@ type DiscoveryList = Handlers['listDiscoveryResources'];
 export interface X402Deps {
   facilitator: FacilitatorService;
   networks: NetworkRegistry;
-  /** Attempts recorded for one authorization (payment hash), any status. */
-  attemptsByHash(hash: string): Promise<AttemptRecord[]>;
-  /** Channel accounts that sign settlement transactions on a network. */
+  /** The facilitator's addresses (channel accounts, fee account) on a network. */
   signers(network: string): string[];
   listDiscovery: DiscoveryList;
   receipts: SignedReceipts;
@@ -30,9 +27,9 @@ const BAZAAR_WINDOW = 1000;
 const X402_VERSION = 2;
 const ANNOUNCED_TIMEOUT_SECONDS = 300;
 
-function failure(err: unknown): { code: DomainError['code'] | null; message: string } {
-  if (err instanceof DomainError) return { code: err.code, message: `${err.code}: ${err.message}` };
-  return { code: null, message: 'unexpected error' };
+function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: string; message: string } {
+  const rule = err.details[0]?.code;
+  return { reason: x402ReasonOfRule(rule) ?? x402Reason(err.code, operation), message: `${err.code}: ${err.message}` };
 }
 
 /**
@@ -41,17 +38,6 @@ function failure(err: unknown): { code: DomainError['code'] | null; message: str
  * the same records and guarantees.
  */
 export function x402Handlers(deps: X402Deps): X402Handlers {
-  /** The attempt this authorization already has (verified, or claimed/settled), else null. */
-  async function recordedAttempt(transaction: string): Promise<AttemptRecord | null> {
-    const hash = paymentHash(parseAuthorization('transaction', transaction).entryXdr);
-    const attempts = await deps.attemptsByHash(hash);
-    return attempts.find((a) => a.status !== 'verification_failed' && a.status !== 'created') ?? null;
-  }
-
-  async function signedReceiptOf(receipt: ReceiptRecord, payer: string, resourceUrl: string | null): Promise<string | null> {
-    return deps.receipts.sign(receipt, payer, resourceUrl);
-  }
-
   return {
     async getSupportedKinds() {
       const kinds = deps.networks
@@ -76,50 +62,34 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
         return { status: 200, body: { isValid: true, payer: attempt.payer, extensions: { marketplace: { paymentAttemptId: attempt.id } } } };
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        const f = failure(err);
-        return { status: 200, body: { isValid: false, invalidReason: x402Reason(f.code, 'verify'), invalidMessage: f.message, ...(payer ? { payer } : {}) } };
+        const f = failure(err, 'verify');
+        return { status: 200, body: { isValid: false, invalidReason: f.reason, invalidMessage: f.message, ...(payer ? { payer } : {}) } };
       }
     },
 
-    async settlePaymentPayload({ body }) {
+    async settlePaymentPayload({ body, principal }) {
       const payload = body.paymentPayload as unknown as X402Payload;
       const network = String(body.paymentRequirements.network);
       let payer: string | undefined;
       try {
         const t = translate(payload, body.paymentRequirements as X402Requirements, deps.networks);
         payer = t.payer;
-        // The stock flow verifies first: settle the attempt that verify recorded. A direct settle verifies here.
-        const recorded = await recordedAttempt(t.paymentPayload.authorization.xdr);
-        const attempt =
-          recorded ?? (await deps.facilitator.verify({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements }));
-        // The settle use case decides every state (already claimed or settled: REPLAY_DETECTED; expired; failed). An
-        // uncataloged URL (no resource) settles on the attempt's own verified terms; its receipt has no resource.
-        const outcome = await deps.facilitator.settle({ paymentAttemptId: attempt.id, paymentPayload: t.paymentPayload, resourceId: attempt.resourceId ?? null });
+        // Settle verifies on its own against THESE requirements (an earlier verify is never trusted), charges the
+        // seller the payTo belongs to, and needs that seller's key for a URL that is not cataloged.
+        const outcome = await deps.facilitator.settle({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements, principal });
         const settled = outcome.status === 'settled';
-        const jws = settled ? await signedReceiptOf(outcome.receipt, attempt.payer, t.resourceUrl) : null;
+        const attestation = settled ? await deps.receipts.sign(outcome.receipt) : null;
         const extensions: Record<string, unknown> = {
-          marketplace: { receiptId: outcome.receipt.id, paymentAttemptId: attempt.id, evidence: outcome.receipt.evidence, ...(jws ? { signedReceipt: jws } : {}) },
-          ...(jws ? { 'offer-receipt': { info: { receipt: { format: 'jws', signature: jws } } } } : {}),
+          marketplace: { receiptId: outcome.receipt.id, paymentAttemptId: outcome.receipt.paymentAttemptId, evidence: outcome.receipt.evidence, ...(attestation ? { attestation } : {}) },
         };
-        if (settled) {
-          return { status: 200, body: { success: true, payer: attempt.payer, transaction: outcome.settlement.transactionHash, network: outcome.settlement.network, extensions } };
-        }
-        return {
-          status: 202,
-          body: {
-            success: false,
-            errorReason: 'settlement_pending',
-            errorMessage: 'Submitted; not confirmed yet. The payment is recorded and the confirmation worker finishes it.',
-            payer: attempt.payer,
-            transaction: outcome.settlement.transactionHash,
-            network: outcome.settlement.network,
-            extensions,
-          },
-        };
+        const base = { payer: payer ?? '', transaction: outcome.settlement.transactionHash, network: outcome.settlement.network, extensions };
+        if (settled) return { status: 200, body: { success: true, ...base } };
+        // Only when the RPC could not tell within the transaction's time bound (unreachable): not final yet.
+        return { status: 202, body: { success: false, errorReason: 'settlement_pending', errorMessage: 'The ledger RPC did not answer within the transaction\'s time bound; the confirmation worker records the outcome.', ...base } };
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        const f = failure(err);
-        return { status: 200, body: { success: false, errorReason: x402Reason(f.code, 'settle'), errorMessage: f.message, transaction: '', network, ...(payer ? { payer } : {}) } };
+        const f = failure(err, 'settle');
+        return { status: 200, body: { success: false, errorReason: f.reason, errorMessage: f.message, transaction: '', network, ...(payer ? { payer } : {}) } };
       }
     },
 

@@ -24,7 +24,7 @@ describe('one channel pool shared by two service instances through the database'
   const networks = () => testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) });
 
   beforeAll(async () => {
-    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmWaitMs: 5_000, pollMs: 20 } });
+    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20 } });
     // The second instance knows only the first channel of the same seed: a channel both instances use.
     second = await createService({
       databaseUrl: env.svc.databaseUrl,
@@ -40,7 +40,7 @@ describe('one channel pool shared by two service instances through the database'
       facilitator: {
         channelAccounts: 1,
         channelSeed: SEED,
-        confirmWaitMs: 5_000,
+        confirmGraceMs: 5_000,
         pollMs: 20,
         channelAcquireTimeoutMs: 60_000,
         afterSubmit: () => {

@@ -21,7 +21,7 @@ export async function startFacilitatorEnv(
   const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(network.rpcUrl) : network.rpcUrl;
   const svc = await startTestService({
     networks: testNetworks({ rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000, ...opts.facilitator },
+    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...opts.facilitator },
   });
   const usdc = network.assets.find((a) => a.code === 'USDC')!;
   return {

@@ -39,7 +39,7 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
       ledgerCloseMs: 0,
       facilitator: {
         channelAccounts: 4,
-        confirmWaitMs: 3_000,
+        confirmGraceMs: 3_000,
         pollMs: 20,
         afterSubmit: () => {
           if (crashAfterSubmit) throw new Error('simulated crash between submit and record');

@@ -61,7 +61,7 @@ beforeAll(async () => {
   usdc = network.assets.find((a) => a.code === 'USDC')!;
   svc = await startTestService({
     networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     runJobs: true,
     jobPollMs: 200,
     operations: {

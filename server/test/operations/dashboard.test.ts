@@ -22,7 +22,7 @@ beforeAll(async () => {
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
   svc = await startTestService({
     networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     runJobs: true,
     jobPollMs: 200,
     operations: { ledgerCloseMs: 1000, sampleIntervalMs: 60_000 },

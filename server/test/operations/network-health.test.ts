@@ -23,7 +23,7 @@ beforeAll(async () => {
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 0 });
   svc = await startTestService({
     networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 1, pollMs: 25, confirmWaitMs: 10_000 },
+    facilitator: { channelAccounts: 1, pollMs: 25, confirmGraceMs: 10_000 },
     operations: { ledgerCloseMs: 100 },
   });
   env = { network, svc, usdc: network.assets.find((a) => a.code === 'USDC')!, stop: async () => undefined };

@@ -62,7 +62,7 @@ describe('database restart under load', () => {
       bodyLimitBytes: 256 * 1024,
       responseValidation: true,
       logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     env = { network, svc: svc as FacilitatorEnv['svc'], usdc, stop: async () => undefined };

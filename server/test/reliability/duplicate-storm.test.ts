@@ -14,7 +14,7 @@ import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEn
 
 const STORM = 1_000;
 /** Every instance sharing the database derives its channel accounts from one seed, as the facilitator requires. */
-const FACILITATOR = { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000, channelSeed: 'duplicate-storm-channel-seed' };
+const FACILITATOR = { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, channelSeed: 'duplicate-storm-channel-seed' };
 
 async function listen(app: Service['app']): Promise<{ server: Server; base: string }> {
   const server = await new Promise<Server>((resolve) => {

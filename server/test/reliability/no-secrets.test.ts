@@ -61,7 +61,7 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
     const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
     const svc = await startTestService({
       networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
       runJobs: true,
       jobPollMs: 100,
       logger: capture,

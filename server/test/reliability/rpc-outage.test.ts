@@ -39,8 +39,8 @@ describe('RPC outage during settle', () => {
       facilitator: {
         channelAccounts: 2,
         pollMs: 25,
-        confirmWaitMs: 1_500,
-        confirmTimeoutMs: 120_000,
+        confirmGraceMs: 1_500,
+       
         afterSubmit: () => {
           const hook = onSubmitted;
           onSubmitted = null;

@@ -36,7 +36,7 @@ describe('facilitator payment safety', () => {
       ledgerCloseMs: 0,
       facilitator: {
         channelAccounts: 2,
-        confirmWaitMs: 3_000,
+        confirmGraceMs: 3_000,
         pollMs: 20,
         afterClaim: async () => {
           if (failAfterClaim) throw new Error('simulated RPC outage right after the claim');
@@ -281,7 +281,7 @@ describe('facilitator payment safety: the RPC connection drops after it took the
   beforeAll(async () => {
     env = await startFacilitatorEnv({
       ledgerCloseMs: 0,
-      facilitator: { channelAccounts: 1, confirmWaitMs: 300, confirmTimeoutMs: 300, pollMs: 20 },
+      facilitator: { channelAccounts: 1, confirmGraceMs: 300, txTimeoutSeconds: 2, pollMs: 20 },
       // A real HTTP hop in front of the RPC that forwards every call, and can drop the reply to sendTransaction.
       rpcUrl: async (real) => {
         proxy = http.createServer((req, res) => {

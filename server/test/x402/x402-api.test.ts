@@ -36,7 +36,7 @@ describe('the x402 v2 facilitator API', () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
     svc = await startTestService({
       networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 10_000 },
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     });
     server = await new Promise((resolve) => {
       const s = http.createServer(svc.app).listen(0, '127.0.0.1', () => resolve(s));

@@ -10,8 +10,8 @@ import { migration as m0009 } from './0009-search-candidates';
 import { migration as m0010 } from './0010-search-score-tiers';
 import { migration as m0011 } from './0011-search-gin-pending-limit';
 import { migration as m0012 } from './0012-receipt-signing-keys';
+import { migration as m0013 } from './0013-facilitator-accountability';
 import { migration as m0042 } from './0042-seller-receipt-keys';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
-export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011];
-MIGRATIONS.push(m0042);
+export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0042];

@@ -61,7 +61,7 @@ function decodeEntry(format: string, b64: string): xdr.SorobanAuthorizationEntry
 const ADDRESS_CACHE_MAX = 20_000;
 const addressStrings = new Map<string, string>();
 
-function addressString(a: xdr.ScAddress): string {
+export function addressString(a: xdr.ScAddress): string {
   const kind = a.switch().name;
   let raw: Buffer;
   if (kind === 'scAddressTypeAccount') raw = a.accountId().ed25519();

@@ -1,7 +1,7 @@
 import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
-import { createSettlePayment, type SettleDeps, type SettleOutcome } from './settle-payment';
+import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
 import type { AttemptRecord, PaymentRepository, ReceiptRecord, SettlementRecord } from './types';
 
 export interface FacilitatorObserver {
@@ -24,7 +24,15 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     submissionFailed: deps.observer.submissionFailed,
     confirmed: deps.observer.confirmed,
   };
-  const verifyPayment = createVerifyPayment({ repo: deps.repo, ledger: deps.ledger, networks: deps.networks, resourceById: deps.resourceById, events });
+  const verifyPayment = createVerifyPayment({
+    repo: deps.repo,
+    ledger: deps.ledger,
+    networks: deps.networks,
+    policy: deps.policy,
+    resourceById: deps.resourceById,
+    sellerIdByWallet: deps.sellerIdByWallet,
+    events,
+  });
   const settlePayment = createSettlePayment({ ...deps, events });
   const repo: PaymentRepository = deps.repo;
 
@@ -56,7 +64,7 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       return timed('verify', input.paymentPayload.network, () => verifyPayment(input));
     },
 
-    settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId?: string | null }): Promise<SettleOutcome> {
+    settle(input: SettleInput): Promise<SettleOutcome> {
       return timed('settle', input.paymentPayload.network, () => settlePayment.settle(input));
     },
 

@@ -1,45 +1,44 @@
 import { DomainError } from '../errors';
 import { newId } from '../ids';
-import { toStroops } from '../amount';
-import { parseAuthorization, verifyAuthorizationSignature } from './authorization';
+import type { Principal } from '../auth/principal';
 import { paymentHash } from './payment-hash';
-import { checkNotExpired, type FacilitatorEvents, type NetworkLookup, type PaymentPayloadInput } from './verify-payment';
-import type {
-  AttemptRecord,
-  ChannelLeaser,
-  ChannelLease,
-  EvidenceLabel,
-  LedgerPort,
-  PaymentRepository,
-  PreparedSettlement,
-  ReceiptRecord,
-  ResourceTermsRef,
-  SettlementRecord,
-  SubmitResult,
-} from './types';
+import { RULES } from './rules/catalog';
+import { ensure, refuse } from './rules/rule';
+import { checkExactBalanceChanges, checkSimulationSucceeded } from './rules/simulation';
+import type { CheckedPayment, RequiredTerms } from './rules/offline';
+import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
+import { attemptRecord, type FacilitatorEvents } from './verify-payment';
+import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
+import type { AttemptRecord, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PaymentRepository, PreparedSettlement, ReceiptRecord, ResourceTermsRef, SettlementRecord, SubmitResult } from './types';
 
-export interface SettleDeps {
+export interface SettleDeps extends CheckDeps {
   repo: PaymentRepository;
   ledger: LedgerPort;
   channels: ChannelLeaser;
-  networks: NetworkLookup & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
+  networks: CheckDeps['networks'] & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
   resourceById(id: string): Promise<ResourceTermsRef | null>;
-  events: FacilitatorEvents & {
-    submissionFailed(network: string, reason: string): void;
-    confirmed(network: string, delaySeconds: number): void;
-  };
-  /** How long settle waits for confirmation before answering 202 settlement_pending. */
-  confirmWaitMs: number;
-  /** How long the in-process confirmation keeps polling (holding the channel) before leaving it to the worker. */
-  confirmTimeoutMs: number;
+  sellerIdByWallet(address: string): Promise<string | null>;
+  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void };
+  /** Each seller's network-fee budget per UTC day and network, stroops; null: none. */
+  feeBudgetStroops: bigint | null;
+  /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
+  confirmGraceMs: number;
   pollMs: number;
-  /**
-   * Test seam: runs right after the claim (attempt settlement_pending, its channel leased, no settlement row yet);
-   * throwing here simulates an error or a crash in that window.
-   */
+  /** Test seam: runs right after the claim (attempt settlement_pending, channel leased, no settlement row yet). */
   afterClaim?(attemptId: string): void | Promise<void>;
   /** Test seam: runs right after the transaction was accepted by the RPC; throwing here simulates a crash. */
   afterSubmit?(hash: string): void | Promise<void>;
+}
+
+export interface SettleInput {
+  paymentPayload: PaymentPayloadInput;
+  /** The x402 face's requirements; /v1 derives them from the resource's current version. */
+  paymentRequirements?: PaymentRequirementsInput;
+  resourceId?: string | null;
+  /** /v1: the verified attempt this payload belongs to. */
+  paymentAttemptId?: string;
+  /** Who asks: settling for a URL that is not cataloged needs the key of the seller it pays. */
+  principal?: Principal;
 }
 
 export interface SettleOutcome {
@@ -77,77 +76,235 @@ function refuseUnlessVerified(attempt: AttemptRecord): void {
   }
 }
 
+function termsOf(r: ResourceTermsRef): PaymentRequirementsInput {
+  return { scheme: 'exact', network: r.network, amount: r.amount, payTo: r.payTo, asset: { code: r.assetCode, issuer: r.assetIssuer } };
+}
+
 /**
- * POST /v1/settle. Re-verifies the payload against the stored attempt and the resource version it pays for, leases a
- * channel from the shared pool, then claims the attempt with a compare-and-set (verified -> settlement_pending: one
- * winner across all processes; every other caller, concurrent or later, gets REPLAY_DETECTED) while the transaction
- * is prepared (read-only), writes the pending settlement (hash known before submission, the channel pinned to it) and
- * only then submits. The confirmation asks about the transaction once per closed ledger (one latest-ledger poll per
- * process and network for all pending settles), so the channel is freed as soon as its ledger is known.
- *
- * The channel comes before the claim so that "no channel free" (every channel busy, or held by a process that died:
- * its unpinned leases expire after the pool's lease time) answers 503 SERVICE_UNAVAILABLE with Retry-After while
- * the attempt is still `verified`: the buyer's signed payment is not used up and the same settle can be retried.
- * A settle waiting for a channel re-reads the attempt between tries and stops as soon as another settle claimed it
- * (REPLAY_DETECTED), so duplicates never queue for channels; a lease whose claim is lost is released at once.
- *
- * Every state an attempt can be left in has an owner: a claim that never got its settlement row is failed by the
- * stale-payment cleanup worker (nothing was submitted); a pending settlement is finished by the confirmation worker,
- * which asks the ledger and never resubmits.
+ * POST /v1/settle and /x402/settle. Settle verifies on its own, against the requirements it is given (for /v1 and
+ * for a cataloged URL: the resource's CURRENT version), never on the strength of an earlier verify: the offline rules
+ * and a simulation (check-payment.ts). A stored attempt is only the one-winner claim and the idempotency record.
+ * Then: the accountable seller (nothing is sponsored that no seller asked for), a channel from the shared pool
+ * (none free: 503 with the attempt still `verified`), the transaction prepared with a time bound and the simulation's
+ * events checked again, the seller's fee budget, the compare-and-set claim, the pending settlement recorded, and
+ * only then the submission. The answer is final: `settled` once confirmed, SETTLEMENT_FAILED once the transaction
+ * can no longer land; 202 only when the RPC could not tell within the time bound and a grace.
  */
 export function createSettlePayment(deps: SettleDeps) {
-  /**
-   * One poll of the latest ledger per network for every settle of this process waiting for confirmation: a pending
-   * transaction is asked about (getTransaction) once per closed ledger, not on every poll of every settle. Polled
-   * every `min(pollMs, 50)` ms while anyone waits; a waiter is also released after `maxWaitMs` whatever happened.
-   */
-  const watchMs = Math.max(1, Math.min(deps.pollMs, 50));
-  const watched = new Map<string, { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> }>();
-  function ledgerAfter(network: string, after: number, maxWaitMs: number): Promise<number> {
-    let w = watched.get(network);
-    if (!w) watched.set(network, (w = { latest: 0, polling: false, waiters: new Set() }));
-    const watch = w;
-    if (watch.latest > after) return Promise.resolve(watch.latest);
-    return new Promise<number>((resolve) => {
-      const waiter = {
-        after,
-        done(latest: number) {
-          clearTimeout(timer);
-          watch.waiters.delete(waiter);
-          resolve(latest);
-        },
-      };
-      const timer = setTimeout(() => waiter.done(watch.latest), maxWaitMs);
-      watch.waiters.add(waiter);
-      if (watch.polling) return;
-      watch.polling = true;
-      void (async () => {
-        while (watch.waiters.size > 0) {
-          try {
-            const latest = await deps.ledger.latestLedger(network);
-            if (latest > watch.latest) watch.latest = latest;
-            for (const x of [...watch.waiters]) if (watch.latest > x.after) x.done(watch.latest);
-          } catch {
-            // RPC hiccup: ask again; each waiter is released by its own bound anyway
-          }
-          if (watch.waiters.size > 0) await sleep(watchMs);
-        }
-        watch.polling = false;
-      })();
-    });
+  const watcher = new LedgerWatcher((n) => deps.ledger.latestLedger(n), Math.max(1, Math.min(deps.pollMs, 50)));
+  const waiting = createChannelWaiting(deps);
+
+  async function requirementsOf(input: SettleInput): Promise<{ req: PaymentRequirementsInput; resource: ResourceTermsRef | null }> {
+    if (input.resourceId) {
+      const resource = await deps.resourceById(input.resourceId);
+      if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
+      return { req: { ...termsOf(resource), ...(input.paymentRequirements?.maxTimeoutSeconds ? { maxTimeoutSeconds: input.paymentRequirements.maxTimeoutSeconds } : {}) }, resource };
+    }
+    const req = input.paymentRequirements;
+    if (!req) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
+    const resource = req.resource && deps.networks.get(req.network) ? await deps.repo.findResourceByUrl(req.network, req.payTo, req.resource) : null;
+    return { req, resource };
+  }
+
+  /** The seller the settlement is charged to; an uncataloged URL is settled only when that seller asks. */
+  async function accountableSeller(resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
+    const sellerId = resource?.sellerId ?? (await deps.sellerIdByWallet(payTo));
+    ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
+    if (resource || principal?.role === 'operator') return sellerId!;
+    if (principal?.role !== 'seller') throw refuse(RULES.sellerAsked, 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
+    if (principal.sellerId !== sellerId) throw new DomainError('FORBIDDEN', 'This API key belongs to another seller than the one this payment pays', [{ code: RULES.sellerAsked.id, message: 'another seller' }]);
+    return sellerId!;
+  }
+
+  /** The attempt this authorization already has (/v1: the one named, which must hold this payload), else null. */
+  async function knownAttempt(input: SettleInput, checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null): Promise<AttemptRecord | null> {
+    const hash = paymentHash(checked.entryXdr);
+    if (!input.paymentAttemptId) return deps.repo.findByReplayKey(required.network, checked.payer, checked.nonce);
+    const attempt = await deps.repo.findAttempt(input.paymentAttemptId);
+    if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${input.paymentAttemptId}`);
+    if (attempt.paymentHash !== hash) {
+      const others = await deps.repo.findByHash(hash);
+      if (others.some((o) => o.status !== 'verification_failed' && o.status !== 'created')) throw new DomainError('REPLAY_DETECTED', 'This authorization belongs to another payment attempt');
+      throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload is not the one verified for this payment attempt');
+    }
+    if (attempt.resourceId && resource && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
+    return attempt;
+  }
+
+  /** A settle without a prior verify records the verified attempt now (the unique replay index picks one). */
+  async function recordAttempt(checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null, sellerId: string): Promise<AttemptRecord> {
+    const claimed = await deps.repo.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId }, null));
+    if ('attempt' in claimed) return claimed.attempt;
+    const held = claimed.replayOf ? await deps.repo.findAttempt(claimed.replayOf) : null;
+    if (!held) throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
+    return held;
+  }
+
+  async function settle(input: SettleInput): Promise<SettleOutcome> {
+    const { req, resource } = await requirementsOf(input);
+    const required = resolveRequired(deps.networks, req);
+    const checked = checkPaymentOffline(deps, input.paymentPayload, required);
+    const sellerId = await accountableSeller(resource, required.payTo, input.principal);
+    // A duplicate of a payment already claimed is refused before any ledger call (a storm costs no simulations).
+    const known = await knownAttempt(input, checked, required, resource);
+    if (known) refuseUnlessVerified(known);
+    const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
+    checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+    const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
+    refuseUnlessVerified(attempt);
+    if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
+    const lease = await waiting.acquire(attempt);
+    return settleOnChannel({ attempt, checked, required, resource, sellerId }, lease);
+  }
+
+  interface Claim {
+    attempt: AttemptRecord;
+    checked: CheckedPayment;
+    required: RequiredTerms;
+    resource: ResourceTermsRef | null;
+    sellerId: string;
+  }
+
+  /** With a channel: prepare (simulated again, events checked), commit the fee, claim, record, submit, confirm. */
+  async function settleOnChannel(c: Claim, lease: ChannelLease): Promise<SettleOutcome> {
+    const handover = { done: false };
+    try {
+      const prepared = await deps.ledger.prepareSettlement(c.attempt.network, lease, c.checked.entryXdr);
+      if ('error' in prepared) {
+        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation);
+        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
+      }
+      checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
+      if (!(await deps.repo.reserveFee(c.sellerId, c.attempt.network, prepared.maxFee, deps.feeBudgetStroops))) {
+        const retryAfter = Math.ceil((Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000);
+        throw new DomainError('FEE_BUDGET_EXHAUSTED', "The seller's network-fee budget for today is spent; nothing was submitted", [{ code: RULES.feeBudget.id, message: 'daily fee budget' }], { 'Retry-After': String(retryAfter) });
+      }
+      if (!(await deps.repo.claimForSettlement(c.attempt.id, c.resource))) {
+        await deps.repo.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+        throw replayed(c.attempt);
+      }
+      return await submitClaimed(c, prepared, lease, handover);
+    } finally {
+      if (!handover.done) await lease.release().catch(() => undefined);
+    }
+  }
+
+  function pendingRecords(c: Claim, prepared: PreparedSettlement): { settlement: SettlementRecord; receipt: ReceiptRecord } {
+    const unconfirmed = {
+      paymentAttemptId: c.attempt.id,
+      transactionHash: prepared.hash,
+      ledger: null,
+      network: c.attempt.network,
+      amount: c.attempt.amount,
+      assetCode: c.attempt.assetCode,
+      assetIssuer: c.attempt.assetIssuer,
+      status: 'pending' as const,
+      evidence: 'pending_settlement' as const,
+      settledAt: null,
+      createdAt: new Date(),
+    };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, sellerId: c.sellerId, maxFee: prepared.maxFee };
+    // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
+    const receipt: ReceiptRecord = {
+      ...unconfirmed,
+      id: newId('receipt'),
+      settlementId: settlement.id,
+      resourceId: c.resource?.id ?? null,
+      sellerId: c.resource?.sellerId ?? c.sellerId,
+      versionId: c.resource?.versionId ?? null,
+      failureCode: null,
+      failureReason: null,
+    };
+    return { settlement, receipt };
+  }
+
+  /** After the claim: record before submitting (crash safety), submit once, then wait for the final answer. */
+  async function submitClaimed(c: Claim, prepared: PreparedSettlement, lease: ChannelLease, handover: { done: boolean }): Promise<SettleOutcome> {
+    let recorded = false;
+    try {
+      await deps.afterClaim?.(c.attempt.id);
+      const { settlement, receipt } = pendingRecords(c, prepared);
+      if (!(await deps.repo.insertPendingSettlement(settlement, receipt, lease.token))) {
+        throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
+      }
+      recorded = true;
+      const latestAtSubmit = watcher.latest(c.attempt.network);
+      const sent = await submitUntilTaken(c.attempt.network, prepared.envelopeXdr);
+      if (sent.status === 'ERROR' || sent.status === 'TRY_AGAIN_LATER') {
+        await deps.repo.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
+        await deps.repo.settleFee(settlement.id, 0n);
+        deps.events.submissionFailed(c.attempt.network, sent.reason);
+        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction was rejected: ${shortReason(sent.reason)}`);
+      }
+      // UNKNOWN (the RPC failed while we submitted): it may have been taken; never resubmitted, its fate is asked.
+      if (sent.status === 'UNKNOWN') deps.events.submissionFailed(c.attempt.network, 'unknown');
+      await deps.afterSubmit?.(prepared.hash);
+      handover.done = true;
+      return await confirmUntilFinal(settlement, c.attempt, lease, latestAtSubmit);
+    } catch (err) {
+      // Nothing reached the ledger before the pending settlement was recorded: the claim ends settlement_failed now
+      // (and if even that write fails, the cleanup worker does it later).
+      if (!recorded) {
+        const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
+        await deps.repo.failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
+        await deps.repo.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /** Submits; TRY_AGAIN_LATER (not taken) is sent again; a transport error is UNKNOWN (never resubmitted). */
+  async function submitUntilTaken(network: string, envelopeXdr: string): Promise<SubmitResult | { status: 'UNKNOWN' }> {
+    const once = async (): Promise<SubmitResult | { status: 'UNKNOWN' }> => deps.ledger.submit(network, envelopeXdr).catch(() => ({ status: 'UNKNOWN' as const }));
+    let sent = await once();
+    for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < MAX_TRY_AGAIN; i++) {
+      await sleep(Math.max(deps.pollMs, 100));
+      sent = await once();
+    }
+    return sent;
+  }
+
+  function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null): Promise<Fate> {
+    return confirmSettlement({ repo: deps.repo, ledger: deps.ledger, networks: deps.networks, events: deps.events }, s, attempt);
   }
 
   /**
-   * Attempts of this process's settles waiting for a channel (with how many settles each). A waiting settle re-reads its
-   * attempt only to stop when a duplicate claimed it, so the reads are spaced by the number of distinct attempts
-   * waiting: every 200 ms for a storm of duplicates of one payment, about ten reads per 200 ms in all when many
-   * different payments wait (they must not take the connection pool from the settles that hold channels).
+   * Asks once a ledger newer than the one open at submission has closed, then once per closed ledger, until the
+   * ledger's final answer or the time bound plus the grace has passed (then 202: the worker finishes it).
    */
-  const waitingAttempts = new Map<string, number>();
-  const checkEveryMs = () => 200 * Math.max(1, waitingAttempts.size / 10);
+  async function confirmUntilFinal(s: SettlementRecord, attempt: AttemptRecord, lease: ChannelLease, latestAtSubmit: number): Promise<SettleOutcome> {
+    let fate: Fate = 'pending';
+    try {
+      const deadline = (s.validUntil?.getTime() ?? Date.now()) + deps.confirmGraceMs;
+      let seen = latestAtSubmit;
+      while (fate === 'pending') {
+        seen = await watcher.after(attempt.network, seen, Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())));
+        fate = await confirmOnce(s, attempt).catch((): Fate => 'pending');
+        if (Date.now() > deadline) break;
+      }
+    } finally {
+      // With a final answer the channel was freed with it; otherwise it stays pinned until the worker records one.
+      await lease.release({ freed: fate !== 'pending' }).catch(() => undefined);
+    }
+    const settlement = await deps.repo.findSettlementByAttempt(attempt.id);
+    const receipt = await deps.repo.findReceiptByAttempt(attempt.id);
+    if (!settlement || !receipt) throw new Error('settlement record vanished');
+    if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
+    return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
+  }
 
-  /** The attempt as stored now; concurrent reads of one attempt in this process share one query. */
+  return { settle, confirmOnce };
+}
+
+/**
+ * Settles of this process waiting for a channel. A waiting settle re-reads its attempt only to stop when a duplicate
+ * claimed it, spaced by the number of distinct attempts waiting (every 200 ms for a storm of duplicates of one
+ * payment, about ten reads per 200 ms in all when many different payments wait); reads of one attempt are shared.
+ */
+function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'repo'>) {
+  const waitingAttempts = new Map<string, number>();
   const reading = new Map<string, Promise<AttemptRecord | null>>();
+  const checkEveryMs = () => 200 * Math.max(1, waitingAttempts.size / 10);
   function currentAttempt(id: string): Promise<AttemptRecord | null> {
     let p = reading.get(id);
     if (!p) {
@@ -156,275 +313,26 @@ export function createSettlePayment(deps: SettleDeps) {
     }
     return p;
   }
-
-  async function outcomeOf(attemptId: string): Promise<SettleOutcome | null> {
-    const settlement = await deps.repo.findSettlementByAttempt(attemptId);
-    if (!settlement) return null;
-    const receipt = await deps.repo.findReceiptByAttempt(attemptId);
-    if (!receipt) return null;
-    if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
-    return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
-  }
-
-  /**
-   * Asks the ledger once about a pending settlement and records a final answer. Never resubmits. `latest`: the latest
-   * ledger when the caller has just read it (else it is asked when needed).
-   */
-  async function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null, latest?: number): Promise<'settled' | 'failed' | 'pending'> {
-    const state = await deps.ledger.transaction(s.network, s.transactionHash);
-    if (state.status === 'SUCCESS') {
-      if (await deps.repo.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
-        deps.events.confirmed(s.network, (Date.now() - s.createdAt.getTime()) / 1000);
+  return {
+    async acquire(attempt: AttemptRecord): Promise<ChannelLease> {
+      let lastRead = Date.now();
+      waitingAttempts.set(attempt.id, (waitingAttempts.get(attempt.id) ?? 0) + 1);
+      try {
+        return await deps.channels.acquire(attempt.network, {
+          whileWaiting: async () => {
+            if (Date.now() - lastRead < checkEveryMs()) return;
+            lastRead = Date.now();
+            const now = await currentAttempt(attempt.id);
+            if (now) refuseUnlessVerified(now);
+          },
+        });
+      } finally {
+        const left = (waitingAttempts.get(attempt.id) ?? 1) - 1;
+        if (left > 0) waitingAttempts.set(attempt.id, left);
+        else waitingAttempts.delete(attempt.id);
       }
-      return 'settled';
-    }
-    if (state.status === 'FAILED') {
-      if (await deps.repo.finalizeFailed(s.id, 'SETTLEMENT_FAILED', shortReason(state.reason))) deps.events.submissionFailed(s.network, state.reason);
-      return 'failed';
-    }
-    // NOT_FOUND: only once the authorization has expired can the transaction never apply; then failing is safe.
-    const a = attempt ?? (await deps.repo.findAttempt(s.paymentAttemptId));
-    if (a) {
-      if ((latest ?? (await deps.ledger.latestLedger(s.network))) > a.expiresAtLedger) {
-        if (await deps.repo.finalizeFailed(s.id, 'SETTLEMENT_FAILED', 'transaction not found on the ledger after the authorization expired')) {
-          deps.events.submissionFailed(s.network, 'not_found_after_expiry');
-        }
-        return 'failed';
-      }
-    }
-    return 'pending';
-  }
-
-  /**
-   * Waits for the transaction's fate: asks once a ledger newer than the one open at submission (`openLedger - 1` was
-   * the latest then) has closed, then once per closed ledger (and at least every `maxWait`), until the deadline.
-   */
-  async function confirmLoop(s: SettlementRecord, attempt: AttemptRecord, lease: ChannelLease, latestAtSubmit: number): Promise<SettleOutcome> {
-    let final = false;
-    try {
-      const deadline = Date.now() + deps.confirmTimeoutMs;
-      const maxWait = Math.max(deps.pollMs, 1000);
-      let seen = latestAtSubmit;
-      for (;;) {
-        seen = await ledgerAfter(attempt.network, seen, Math.min(maxWait, Math.max(1, deadline - Date.now())));
-        let state: 'settled' | 'failed' | 'pending' = 'pending';
-        try {
-          state = await confirmOnce(s, attempt, seen > 0 ? seen : undefined);
-        } catch {
-          state = 'pending'; // RPC hiccup: ask again; the worker finishes it if this process gives up
-        }
-        if (state !== 'pending') final = true;
-        if (state !== 'pending' || Date.now() > deadline) break;
-      }
-    } finally {
-      // With a final answer recorded, the channel was freed with it (only the heartbeat stops and waiting settles are
-      // woken); otherwise a no-op while the transaction is pinned to the lease (the worker records the answer later).
-      await lease.release({ freed: final }).catch(() => undefined);
-    }
-    const out = await outcomeOf(attempt.id);
-    if (!out) throw new Error('settlement record vanished');
-    return out;
-  }
-
-  /** Submits; a transport error means the RPC may or may not have taken it: 'unknown' (never resubmitted). */
-  async function submitOnce(network: string, envelopeXdr: string): Promise<SubmitResult | { status: 'UNKNOWN' }> {
-    try {
-      return await deps.ledger.submit(network, envelopeXdr);
-    } catch {
-      return { status: 'UNKNOWN' };
-    }
-  }
-
-  async function submitClaimed(
-    attempt: AttemptRecord,
-    preparing: Promise<PreparedSettlement | { error: string }>,
-    terms: ResourceTermsRef | null,
-    lease: ChannelLease,
-  ): Promise<SettleOutcome> {
-    let leaseHandedOver = false;
-    let recorded = false;
-    try {
-      await deps.afterClaim?.(attempt.id);
-      const prepared = await preparing;
-      if ('error' in prepared) {
-        await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(prepared.error));
-        deps.events.submissionFailed(attempt.network, 'simulation');
-        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
-      }
-      // What the pending settlement and its receipt share: the money moved, the hash, and that it is not final yet.
-      const unconfirmed = {
-        paymentAttemptId: attempt.id,
-        transactionHash: prepared.hash,
-        ledger: null,
-        network: attempt.network,
-        amount: attempt.amount,
-        assetCode: attempt.assetCode,
-        assetIssuer: attempt.assetIssuer,
-        status: 'pending' as const,
-        evidence: 'pending_settlement' as const,
-        settledAt: null,
-        createdAt: new Date(),
-      };
-      const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel };
-      const receipt: ReceiptRecord = {
-        ...unconfirmed,
-        id: newId('receipt'),
-        settlementId: settlement.id,
-        // The receipt pins the resource version whose terms this payment was checked against; an uncataloged x402
-        // payment (no resource) has none: its own verified terms are what was settled.
-        resourceId: terms?.id ?? null,
-        sellerId: terms?.sellerId ?? null,
-        versionId: terms?.versionId ?? null,
-        failureCode: null,
-        failureReason: null,
-      };
-      // Crash safety: the record (with the hash) exists before the transaction can reach the ledger.
-      if (!(await deps.repo.insertPendingSettlement(settlement, receipt, lease.token))) {
-        throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
-      }
-      recorded = true;
-      // The latest ledger this process knew before submitting: the transaction can only be in a later one.
-      const latestAtSubmit = watched.get(attempt.network)?.latest ?? 0;
-      let sent = await submitOnce(attempt.network, prepared.envelopeXdr);
-      // TRY_AGAIN_LATER means the RPC did not take it: resubmitting the same envelope (same hash) is safe.
-      for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < MAX_TRY_AGAIN; i++) {
-        await sleep(Math.max(deps.pollMs, 100));
-        sent = await submitOnce(attempt.network, prepared.envelopeXdr);
-      }
-      if (sent.status === 'ERROR' || sent.status === 'TRY_AGAIN_LATER') {
-        await deps.repo.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
-        deps.events.submissionFailed(attempt.network, sent.reason);
-        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction was rejected: ${shortReason(sent.reason)}`);
-      }
-      // UNKNOWN (the RPC failed while we submitted): it may have been taken. Never resubmitted: the settlement stays
-      // pending and the confirmation (here, then the worker) learns its fate from the ledger; the answer is 202.
-      if (sent.status === 'UNKNOWN') deps.events.submissionFailed(attempt.network, 'unknown');
-      await deps.afterSubmit?.(prepared.hash);
-      const confirmation = confirmLoop(settlement, attempt, lease, latestAtSubmit);
-      leaseHandedOver = true;
-      const pending: SettleOutcome = { status: 'settlement_pending', settlement, receipt };
-      let timer: NodeJS.Timeout | undefined;
-      const waited = await Promise.race([
-        confirmation,
-        new Promise<SettleOutcome>((resolve) => {
-          timer = setTimeout(() => resolve(pending), deps.confirmWaitMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      if (waited === pending) confirmation.catch(() => undefined);
-      return waited;
-    } catch (err) {
-      // Nothing reached the ledger before the pending settlement was recorded: the claim ends settlement_failed now
-      // (and if even that write fails, the cleanup worker does it later).
-      if (!recorded) {
-        const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
-        await deps.repo.failClaimedAttempt(attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
-      }
-      throw err;
-    } finally {
-      if (!leaseHandedOver) await lease.release().catch(() => undefined);
-    }
-  }
-
-  /** The resource version the payment is settled against: the one verified with, else the current one. */
-  async function termsFor(attempt: AttemptRecord, resource: ResourceTermsRef): Promise<ResourceTermsRef> {
-    if (!attempt.versionId) return resource;
-    const pinned = await deps.repo.versionTerms(attempt.versionId);
-    if (!pinned || pinned.id !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
-    return pinned;
-  }
-
-  /**
-   * resourceId is required by POST /v1/settle (its handler always passes one). The x402 face passes null for a URL
-   * that is not cataloged: when neither the request nor the attempt names a resource, the resource-terms checks are
-   * skipped and the attempt's own verified terms (amount, asset, payTo of the verified authorization) are settled.
-   */
-  async function settle(input: { paymentAttemptId: string; paymentPayload: PaymentPayloadInput; resourceId?: string | null }): Promise<SettleOutcome> {
-    const payload = input.paymentPayload;
-    const attempt = await deps.repo.findAttempt(input.paymentAttemptId);
-    if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${input.paymentAttemptId}`);
-    const parsed = parseAuthorization(payload.authorization.format, payload.authorization.xdr);
-    const hash = paymentHash(parsed.entryXdr);
-    if (hash !== attempt.paymentHash) {
-      const others = await deps.repo.findByHash(hash);
-      if (others.some((o) => o.id !== attempt.id && o.status !== 'verification_failed' && o.status !== 'created')) {
-        throw new DomainError('REPLAY_DETECTED', 'This authorization belongs to another payment attempt');
-      }
-      throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload is not the one verified for this payment attempt');
-    }
-    if (
-      payload.network !== attempt.network ||
-      payload.payTo !== attempt.payTo ||
-      payload.asset.code !== attempt.assetCode ||
-      payload.asset.issuer !== attempt.assetIssuer ||
-      toStroops(payload.amount) !== toStroops(attempt.amount) ||
-      payload.expiresAtLedger !== attempt.expiresAtLedger
-    ) {
-      throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload terms differ from the verified payment attempt');
-    }
-    const resourceId = input.resourceId ?? attempt.resourceId ?? null;
-    let terms: ResourceTermsRef | null = null;
-    if (resourceId) {
-      const resource = await deps.resourceById(resourceId);
-      if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${resourceId}`);
-      if (attempt.resourceId && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
-      // The receipt is evidence that THIS resource's terms were paid: network, recipient, asset and amount of the
-      // version it pins must all be the attempt's.
-      terms = await termsFor(attempt, resource);
-      if (terms.network !== attempt.network || terms.payTo !== attempt.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The resource is paid to another recipient');
-      if (terms.assetCode !== attempt.assetCode || terms.assetIssuer !== attempt.assetIssuer) throw new DomainError('ASSET_MISMATCH', 'The resource is priced in another asset');
-      if (toStroops(terms.amount) !== toStroops(attempt.amount)) {
-        throw new DomainError('AMOUNT_MISMATCH', `The payment amount ${attempt.amount} differs from the resource price ${terms.amount}`);
-      }
-    }
-
-    refuseUnlessVerified(attempt);
-    const net = deps.networks.get(attempt.network);
-    if (!net) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${attempt.network} is not supported`);
-    if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
-    if (!verifyAuthorizationSignature(parsed, net.passphrase)) throw new DomainError('INVALID_SIGNATURE', 'The authorization signature does not verify for the payer');
-    const latest = await deps.ledger.latestLedger(attempt.network);
-    try {
-      checkNotExpired(attempt.expiresAtLedger, latest);
-    } catch (err) {
-      await deps.repo.expireAttempt(attempt.id, (err as Error).message);
-      throw err;
-    }
-    // A channel first (none free: 503, the attempt stays verified). While waiting, a settle whose attempt was claimed
-    // by another (or is no longer verified) stops with that attempt's refusal instead of queueing for a channel.
-    let lastRead = Date.now();
-    waitingAttempts.set(attempt.id, (waitingAttempts.get(attempt.id) ?? 0) + 1);
-    let lease: ChannelLease;
-    try {
-      lease = await deps.channels.acquire(attempt.network, {
-        whileWaiting: async () => {
-          if (Date.now() - lastRead < checkEveryMs()) return;
-          lastRead = Date.now();
-          const now = await currentAttempt(attempt.id);
-          if (now) refuseUnlessVerified(now);
-        },
-      });
-    } finally {
-      const left = (waitingAttempts.get(attempt.id) ?? 1) - 1;
-      if (left > 0) waitingAttempts.set(attempt.id, left);
-      else waitingAttempts.delete(attempt.id);
-    }
-    // The transaction is prepared (read-only: the channel's sequence number and a simulation) while the claim runs;
-    // nothing is recorded or submitted unless the claim is won.
-    const preparing = deps.ledger.prepareSettlement(attempt.network, lease, parsed.entryXdr);
-    preparing.catch(() => undefined); // awaited (and its error handled) only by the claim's winner
-    // One winner across every process; everyone else (concurrent or later) is refused and gives its channel back.
-    let claimed = false;
-    try {
-      claimed = await deps.repo.claimForSettlement(attempt.id, terms);
-    } finally {
-      if (!claimed) await lease.release().catch(() => undefined);
-    }
-    if (!claimed) throw replayed(attempt);
-    return submitClaimed(attempt, preparing, terms, lease);
-  }
-
-  return { settle, confirmOnce };
+    },
+  };
 }
 
 export type SettlePayment = ReturnType<typeof createSettlePayment>;

@@ -1,6 +1,10 @@
 import type { PaymentAttempt } from '../payments/types';
 import type { EvidenceLabel } from '../payments/types';
+import type { xdr } from '@stellar/stellar-sdk';
 import type { ErrorCode } from '../errors';
+import type { SimulationOutcome } from './rules/simulation';
+
+export type { SimulationOutcome };
 
 /** Records and ports of the facilitator. Domain code talks only to these; data/ and ledger/ implement them. */
 export type { EvidenceLabel } from '../payments/types';
@@ -45,6 +49,14 @@ export interface SettlementRecord {
   channelAccount: string | null;
   settledAt: Date | null;
   createdAt: Date;
+  /** The transaction's time bound: once a ledger closed past it, a transaction the ledger never saw cannot land. */
+  validUntil?: Date | null;
+  /** The seller accountable for the settlement (its fees are counted against that seller). */
+  sellerId?: string | null;
+  /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
+  maxFee?: bigint | null;
+  /** The RPC's history no longer covers the transaction's window: an operator must reconcile it. */
+  needsReconciliation?: boolean;
 }
 
 export interface ReceiptRecord {
@@ -82,6 +94,8 @@ export interface ResourceTermsRef {
 
 export interface PaymentRepository {
   findAttempt(id: string): Promise<AttemptRecord | null>;
+  /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone). */
+  insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
   /** The attempt that holds the replay key (network, payer, nonce), among attempts that verified. */
   findByReplayKey(network: string, payer: string, nonce: string): Promise<AttemptRecord | null>;
   findByHash(paymentHash: string): Promise<AttemptRecord[]>;
@@ -125,6 +139,19 @@ export interface PaymentRepository {
   /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
   expireStale(network: string, latestLedger: number): Promise<number>;
   findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
+  /** The signed-up seller whose wallet is `address`, else null. */
+  sellerIdByWallet(address: string): Promise<string | null>;
+  /**
+   * Commits `fee` stroops against the seller's fees of today (UTC) on the network, only while committed + spent +
+   * fee stays within `budget` (null: no budget). Compare-and-set: false (nothing written) when it would not.
+   */
+  reserveFee(sellerId: string, network: string, fee: bigint, budget: bigint | null): Promise<boolean>;
+  /** Gives back a reservation whose settlement was never recorded. */
+  releaseFee(sellerId: string, network: string, fee: bigint): Promise<void>;
+  /** A final answer's fee: the settlement's committed maximum becomes what it cost (`charged`; 0 if never included). */
+  settleFee(settlementId: string, charged: bigint): Promise<void>;
+  /** Marks a pending settlement whose window the RPC no longer covers for reconciliation, and frees its channel. */
+  markReconciliation(settlementId: string): Promise<boolean>;
 }
 
 /** Ledger port (see ledger/soroban-ledger.ts). */
@@ -143,16 +170,32 @@ export interface Holding {
 
 export type SubmitResult = { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
 
+/** What the RPC's history covers when it answers (getTransaction reports it with every status). */
+export interface LedgerWindow {
+  latestLedger: number;
+  /** Close time of the latest ledger. */
+  latestLedgerCloseTime: Date;
+  /** The oldest ledger the RPC still keeps transactions of, and its close time. */
+  oldestLedger: number;
+  oldestLedgerCloseTime: Date;
+}
+
 export type TransactionState =
-  | { status: 'SUCCESS'; ledger: number; closedAt: Date }
-  | { status: 'FAILED'; ledger: number; reason: string }
-  | { status: 'NOT_FOUND' };
+  | { status: 'SUCCESS'; ledger: number; closedAt: Date; feeCharged: bigint | null }
+  | { status: 'FAILED'; ledger: number; reason: string; feeCharged: bigint | null }
+  | ({ status: 'NOT_FOUND' } & Partial<LedgerWindow>);
 
 export interface PreparedSettlement {
   hash: string;
   envelopeXdr: string;
   /** The channel account (source) that signed it. */
   channel: string;
+  /** The transaction's time bound (maxTime): after a ledger closes past it, it can never be included. */
+  validUntil: Date;
+  /** The most it can cost in fees (inclusion + resource fee, fee-bump included), stroops. */
+  maxFee: bigint;
+  /** The simulation it was assembled from (settle checks its events like verify does). */
+  simulation: SimulationOutcome;
 }
 
 export interface ChannelLease {
@@ -171,8 +214,13 @@ export interface ChannelLease {
 export interface LedgerPort {
   latestLedger(network: string): Promise<number>;
   holding(network: string, account: string, asset: AssetRef): Promise<Holding>;
+  /**
+   * One simulateTransaction (enforce mode) of the host function with the signed auth entries, from `source` (a
+   * facilitator account: the transaction we would submit), against the current ledger state.
+   */
+  simulate(network: string, hostFunction: xdr.HostFunction, auth: xdr.SorobanAuthorizationEntry[], source: string): Promise<SimulationOutcome>;
   /** Builds, simulates and signs the transfer from the leased channel account; the signed auth entry is kept as is. */
-  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string }>;
+  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }>;
   submit(network: string, envelopeXdr: string): Promise<SubmitResult>;
   transaction(network: string, hash: string): Promise<TransactionState>;
 }

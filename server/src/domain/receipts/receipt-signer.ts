@@ -2,9 +2,11 @@ import { CompactSign, calculateJwkThumbprint, exportJWK, importJWK, type JWK } f
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 
 /**
- * Signed receipts in the format of the x402 offer-and-receipt extension (§5): a compact JWS, header
- * `{alg: "EdDSA", kid}`, payload the JCS-canonical JSON of `{version, network, resourceUrl, payer, issuedAt,
- * transaction}`. The signing key is Ed25519 (from configuration or generated into the data folder); its public
+ * The facilitator's settlement attestation: what it verified on the ledger, signed. NOT a seller's x402
+ * offer-and-receipt receipt (the seller signs those with its own key): a compact JWS, header `{alg: "EdDSA", kid,
+ * typ: "x402-facilitator-attestation"}`, payload the JCS-canonical JSON of `{kind: "facilitator-attestation",
+ * version, network, transaction, ledger, asset, amount, payer, payTo, issuedAt, resource?}` (resource only for a
+ * cataloged resource: the facilitator attests only what it knows). The signing key is Ed25519 (from configuration or generated into the data folder); its public
  * half and the public halves of keys retired by a rotation are published as a JWK Set. The private key never
  * leaves this module: no method returns it and nothing here logs.
  */
@@ -12,12 +14,21 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
 export interface ReceiptClaims {
   /** The x402 network id, e.g. stellar:testnet. */
   network: string;
-  resourceUrl: string;
+  /** The settlement transaction's hash (hex) and the ledger that included it. */
+  transaction: string;
+  ledger: number;
+  /** The SEP-41 asset contract (C...) and the amount in its atomic units (stroops), as a decimal string. */
+  asset: string;
+  amount: string;
   payer: string;
+  payTo: string;
   /** Unix seconds: when the settlement was confirmed. */
   issuedAt: number;
-  transaction: string;
+  /** The cataloged resource paid for; absent when the URL is not in the catalog. */
+  resource?: { id: string; url: string };
 }
+
+export const ATTESTATION_TYPE = 'x402-facilitator-attestation';
 
 export interface PublicJwk {
   kty: 'OKP';
@@ -102,15 +113,8 @@ export async function createReceiptSigner(opts: { privateKeyPem: string; previou
     kid: current.kid,
     jwks: () => ({ keys: keys.map((k) => ({ ...k })) }),
     async sign(claims) {
-      const payload = canonicalJson({
-        version: RECEIPT_PAYLOAD_VERSION,
-        network: claims.network,
-        resourceUrl: claims.resourceUrl,
-        payer: claims.payer,
-        issuedAt: claims.issuedAt,
-        transaction: claims.transaction,
-      });
-      return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: current.kid }).sign(privateKey);
+      const payload = canonicalJson({ kind: 'facilitator-attestation', version: RECEIPT_PAYLOAD_VERSION, ...claims });
+      return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: current.kid, typ: ATTESTATION_TYPE }).sign(privateKey);
     },
   };
 }

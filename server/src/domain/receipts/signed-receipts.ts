@@ -1,17 +1,21 @@
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import type { ReceiptRecord } from '../facilitator/types';
+import { toStroops } from '../amount';
 
 /** What a signed receipt is made from (a ReceiptRecord, or a receipt as the API presents it). */
-export type ReceiptFacts = Pick<ReceiptRecord, 'paymentAttemptId' | 'network' | 'transactionHash' | 'status' | 'settledAt'> & {
+export type ReceiptFacts = Pick<ReceiptRecord, 'paymentAttemptId' | 'network' | 'transactionHash' | 'status' | 'settledAt' | 'amount' | 'assetCode' | 'assetIssuer'> & {
   resourceId: string | null;
   sellerId: string | null;
+  ledger: number | null;
 };
 import type { PublicJwk, ReceiptSigner } from './receipt-signer';
 
 export interface SignedReceiptsDeps {
   signer: ReceiptSigner;
-  /** The payer of a payment attempt; null when unknown. */
-  payerOf(paymentAttemptId: string): Promise<string | null>;
+  /** The payer and payTo of a payment attempt; null when unknown. */
+  partiesOf(paymentAttemptId: string): Promise<{ payer: string; payTo: string } | null>;
+  /** The SEP-41 contract of a configured asset. */
+  assetContract(network: string, code: string, issuer: string): string | null;
   /** The cataloged URL of a resource; null when unknown. */
   resourceUrlOf(resourceId: string): Promise<string | null>;
   /**
@@ -22,39 +26,43 @@ export interface SignedReceiptsDeps {
 }
 
 export interface SignedReceipts {
-  /** The signed receipt of a settled receipt (null while it is not settled). */
-  sign(receipt: ReceiptFacts, payer: string, paidUrl?: string | null): Promise<string | null>;
-  /** The signed receipt for this reader: only the receipt's seller and the operator get it (it names the payer). */
+  /** The facilitator's attestation of a settled receipt (null while it is not settled). */
+  sign(receipt: ReceiptFacts): Promise<string | null>;
+  /** The attestation for this reader: only the receipt's seller and the operator get it (it names the payer). */
   forReader(principal: Principal, receipt: ReceiptFacts): Promise<string | null>;
   /** This process's current key first, then its previous keys, then the other processes' keys. */
   jwks(): Promise<{ keys: PublicJwk[] }>;
-  /** The payer of a payment attempt (for callers that already hold the payment). */
-  payerOf(paymentAttemptId: string): Promise<string | null>;
 }
 
 /**
- * Who gets a signed receipt and what it says. The resource URL is the cataloged resource's URL when the payment
- * is linked to one (so every copy of one receipt is the same JWS), else the URL the x402 client paid for, else a
- * URN naming the payment attempt. `issuedAt` is when the settlement was confirmed.
+ * The facilitator's attestation of a settlement: only what it verified on the ledger (network, transaction, ledger,
+ * asset contract, atomic amount, payer, payTo, confirmation time) and the resource only when it is cataloged. A
+ * URL an x402 client merely named is never attested. Deterministic: every copy of one attestation is the same JWS.
  */
 export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
-  async function sign(receipt: ReceiptFacts, payer: string, paidUrl?: string | null): Promise<string | null> {
-    if (receipt.status !== 'settled' || !receipt.settledAt) return null;
-    const cataloged = receipt.resourceId ? await deps.resourceUrlOf(receipt.resourceId) : null;
+  async function sign(receipt: ReceiptFacts): Promise<string | null> {
+    if (receipt.status !== 'settled' || !receipt.settledAt || receipt.ledger === null) return null;
+    const parties = await deps.partiesOf(receipt.paymentAttemptId);
+    const asset = deps.assetContract(receipt.network, receipt.assetCode, receipt.assetIssuer);
+    if (!parties || !asset) return null;
+    const url = receipt.resourceId ? await deps.resourceUrlOf(receipt.resourceId) : null;
     return deps.signer.sign({
       network: receipt.network,
-      resourceUrl: cataloged ?? paidUrl ?? `urn:paid-api-marketplace:payment:${receipt.paymentAttemptId}`,
-      payer,
-      issuedAt: Math.floor(receipt.settledAt.getTime() / 1000),
       transaction: receipt.transactionHash,
+      ledger: receipt.ledger,
+      asset,
+      amount: toStroops(receipt.amount).toString(),
+      payer: parties.payer,
+      payTo: parties.payTo,
+      issuedAt: Math.floor(receipt.settledAt.getTime() / 1000),
+      ...(receipt.resourceId && url ? { resource: { id: receipt.resourceId, url } } : {}),
     });
   }
   return {
     sign,
     async forReader(principal, receipt) {
       if (principal.role === 'public' || !isOperatorOrSeller(principal, receipt.sellerId)) return null;
-      const payer = await deps.payerOf(receipt.paymentAttemptId);
-      return payer ? sign(receipt, payer) : null;
+      return sign(receipt);
     },
     async jwks() {
       const own = deps.signer.jwks().keys;
@@ -63,6 +71,5 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
       for (const k of shared) if (!byKid.has(k.kid)) byKid.set(k.kid, k);
       return { keys: [...byKid.values()] };
     },
-    payerOf: (id) => deps.payerOf(id),
   };
 }

@@ -26,8 +26,8 @@ export function facilitatorHandlers(svc: FacilitatorService): FacilitatorHandler
     async verifyPayment({ body }) {
       return { status: 200, body: presentVerify(await svc.verify(body)) };
     },
-    async settlePayment({ body }) {
-      const outcome = await svc.settle(body);
+    async settlePayment({ body, principal }) {
+      const outcome = await svc.settle({ ...body, principal });
       return { status: outcome.status === 'settled' ? 200 : 202, body: presentSettle(outcome) };
     },
     async getPayment({ principal, params }) {

@@ -1,0 +1,142 @@
+import { isAmount, toStroops } from '../amount';
+import { DomainError } from '../errors';
+import { RULES } from './rules/catalog';
+import { checkOffline, type CheckedPayment, type RequiredTerms } from './rules/offline';
+import { ensure } from './rules/rule';
+import { checkExactBalanceChanges, checkExpiry, checkSimulationSucceeded, type SimulationOutcome } from './rules/simulation';
+import type { AssetRef, LedgerPort } from './types';
+
+/**
+ * The x402 `exact` Stellar verification, shared by verify and settle (settle runs it again, independently, on what it
+ * is given): the offline rules first, then one simulateTransaction as the authority, then the rules judged on it.
+ */
+
+export interface AssetInput {
+  code: string;
+  issuer: string;
+}
+
+export interface PaymentPayloadInput {
+  /** x402 face only: the payload's x402Version. */
+  x402Version?: number;
+  scheme: string;
+  network: string;
+  asset: AssetInput;
+  amount: string;
+  payTo: string;
+  expiresAtLedger: number;
+  authorization: { format: string; xdr: string; payer?: string };
+}
+
+export interface PaymentRequirementsInput {
+  scheme: string;
+  network: string;
+  amount: string;
+  payTo: string;
+  asset?: AssetInput;
+  resource?: string;
+  maxTimeoutSeconds?: number;
+}
+
+export interface NetworkLookup {
+  get(network: string): { network: string; passphrase: string; assets: AssetRef[] } | undefined;
+  asset(network: string, code: string, issuer: string): AssetRef | undefined;
+}
+
+/** The facilitator's policy inputs: its own addresses, the minimum amount, the ledger pace. */
+export interface FacilitatorPolicy {
+  /** Channel accounts (and the fee account) of the network. */
+  facilitatorAddresses(network: string): ReadonlySet<string>;
+  /** FACILITATOR_MIN_AMOUNT in stroops. */
+  minimumStroops: bigint;
+  /** The network's estimated seconds per ledger (the spec's estimatedLedgerSeconds). */
+  ledgerSeconds(network: string): number;
+}
+
+export interface CheckDeps {
+  ledger: Pick<LedgerPort, 'simulate'>;
+  networks: NetworkLookup;
+  policy: FacilitatorPolicy;
+}
+
+/** maxTimeoutSeconds assumed when the requirements carry none (what the catalog announces). */
+export const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
+/** No authorization may stay valid longer than this, whatever the requirements say. */
+export const MAX_TIMEOUT_CAP_SECONDS = 3600;
+
+/** The requirements resolved against the configured networks (rules protocol.network_supported / asset_supported). */
+export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
+  const net = networks.get(req.network);
+  ensure(RULES.networkSupported, net !== undefined, `Network ${req.network} is not supported`);
+  const asset = req.asset ? networks.asset(req.network, req.asset.code, req.asset.issuer) : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
+  ensure(RULES.assetSupported, asset !== undefined, `Asset ${req.asset?.code ?? '(default)'} is not supported on ${req.network}`);
+  if (!isAmount(req.amount) || toStroops(req.amount) <= 0n) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive decimal amount');
+  return { scheme: req.scheme, network: req.network, passphrase: net!.passphrase, amount: toStroops(req.amount), payTo: req.payTo, asset: asset! };
+}
+
+/** The offline rules on a payload against resolved requirements. */
+export function checkPaymentOffline(deps: Pick<CheckDeps, 'networks' | 'policy'>, payload: PaymentPayloadInput, required: RequiredTerms): CheckedPayment {
+  const declaredAsset = deps.networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
+  if (payload.network === required.network) ensure(RULES.assetSupported, declaredAsset !== undefined, `Asset ${payload.asset.code} is not supported on ${payload.network}`);
+  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : -1n;
+  return checkOffline(
+    {
+      x402Version: payload.x402Version,
+      scheme: payload.scheme,
+      network: payload.network,
+      required,
+      declared: {
+        amount: declaredAmount,
+        payTo: payload.payTo,
+        assetContractId: declaredAsset?.contractId ?? 'unsupported',
+        expiresAtLedger: payload.expiresAtLedger,
+        payer: payload.authorization.payer,
+      },
+      authorization: payload.authorization,
+    },
+    { facilitatorAddresses: deps.policy.facilitatorAddresses(required.network), minimumStroops: deps.policy.minimumStroops },
+  );
+}
+
+/** The source a verify simulates from: a facilitator account (what settle would submit from), else the client's. */
+export function simulationSource(deps: Pick<CheckDeps, 'policy'>, network: string, checked: CheckedPayment): string {
+  const ours = [...deps.policy.facilitatorAddresses(network)];
+  const source = ours[0] ?? checked.decoded.txSource ?? (checked.payer.startsWith('G') ? checked.payer : null);
+  if (!source) throw new DomainError('SERVICE_UNAVAILABLE', `No account to simulate from on ${network}`);
+  return source;
+}
+
+/** The rules judged on a simulation: expiry window (against its latest ledger), success, exact balance changes. */
+export function checkSimulated(deps: Pick<CheckDeps, 'policy'>, checked: CheckedPayment, required: RequiredTerms, sim: SimulationOutcome, maxTimeoutSeconds: number): void {
+  checkExpiry(checked.signatureExpirationLedger, sim.latestLedger, maxTimeoutSeconds, deps.policy.ledgerSeconds(required.network));
+  checkSimulationSucceeded(sim);
+  checkExactBalanceChanges(sim, { payer: checked.payer, payTo: required.payTo, amount: required.amount, contractId: required.asset.contractId });
+}
+
+export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown: boolean): number {
+  const limit = Math.min(req.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
+  return resourceKnown ? Math.min(limit, DEFAULT_MAX_TIMEOUT_SECONDS) : limit;
+}
+
+export interface CheckedWithLedger {
+  required: RequiredTerms;
+  checked: CheckedPayment;
+  simulation: SimulationOutcome;
+}
+
+/**
+ * The whole verification: offline rules, one simulation, the simulated rules. `maxTimeout` may depend on whether
+ * the resource is cataloged (known only after a lookup that runs meanwhile): it is asked for after the simulation.
+ */
+export async function checkPayment(
+  deps: CheckDeps,
+  payload: PaymentPayloadInput,
+  req: PaymentRequirementsInput,
+  maxTimeout: () => Promise<number>,
+): Promise<CheckedWithLedger> {
+  const required = resolveRequired(deps.networks, req);
+  const checked = checkPaymentOffline(deps, payload, required);
+  const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
+  checkSimulated(deps, checked, required, simulation, await maxTimeout());
+  return { required, checked, simulation };
+}
