@@ -247,6 +247,7 @@ export {
   verifyAttestation,
   verifySellerReceipt,
   sellerReceiptOf,
+  attestationOf,
   attestationClaims,
   type AttestationPayload,
   type SellerReceiptPayload,

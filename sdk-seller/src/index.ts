@@ -18,7 +18,7 @@ export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
-export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './receipts/seller-receipts.js';
+export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
 export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
@@ -92,6 +92,7 @@ const idem = (o?: PostOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.id
 
 export function createSellerClient(options: SellerClientOptions) {
   const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
+  const publicRaw = options.apiKey ? createTransport<paths>({ baseUrl: options.baseUrl, fetch: options.fetch, retry: options.retry }) : raw;
 
   const sellers = {
     /**
@@ -136,6 +137,8 @@ export function createSellerClient(options: SellerClientOptions) {
     create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceDetail']> =>
       data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceDetail']>,
     get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    /** The public read of a resource, sent without the API key (what buyers see; used by paywall and paidTool). */
+    getPublic: (id: string): Promise<Schemas['ResourceDetail']> => data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
     update: (id: string, patch: Body<'updateResource'>): Promise<Schemas['ResourceDetail']> =>
       data(raw.PATCH('/v1/resources/{id}', { params: { path: { id } }, body: patch })) as Promise<Schemas['ResourceDetail']>,
     delete: (id: string): Promise<Schemas['ResourceDeletion']> => data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
@@ -210,3 +213,4 @@ export function createSellerClient(options: SellerClientOptions) {
 
 export type SellerClient = ReturnType<typeof createSellerClient>;
 export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
+export { verifyAttestation, verifySellerReceipt, sellerReceiptOf, attestationOf, attestationClaims, type AttestationPayload, type SellerReceiptPayload, type SignedDocumentCheck } from './receipts/attestation.js';

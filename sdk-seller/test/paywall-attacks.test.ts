@@ -12,9 +12,36 @@ import { startTestService, testNetworks, type TestService } from '../../server/t
 import { fundedBuyer, paymentCase, sellerWithResource, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
 import { createSellerClient, paywall, type PaywallOptions } from '../src';
 
+/** paymentCase with an expiry inside the facilitator's window (maxTimeoutSeconds / ledger seconds + 2) unless set. */
+const paymentWithin = (e: FacilitatorEnv, ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never) => {
+  const [b, to, amount, o = {}] = rest;
+  return paymentCase(e, b, to, amount, { ...o, sign: { expiration: e.network.latestLedger() + 30, ...o.sign } });
+};
+
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 const unb64 = (v: string | null) => JSON.parse(Buffer.from(v as string, 'base64').toString('utf8'));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A JSON-RPC front of the local network whose getTransaction can be held back (answered 503) on demand. */
+async function rpcFront(target: string): Promise<{ url: string; holdGetTransaction: boolean; close(): Promise<void> }> {
+  const front: { url: string; holdGetTransaction: boolean; close(): Promise<void> } = { url: '', holdGetTransaction: false, close: async () => undefined };
+  const app = express();
+  app.use(express.text({ type: '*/*', limit: '5mb' }));
+  const base = new URL(target);
+  app.all('*path', async (req, res) => {
+    const body = req.method === 'POST' ? String(req.body ?? '') : undefined;
+    if (front.holdGetTransaction && body && /"method"\s*:\s*"getTransaction"/.test(body)) return res.status(503).end();
+    const up = await fetch(new URL(req.originalUrl, base), { method: req.method, headers: { 'content-type': 'application/json' }, body });
+    res.status(up.status).type(up.headers.get('content-type') ?? 'application/json').send(await up.text());
+  });
+  const h = await listen(app);
+  front.url = `${h.url}${base.pathname}`;
+  front.close = () => new Promise<void>((r) => {
+    h.server.closeAllConnections();
+    h.server.close(() => r());
+  });
+  return front;
+}
 
 async function listen(app: express.Express): Promise<{ url: string; server: Server }> {
   const server = await new Promise<Server>((r) => {
@@ -34,13 +61,17 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
   let resourceId: string;
   let apiKey: string;
   let served = 0;
+  let rpc: { url: string; holdGetTransaction: boolean; close(): Promise<void> };
 
   beforeAll(async () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 400, assets: [{ code: 'USDC' }] });
-    // confirmWaitMs 1: every settle answers 202 settlement_pending; the confirmation worker finishes it.
+    rpc = await rpcFront(network.rpcUrl);
+    // The service reaches the ledger through the front: holding back getTransaction is an RPC that cannot tell a
+    // transaction's fate, so settle answers 202 settlement_pending after the time bound and grace; the
+    // confirmation worker finishes it once the RPC answers again.
     svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmWaitMs: 1 },
+      networks: testNetworks({ rpcUrl: rpc.url, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      facilitator: { channelAccounts: 2, pollMs: 25, txTimeoutSeconds: 2, confirmGraceMs: 200, confirmationWorkerAgeSeconds: 0 },
       runJobs: true,
       jobPollMs: 100,
     });
@@ -59,6 +90,7 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
       await new Promise((r) => s?.close(r));
     }
     await svc?.stop();
+    await rpc?.close();
     await network?.stop();
   });
 
@@ -96,7 +128,7 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
     }) as typeof fetch;
     const url = await shop(cutting);
     const before = balance();
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
     const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
     expect(settleStatuses[0]).toBe(409);
     expect({ status: res.status, body: res.status === 200 ? null : await res.clone().text() }).toEqual({ status: 200, body: null });
@@ -106,9 +138,21 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
   });
 
   it('when settle answers 202 pending, the content waits for the confirmation; PAYMENT-RESPONSE never says success while pending', async () => {
-    const url = await shop(fetch);
-    const c = await paymentCase(env, buyer, payTo, '0.25');
-    const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+    const settleStatuses: number[] = [];
+    const recording = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      const res = await fetch(req);
+      if (req.method === 'POST' && new URL(req.url).pathname === '/v1/settle') settleStatuses.push(res.status);
+      return res;
+    }) as typeof fetch;
+    const url = await shop(recording);
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
+    rpc.holdGetTransaction = true;
+    const pending = fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+    for (let i = 0; i < 200 && !settleStatuses.includes(202); i++) await sleep(50);
+    expect(settleStatuses).toEqual([202]);
+    rpc.holdGetTransaction = false;
+    const res = await pending;
     expect({ status: res.status, body: res.status === 200 ? null : await res.clone().text() }).toEqual({ status: 200, body: null });
     const pr = unb64(res.headers.get('payment-response'));
     expect(pr).toMatchObject({ success: true, status: 'settled' });
@@ -118,9 +162,15 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
 
   it('when the confirmation does not come within the wait, the content is withheld: 503 SETTLEMENT_UNCONFIRMED with the payment id, no 402', async () => {
     served = 0;
-    const url = await shop(fetch, { settle: { waitMs: 50, pollMs: 10 } });
-    const c = await paymentCase(env, buyer, payTo, '0.25');
-    const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+    const url = await shop(fetch, { settle: { waitMs: 300, pollMs: 50 } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
+    rpc.holdGetTransaction = true;
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+    } finally {
+      rpc.holdGetTransaction = false;
+    }
     expect(res.status).toBe(503);
     expect(res.headers.get('payment-required')).toBeNull();
     expect(res.headers.get('payment-response')).toBeNull();
@@ -131,7 +181,7 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
     // Why not a 402: the payment goes on and settles; asking the buyer to pay again would charge it twice.
     const paymentId = body.error.details[0].message as string;
     const seller = createSellerClient({ baseUrl: api.url, apiKey });
-    for (let i = 0; i < 100 && (await seller.payments.get(paymentId)).status !== 'settled'; i++) await sleep(100);
+    for (let i = 0; i < 200 && (await seller.payments.get(paymentId)).status !== 'settled'; i++) await sleep(100);
     expect((await seller.payments.get(paymentId)).status).toBe('settled');
   });
 
@@ -141,7 +191,7 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
       while (network.latestLedger() <= latest + 3) await sleep(100);
       res.json({ secret: 'paid content' });
     });
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: latest + 3 } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { expiration: latest + 3 } });
     const before = balance();
     const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
     expect(res.status).toBe(402);

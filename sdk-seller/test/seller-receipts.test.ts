@@ -7,7 +7,7 @@
 import express from 'express';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createSellerClient, createReceiptKey, createReceiptSigner, paywall, ApiError } from '../src';
-import { createBuyerClient, sellerReceiptOf, verifySellerReceipt } from '../../sdk-buyer/src';
+import { attestationOf, createBuyerClient, sellerReceiptOf, verifyAttestation, verifySellerReceipt } from '../../sdk-buyer/src';
 import { eventually, listen, startMarketplace, type Marketplace } from '../../test/support/marketplace';
 
 describe('seller receipts signed with the seller key, published by the marketplace', () => {
@@ -72,6 +72,13 @@ describe('seller receipts signed with the seller key, published by the marketpla
     const [h64, , s64] = sellerReceipt!.signature.split('.');
     const forged = Buffer.from(JSON.stringify({ version: 1, network: 'stellar:testnet', resourceUrl: shopUrl, payer: Keypair.random().publicKey(), issuedAt: 1, transaction: receipt!.transactionHash })).toString('base64url');
     await expect(verifySellerReceipt({ format: 'jws', signature: `${h64}.${forged}.${s64}` }, sellerKeys)).resolves.toEqual({ valid: false, reason: 'bad_signature' });
+
+    // The marketplace's attestation is a separate document, verified with the marketplace's keys only.
+    const attestation = attestationOf(receipt);
+    const attested = await verifyAttestation(attestation, await buyer.marketplaceKeys());
+    expect(attested).toMatchObject({ valid: true, payload: { kind: 'facilitator-attestation', version: 1, transaction: receipt!.transactionHash, payer: payerKey.publicKey(), payTo: wallet.publicKey(), amount: '500000', asset: usdc.contractId } });
+    await expect(verifyAttestation(attestation, sellerKeys)).resolves.toEqual({ valid: false, reason: 'unknown_key' });
+    await expect(verifyAttestation(sellerReceipt!.signature, sellerKeys)).resolves.toEqual({ valid: false, reason: 'wrong_type' });
 
     // And the ledger agrees with what the seller signed.
     const stored = await eventually(async () => {

@@ -138,3 +138,10 @@ export function sellerReceiptOf(settlement: unknown): { format: 'jws'; signature
   const r = ext?.info?.receipt as { format?: unknown; signature?: unknown } | undefined;
   return r && r.format === 'jws' && typeof r.signature === 'string' ? { format: 'jws', signature: r.signature } : null;
 }
+
+/** The marketplace's attestation in a settlement response (`extensions.marketplace.attestation`), when there is one. */
+export function attestationOf(settlement: unknown): string | null {
+  const s = settlement as { extensions?: { marketplace?: { attestation?: unknown } }; attestation?: unknown } | null;
+  const jws = s?.extensions?.marketplace?.attestation ?? s?.attestation;
+  return typeof jws === 'string' ? jws : null;
+}

@@ -41,7 +41,7 @@ import {
 } from '../paywall/paywall.js';
 import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
 import { settleOutcome, type SettleWait } from '../paywall/settle-outcome.js';
-import type { ReceiptSigner } from '../receipts/seller-receipts.js';
+import type { ReceiptSigner } from '../paywall/receipt-signer.js';
 
 type Schemas = components['schemas'];
 

@@ -27,14 +27,18 @@ import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
 import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
-import type { ReceiptSigner } from '../receipts/seller-receipts.js';
+import type { ReceiptSigner } from './receipt-signer.js';
 
 type Schemas = components['schemas'];
 type Requirements = Schemas['ResourcePaymentRequirements'];
 
 /** What the paywall needs of the seller client (createSellerClient returns it). */
 export interface PaywallClient extends SettlingClient {
-  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
+  /**
+   * The resource's terms. `getPublic` (the seller client's anonymous read) is preferred, so the paywall's key needs
+   * no catalog permission: a payments-scoped key (verify, settle, read own payments) is enough.
+   */
+  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }>; getPublic?(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
   facilitator: SettlingClient['facilitator'] & {
     verify(input: Schemas['VerifyRequest']): Promise<Schemas['VerifyResponse']>;
   };
@@ -181,7 +185,8 @@ export function requirementsSource(options: RequirementsOptions): () => Promise<
       return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
     }
     if (cached && Date.now() - cached.at < ttl) return cached.value;
-    const resource = await options.client.resources.get(options.resourceId);
+    const read = options.client.resources.getPublic ?? options.client.resources.get;
+    const resource = await read(options.resourceId);
     cached = { value: resource.paymentRequirements, at: Date.now() };
     return cached.value;
   };
@@ -230,16 +235,16 @@ export async function settlementResponse(
   payer: string,
   receipt?: { signer?: ReceiptSigner; resourceUrl: string; network: string },
 ) {
-  const answer = (outcome.answer ?? {}) as { signedReceipt?: string; attestation?: string };
   const extensions: Record<string, unknown> = {};
-  if (answer.attestation) extensions.marketplace = { attestation: answer.attestation };
+  // The marketplace's attestation (not a seller receipt): the buyer checks it against GET /.well-known/jwks.json.
+  if (outcome.attestation) extensions.marketplace = { attestation: outcome.attestation };
   if (receipt?.signer) {
     const signature = await receipt.signer.sign({ version: 1, network: receipt.network, resourceUrl: receipt.resourceUrl, payer, issuedAt: Math.floor(Date.now() / 1000), transaction: outcome.transactionHash });
     extensions['offer-receipt'] = { info: { receipt: { format: 'jws', signature } } };
   }
   return confirmedSettlementResponse(outcome, payer, {
     evidence: outcome.evidence,
-    ...(answer.signedReceipt ? { signedReceipt: answer.signedReceipt } : {}),
+    ...(outcome.attestation ? { attestation: outcome.attestation } : {}),
     ...(Object.keys(extensions).length ? { extensions } : {}),
   });
 }

@@ -25,10 +25,12 @@ export interface SettlingClient {
     settle(input: Schemas['SettleRequest'], o?: { idempotencyKey?: string }): Promise<Schemas['SettleResponse']>;
   };
   payments?: { get(paymentId: string): Promise<Schemas['PaymentDetail']> };
+  /** Reads the receipt's attestation when the outcome was learnt from the payment (optional). */
+  receipts?: { get(receiptId: string): Promise<{ attestation?: string }> };
 }
 
 export type SettleOutcome =
-  | { kind: 'settled'; transactionHash: string; receiptId: string | null; settlementId: string | null; ledger: number | null; network: string; evidence?: string; answer?: Schemas['SettleResponse'] }
+  | { kind: 'settled'; transactionHash: string; receiptId: string | null; settlementId: string | null; ledger: number | null; network: string; evidence?: string; attestation?: string; answer?: Schemas['SettleResponse'] }
   | { kind: 'failed'; code: string; message: string; status: number; error?: unknown }
   | { kind: 'unknown'; code: string; message: string; paymentAttemptId: string };
 
@@ -66,7 +68,7 @@ export async function settleOutcome(client: SettlingClient, request: Schemas['Se
       lastProblem = err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message;
     }
     if (answer?.status === 'settled' && answer.ledger !== null) {
-      return { kind: 'settled', transactionHash: answer.transactionHash, receiptId: answer.receiptId, settlementId: answer.settlementId, ledger: answer.ledger, network: answer.network, evidence: answer.evidence, answer };
+      return { kind: 'settled', transactionHash: answer.transactionHash, receiptId: answer.receiptId, settlementId: answer.settlementId, ledger: answer.ledger, network: answer.network, evidence: answer.evidence, attestation: (answer as { attestation?: string }).attestation, answer };
     }
     if (answer) lastProblem = `settlement ${answer.status}`;
     if (!client.payments) return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: `${lastProblem}; the paywall's client cannot read payments to find out`, paymentAttemptId: id };
@@ -82,7 +84,9 @@ export async function settleOutcome(client: SettlingClient, request: Schemas['Se
         continue;
       }
       if (payment.status === 'settled' && payment.transactionHash) {
-        return { kind: 'settled', transactionHash: payment.transactionHash, receiptId: payment.receiptId, settlementId: payment.settlementId, ledger: null, network: payment.network, answer: answer ?? undefined };
+        const receipt = payment.receiptId && client.receipts ? await client.receipts.get(payment.receiptId).catch(() => null) : null;
+        const r = receipt as { attestation?: string; ledger?: number | null; evidence?: string } | null;
+        return { kind: 'settled', transactionHash: payment.transactionHash, receiptId: payment.receiptId, settlementId: payment.settlementId, ledger: r?.ledger ?? null, network: payment.network, evidence: r?.evidence, attestation: r?.attestation };
       }
       if (FAILED_PAYMENT_STATES.has(payment.status)) {
         return { kind: 'failed', code: payment.failureCode ?? 'SETTLEMENT_FAILED', message: payment.failureReason ?? `The payment is ${payment.status}`, status: 402 };

@@ -32,7 +32,7 @@ export interface ReceiptKey {
   /** Keep secret (an environment variable or a secrets manager on the paywall host). */
   privateJwk: JWK;
   /** What to register: `seller.sellers.receiptKeys.publish(sellerId, { keys: [publicJwk] })`. */
-  publicJwk: JWK & { kid: string; alg: 'EdDSA'; use: 'sig' };
+  publicJwk: { kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; alg: 'EdDSA'; use: 'sig' };
 }
 
 /** A new Ed25519 receipt key. */
@@ -40,7 +40,7 @@ export async function createReceiptKey(): Promise<ReceiptKey> {
   const { privateKey, publicKey } = await generateKeyPair('Ed25519', { extractable: true });
   const pub = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(pub);
-  return { kid, privateJwk: { ...(await exportJWK(privateKey)), kid }, publicJwk: { ...pub, kid, alg: 'EdDSA', use: 'sig' } };
+  return { kid, privateJwk: { ...(await exportJWK(privateKey)), kid }, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(pub.x), kid, alg: 'EdDSA', use: 'sig' } };
 }
 
 /** A signer for the paywall (`paywall({ receiptSigner })`, `paidTool(..., { receiptSigner })`) from the private JWK. */
