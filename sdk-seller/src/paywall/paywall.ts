@@ -10,9 +10,13 @@
  * 3. The handler runs while its response is held: `writeHead`, `write`, `end` (so `res.json`/`res.send`) are
  *    buffered in memory and nothing reaches the client.
  * 4. If the handler's status is an error (>= 400), nothing is settled and its response is sent as is, unpaid.
- *    Otherwise POST /v1/settle; on success `PAYMENT-RESPONSE` (base64 JSON: transactionHash, receiptId, network,
- *    ...) is added and the held response is released. If settlement fails the paid content is dropped and the
- *    answer is 402 (payment refused) or 502 (the facilitator or the ledger failed) with the error code.
+ *    Otherwise POST /v1/settle, and the held response leaves ONLY on a confirmed settlement (settle-outcome.ts): a
+ *    cut connection, `409` "still in progress" or `202 settlement_pending` make the paywall ask the service for the
+ *    payment's outcome (bounded wait). Confirmed: `PAYMENT-RESPONSE` (base64 JSON: success, status "settled",
+ *    transactionHash, receiptId, network, payer, the attestation, the seller's own receipt when a receiptSigner is
+ *    given) is added and the response released. Definite failure: the content is dropped, 402 with the reason.
+ *    Still unknown when the wait ends: the content is dropped, 503 SETTLEMENT_UNCONFIRMED with the payment id (no
+ *    PAYMENT-REQUIRED: the buyer must not pay again while the payment may still settle).
  *
  * One signed payment buys exactly one delivery. The facilitator verifies an authorization once: when several
  * requests carry the same payment (concurrently or later), only the first is verified and served; every other one
