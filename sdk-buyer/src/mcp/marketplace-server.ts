@@ -68,6 +68,8 @@ export interface MarketplacePayer {
   payAndFetch(target: string, init?: PayAndFetchInit): Promise<PaidFetchResult>;
   payAndCallTool(client: Client, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult>;
   readonly spent: string;
+  /** The payer's budget (committed, spent, released), when it is a BuyerClient. */
+  readonly budget?: { readonly committed: string; readonly spent: string; readonly released: string };
 }
 
 interface BuyerClientLike {
@@ -263,7 +265,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       {
         title: 'Call and pay for a resource',
         description:
-          'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result and the receipt.',
+          'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). Pays only the terms inspect_resource shows: a higher live price or another recipient, asset or network is refused before signing (TERMS_CHANGED). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result, what was actually paid (`amount`), the settlement, the receipt and the budget.',
         inputSchema: callInput,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       },
@@ -284,6 +286,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
           settlement: outcome.receipt,
           receipt,
           spent: payer.spent,
+          ...(payer.budget ? { budget: { committed: payer.budget.committed, spent: payer.budget.spent, released: payer.budget.released } } : {}),
           result: outcome.result,
         };
       }),

@@ -136,14 +136,18 @@ export class Budget {
   /** Loads the store (once). The getters read what is loaded: await this after a restart before reading them. */
   load(): Promise<void> {
     return (this.loaded ??= (async () => {
-      if (this.store) this.commitments = [...(await this.store.load())];
+      // A `reserved` commitment left by a previous process was never signed and sent (the signature leaves only
+      // after it is recorded as committed): it is dropped.
+      if (this.store) this.commitments = (await this.store.load()).filter((c) => c.state !== 'reserved');
     })());
   }
 
+  /** Saves the list; a store that fails makes the payment fail before its signature leaves the process. */
   private persist(): Promise<void> {
     const snapshot = this.commitments.map((c) => ({ ...c }));
-    this.saving = this.saving.then(() => this.store?.save(snapshot)).catch(() => undefined);
-    return this.saving;
+    const saved = this.saving.then(() => this.store?.save(snapshot));
+    this.saving = saved.catch(() => undefined);
+    return saved;
   }
 
   private open(key: BudgetKey): Commitment[] {
