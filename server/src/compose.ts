@@ -112,7 +112,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const ctx: AreaContext = { db, networks: opts.networks, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
   const discovery = createDiscoveryArea(ctx);
   onCatalogChange = (id) => discovery.onCatalogChange(id);
-  const facilitator = createFacilitatorArea(ctx, opts.facilitator);
+  // The ledger pace verify converts maxTimeoutSeconds with: configured, else the close interval the operations area
+  // judges the network by (the local network's own interval when it runs embedded), else the spec's 5 s.
+  const ledgerSeconds = opts.facilitator?.ledgerSeconds ?? (opts.operations?.ledgerCloseMs ? opts.operations.ledgerCloseMs / 1000 : undefined);
+  const facilitator = createFacilitatorArea(ctx, { ...opts.facilitator, ledgerSeconds });
   const operations = createOperationsArea(ctx, facilitator.service, { ...opts.operations, health: async () => health() });
   const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);

@@ -65,8 +65,14 @@ export interface Config {
     channelSeedFile: string;
     /** Highest total fee a settlement transaction may pay, in stroops. */
     maxFeeStroops: number;
-    /** How long POST /v1/settle waits for confirmation before answering 202 settlement_pending. */
-    confirmWaitMs: number;
+    /** FACILITATOR_FEE_ACCOUNT_SECRET: pays every settlement's fee through a fee-bump (unset: channels pay). Never logged. */
+    feeAccountSecret: string | null;
+    /** FACILITATOR_MIN_AMOUNT: the smallest amount the facilitator verifies or settles (decimal). */
+    minAmount: string;
+    /** FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS: each seller's network-fee budget per UTC day and network; null: none. */
+    sellerDailyFeeBudgetStroops: number | null;
+    /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound; settle waits at most this plus a grace. */
+    txTimeoutSeconds: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
   };
@@ -151,6 +157,16 @@ class Reader {
       this.problems.push(`${name} must be a ${protocols.join(' or ')} URL`);
       return null;
     }
+  }
+
+  /** A positive decimal amount with at most 7 fractional digits. */
+  amount(name: string, fallback: string): string {
+    const raw = this.optional(name) ?? fallback;
+    if (!/^(0|[1-9][0-9]{0,11})(\.[0-9]{1,7})?$/.test(raw) || /^0(\.0+)?$/.test(raw)) {
+      this.problems.push(`${name} must be a positive decimal amount with at most 7 decimals, e.g. 0.0001`);
+      return fallback;
+    }
+    return raw;
   }
 
   /** A comma-separated list of Stellar secret seeds (S...). The values never appear in a message. */
@@ -254,7 +270,10 @@ export function loadConfig(env: Env = process.env): Config {
       },
       channelSeedFile: path.join(dataDir, 'channel-seed'),
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
-      confirmWaitMs: r.int('FACILITATOR_CONFIRM_WAIT_MS', 15_000, 0, 120_000),
+      feeAccountSecret: r.secrets('FACILITATOR_FEE_ACCOUNT_SECRET')[0] ?? null,
+      minAmount: r.amount('FACILITATOR_MIN_AMOUNT', '0.0001'),
+      sellerDailyFeeBudgetStroops: r.optional('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS') === null ? null : r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', 0, 1, 1_000_000_000_000),
+      txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
     },
     operations: {

@@ -11,7 +11,7 @@ import type { ResourceTermsRef } from '../domain/facilitator/types';
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
 
-export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt';
+export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'listSellerFees';
 
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
@@ -120,6 +120,9 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         const short = reason.split(':')[0].slice(0, 40);
         ctx.logger.debug('facilitator submission failed', { network: label(network), reason: short });
         m.submissionFailures.inc({ network: label(network), reason: short });
+      },
+      feeCharged(network, stroops) {
+        m.feesCharged.inc({ network: label(network) }, Number(stroops));
       },
       confirmed(network, delay) {
         ctx.logger.debug('facilitator settlement confirmed', { network: label(network), delaySeconds: delay });

@@ -527,6 +527,18 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
       return rows[0].done === 1;
     },
 
+    async sellerFees(day) {
+      const { rows } = await pgQuery<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>(
+        db,
+        `SELECT seller_id AS "sellerId", network, committed_stroops::text AS "committedStroops", spent_stroops::text AS "spentStroops", settlements
+           FROM seller_fee_days WHERE day = $1::date ORDER BY spent_stroops + committed_stroops DESC, seller_id LIMIT 1000`,
+        [day],
+        'operations_seller_fees',
+      );
+      const { rows: recon } = await pgQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM settlements WHERE needs_reconciliation`, [], 'operations_reconciliation_count');
+      return { items: rows, needingReconciliation: recon[0].n };
+    },
+
     async findResourceByUrl(network, payTo, url) {
       // Indexed lookup (migration 0005): the exact URL, or resource URLs whose static prefix is one of the
       // requested URL's path prefixes; then a cached path-to-regexp matcher on those few candidates.

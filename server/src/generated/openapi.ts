@@ -501,30 +501,38 @@ export interface paths {
         put?: never;
         /**
          * Verify a payment
-         * @description Checks a payment payload against the requirements without moving money: payload shape (`INVALID_PAYMENT_PAYLOAD`),
-         *     supported network (`UNSUPPORTED_NETWORK`) and asset (`UNSUPPORTED_ASSET`), exact amount (`AMOUNT_MISMATCH`),
-         *     asset (`ASSET_MISMATCH`), exact recipient (`RECIPIENT_MISMATCH`), the signature (`INVALID_SIGNATURE`), ledger
-         *     expiry (`AUTH_EXPIRED`), replay state (`REPLAY_DETECTED`), trustlines (`TRUSTLINE_REQUIRED`) and the payer's
-         *     balance (`INSUFFICIENT_BALANCE`). On success a payment attempt is recorded in status `verified`; settle it with
-         *     `POST /v1/settle`. On failure the attempt is recorded in status `verification_failed` with the same code in
-         *     `failureCode`, and the answer is the error envelope with the status of that code.
+         * @description Checks a payment payload against the requirements without moving money: the x402 `exact` Stellar rule list
+         *     (README "Payment guarantees"; each refusal names its rule in `error.details[0].code`). Offline rules first:
+         *     shape (`INVALID_PAYMENT_PAYLOAD`), supported network (`UNSUPPORTED_NETWORK`) and asset (`UNSUPPORTED_ASSET`),
+         *     exact amount (`AMOUNT_MISMATCH`), asset contract (`ASSET_MISMATCH`), exact recipient (`RECIPIENT_MISMATCH`),
+         *     auth entries (address credentials, one entry for the payer, no sub-invocations), facilitator safety, payer not
+         *     `payTo` (`SELF_PAYMENT`), the minimum amount (`AMOUNT_BELOW_MINIMUM`), an ed25519 pre-check of the signatures
+         *     (`INVALID_SIGNATURE`). Then **one `simulateTransaction` in enforce mode** is the authority: expiry and validity
+         *     window against its latest ledger (`AUTH_EXPIRED`, `INVALID_PAYMENT_PAYLOAD`), signer weights and thresholds,
+         *     disabled master keys and contract-account signatures (`INVALID_SIGNATURE`), a missing payer account
+         *     (`ACCOUNT_NOT_FOUND`), missing or frozen trustlines (`TRUSTLINE_REQUIRED`), balance including selling liabilities
+         *     (`INSUFFICIENT_BALANCE`), and events that must show exactly payer -amount / payTo +amount (`SIMULATION_FAILED`).
+         *     Finally the `payTo` must belong to a signed-up seller (`PAYEE_NOT_SELLER`) and the authorization must be new
+         *     (`REPLAY_DETECTED`). `503` when the ledger RPC is unavailable.
          *
-         *     The signature is checked locally; balances and trustlines are read from the ledger (`503` when its RPC is
-         *     unavailable). With `resourceId` the requirements must equal the terms of that resource's current version (an
-         *     unknown id answers `404 RESOURCE_NOT_FOUND`); without it the resource is looked up by
-         *     `paymentRequirements.resource`: the exact URL, or a resource URL whose `{placeholders}` (whole path segments
-         *     only) the concrete URL fills. When the URL fits resources of more than one seller, no resource is linked.
+         *     On success a payment attempt is recorded in status `verified`. A failure is recorded (status
+         *     `verification_failed`, once per authorization) only when the payer's signature was proven by the ledger and the
+         *     payment is for a cataloged resource: a made-up signature never writes into a seller's payment list.
+         *
+         *     With `resourceId` the requirements must equal the terms of that resource's current version (an unknown id
+         *     answers `404 RESOURCE_NOT_FOUND`); without it the resource is looked up by `paymentRequirements.resource`: the
+         *     exact URL, or a resource URL whose `{placeholders}` (whole path segments only) the concrete URL fills. When the
+         *     URL fits resources of more than one seller, no resource is linked.
          *
          *     **One signed payment buys one delivery.** An authorization is verified once: any later or concurrent verify of
          *     it (or of another authorization with the same payer and nonce) answers `409 REPLAY_DETECTED`, with the first
          *     attempt's id in `details` (`field: paymentAttemptId`). To retry the *same* request safely, send an
          *     `Idempotency-Key`: the first answer is replayed.
          *
-         *     **Validity window.** `expiresAtLedger` may be at most `ceil(maxTimeoutSeconds / 1 s)` ledgers after the latest
-         *     ledger (1 s is the fastest ledger close time a Stellar client estimates, so a client that follows
-         *     `maxTimeoutSeconds` is never refused). `maxTimeoutSeconds` defaults to 300 when absent, is capped at 3600, and
-         *     at 300 when the resource is known. A longer-lived authorization answers `400 INVALID_PAYMENT_PAYLOAD` (the
-         *     payload is malformed for these requirements; it has not expired).
+         *     **Validity window.** `expiresAtLedger` may be at most `ceil(maxTimeoutSeconds / estimatedLedgerSeconds) + 2`
+         *     ledgers after the latest (the network's configured close interval, else 5 s; the 2 ledgers tolerate RPC nodes
+         *     that disagree on the latest ledger). `maxTimeoutSeconds` defaults to 300 when absent, is capped at 3600, and at
+         *     300 when the resource is known. A longer-lived authorization answers `400 INVALID_PAYMENT_PAYLOAD`.
          *
          *     **Who may call:** anyone; a key is optional. Usually the seller's server (the x402 resource server) calls it.
          */
@@ -546,34 +554,34 @@ export interface paths {
         put?: never;
         /**
          * Settle a payment
-         * @description Settles a verified payment attempt on the ledger. The service re-verifies the payload (it must be the one that
-         *     was verified) and checks it against the resource version it pays for (the version verified with
-         *     `resourceId`, else the resource's current version): recipient (`RECIPIENT_MISMATCH`), asset (`ASSET_MISMATCH`)
-         *     and amount (`AMOUNT_MISMATCH`) must all match, so a receipt always pins the terms that were paid. It rejects
-         *     expired authorizations (`422 AUTH_EXPIRED`), leases a channel account from the shared pool, claims the attempt
-         *     with a compare-and-set in the database (one winner across every server process), records the pending
-         *     settlement and receipt, and only then submits the transfer.
+         * @description Settles a verified payment attempt on the ledger. Settle **verifies again, independently**, against the terms of
+         *     the resource's *current* version (`resourceId`): the whole rule list of `verifyPayment` and one simulation. A
+         *     payment verified for other terms (another resource, or before a price change) is refused (`AMOUNT_MISMATCH`,
+         *     `RECIPIENT_MISMATCH`, `ASSET_MISMATCH`); a payer who spent the money since is refused (`INSUFFICIENT_BALANCE`)
+         *     before anything is claimed. Then it leases a channel account from the shared pool, builds the transaction with a
+         *     time bound (`SETTLEMENT_TX_TIMEOUT_SECONDS`) and the inclusion fee from `getFeeStats`, commits the fee against the
+         *     seller's daily budget (`429 FEE_BUDGET_EXHAUSTED`, nothing submitted), claims the attempt with a compare-and-set
+         *     in the database (one winner across every server process), records the pending settlement and receipt, and only
+         *     then submits the transfer.
          *
          *     - `200` with status `settled`: confirmed in `ledger`.
-         *     - `202` with status `settlement_pending`: submitted, not confirmed yet (`ledger` is null), including when the
-         *       RPC connection failed during submission (the transaction may have been taken; it is never resubmitted). The
-         *       confirmation worker records the ledger's answer; poll the settlement, the receipt or the payment.
+         *     - `202` with status `settlement_pending`: the ledger RPC could not tell within the transaction's time bound and a
+         *       grace (unreachable). The transaction is never resubmitted; the confirmation worker records the outcome.
          *     - `402 PAYMENT_REQUIRED`: the attempt was never verified (or verification failed).
          *     - `409 REPLAY_DETECTED`: the attempt was already claimed for settlement (settled, pending, or being settled
          *       by a concurrent request). **One signed payment settles once:** only the first claimer gets `ok: true`; every
          *       other settle of it, concurrent or later, is refused. The error's `details` name the `paymentAttemptId`.
-         *     - `502 SETTLEMENT_FAILED`: the transaction could not be built or submitted, or failed; no money moved. A claim
-         *       interrupted before submission (an error, or a crash: then the stale-payment cleanup worker after 120 s) ends
-         *       `settlement_failed`; the buyer signs a new authorization.
+         *     - `502 SETTLEMENT_FAILED`: the transaction can no longer land (the ledger refused it, or a ledger closed past its
+         *       time bound without it); no money moved.
          *     - `503 SERVICE_UNAVAILABLE`: the ledger RPC is down, or every channel account stays busy (then with
-         *       `Retry-After`). Both are found before the claim (the latest ledger is read and the channel leased first):
-         *       nothing was submitted and the attempt stays `verified`, so the same settle can be retried later. Only an RPC
-         *       failure in the moment between the claim and submission ends the attempt `settlement_failed`.
+         *       `Retry-After`). Both are found before the claim: nothing was submitted and the attempt stays `verified`.
          *
-         *     To retry the *same* request (a lost answer), send an `Idempotency-Key`: the first answer is replayed with
-         *     `Idempotent-Replayed: true`; without it a second settle is a replay.
+         *     With the seller's key or the operator's, a settled answer carries `attestation`: the facilitator's settlement
+         *     attestation (JWS). To retry the *same* request (a lost answer), send an `Idempotency-Key`: the first answer is
+         *     replayed with `Idempotent-Replayed: true`; without it a second settle is a replay.
          *
-         *     **Who may call:** anyone; a key is optional. It only moves money as the buyer authorized, and is rate limited.
+         *     **Who may call:** anyone; a key is optional. It only moves money as the buyer authorized, to the cataloged
+         *     resource's seller, and is rate limited.
          */
         post: operations["settlePayment"];
         delete?: never;
@@ -781,6 +789,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/operations/seller-fees": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List network fees per seller
+         * @description The network fees the facilitator's settlements cost, per accountable seller, network and UTC day: `committed`
+         *     (the maximum fee of settlements still pending) and `spent` (what the ledger charged once final), with the number
+         *     of settlements, for the day asked (default today, UTC). Each settlement is charged to the seller of the cataloged
+         *     resource, else to the seller whose wallet is the `payTo`. The optional daily budget
+         *     (`FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS`) is checked against committed + spent. Also counts the settlements
+         *     marked for reconciliation (their window is no longer covered by the RPC's history). Local simulation on the
+         *     local network.
+         *
+         *     **Who may call:** the operator.
+         */
+        get: operations["listSellerFees"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -914,19 +950,26 @@ export interface paths {
         put?: never;
         /**
          * x402 v2 settle
-         * @description The x402 v2 facilitator `POST /settle`, translated onto the same use cases as `POST /v1/verify` and
-         *     `POST /v1/settle`: the payment is verified (answering the attempt already recorded for this authorization,
-         *     or recording it), then settled once with the same claim, channel account, pending-settlement record,
-         *     receipt and confirmation as `/v1/settle`. A cataloged resource (`paymentPayload.resource.url`) is linked to
-         *     the attempt and receipt; an uncataloged one is still recorded and settled, with a receipt without resource.
+         * @description The x402 v2 facilitator `POST /settle`, on the same use case as `POST /v1/settle`. Settle **verifies on its own**
+         *     against the `paymentRequirements` it is given (the x402 `exact` Stellar rule list, then one simulation; an
+         *     earlier `/x402/verify` is never trusted), then settles once with the same one-winner claim, channel account,
+         *     pending-settlement record, receipt and confirmation as `/v1/settle`. A cataloged resource
+         *     (`paymentPayload.resource.url`, same network and `payTo`) is settled on its current terms and charged to its
+         *     seller. An uncataloged URL is settled only for **the seller whose wallet is the `payTo`**, with that seller's API
+         *     key (`Authorization: Bearer`, sent by `HTTPFacilitatorClient`'s `createAuthHeaders`; a payments-scoped key is
+         *     enough): anonymous answers `UNAUTHORIZED`, another seller's key `FORBIDDEN`, a `payTo` that is no seller's
+         *     `PAYEE_NOT_SELLER`; nothing is submitted.
          *
-         *     `success: true` only when the transfer is confirmed; a settlement still pending after the confirmation wait
-         *     answers `202` with `success: false`, `errorReason: settlement_pending` and the transaction hash (the payment is
-         *     recorded and will be confirmed by the worker; do not deliver yet). Failures answer `200` with
-         *     `success: false` and the x402 reason of the table in `verifyPaymentPayload`. An authorization already settled
-         *     answers `duplicate_settlement`: one signed payment buys one delivery.
+         *     Answers are final: `success: true` only when the transfer is confirmed, a failure only when it can no longer
+         *     land (the ledger refused it or a ledger closed past its time bound). `202` with `success: false`,
+         *     `errorReason: settlement_pending` and the hash comes only when the RPC did not answer within the transaction's
+         *     time bound (do not deliver yet; the worker records the outcome). Failures answer `200` with `success: false`,
+         *     the failing rule's x402 reason and `errorMessage` `CODE: message`. An authorization already settled answers
+         *     `duplicate_settlement`: one signed payment buys one delivery. `extensions.marketplace.attestation` carries the
+         *     facilitator's settlement attestation (JWS, `typ: x402-facilitator-attestation`). Local simulation on the local
+         *     network.
          *
-         *     **Who may call:** anyone; a key is optional. Usually a stock x402 resource server (`@x402/express`).
+         *     **Who may call:** anyone for a cataloged resource; the `payTo` seller (or the operator) for an uncataloged URL.
          */
         post: operations["settlePaymentPayload"];
         delete?: never;
@@ -2021,7 +2064,7 @@ export interface components {
             assetIssuer: components["schemas"]["AccountAddress"];
             amount: components["schemas"]["Amount"];
             payTo: components["schemas"]["PayToAddress"];
-            payer: components["schemas"]["AccountAddress"];
+            payer: components["schemas"]["PayToAddress"];
             status: components["schemas"]["PaymentAttemptStatus"];
             /** @description Why the attempt failed (`verification_failed`, `settlement_failed`, `expired`, `replayed`); null otherwise. */
             failureCode: components["schemas"]["ErrorCode"] | null;
@@ -2503,7 +2546,7 @@ export interface components {
             format: "sorobanAuthorizationEntry" | "transaction";
             /** @description Base64-encoded XDR (standard alphabet, padded). */
             xdr: string;
-            payer?: components["schemas"]["AccountAddress"];
+            payer?: components["schemas"]["PayToAddress"];
         };
         /**
          * @description What the buyer signed, as sent by the client (x402 `exact` scheme). `asset`, `amount` and `payTo` state
@@ -2594,7 +2637,7 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @constant */
             status: "verified";
-            payer: components["schemas"]["AccountAddress"];
+            payer: components["schemas"]["PayToAddress"];
             expiresAtLedger: number;
         };
         /** @description Settle a verified payment attempt. `paymentPayload` must be the payload that was verified. */
@@ -3053,6 +3096,34 @@ export interface components {
                 rpcLatencyMs: {
                     [key: string]: number | null;
                 };
+            }[];
+        };
+        /**
+         * @description Network fees per accountable seller for one UTC day (stroops, as decimal strings), and the settlements awaiting reconciliation.
+         * @example {
+         *       "day": "2026-11-24",
+         *       "settlementsNeedingReconciliation": 0,
+         *       "items": [
+         *         {
+         *           "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *           "network": "stellar:testnet",
+         *           "committedStroops": "0",
+         *           "spentStroops": "31500",
+         *           "settlements": 2
+         *         }
+         *       ]
+         *     }
+         */
+        SellerFeeReport: {
+            /** Format: date */
+            day: string;
+            settlementsNeedingReconciliation: number;
+            items: {
+                sellerId: components["schemas"]["SellerId"];
+                network: components["schemas"]["Network"];
+                committedStroops: string;
+                spentStroops: string;
+                settlements: number;
             }[];
         };
         /**
@@ -4828,6 +4899,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperationsDashboard"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listSellerFees: {
+        parameters: {
+            query?: {
+                /** @description The UTC day (YYYY-MM-DD); default today. */
+                day?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Fees per seller for the day. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerFeeReport"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -23,6 +23,8 @@ export interface FacilitatorMetrics {
   rpcUp: client.Gauge<'network'>;
   latestLedger: client.Gauge<'network'>;
   submissionFailures: client.Counter<'network' | 'reason'>;
+  /** Network fees the ledger charged for settlements (stroops); per seller: GET /v1/operations/seller-fees. */
+  feesCharged: client.Counter<'network'>;
   confirmationDelay: client.Histogram<'network'>;
   channelsBusy: client.Gauge<'network'>;
   channelsTotal: client.Gauge<'network'>;
@@ -52,6 +54,7 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
     rpcUp: new client.Gauge({ name: 'ledger_rpc_up', help: '1 when the last RPC call to the network succeeded, else 0', labelNames: ['network'], registers }),
     latestLedger: new client.Gauge({ name: 'ledger_latest_observed', help: 'Latest ledger sequence observed on the network', labelNames: ['network'], registers }),
     submissionFailures: counter('ledger_settlement_submission_failures_total', 'Settlement transactions rejected at submission or failed on the ledger', ['network', 'reason']),
+    feesCharged: counter('facilitator_fees_charged_stroops_total', 'Network fees the ledger charged for settlement transactions, stroops', ['network']),
     confirmationDelay: new client.Histogram({
       name: 'ledger_settlement_confirmation_delay_seconds',
       help: 'Time from settlement submission to the recorded confirmation',

@@ -21,7 +21,8 @@ export async function startFacilitatorEnv(
   const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(network.rpcUrl) : network.rpcUrl;
   const svc = await startTestService({
     networks: testNetworks({ rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...opts.facilitator },
+    // The local network's pace (its close interval) converts maxTimeoutSeconds into ledgers; manual closes: 5 s.
+    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...((opts.ledgerCloseMs ?? 100) > 0 ? { ledgerSeconds: (opts.ledgerCloseMs ?? 100) / 1000 } : {}), ...opts.facilitator },
   });
   const usdc = network.assets.find((a) => a.code === 'USDC')!;
   return {
@@ -81,7 +82,7 @@ export async function signTransfer(o: SignOptions): Promise<xdr.SorobanAuthoriza
     ),
     subInvocations: [],
   });
-  const expiration = o.expiration ?? o.env.network.latestLedger() + 200;
+  const expiration = o.expiration ?? o.env.network.latestLedger() + 50;
   return authorizeInvocation(o.signer ?? o.buyer, expiration, invocation, o.buyer.publicKey(), o.passphrase ?? o.env.network.networkPassphrase);
 }
 
@@ -112,7 +113,7 @@ export async function paymentCase(
   amount: string,
   o: { sign?: Partial<SignOptions>; payload?: Record<string, unknown>; requirements?: Record<string, unknown>; format?: 'sorobanAuthorizationEntry' | 'transaction' } = {},
 ): Promise<PaymentCase> {
-  const expiration = o.sign?.expiration ?? env.network.latestLedger() + 200;
+  const expiration = o.sign?.expiration ?? env.network.latestLedger() + 50;
   const entry = await signTransfer({ env, buyer, payTo, amount, ...o.sign, expiration });
   const format = o.format ?? 'sorobanAuthorizationEntry';
   const authXdr = format === 'transaction' ? asTransactionXdr(env, buyer, entry) : entry.toXDR('base64');

@@ -5,12 +5,23 @@ import type { AreaContext } from '../../src/areas/area';
 import { createMetrics } from '../../src/metrics/registry';
 import { createLogger } from '../../src/logger';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+import { testNetworks } from '../support/test-service';
 
 /** A second instance of the facilitator area on the same database and network: "another process" after a crash. */
 function otherProcess(env: FacilitatorEnv) {
   const metrics = createMetrics('test');
   const ctx = { db: env.svc.db, networks: (env.svc as unknown as { networks?: unknown }).networks, metrics, logger: createLogger({ silent: true }) } as unknown as AreaContext;
   return { metrics, ctx };
+}
+
+function workerOf(env: FacilitatorEnv, name: string) {
+  const ctx = {
+    db: env.svc.db,
+    networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    metrics: createMetrics('test'),
+    logger: createLogger({ silent: true }),
+  } as unknown as AreaContext;
+  return createFacilitatorArea(ctx).workers.find((w) => w.name === name)!;
 }
 
 async function metricValue(registry: { getSingleMetricAsString(name: string): Promise<string> }, name: string, label: string): Promise<number> {
@@ -39,7 +50,8 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
       ledgerCloseMs: 0,
       facilitator: {
         channelAccounts: 4,
-        confirmGraceMs: 3_000,
+        confirmGraceMs: 1_000,
+        txTimeoutSeconds: 5,
         pollMs: 20,
         afterSubmit: () => {
           if (crashAfterSubmit) throw new Error('simulated crash between submit and record');
@@ -83,29 +95,27 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('2.5');
   });
 
-  it('when confirmation takes longer than the wait, settle answers 202 settlement_pending and the settlement completes later', async () => {
+  it('when no ledger closes within the transaction\'s time bound and the grace, settle answers 202 settlement_pending; once a ledger closes past the bound the transaction can never land: the confirmation worker fails it, frees its channel, and a later settle is a replay', async () => {
     const buyer = await fundedBuyer(env, '1');
     const { c, id } = await verified(buyer);
-    const res = await settle(id, c); // no ledger closes: nothing confirms within confirmWaitMs
+    const res = await settle(id, c); // no ledger closes: the ledger cannot tell within 5 s + 1 s
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ ok: true, status: 'settlement_pending', ledger: null, evidence: 'pending_settlement', transactionHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const pending = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
     expect(pending.body).toMatchObject({ status: 'pending', ledger: null, evidence: 'pending_settlement' });
-    await env.network.closeLedger();
-    for (let i = 0; i < 100; i++) {
-      const s = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
-      if (s.body.status === 'settled') break;
-      await sleep(20);
-    }
-    const receipt = await request(env.svc.app).get(`/v1/receipts/${res.body.receiptId}`);
-    expect(receipt.body).toMatchObject({ status: 'settled', evidence: 'local_simulation', ledger: expect.any(Number) });
-    // A later settle of the same payment is a replay; the outcome is read, not settled again.
+    await env.network.closeLedger(); // closes past the time bound: the queued transaction is dropped
+    const worker = workerOf(env, 'settlement-confirmation-worker');
+    await worker.run({ olderThanSeconds: 0 });
+    const settlement = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
+    expect(settlement.body).toMatchObject({ status: 'failed' });
+    expect(await count('SELECT count(*) AS n FROM channel_leases WHERE transaction_hash = :h', { h: res.body.transactionHash })).toBe(0);
+    expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('1');
     const again = await settle(id, c);
-    expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe('REPLAY_DETECTED');
+    expect(again.status).toBe(502);
+    expect(again.body.error.code).toBe('SETTLEMENT_FAILED');
   });
 
-  it('when the ledger simulation rejects the transfer (payer spent the money), settle fails with SETTLEMENT_FAILED and the attempt keeps the ledger reason', async () => {
+  it('when the payer spent the money after verify, settle simulates again and refuses with INSUFFICIENT_BALANCE before claiming: nothing is submitted and the attempt stays verified', async () => {
     const buyer = await fundedBuyer(env, '1');
     const { c, id } = await verified(buyer);
     const server = new rpc.Server(env.network.rpcUrl, { allowHttp: true });
@@ -117,10 +127,11 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
     expect((await server.sendTransaction(spend)).status).toBe('PENDING');
     await env.network.closeLedger();
     const res = await settle(id, c);
-    expect(res.status).toBe(502);
-    expect(res.body.error.code).toBe('SETTLEMENT_FAILED');
-    const attempt = (await env.svc.db.query('SELECT status, failure_code, failure_reason FROM payment_attempts WHERE id = :id', { replacements: { id }, plain: true })) as Record<string, string>;
-    expect(attempt).toMatchObject({ status: 'settlement_failed', failure_code: 'SETTLEMENT_FAILED', failure_reason: expect.stringMatching(/simulation failed: .*Error\(Contract, #10\)/) });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('INSUFFICIENT_BALANCE');
+    expect(res.body.error.details[0]).toMatchObject({ code: 'simulation.succeeds' });
+    const attempt = (await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id }, plain: true })) as Record<string, string>;
+    expect(attempt).toMatchObject({ status: 'verified' });
     expect(await count('SELECT count(*) AS n FROM settlements WHERE payment_attempt_id = :id', { id })).toBe(0);
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('0.2');
   });

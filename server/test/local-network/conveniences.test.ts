@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Keypair, rpc } from '@stellar/stellar-sdk';
+import { Asset, Keypair, Operation, rpc, xdr } from '@stellar/stellar-sdk';
 import request from 'supertest';
 import { LocalNetwork, startLocalNetwork } from '../../src/ledger/local-network';
-import { buildTransfer, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
+import { buildTransfer, classicTransaction, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 import { TESTNET_USDC } from '../../src/ledger/local-network';
 import { loadNetworkState } from '../../src/ledger/local-network/persistence';
 
@@ -64,6 +64,34 @@ describe('friendbot and faucet', () => {
     expect(bad.status).toBe(400);
   });
 
+  it('POST /surge raises the minimum inclusion fee getFeeStats reports; a bad body answers 400', async () => {
+    const server = rpcClient(network);
+    expect((await request(network.baseUrl).post('/surge').send({ minInclusionFee: '750' })).body).toMatchObject({ minInclusionFee: '750', label: 'local simulation' });
+    try {
+      expect((await server.getFeeStats()).sorobanInclusionFee.p50).toBe('750');
+    } finally {
+      expect((await request(network.baseUrl).post('/surge').send({ minInclusionFee: '100' })).status).toBe(200);
+    }
+    expect((await request(network.baseUrl).post('/surge').send({ minInclusionFee: 50 })).status).toBe(400);
+    expect((await request(network.baseUrl).post('/surge').send({ minInclusionFee: '50' })).status).toBe(400);
+  });
+
+  it('POST /trustline-flags freezes and unfreezes a USDC trustline; a missing trustline answers 400', async () => {
+    const holder = await fundedAccount(network, '1');
+    const freeze = await request(network.baseUrl).post('/trustline-flags').send({ address: holder.publicKey(), asset: 'USDC', authorized: false });
+    expect(freeze.status).toBe(200);
+    expect(freeze.body).toMatchObject({ authorized: false, hash: null });
+    const flags = async () => {
+      const key = xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: holder.xdrAccountId(), asset: new Asset('USDC', TESTNET_USDC_ISSUER).toTrustLineXDRObject() }));
+      return (await rpcClient(network).getLedgerEntries(key)).entries[0].val.trustLine().flags();
+    };
+    expect(await flags()).toBe(0);
+    expect((await request(network.baseUrl).post('/trustline-flags').send({ address: holder.publicKey(), asset: 'USDC', authorized: true })).status).toBe(200);
+    expect(await flags()).toBe(1);
+    const none = await request(network.baseUrl).post('/trustline-flags').send({ address: Keypair.random().publicKey(), asset: 'USDC', authorized: false });
+    expect(none.status).toBe(400);
+  });
+
   it('balance() is "0" for an account without the asset', () => {
     expect(network.balance(Keypair.random().publicKey(), 'USDC')).toBe('0');
   });
@@ -116,6 +144,45 @@ describe('restart with a data file', () => {
       const replay = await server2.simulateTransaction(tx);
       expect(rpc.Api.isSimulationError(replay) && replay.error).toMatch(/already used/);
       expect(fs.readdirSync(path.dirname(dataFile))).toEqual(['state.json']);
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('restart with a data file keeps the rules\' state', () => {
+  it('keeps signers and thresholds, offers with their liabilities, frozen trustlines and contract accounts with their balances', async () => {
+    const dataFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'local-network-')), 'state.json');
+    const first = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile });
+    const server1 = rpcClient(first);
+    const owner = await fundedAccount(first, '50');
+    const cosigner = Keypair.random();
+    const usdc = new Asset('USDC', first.assets[0].issuer);
+    const { final } = await classicTransaction(first, server1, owner.publicKey(), [owner], [
+      Operation.setOptions({ signer: { ed25519PublicKey: cosigner.publicKey(), weight: 2 }, medThreshold: 2 }),
+      Operation.manageSellOffer({ selling: usdc, buying: Asset.native(), amount: '20', price: '1' }),
+    ]);
+    expect(final?.status).toBe('SUCCESS');
+    const frozen = await fundedAccount(first, '1');
+    await first.setTrustlineAuthorized(frozen.publicKey(), 'USDC', false);
+    const contractId = await first.deployContractAccount(Keypair.random().publicKey());
+    await first.faucet(contractId, 'USDC', '3');
+    await first.stop();
+
+    const second = await startLocalNetwork({ port: 0, ledgerCloseMs: 0, dataFile });
+    try {
+      const server2 = rpcClient(second);
+      const accountKey = xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: owner.xdrAccountId() }));
+      const account = (await server2.getLedgerEntries(accountKey)).entries[0].val.account();
+      expect([...account.thresholds()]).toEqual([1, 0, 2, 0]);
+      expect(account.signers()[0].weight()).toBe(2);
+      const line = (key: Keypair) =>
+        xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: key.xdrAccountId(), asset: usdc.toTrustLineXDRObject() }));
+      const ownerLine = (await server2.getLedgerEntries(line(owner))).entries[0].val.trustLine();
+      expect(ownerLine.ext().v1().liabilities().selling().toString()).toBe('200000000');
+      expect((await server2.getLedgerEntries(line(frozen))).entries[0].val.trustLine().flags()).toBe(0);
+      expect(second.balance(contractId, 'USDC')).toBe('3');
+      expect(await second.deployContractAccount(Keypair.random().publicKey())).not.toBe(contractId);
     } finally {
       await second.stop();
     }

@@ -9,6 +9,7 @@ import {
   Transaction,
   TransactionBuilder,
   authorizeEntry,
+  hash,
   nativeToScVal,
   rpc,
   xdr,
@@ -55,6 +56,10 @@ export interface TransferOptions {
   asset?: string;
   /** Key that signs the address-credential auth entry (default: the `from` keypair must be passed here). */
   authSigner?: Keypair;
+  /** Several keys sign the address-credential auth entry (a multisig account): the signature vec is sorted by key. */
+  authSigners?: Keypair[];
+  /** Signs the address-credential entry any other way (a contract account's signature). */
+  signAuth?: (entry: xdr.SorobanAuthorizationEntry, expiration: number) => xdr.SorobanAuthorizationEntry;
   /** Signature expiration ledger (default latest + 20). */
   expiration?: number;
 }
@@ -75,11 +80,12 @@ export async function buildTransfer(opts: TransferOptions): Promise<Transaction>
   if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(`simulation failed: ${sim.error}`);
   const expiration = opts.expiration ?? opts.network.latestLedger() + 20;
   const auth = await Promise.all(
-    (sim.result?.auth ?? []).map((entry) =>
-      entry.credentials().switch().name === 'sorobanCredentialsAddress' && opts.authSigner
-        ? authorizeEntry(entry, opts.authSigner, expiration, opts.network.networkPassphrase)
-        : entry,
-    ),
+    (sim.result?.auth ?? []).map((entry) => {
+      if (entry.credentials().switch().name !== 'sorobanCredentialsAddress') return entry;
+      if (opts.signAuth) return opts.signAuth(entry, expiration);
+      if (opts.authSigners) return signAuthEntry(entry, opts.authSigners, expiration, opts.network.networkPassphrase);
+      return opts.authSigner ? authorizeEntry(entry, opts.authSigner, expiration, opts.network.networkPassphrase) : entry;
+    }),
   );
   const invoke = draft.operations[0] as Operation.InvokeHostFunction;
   const tx = new TransactionBuilder(new Account(account.accountId(), (BigInt(account.sequenceNumber()) - 1n).toString()), {
@@ -105,4 +111,61 @@ export async function submitAndClose(network: LocalNetwork, server: rpc.Server, 
 /** The result code name of a transaction result (inner result for fee bumps). */
 export function resultCode(result: xdr.TransactionResult): string {
   return result.result().switch().name;
+}
+
+/** The sha256 payload an address credential's signature covers (what __check_auth receives). */
+export function authPayload(entry: xdr.SorobanAuthorizationEntry, expiration: number, passphrase: string): Buffer {
+  const creds = entry.credentials().address();
+  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
+    new xdr.HashIdPreimageSorobanAuthorization({
+      networkId: hash(Buffer.from(passphrase)),
+      nonce: creds.nonce(),
+      signatureExpirationLedger: expiration,
+      invocation: entry.rootInvocation(),
+    }),
+  );
+  return hash(preimage.toXDR());
+}
+
+/** A copy of `entry` with the expiration set and `signature` as its credential's signature ScVal. */
+export function withAuthSignature(entry: xdr.SorobanAuthorizationEntry, expiration: number, signature: xdr.ScVal): xdr.SorobanAuthorizationEntry {
+  const copy = xdr.SorobanAuthorizationEntry.fromXDR(entry.toXDR());
+  copy.credentials().address().signatureExpirationLedger(expiration);
+  copy.credentials().address().signature(signature);
+  return copy;
+}
+
+/**
+ * Signs a G account's address credential with several keys, as multisig wallets do: a vec of
+ * {public_key: bytes, signature: bytes} maps sorted by public key (pass `unsorted` to keep the given order).
+ */
+export function signAuthEntry(entry: xdr.SorobanAuthorizationEntry, signers: Keypair[], expiration: number, passphrase: string, unsorted = false) {
+  const payload = authPayload(entry, expiration, passphrase);
+  const ordered = unsorted ? signers : [...signers].sort((a, b) => Buffer.compare(a.rawPublicKey(), b.rawPublicKey()));
+  const signatures = ordered.map((k) =>
+    xdr.ScVal.scvMap([
+      new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('public_key'), val: xdr.ScVal.scvBytes(k.rawPublicKey()) }),
+      new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('signature'), val: xdr.ScVal.scvBytes(k.sign(payload)) }),
+    ]),
+  );
+  return withAuthSignature(entry, expiration, xdr.ScVal.scvVec(signatures));
+}
+
+/** Builds, signs with `signers` and submits a classic transaction from `source`; returns the final answer. */
+export async function classicTransaction(
+  network: LocalNetwork,
+  server: rpc.Server,
+  source: string,
+  signers: Keypair[],
+  operations: xdr.Operation[],
+) {
+  const account = await server.getAccount(source);
+  const builder = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: network.networkPassphrase }).setTimeout(60);
+  operations.forEach((op) => builder.addOperation(op));
+  const tx = builder.build();
+  signers.forEach((k) => tx.sign(k));
+  const sent = await server.sendTransaction(tx);
+  if (sent.status !== 'PENDING') return { sent, final: undefined };
+  await network.closeLedger();
+  return { sent, final: await server.getTransaction(sent.hash) };
 }

@@ -64,7 +64,7 @@ describe('Soroban RPC methods answered by the local network, read with the stock
     expect(none.entries).toEqual([]);
   });
 
-  it('simulateTransaction of a signed transfer returns the footprint, a resource fee under 50,000 stroops and the transfer event', async () => {
+  it('simulateTransaction of a signed transfer returns the footprint, a resource fee under 50,000 stroops and the SEP-41 transfer event among its diagnostic events', async () => {
     const tx = await buildTransfer({ network, server, submitter: payee, from: payer.publicKey(), to: payee.publicKey(), amount: 10_000_000n, authSigner: payer });
     const draft = await server.simulateTransaction(tx);
     if (!rpc.Api.isSimulationSuccess(draft)) throw new Error(draft.error);
@@ -74,8 +74,14 @@ describe('Soroban RPC methods answered by the local network, read with the stock
     const footprint = draft.transactionData.build().resources().footprint();
     expect(footprint.readOnly().length + footprint.readWrite().length).toBeGreaterThanOrEqual(4);
 
-    const events = draft.events.map((e) => e.event());
-    expect(events).toHaveLength(1);
+    // Diagnostic mode, as the real RPC simulates: fn_call, the SAC's contract event, fn_return.
+    const all = draft.events.map((e) => e.event());
+    expect(all.map((e) => [e.type().name, e.body().v0().topics()[0].sym().toString()])).toEqual([
+      ['diagnostic', 'fn_call'],
+      ['contract', 'transfer'],
+      ['diagnostic', 'fn_return'],
+    ]);
+    const events = all.filter((e) => e.type().name === 'contract');
     const topics = events[0].body().v0().topics();
     expect(topics[0].sym().toString()).toBe('transfer');
     expect(scValToNative(topics[1])).toBe(payer.publicKey());

@@ -225,6 +225,7 @@ const ROWS: Row[] = [
   { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },
   { operationId: 'getConformanceRun', what: 'read a conformance run', call: (w) => ({ params: { runId: w.conformanceRunId } }), expect: OPERATOR_ONLY },
   { operationId: 'getOperationsDashboard', what: "read the operator's dashboard data", call: () => ({}), expect: OPERATOR_ONLY },
+  { operationId: 'listSellerFees', what: 'read network fees per seller', call: () => ({}), expect: OPERATOR_ONLY },
   {
     operationId: 'getMetrics',
     what: 'scrape metrics',

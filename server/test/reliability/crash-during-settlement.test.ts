@@ -53,7 +53,8 @@ async function startStallingRpc(target: string) {
     } catch {
       // forwarded as is
     }
-    if (stall && method === 'simulateTransaction') return; // held open, never answered
+    // Settle reads its channel's sequence (getLedgerEntries) only after leasing it: stalling that holds the lease.
+    if (stall && method === 'getLedgerEntries') return; // held open, never answered
     try {
       const r = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
@@ -113,7 +114,9 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         STELLAR_TESTNET_RPC_URL: opts.rpcUrl ?? network.rpcUrl,
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
         STELLAR_TESTNET_CHANNEL_SECRETS: opts.channelSecrets ?? channelSecrets,
-        FACILITATOR_CONFIRM_WAIT_MS: '3000',
+        SETTLEMENT_TX_TIMEOUT_SECONDS: '10',
+        // The network's pace (100 ms ledgers): the validity window is converted with it.
+        LEDGER_CLOSE_MS: '100',
         // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
         FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
       },
@@ -256,7 +259,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         return { buyer, attemptId, body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }) };
       };
 
-      // One settle per channel, each stuck in its transaction's simulation holding its lease; then the process dies.
+      // One settle per channel, each stuck preparing its transaction (reading the channel account) while holding its lease; then the process dies.
       const stuck = [];
       for (let i = 0; i < channels.length; i++) stuck.push(await pay(main.baseUrl));
       rpcFront.stall = true;

@@ -62,7 +62,7 @@ describe('database restart under load', () => {
       bodyLimitBytes: 256 * 1024,
       responseValidation: true,
       logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
+      facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ledgerSeconds: 0.1 },
     });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     env = { network, svc: svc as FacilitatorEnv['svc'], usdc, stop: async () => undefined };
@@ -139,7 +139,7 @@ describe('database restart under load', () => {
     };
     const verifier = async () => {
       while (running) {
-        const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.01');
+        const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.01', { sign: { expiration: env.network.latestLedger() + 600 } });
         const at = phase;
         const r = await send('POST', '/v1/verify', { paymentPayload: c.payload, paymentRequirements: c.requirements });
         record('verify', at, r);

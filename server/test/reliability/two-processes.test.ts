@@ -44,6 +44,8 @@ describe('two server processes on one database (scale-out)', () => {
       // One configured pool for every process: the database lease table keeps them from sharing a channel.
       STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
       OPERATOR_API_KEY: OPERATOR,
+      // The network's pace (200 ms ledgers): verify converts maxTimeoutSeconds into ledgers with it.
+      LEDGER_CLOSE_MS: '200',
     };
     // Started one after the other: the first one migrates the database.
     mains.push(await startMainProcess({ databaseUrl: database.url, env }));

@@ -179,44 +179,50 @@ describe('facilitator payment safety', () => {
   });
 
   describe('receipts are tied to the resource terms', () => {
-    it('when a dust authorization verified without a resource is settled against a $0.5 resource, settle fails with AMOUNT_MISMATCH and no receipt exists', async () => {
+    it('when a dust authorization (below the minimum) is verified or settled against a $0.5 resource, it is refused and no receipt exists', async () => {
       const buyer = await fundedBuyer(env, '1');
       const dust = await paymentCase(env, buyer, payTo, '0.0000001');
       const v = await verify(dust);
-      expect(v.status).toBe(200);
-      const res = await settle(v.body.paymentAttemptId, dust);
+      expect(v.status).toBe(422);
+      expect(v.body.error.code).toBe('AMOUNT_BELOW_MINIMUM');
+      const small = await paymentCase(env, buyer, payTo, '0.001');
+      const vs = await verify(small);
+      expect(vs.status).toBe(200);
+      const res = await settle(vs.body.paymentAttemptId, small);
       expect(res.status).toBe(422);
       expect(res.body.error.code).toBe('AMOUNT_MISMATCH');
-      expect(await count('SELECT count(*) AS n FROM receipts WHERE payment_attempt_id = :id', { id: v.body.paymentAttemptId })).toBe(0);
-      expect(await row('SELECT status FROM payment_attempts WHERE id = :id', { id: v.body.paymentAttemptId })).toEqual({ status: 'verified' });
+      expect(await count('SELECT count(*) AS n FROM receipts WHERE payment_attempt_id = :id', { id: vs.body.paymentAttemptId })).toBe(0);
+      expect(await row('SELECT status FROM payment_attempts WHERE id = :id', { id: vs.body.paymentAttemptId })).toEqual({ status: 'verified' });
     });
 
-    it('a payment verified before a price change settles at the verified version and its receipt (also when restored by the finalizer) pins that version', async () => {
+    it('a payment verified before a price rise is refused at settle with AMOUNT_MISMATCH (settle checks the current version); one at the current price settles and its receipt (also when restored by the finalizer) pins that version', async () => {
       const { seller, resource } = await sellerWithResource(env, '0.5');
-      const buyer = await fundedBuyer(env, '1');
+      const buyer = await fundedBuyer(env, '10');
       const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
       const v = await verify(c, { resourceId: resource.id });
       expect(v.status).toBe(200);
       const patched = await request(app()).patch(`/v1/resources/${resource.id}`).set(bearer(seller.apiKey)).send({ amount: '5' });
       expect(patched.status).toBe(200);
       expect(patched.body.versionId).not.toBe(resource.versionId);
-      const res = await settle(v.body.paymentAttemptId, c, resource.id);
+      const refused = await settle(v.body.paymentAttemptId, c, resource.id);
+      expect(refused.status).toBe(422);
+      expect(refused.body.error.code).toBe('AMOUNT_MISMATCH');
+      expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('10');
+      const c5 = await paymentCase(env, buyer, seller.wallet.publicKey(), '5');
+      const v5 = await verify(c5, { resourceId: resource.id });
+      expect(v5.status).toBe(200);
+      const res = await settle(v5.body.paymentAttemptId, c5, resource.id);
       expect(res.status).toBe(200);
       const receipt = await request(app()).get(`/v1/receipts/${res.body.receiptId}`);
-      expect(receipt.body).toMatchObject({ amount: '0.5', status: 'settled' });
-      expect(await row('SELECT version_id FROM receipts WHERE id = :id', { id: res.body.receiptId })).toEqual({ version_id: resource.versionId });
+      expect(receipt.body).toMatchObject({ amount: '5', status: 'settled' });
+      expect(await row('SELECT version_id FROM receipts WHERE id = :id', { id: res.body.receiptId })).toEqual({ version_id: patched.body.versionId });
       // The price changes again after settlement: the finalizer restoring the receipt still pins the settled terms.
       const v3 = await request(app()).patch(`/v1/resources/${resource.id}`).set(bearer(seller.apiKey)).send({ amount: '7' });
       expect(v3.status).toBe(200);
       const finalizer = otherArea(env).workers.find((w) => w.name === 'receipt-finalizer-worker')!;
       await env.svc.db.query('DELETE FROM receipts WHERE id = :id', { replacements: { id: res.body.receiptId } });
       await finalizer.run({});
-      expect(await row('SELECT version_id FROM receipts WHERE payment_attempt_id = :id', { id: v.body.paymentAttemptId })).toEqual({ version_id: resource.versionId });
-      // Without a version on the attempt, the finalizer takes the version current when the settlement was written.
-      await env.svc.db.query('DELETE FROM receipts WHERE payment_attempt_id = :id', { replacements: { id: v.body.paymentAttemptId } });
-      await env.svc.db.query('UPDATE payment_attempts SET version_id = NULL WHERE id = :id', { replacements: { id: v.body.paymentAttemptId } });
-      await finalizer.run({});
-      expect(await row('SELECT version_id FROM receipts WHERE payment_attempt_id = :id', { id: v.body.paymentAttemptId })).toEqual({ version_id: patched.body.versionId });
+      expect(await row('SELECT version_id FROM receipts WHERE payment_attempt_id = :id', { id: v5.body.paymentAttemptId })).toEqual({ version_id: patched.body.versionId });
     });
   });
 
@@ -236,7 +242,7 @@ describe('facilitator payment safety', () => {
       expect(patch.status).toBe(400);
     });
 
-    it('when two sellers hold resources with the same URL and payTo (rows older than the rules), verify-by-URL links neither', async () => {
+    it('when two sellers hold resources with the same URL and payTo (rows older than the rules), verify-by-URL links neither resource; the payment is the payTo wallet owner\'s', async () => {
       const first = await sellerWithResource(env, '0.5');
       const second = await sellerWithResource(env, '0.5');
       await env.svc.db.query('UPDATE resources SET url = :url, pay_to = :payTo WHERE id = :id', {
@@ -246,7 +252,7 @@ describe('facilitator payment safety', () => {
       const c = await paymentCase(env, buyer, first.seller.wallet.publicKey(), '0.5', { requirements: { resource: `https://${first.seller.domain}/v1/forecast/oslo` } });
       const res = await verify(c);
       expect(res.status).toBe(200);
-      expect(await row('SELECT resource_id, seller_id FROM payment_attempts WHERE id = :id', { id: res.body.paymentAttemptId })).toEqual({ resource_id: null, seller_id: null });
+      expect(await row('SELECT resource_id, seller_id FROM payment_attempts WHERE id = :id', { id: res.body.paymentAttemptId })).toEqual({ resource_id: null, seller_id: first.seller.id });
     });
   });
 

@@ -15,7 +15,14 @@ export interface ConfirmationDeps {
   events: {
     submissionFailed(network: string, reason: string): void;
     confirmed(network: string, delaySeconds: number): void;
+    /** Fees the ledger charged for one final settlement (metrics). */
+    feeCharged?(network: string, stroops: bigint): void;
   };
+}
+
+async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint): Promise<void> {
+  await deps.repo.settleFee(s.id, fee);
+  if (fee > 0n) deps.events.feeCharged?.(s.network, fee);
 }
 
 export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
@@ -23,8 +30,10 @@ export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 
 async function failed(deps: ConfirmationDeps, s: SettlementRecord, code: ErrorCode, reason: string, metricReason: string, fee: bigint): Promise<Fate> {
-  if (await deps.repo.finalizeFailed(s.id, code, shortReason(reason))) deps.events.submissionFailed(s.network, metricReason);
-  await deps.repo.settleFee(s.id, fee);
+  if (await deps.repo.finalizeFailed(s.id, code, shortReason(reason))) {
+    deps.events.submissionFailed(s.network, metricReason);
+    await charge(deps, s, fee);
+  }
   return 'failed';
 }
 
@@ -55,8 +64,8 @@ export async function confirmOnce(deps: ConfirmationDeps, s: SettlementRecord, a
   if (state.status === 'SUCCESS') {
     if (await deps.repo.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
       deps.events.confirmed(s.network, (Date.now() - s.createdAt.getTime()) / 1000);
+      await charge(deps, s, state.feeCharged ?? s.maxFee ?? 0n);
     }
-    await deps.repo.settleFee(s.id, state.feeCharged ?? s.maxFee ?? 0n);
     return 'settled';
   }
   if (state.status === 'FAILED') return failed(deps, s, 'SETTLEMENT_FAILED', state.reason, state.reason, state.feeCharged ?? s.maxFee ?? 0n);

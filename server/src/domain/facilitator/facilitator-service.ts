@@ -10,6 +10,7 @@ export interface FacilitatorObserver {
   failed(operation: 'verify' | 'settle', network: string, code: ErrorCode): void;
   submissionFailed(network: string, reason: string): void;
   confirmed(network: string, delaySeconds: number): void;
+  feeCharged(network: string, stroops: bigint): void;
 }
 
 export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events'> {
@@ -23,6 +24,7 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     failed: deps.observer.failed,
     submissionFailed: deps.observer.submissionFailed,
     confirmed: deps.observer.confirmed,
+    feeCharged: deps.observer.feeCharged,
   };
   const verifyPayment = createVerifyPayment({
     repo: deps.repo,
@@ -77,6 +79,15 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       if (!isOperatorOrSeller(principal, attempt.sellerId)) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
       deps.observer.request('getPayment', attempt.network);
       return { attempt, settlement: await repo.findSettlementByAttempt(id), receipt: await repo.findReceiptByAttempt(id) };
+    },
+
+    /** The operator's view of network fees per accountable seller for one UTC day (default today). */
+    async sellerFees(principal: Principal, day?: string) {
+      if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
+      if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Only the operator reads fees per seller');
+      const date = day ?? new Date().toISOString().slice(0, 10);
+      const report = await repo.sellerFees(date);
+      return { day: date, items: report.items, settlementsNeedingReconciliation: report.needingReconciliation };
     },
 
     async settlement(hash: string): Promise<SettlementRecord> {

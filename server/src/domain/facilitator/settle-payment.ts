@@ -18,7 +18,7 @@ export interface SettleDeps extends CheckDeps {
   networks: CheckDeps['networks'] & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
   resourceById(id: string): Promise<ResourceTermsRef | null>;
   sellerIdByWallet(address: string): Promise<string | null>;
-  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void };
+  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void; feeCharged?(network: string, stroops: bigint): void };
   /** Each seller's network-fee budget per UTC day and network, stroops; null: none. */
   feeBudgetStroops: bigint | null;
   /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
@@ -149,7 +149,17 @@ export function createSettlePayment(deps: SettleDeps) {
     const known = await knownAttempt(input, checked, required, resource);
     if (known) refuseUnlessVerified(known);
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
-    checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+    // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
+    if (simulation.error !== null && known) {
+      const now = await deps.repo.findAttempt(known.id);
+      if (now) refuseUnlessVerified(now);
+    }
+    try {
+      checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+    } catch (err) {
+      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED') await deps.repo.expireAttempt(known.id, err.message);
+      throw err;
+    }
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);

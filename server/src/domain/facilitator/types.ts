@@ -152,6 +152,8 @@ export interface PaymentRepository {
   settleFee(settlementId: string, charged: bigint): Promise<void>;
   /** Marks a pending settlement whose window the RPC no longer covers for reconciliation, and frees its channel. */
   markReconciliation(settlementId: string): Promise<boolean>;
+  /** Fees per seller and network for one UTC day (YYYY-MM-DD), and the settlements awaiting reconciliation. */
+  sellerFees(day: string): Promise<{ items: Array<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>; needingReconciliation: number }>;
 }
 
 /** Ledger port (see ledger/soroban-ledger.ts). */

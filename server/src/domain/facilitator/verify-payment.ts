@@ -91,6 +91,10 @@ export function createVerifyPayment(deps: VerifyDeps) {
       const source = [...deps.policy.facilitatorAddresses(required.network)][0] ?? checked.decoded.txSource ?? checked.payer;
       const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], source);
       if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error))) proven = { checked, required };
+      // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger says.
+      if (simulation.error !== null && (await deps.repo.findByReplayKey(required.network, checked.payer, checked.nonce))) {
+        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
+      }
       const found = await party;
       resource = found.resource;
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));

@@ -15,7 +15,7 @@ export function paymentHandlers({ payments }: HandlerDeps): PaymentHandlers {
   };
 }
 
-export type FacilitatorHandlers = Pick<Handlers, 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt'>;
+export type FacilitatorHandlers = Pick<Handlers, 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'listSellerFees'>;
 
 /** The facilitator's operations (built by the facilitator area): typed request -> one domain call -> status + body. */
 export function facilitatorHandlers(svc: FacilitatorService): FacilitatorHandlers {
@@ -36,6 +36,10 @@ export function facilitatorHandlers(svc: FacilitatorService): FacilitatorHandler
     },
     async getSettlement({ params }) {
       return { status: 200, body: presentSettlement(await svc.settlement(params.transactionHash)) };
+    },
+    async listSellerFees({ principal, query }) {
+      const report = await svc.sellerFees(principal, query.day);
+      return { status: 200, body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as 'stellar:testnet' | 'stellar:pubnet' })) } };
     },
     async getReceipt({ params }) {
       return { status: 200, body: presentReceipt(await svc.receipt(params.receiptId)) };

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Address, StrKey, hash, xdr } from '@stellar/stellar-sdk';
 import { MAX_ENTRY_TTL } from './constants';
+import { checkAccountContractAuth } from './account-contract';
+import { signerWeight, thresholdOf } from './account-signers';
 import { verifyEd25519 } from './ed25519';
 import { FootprintRecorder } from './footprint';
 import { HostError } from './host-error';
@@ -10,10 +12,12 @@ import { LedgerView, entryKey, getAccount, getNonce } from './ledger-state';
 /**
  * Soroban authorization as the host enforces it for `require_auth(address)`:
  * - source-account credentials authorize the operation's source account;
- * - address credentials need an ed25519 signature over sha256(HashIdPreimage envelopeTypeSorobanAuthorization
- *   {networkId = sha256(passphrase), nonce, signatureExpirationLedger, invocation}), where the signature ScVal is
- *   a vec of maps {public_key: bytes, signature: bytes}; the nonce is consumed once per address; the entry
- *   expires after its signatureExpirationLedger.
+ * - address credentials of a G account need ed25519 signatures over sha256(HashIdPreimage
+ *   envelopeTypeSorobanAuthorization {networkId = sha256(passphrase), nonce, signatureExpirationLedger,
+ *   invocation}), where the signature ScVal is a vec of maps {public_key: bytes, signature: bytes} sorted by
+ *   public key, whose signers' weights reach the account's medium threshold; the nonce is consumed once per
+ *   address; the entry expires after its signatureExpirationLedger;
+ * - address credentials of a C address run that contract's __check_auth (see account-contract.ts).
  * In recording mode (simulation without auth entries) it produces the entries a client must sign instead.
  */
 
@@ -59,6 +63,8 @@ function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs)
   }
   const nonce = randomNonce();
   const nonceValue = BigInt(nonce.toString());
+  // The account contract's __check_auth reads its instance when the signed entry is enforced.
+  if (StrKey.isValidContract(address)) ctx.footprint.read(ledgerKeys.contractInstance(address));
   // Recording mode accounts for the nonce entry the signed invocation will write, as the real simulation does.
   ctx.footprint.write(ledgerKeys.nonce(address, nonceValue));
   ctx.view.set(entryKey.nonce(address, nonceValue), { kind: 'nonce', expirationLedger: ctx.currentLedger, lastModified: ctx.currentLedger });
@@ -82,12 +88,21 @@ interface SignaturePair {
   signature: Buffer;
 }
 
+/** soroban-env-host MAX_ACCOUNT_SIGNATURES. */
+const MAX_ACCOUNT_SIGNATURES = 20;
+
+/** The built-in account contract's failure: ContractError::AuthenticationError (#5), as the host reports it. */
+function authenticationError(detail: string): HostError {
+  return new HostError('Auth', 'InvalidAction', `Error(Contract, #5): ${detail}`);
+}
+
 function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
   if (signature.switch().name !== 'scvVec') {
     throw new HostError('Auth', 'InvalidAction', 'the authorization entry carries no signature (it was never signed)');
   }
   const items = signature.vec() ?? [];
-  if (items.length === 0) throw new HostError('Auth', 'InvalidAction', 'the authorization entry carries an empty signature vector');
+  if (items.length > MAX_ACCOUNT_SIGNATURES) throw authenticationError(`too many account signers: ${items.length}`);
+  if (items.length === 0) throw authenticationError('no account signatures found');
   return items.map((item) => {
     if (item.switch().name !== 'scvMap') throw new HostError('Auth', 'InvalidInput', 'each account signature must be a map {public_key, signature}');
     const fields = new Map<string, xdr.ScVal>();
@@ -108,24 +123,31 @@ function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
   });
 }
 
-function verifyAccountSignatures(ctx: AuthContext, account: string, creds: xdr.SorobanAddressCredentials, invocation: xdr.SorobanAuthorizedInvocation): void {
-  if (!getAccount(ctx.view, account)) throw new HostError('Auth', 'InvalidInput', `account ${account} does not exist`);
+/**
+ * The host's check_account_authentication for a classic account: signatures sorted by public key without
+ * duplicates, each a valid ed25519 signature of a key with non-zero weight on the account (the master key's
+ * weight may be 0 = disabled), and the weights summing to at least the account's medium threshold.
+ */
+function verifyAccountSignatures(ctx: AuthContext, accountId: string, creds: xdr.SorobanAddressCredentials, invocation: xdr.SorobanAuthorizedInvocation): void {
+  const account = getAccount(ctx.view, accountId);
+  if (!account) throw new HostError('Auth', 'InvalidInput', `account ${accountId} does not exist`);
   const pairs = parseSignatures(creds.signature());
   const payload = authorizationPayload(ctx.networkId, creds.nonce(), creds.signatureExpirationLedger(), invocation);
-  const master = StrKey.decodeEd25519PublicKey(account);
   let previous: Buffer | undefined;
+  let weight = 0;
   for (const pair of pairs) {
-    if (previous && Buffer.compare(previous, pair.publicKey) >= 0) {
-      throw new HostError('Auth', 'InvalidInput', 'account signatures must be sorted by public key without duplicates');
-    }
+    if (previous && Buffer.compare(previous, pair.publicKey) >= 0) throw authenticationError('public keys are not ordered');
     previous = pair.publicKey;
-    if (!pair.publicKey.equals(master)) {
-      throw new HostError('Auth', 'InvalidAction', `public key ${StrKey.encodeEd25519PublicKey(pair.publicKey)} is not a signer of ${account}`);
-    }
     if (!verifyEd25519(pair.publicKey, payload, pair.signature)) {
-      throw new HostError('Crypto', 'InvalidInput', `ed25519 signature of ${account} does not verify over the authorization preimage`);
+      throw new HostError('Crypto', 'InvalidInput', `ed25519 signature of ${accountId} does not verify over the authorization preimage`);
     }
+    const signer = StrKey.encodeEd25519PublicKey(pair.publicKey);
+    const signerWeightOnAccount = signerWeight(accountId, account, signer);
+    if (signerWeightOnAccount === 0) throw authenticationError(`signer ${signer} does not belong to account ${accountId} (it is not a signer of it)`);
+    weight += signerWeightOnAccount;
   }
+  const threshold = thresholdOf(account, 'medium');
+  if (weight < threshold) throw authenticationError(`signature weight is lower than threshold: ${weight} < ${threshold}`);
 }
 
 function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr.SorobanAuthorizationEntry): void {
@@ -137,15 +159,18 @@ function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr
   if (expiration > ctx.currentLedger + MAX_ENTRY_TTL - 1) {
     throw new HostError('Auth', 'InvalidInput', `signature expiration ledger ${expiration} is further than the maximum entry lifetime allows`);
   }
-  if (StrKey.isValidContract(address)) {
-    throw new HostError('Auth', 'InvalidAction', 'custom account contracts cannot be executed by the local simulation');
-  }
   const nonce = BigInt(creds.nonce().toString());
   ctx.footprint.write(ledgerKeys.nonce(address, nonce));
   if (getNonce(ctx.view, address, nonce)) {
     throw new HostError('Auth', 'ExistingValue', `nonce ${nonce} was already used by ${address}`);
   }
-  verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+  if (StrKey.isValidContract(address)) {
+    ctx.footprint.read(ledgerKeys.contractInstance(address));
+    const payload = authorizationPayload(ctx.networkId, creds.nonce(), expiration, entry.rootInvocation());
+    checkAccountContractAuth(ctx.view, address, payload, creds.signature());
+  } else {
+    verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+  }
   ctx.view.set(entryKey.nonce(address, nonce), { kind: 'nonce', expirationLedger: expiration, lastModified: ctx.currentLedger });
 }
 

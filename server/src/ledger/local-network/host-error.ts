@@ -8,6 +8,7 @@ export type HostErrorType = 'Auth' | 'Contract' | 'Storage' | 'Value' | 'Crypto'
 export const SacError = {
   NegativeAmount: 8,
   Balance: 10,
+  BalanceDeauthorized: 11,
   Overflow: 12,
   TrustlineMissing: 13,
   AccountMissing: 6,

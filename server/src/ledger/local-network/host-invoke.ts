@@ -26,6 +26,7 @@ export interface HostInvocation {
 }
 
 export interface HostInvocationResult {
+  call: xdr.InvokeContractArgs;
   returnValue: xdr.ScVal;
   events: xdr.ContractEvent[];
   recordedAuth: xdr.SorobanAuthorizationEntry[];
@@ -77,5 +78,5 @@ export function invokeHost(inv: HostInvocation): HostInvocationResult {
     diskReadBytes: entrySizes(inv.view, inv.registry, classicReads, inv.currentLedger),
     writeBytes: entrySizes(inv.view, inv.registry, readWrite, inv.currentLedger),
   });
-  return { returnValue, events, recordedAuth, footprint, resources, resourceFee: resourceFeeOf(resources) };
+  return { call, returnValue, events, recordedAuth, footprint, resources, resourceFee: resourceFeeOf(resources) };
 }

@@ -52,6 +52,15 @@ function handleOne(hooks: HttpHooks, request: JsonRpcRequest, friendbotUrl: stri
 
 export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
   const app = express();
+  const convenience = (res: Response, run: () => Record<string, unknown>): void => {
+    try {
+      const answer = run();
+      hooks.onChange();
+      res.json({ label: LABEL, ...answer });
+    } catch (error) {
+      res.status(400).json({ label: LABEL, error: (error as Error).message });
+    }
+  };
   app.use(express.json({ limit: '2mb' }));
 
   const rpc = (req: Request, res: Response): void => {
@@ -98,6 +107,37 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
     } catch (error) {
       res.status(400).json({ label: LABEL, error: (error as Error).message });
     }
+  });
+
+  // Local conveniences for tests of the rules the network enforces (not Stellar APIs).
+  app.post('/trustline-flags', (req, res) => {
+    const { address, asset, authorized } = (req.body ?? {}) as { address?: unknown; asset?: unknown; authorized?: unknown };
+    if (typeof address !== 'string' || typeof asset !== 'string' || typeof authorized !== 'boolean') {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "authorized": false}' });
+      return;
+    }
+    convenience(res, () => ({ address, asset, authorized, hash: hooks.ledger.setTrustlineAuthorized(address, asset, authorized) ?? null }));
+  });
+
+  app.post('/contract-account', (req, res) => {
+    const { publicKey } = (req.body ?? {}) as { publicKey?: unknown };
+    if (typeof publicKey !== 'string') {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"publicKey": "G..."}' });
+      return;
+    }
+    convenience(res, () => ({ publicKey, contractId: hooks.ledger.deployContractAccount(publicKey), signature: 'bytes(64): ed25519 signature of the 32-byte Soroban authorization payload' }));
+  });
+
+  app.post('/surge', (req, res) => {
+    const { minInclusionFee } = (req.body ?? {}) as { minInclusionFee?: unknown };
+    if (typeof minInclusionFee !== 'string' || !/^\d{1,12}$/.test(minInclusionFee)) {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"minInclusionFee": "500"} (stroops per operation, at least 100)' });
+      return;
+    }
+    convenience(res, () => {
+      hooks.ledger.setMinimumInclusionFee(BigInt(minInclusionFee));
+      return { minInclusionFee };
+    });
   });
 
   app.get('/', (_req, res) => {

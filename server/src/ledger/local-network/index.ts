@@ -70,11 +70,39 @@ export interface LocalNetwork {
   closeLedger(): Promise<number>;
   /** Same as friendbot: creates the account with `xlm` (default friendbotXlm). */
   fundAccount(address: string, xlm?: string): Promise<void>;
-  /** Creates the account if missing, adds the trustline if missing, credits `amount` of `assetCode`. */
+  /**
+   * Creates the account if missing, adds the trustline if missing, credits `amount` of `assetCode`. For a
+   * contract address (C...) it is a SAC transfer from the treasury into the contract's balance.
+   */
   faucet(address: string, assetCode: string, amount: string): Promise<void>;
   /** Decimal string, '0' when none. */
   balance(address: string, assetCode: string | 'XLM'): string;
   hasTrustline(address: string, assetCode: string): boolean;
+  /**
+   * Moves the network clock forward by `seconds` (local convenience): the next ledger closes that much later, so
+   * tests can pass a transaction's maxTime without waiting.
+   */
+  advanceClock(seconds: number): void;
+  /**
+   * Deploys the built-in ed25519 account contract for `publicKey` (G...) and resolves to its contract id (C...),
+   * the same for the same key (local convenience; same as POST /contract-account {"publicKey"}). Its
+   * __check_auth accepts a signature ScVal bytes(64): the ed25519 signature of the 32-byte Soroban authorization
+   * payload by that key. Fund it with faucet(contractId, 'USDC', amount).
+   */
+  deployContractAccount(publicKey: string): Promise<string>;
+  /**
+   * Freezes (false) or unfreezes (true) `address`'s trustline of `assetCode` as the issuer would with
+   * setTrustLineFlags (local convenience; same as POST /trustline-flags {"address","asset","authorized"}).
+   * Resolves to the transaction hash when the network holds the issuer's key, else undefined (hosted issuer:
+   * the rule is applied to the ledger directly).
+   */
+  setTrustlineAuthorized(address: string, assetCode: string, authorized: boolean): Promise<string | undefined>;
+  /**
+   * Surge pricing (local convenience): transactions bidding less than `stroops` of inclusion fee per operation
+   * are refused with txInsufficientFee, the fee charged becomes this minimum, and getFeeStats reports at least it.
+   * Back to normal with setMinimumInclusionFee(100). Same as POST /surge {"minInclusionFee": "500"}.
+   */
+  setMinimumInclusionFee(stroops: number | bigint): void;
   /** Assets whose balances were moved from an old data file's local issuer to the hosted issuer at start. */
   migrated: MigratedAsset[];
   /** The self-signed certificate when started with `tls: true` (trust it with trustCertificate()). */
@@ -172,6 +200,18 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
     },
     balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
+    advanceClock: (seconds) => ledger.advanceClock(seconds),
+    deployContractAccount: async (publicKey) => {
+      const contractId = ledger.deployContractAccount(publicKey);
+      persist();
+      return contractId;
+    },
+    setTrustlineAuthorized: async (address, assetCode, authorized) => {
+      const txHash = ledger.setTrustlineAuthorized(address, assetCode, authorized);
+      persist();
+      return txHash;
+    },
+    setMinimumInclusionFee: (stroops) => ledger.setMinimumInclusionFee(BigInt(stroops)),
     certificatePem: tls?.certPem,
     stop: async () => {
       if (stopped) return;

@@ -1,7 +1,8 @@
 import { Address, Asset, Keypair, StrKey, nativeToScVal, xdr } from '@stellar/stellar-sdk';
 import { ASSET_DECIMALS, PERSISTENT_ENTRY_TTL } from './constants';
 import { AssetRegistry, RegisteredAsset, assetIdOf } from './asset-registry';
-import { AccountRecord, LedgerRecord, LedgerView, TrustlineRecord, entryKey } from './ledger-state';
+import { accountContractInstance } from './account-contract';
+import { AccountRecord, LedgerRecord, LedgerView, OfferRecord, TrustlineRecord, entryKey, getAccountContract, thresholdsOf } from './ledger-state';
 
 /**
  * Translation between the simulator's records and real Stellar ledger XDR: LedgerKeys as clients build them and
@@ -24,6 +25,9 @@ export const ledgerKeys = {
   },
   contractData(contract: string, key: xdr.ScVal, durability: xdr.ContractDataDurability): xdr.LedgerKey {
     return xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: new Address(contract).toScAddress(), key, durability }));
+  },
+  contractInstance(contractId: string): xdr.LedgerKey {
+    return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
   },
   sacInstance(contractId: string): xdr.LedgerKey {
     return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
@@ -51,6 +55,17 @@ function sacBalanceKey(holder: string): xdr.ScVal {
 
 const i64 = (value: bigint): xdr.Int64 => xdr.Int64.fromString(value.toString());
 
+function liabilitiesXdr(record: AccountRecord | TrustlineRecord): xdr.Liabilities | undefined {
+  if (!record.liabilities || (record.liabilities.buying === 0n && record.liabilities.selling === 0n)) return undefined;
+  return new xdr.Liabilities({ buying: i64(record.liabilities.buying), selling: i64(record.liabilities.selling) });
+}
+
+function accountExt(record: AccountRecord): xdr.AccountEntryExt {
+  const liabilities = liabilitiesXdr(record);
+  if (!liabilities) return new xdr.AccountEntryExt(0);
+  return new xdr.AccountEntryExt(1, new xdr.AccountEntryExtensionV1({ liabilities, ext: new xdr.AccountEntryExtensionV1Ext(0) }));
+}
+
 function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntryData {
   return xdr.LedgerEntryData.account(
     new xdr.AccountEntry({
@@ -59,13 +74,21 @@ function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntry
       seqNum: xdr.Int64.fromString(record.seqNum.toString()),
       numSubEntries: record.numSubEntries,
       inflationDest: null,
-      flags: 0,
+      flags: record.flags ?? 0,
       homeDomain: '',
-      thresholds: Buffer.from([1, 0, 0, 0]),
-      signers: [],
-      ext: new xdr.AccountEntryExt(0),
+      thresholds: Buffer.from(thresholdsOf(record)),
+      signers: (record.signers ?? []).map(
+        (s) => new xdr.Signer({ key: xdr.SignerKey.signerKeyTypeEd25519(StrKey.decodeEd25519PublicKey(s.key)), weight: s.weight }),
+      ),
+      ext: accountExt(record),
     }),
   );
+}
+
+function trustlineExt(record: TrustlineRecord): xdr.TrustLineEntryExt {
+  const liabilities = liabilitiesXdr(record);
+  if (!liabilities) return new xdr.TrustLineEntryExt(0);
+  return new xdr.TrustLineEntryExt(1, new xdr.TrustLineEntryV1({ liabilities, ext: new xdr.TrustLineEntryV1Ext(0) }));
 }
 
 function trustlineEntry(accountId: string, asset: Asset, record: TrustlineRecord): xdr.LedgerEntryData {
@@ -75,8 +98,8 @@ function trustlineEntry(accountId: string, asset: Asset, record: TrustlineRecord
       asset: asset.toTrustLineXDRObject(),
       balance: i64(record.balance),
       limit: i64(record.limit),
-      flags: TRUSTLINE_AUTHORIZED_FLAG,
-      ext: new xdr.TrustLineEntryExt(0),
+      flags: record.flags ?? TRUSTLINE_AUTHORIZED_FLAG,
+      ext: trustlineExt(record),
     }),
   );
 }
@@ -127,6 +150,21 @@ function sacBalanceValue(amount: bigint): xdr.ScVal {
   ]);
 }
 
+const assetOfId = (assetId: string): Asset => (assetId === 'native' ? Asset.native() : new Asset(...(assetId.split(':') as [string, string])));
+
+export function offerEntry(offer: OfferRecord): xdr.OfferEntry {
+  return new xdr.OfferEntry({
+    sellerId: Keypair.fromPublicKey(offer.seller).xdrAccountId(),
+    offerId: i64(offer.offerId),
+    selling: assetOfId(offer.selling).toXDRObject(),
+    buying: assetOfId(offer.buying).toXDRObject(),
+    amount: i64(offer.amount),
+    price: new xdr.Price({ n: offer.priceN, d: offer.priceD }),
+    flags: 0,
+    ext: new xdr.OfferEntryExt(0),
+  });
+}
+
 /** A ledger entry as getLedgerEntries returns it, still as XDR objects. */
 export interface FoundEntry {
   data: xdr.LedgerEntryData;
@@ -155,6 +193,8 @@ export function recordKeyOf(key: xdr.LedgerKey, registry: AssetRegistry): string
       if (!asset) return undefined;
       return entryKey.trustline(StrKey.encodeEd25519PublicKey(key.trustLine().accountId().ed25519()), assetIdOf(asset));
     }
+    case 'offer':
+      return entryKey.offer(StrKey.encodeEd25519PublicKey(key.offer().sellerId().ed25519()), BigInt(key.offer().offerId().toString()));
     case 'contractData': {
       const cd = key.contractData();
       const contract = Address.fromScAddress(cd.contract()).toString();
@@ -187,6 +227,14 @@ export function readLedgerEntry(view: LedgerView, registry: AssetRegistry, key: 
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
     }
+    const accountContract = getAccountContract(view, contract);
+    if (accountContract && cd.key().switch().name === 'scvLedgerKeyContractInstance' && cd.durability().name === 'persistent') {
+      return {
+        data: contractDataEntry(contract, cd.key(), cd.durability(), accountContractInstance(accountContract.publicKey)),
+        lastModifiedLedgerSeq: accountContract.lastModified,
+        liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
+      };
+    }
   }
   const recordKey = recordKeyOf(key, registry);
   if (!recordKey) return undefined;
@@ -212,6 +260,8 @@ function entryFromRecord(key: xdr.LedgerKey, record: LedgerRecord, latestLedger:
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
     }
+    case 'offer':
+      return { data: xdr.LedgerEntryData.offer(offerEntry(record)), lastModifiedLedgerSeq: record.lastModified };
     case 'nonce': {
       const cd = key.contractData();
       return {

@@ -5,12 +5,33 @@
  * failed operation leaves no trace and a simulation never changes the ledger.
  */
 
+/** Liabilities of resting offers (stroops): what offers may sell from, and buy into, a balance. */
+export interface Liabilities {
+  buying: bigint;
+  selling: bigint;
+}
+
+/** An extra ed25519 signer of an account (setOptions `signer`). */
+export interface SignerRecord {
+  /** G... strkey of the ed25519 key. */
+  key: string;
+  weight: number;
+}
+
 export interface AccountRecord {
   kind: 'account';
   balance: bigint;
   seqNum: bigint;
   numSubEntries: number;
   lastModified: number;
+  /** [master weight, low, medium, high]; absent = [1, 0, 0, 0], the default of a new account. */
+  thresholds?: [number, number, number, number];
+  /** Extra ed25519 signers, sorted by key; absent = none. */
+  signers?: SignerRecord[];
+  /** Account flags (AUTH_REQUIRED 1, AUTH_REVOCABLE 2, AUTH_IMMUTABLE 4, AUTH_CLAWBACK_ENABLED 8); absent = 0. */
+  flags?: number;
+  /** Native (XLM) liabilities of the account's offers; absent = none. */
+  liabilities?: Liabilities;
 }
 
 export interface TrustlineRecord {
@@ -18,6 +39,39 @@ export interface TrustlineRecord {
   balance: bigint;
   limit: bigint;
   lastModified: number;
+  /** Trustline flags (AUTHORIZED 1, AUTHORIZED_TO_MAINTAIN_LIABILITIES 2, CLAWBACK_ENABLED 4); absent = 1 (authorized). */
+  flags?: number;
+  /** Liabilities of the account's offers in this asset; absent = none. */
+  liabilities?: Liabilities;
+}
+
+/** A resting offer (manageSellOffer); the local network has no matching engine, so offers never cross. */
+export interface OfferRecord {
+  kind: 'offer';
+  offerId: bigint;
+  seller: string;
+  /** SEP-11 ids ("native" or "CODE:ISSUER"). */
+  selling: string;
+  buying: string;
+  /** Amount of `selling` offered, stroops. */
+  amount: bigint;
+  priceN: number;
+  priceD: number;
+  lastModified: number;
+}
+
+/** An instance of the built-in ed25519 account contract (see account-contract.ts). */
+export interface AccountContractRecord {
+  kind: 'accountContract';
+  /** G... strkey of the ed25519 key whose signatures the contract's __check_auth accepts. */
+  publicKey: string;
+  lastModified: number;
+}
+
+/** A network-wide counter (the last offer id handed out). */
+export interface CounterRecord {
+  kind: 'counter';
+  value: bigint;
 }
 
 /** A Stellar Asset Contract balance held by a contract address (G accounts hold theirs in accounts/trustlines). */
@@ -34,7 +88,14 @@ export interface NonceRecord {
   lastModified: number;
 }
 
-export type LedgerRecord = AccountRecord | TrustlineRecord | ContractBalanceRecord | NonceRecord;
+export type LedgerRecord =
+  | AccountRecord
+  | TrustlineRecord
+  | ContractBalanceRecord
+  | NonceRecord
+  | OfferRecord
+  | AccountContractRecord
+  | CounterRecord;
 
 export const entryKey = {
   account: (accountId: string): string => `account:${accountId}`,
@@ -42,12 +103,17 @@ export const entryKey = {
   trustline: (accountId: string, assetId: string): string => `trustline:${accountId}:${assetId}`,
   contractBalance: (holder: string, contractId: string): string => `contractBalance:${holder}:${contractId}`,
   nonce: (address: string, nonce: bigint): string => `nonce:${address}:${nonce}`,
+  offer: (seller: string, offerId: bigint): string => `offer:${seller}:${offerId}`,
+  accountContract: (contractId: string): string => `accountContract:${contractId}`,
+  lastOfferId: 'counter:lastOfferId',
 };
 
 export interface LedgerView {
   get(key: string): LedgerRecord | undefined;
   set(key: string, record: LedgerRecord): void;
   delete(key: string): void;
+  /** Keys of live entries starting with `prefix` (a scan: for rare operations such as revoking a trustline). */
+  keysWithPrefix(prefix: string): string[];
 }
 
 export function getAccount(view: LedgerView, accountId: string): AccountRecord | undefined {
@@ -63,6 +129,25 @@ export function getTrustline(view: LedgerView, accountId: string, assetId: strin
 export function getContractBalance(view: LedgerView, holder: string, contractId: string): ContractBalanceRecord | undefined {
   const record = view.get(entryKey.contractBalance(holder, contractId));
   return record?.kind === 'contractBalance' ? record : undefined;
+}
+
+export function getOffer(view: LedgerView, seller: string, offerId: bigint): OfferRecord | undefined {
+  const record = view.get(entryKey.offer(seller, offerId));
+  return record?.kind === 'offer' ? record : undefined;
+}
+
+export function getAccountContract(view: LedgerView, contractId: string): AccountContractRecord | undefined {
+  const record = view.get(entryKey.accountContract(contractId));
+  return record?.kind === 'accountContract' ? record : undefined;
+}
+
+/** Master weight and thresholds of an account, defaults filled in. */
+export function thresholdsOf(account: AccountRecord): [number, number, number, number] {
+  return account.thresholds ?? [1, 0, 0, 0];
+}
+
+export function liabilitiesOf(record: AccountRecord | TrustlineRecord): Liabilities {
+  return record.liabilities ?? { buying: 0n, selling: 0n };
 }
 
 export function getNonce(view: LedgerView, address: string, nonce: bigint): NonceRecord | undefined {
@@ -88,6 +173,10 @@ export class LedgerStore implements LedgerView {
 
   delete(key: string): void {
     this.entries.delete(key);
+  }
+
+  keysWithPrefix(prefix: string): string[] {
+    return [...this.entries.keys()].filter((k) => k.startsWith(prefix));
   }
 
   all(): IterableIterator<[string, LedgerRecord]> {
@@ -119,6 +208,16 @@ export class LedgerOverlay implements LedgerView {
 
   delete(key: string): void {
     this.writes.set(key, null);
+  }
+
+  keysWithPrefix(prefix: string): string[] {
+    const keys = new Set(this.parent.keysWithPrefix(prefix));
+    for (const [key, record] of this.writes) {
+      if (!key.startsWith(prefix)) continue;
+      if (record) keys.add(key);
+      else keys.delete(key);
+    }
+    return [...keys];
   }
 
   /** Keys written (or deleted) in this overlay, in first-write order. */

@@ -1,5 +1,6 @@
-import { Account, Keypair, Operation, StrKey, TransactionBuilder, hash, xdr } from '@stellar/stellar-sdk';
-import { AssetRegistry } from './asset-registry';
+import { Account, Address, Keypair, Operation, SorobanDataBuilder, StrKey, TransactionBuilder, hash, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+import { AssetRegistry, RegisteredAsset } from './asset-registry';
+import { deployAccountContract } from './account-contract';
 import { availableNative, balanceOf } from './balances';
 import { BASE_FEE, BASE_RESERVE, LEDGER_RETENTION_WINDOW, MAX_INT64 } from './constants';
 import { EventRecord, eventId } from './event-query';
@@ -8,11 +9,16 @@ import { LedgerRecord, LedgerStore, entryKey, getAccount, getTrustline } from '.
 import { AppliedTransaction, applyTransaction } from './transaction-apply';
 import { ParsedTransaction, parseTransaction } from './transaction-envelope';
 import { RawSimulation, simulateTransaction } from './transaction-simulate';
-import { validateTransaction } from './transaction-validate';
+import { inclusionFeePerOperation, validateTransaction } from './transaction-validate';
+import { FeeSample } from './fee-stats';
 import { feeBumpResult, transactionResult } from './transaction-results';
 import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
 import { fromStroops } from './amounts';
+import { AccountFlags } from './set-options';
+import { newTrustlineFlags } from './operation-apply';
+import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';
+import { TRUSTLINE_AUTHORIZED } from './balances';
 
 /**
  * The simulated ledger: committed state, the queue of accepted transactions, closed ledgers, applied
@@ -62,9 +68,11 @@ export interface SendResult {
 const ISSUER_STARTING_BALANCE = 100_000_000_000n;
 /** What the root treasury holds of each issued asset at genesis (the faucet pays from it). */
 const TREASURY_BALANCE = MAX_INT64 / 2n;
-const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+const wallClockSeconds = (): number => Math.floor(Date.now() / 1000);
 /** Friendbot and faucet transactions may land at any time. */
 const CONVENIENCE_TX_TIMEOUT = 0;
+/** How many recent ledgers getFeeStats summarises (the real RPC's Soroban fee-stats window). */
+export const FEE_STATS_WINDOW = 50;
 
 export class LocalLedger {
   private readonly store: LedgerStore;
@@ -76,6 +84,12 @@ export class LocalLedger {
   private readonly networkId: Buffer;
   /** How many transactions the latest ledger holds (friendbot/faucet transactions are appended to it). */
   private latestTxCount = 0;
+  /** Surge pricing: the minimum inclusion fee per operation now in force (never below BASE_FEE). */
+  minInclusionFee = BASE_FEE;
+  /** Seconds added to the wall clock: lets tests close ledgers past a transaction's maxTime without waiting. */
+  private clockOffsetSeconds = 0;
+  /** Inclusion fee bids of recently applied transactions, for getFeeStats. */
+  readonly feeSamples: FeeSample[] = [];
 
   constructor(
     readonly passphrase: string,
@@ -92,8 +106,29 @@ export class LocalLedger {
     this.ensureGenesisAccounts();
   }
 
+  /** The network clock (unix seconds): the wall clock plus what advanceClock() added. */
+  now(): number {
+    return wallClockSeconds() + this.clockOffsetSeconds;
+  }
+
+  /** Moves the network clock forward; the next ledger closes at least that much later. */
+  advanceClock(seconds: number): void {
+    if (!Number.isInteger(seconds) || seconds < 0) throw new Error('advanceClock takes a non-negative whole number of seconds');
+    this.clockOffsetSeconds += seconds;
+  }
+
+  /** Surge pricing: transactions bidding less than `stroops` per operation are refused with txInsufficientFee. */
+  setMinimumInclusionFee(stroops: bigint): void {
+    if (stroops < BASE_FEE) throw new Error(`the minimum inclusion fee cannot be below the base fee (${BASE_FEE} stroops)`);
+    this.minInclusionFee = stroops;
+  }
+
+  private validationContext(closeTime: number, ledgerSeq: number) {
+    return { view: this.store, closeTime, ledgerSeq, minInclusionFee: this.minInclusionFee };
+  }
+
   private genesisHeader(): LedgerHeaderRecord {
-    return { sequence: 1, closeTime: nowSeconds(), hash: hash(Buffer.from(`local-network genesis ${this.passphrase}`)).toString('hex') };
+    return { sequence: 1, closeTime: wallClockSeconds(), hash: hash(Buffer.from(`local-network genesis ${this.passphrase}`)).toString('hex') };
   }
 
   /**
@@ -111,6 +146,11 @@ export class LocalLedger {
     ];
     for (const [accountId, balance] of wanted) {
       if (!getAccount(this.store, accountId)) this.store.set(entryKey.account(accountId), { ...genesis, balance });
+    }
+    // Issuers can freeze trustlines (AUTH_REVOCABLE), as Circle's USDC issuer can.
+    for (const asset of this.registry.issued()) {
+      const issuer = getAccount(this.store, asset.issuer)!;
+      if (issuer.flags === undefined) this.store.set(entryKey.account(asset.issuer), { ...issuer, flags: AccountFlags.authRevocable });
     }
     for (const asset of this.registry.issued()) {
       if (getTrustline(this.store, rootId, asset.assetId)) continue;
@@ -150,7 +190,7 @@ export class LocalLedger {
     }
     if (this.pending.some((p) => p.hash === tx.hash)) return { status: 'DUPLICATE', hash: tx.hash };
     if (this.pendingSources.has(tx.source)) return { status: 'TRY_AGAIN_LATER', hash: tx.hash };
-    const validation = validateTransaction(tx, { view: this.store, closeTime: nowSeconds(), ledgerSeq: this.latest.sequence + 1 });
+    const validation = validateTransaction(tx, this.validationContext(this.now(), this.latest.sequence + 1));
     if (!validation.ok) return { status: 'ERROR', hash: tx.hash, errorResultXdr: validation.result.toXDR('base64') };
     this.pending.push(tx);
     this.pendingSources.add(tx.source);
@@ -165,20 +205,48 @@ export class LocalLedger {
     return this.pending.length;
   }
 
-  /** Closes one ledger, applying the queued transactions in arrival order; returns the new sequence. */
+  /**
+   * Closes one ledger, applying the queued transactions in arrival order; returns the new sequence. As in
+   * stellar-core, a queued transaction that is no longer valid for this ledger (past its maxTime or maxLedger,
+   * stale sequence, fee no longer payable, ...) is dropped from the queue: it is never included in any ledger and
+   * getTransaction keeps answering NOT_FOUND for it. One only outbid by a later surge stays queued.
+   */
   closeLedger(): number {
     const previous = this.latest;
-    const header = { sequence: previous.sequence + 1, closeTime: Math.max(previous.closeTime, nowSeconds()), hash: '' };
+    const header = { sequence: previous.sequence + 1, closeTime: Math.max(previous.closeTime, this.now()), hash: '' };
     const queue = this.pending;
     this.pending = [];
     this.pendingSources.clear();
     this.latestTxCount = 0;
     this.ledgers.push(header);
-    queue.forEach((tx) => this.record(tx, this.applySafely(tx, header), header));
-    header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...queue.map((t) => t.hash)].join('|'))).toString('hex');
+    const included = queue.filter((tx) => {
+      const applied = this.applySafely(tx, header);
+      if (applied.status !== 'DROPPED') {
+        this.record(tx, applied, header);
+        return true;
+      }
+      // Outbid by a surge raised after it was accepted: it waits in the queue, as in stellar-core, until the
+      // minimum comes back down or its time bound passes.
+      if (applied.result.result().switch().name === 'txInsufficientFee') this.requeue(tx);
+      return false;
+    });
+    this.sampleFees(included, header.sequence);
+    header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|'))).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
     this.prune();
     return header.sequence;
+  }
+
+  private requeue(tx: ParsedTransaction): void {
+    this.pending.push(tx);
+    this.pendingSources.add(tx.source);
+  }
+
+  private sampleFees(included: ParsedTransaction[], ledger: number): void {
+    for (const tx of included) this.feeSamples.push({ ledger, soroban: tx.sorobanData !== undefined, fee: inclusionFeePerOperation(tx) });
+    const oldestKept = ledger - FEE_STATS_WINDOW + 1;
+    const firstKept = this.feeSamples.findIndex((s) => s.ledger >= oldestKept);
+    this.feeSamples.splice(0, firstKept < 0 ? this.feeSamples.length : firstKept);
   }
 
   /** A bug in the simulator must not stop the ledger: the transaction is recorded FAILED with txInternalError. */
@@ -197,7 +265,15 @@ export class LocalLedger {
   }
 
   private applyContext(header: LedgerHeaderRecord) {
-    return { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, ledgerSeq: header.sequence, closeTime: header.closeTime };
+    return {
+      store: this.store,
+      registry: this.registry,
+      passphrase: this.passphrase,
+      networkId: this.networkId,
+      ledgerSeq: header.sequence,
+      closeTime: header.closeTime,
+      minInclusionFee: this.minInclusionFee,
+    };
   }
 
   private record(tx: ParsedTransaction, applied: AppliedTransaction, header: LedgerHeaderRecord): TransactionRecord {
@@ -205,7 +281,7 @@ export class LocalLedger {
     const applicationOrder = this.latestTxCount;
     const record: TransactionRecord = {
       hash: tx.hash,
-      status: applied.status,
+      status: applied.status === 'SUCCESS' ? 'SUCCESS' : 'FAILED',
       ledger: header.sequence,
       createdAt: header.closeTime,
       applicationOrder,
@@ -284,7 +360,9 @@ export class LocalLedger {
     tx.sign(signer);
     const parsed = parseTransaction(tx.toXDR(), this.passphrase);
     const header = this.latest;
-    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, nowSeconds()) }, parsed);
+    // Conveniences pay the base fee whatever the surge: they are not competing for ledger space.
+    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE }, parsed);
+    if (applied.status === 'DROPPED') return { hash: parsed.hash, ok: false };
     this.record(parsed, applied, header);
     return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };
   }
@@ -304,6 +382,7 @@ export class LocalLedger {
    */
   faucet(address: string, assetCode: string, stroops: bigint, fundXlm: bigint): string {
     const asset = this.registry.require(assetCode);
+    if (StrKey.isValidContract(address)) return this.fundContract(address, asset, stroops);
     if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
     if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
     const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
@@ -311,13 +390,65 @@ export class LocalLedger {
     return result.hash;
   }
 
+  /**
+   * Faucet for a contract address (C...): a real SAC transfer from the root treasury, simulated for its footprint
+   * and applied at once, so the contract's SAC `Balance` entry holds the amount.
+   */
+  private fundContract(contractId: string, asset: RegisteredAsset, stroops: bigint): string {
+    const rootId = this.root.publicKey();
+    const args = [new Address(rootId).toScVal(), new Address(contractId).toScVal(), nativeToScVal(stroops, { type: 'i128' })];
+    const op = Operation.invokeContractFunction({ contract: asset.contractId, function: 'transfer', args }) as xdr.Operation<Operation.InvokeHostFunction>;
+    const rootAccount = getAccount(this.store, rootId)!;
+    const draft = new TransactionBuilder(new Account(rootId, rootAccount.seqNum.toString()), { fee: BASE_FEE.toString(), networkPassphrase: this.passphrase })
+      .addOperation(op)
+      .setTimeout(CONVENIENCE_TX_TIMEOUT)
+      .build();
+    const sim = this.simulate(draft.toXDR());
+    if (sim.error || !sim.transactionData) throw new Error(`faucet transfer to ${contractId} failed in simulation: ${sim.error ?? 'no data'}`);
+    const auth = (sim.results?.[0]?.auth ?? []).map((a) => xdr.SorobanAuthorizationEntry.fromXDR(a, 'base64'));
+    const func = (draft.operations[0] as Operation.InvokeHostFunction).func;
+    const result = this.applyNow(this.root, (b) =>
+      b.setSorobanData(new SorobanDataBuilder(sim.transactionData).build()).addOperation(Operation.invokeHostFunction({ func, auth })),
+    );
+    if (!result.ok) throw new Error(`faucet transfer of ${asset.code} to ${contractId} failed`);
+    return result.hash;
+  }
+
+  /** Deploys the built-in ed25519 account contract for `publicKey` (idempotent); returns its contract id. */
+  deployContractAccount(publicKey: string): string {
+    return deployAccountContract(this.store, this.networkId, this.root.publicKey(), publicKey, this.latest.sequence);
+  }
+
   private addTrustline(address: string, assetId: string): void {
     const account = getAccount(this.store, address);
     if (!account) throw new Error(`account ${address} does not exist`);
     if (availableNative(account) < BASE_RESERVE) throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
     const ledger = this.latest.sequence;
-    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, lastModified: ledger });
+    const flags = newTrustlineFlags(getAccount(this.store, assetId.split(':')[1]));
+    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, flags, lastModified: ledger });
     this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
+  }
+
+  /**
+   * Freezes (authorized = false) or unfreezes a trustline as its issuer would with setTrustLineFlags. With the
+   * issuer's key (a generated issuer) it is a real signed transaction applied at once; for a hosted issuer
+   * (Circle's USDC, no key here) the same rule is applied directly to the ledger. Returns the transaction hash,
+   * or undefined for the direct change.
+   */
+  setTrustlineAuthorized(address: string, assetCode: string, authorized: boolean): string | undefined {
+    const asset = this.registry.require(assetCode);
+    if (asset.asset.isNative()) throw new Error('XLM has no trustlines');
+    const issuerKey = this.registry.issuerKeypair(asset.code);
+    if (issuerKey) {
+      const result = this.applyNow(issuerKey, (b) => b.addOperation(Operation.setTrustLineFlags({ trustor: address, asset: asset.asset, flags: { authorized } })));
+      if (!result.ok) throw new Error(`setTrustLineFlags on ${address}'s ${asset.code} trustline failed (no trustline?)`);
+      return result.hash;
+    }
+    const error = authorized
+      ? changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, TRUSTLINE_AUTHORIZED, MAINTAIN_LIABILITIES, this.latest.sequence)
+      : changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, 0, TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES, this.latest.sequence);
+    if (typeof error === 'string') throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
+    return undefined;
   }
 
   /** Balance in stroops; the issuer's own asset reports 0 (it has no trustline). */

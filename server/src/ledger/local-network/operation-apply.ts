@@ -1,40 +1,25 @@
 import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
 import { toStroops } from './amounts';
 import { AssetRegistry, assetIdOf } from './asset-registry';
-import { AssetRef, availableNative, credit, debit } from './balances';
+import { AssetRef, TRUSTLINE_AUTHORIZED, availableNative, credit, debit } from './balances';
 import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
 import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
-import { LedgerView, entryKey, getAccount, getTrustline } from './ledger-state';
+import { AccountRecord, LedgerView, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
 import { ParsedTransaction, operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
+import { manageSellOffer } from './offers';
+import { AccountFlags, setOptions } from './set-options';
+import { TRUSTLINE_CLAWBACK_ENABLED, allowTrust, setTrustLineFlags } from './trustline-flags';
+import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
+
+export type { OperationContext, OperationOutcome } from './operation-outcome';
 
 /**
  * Applies one operation at ledger close: createAccount, payment (XLM and issued assets, trustlines required),
  * changeTrust, and invokeHostFunction on a Stellar Asset Contract. Each returns a real OperationResult.
  */
-
-export interface OperationContext {
-  view: LedgerView;
-  registry: AssetRegistry;
-  passphrase: string;
-  networkId: Buffer;
-  ledgerSeq: number;
-  tx: ParsedTransaction;
-}
-
-export interface OperationOutcome {
-  result: xdr.OperationResult;
-  success: boolean;
-  events: xdr.ContractEvent[];
-  returnValue?: xdr.ScVal;
-  /** Why a Soroban invocation failed, for diagnostics. */
-  error?: string;
-}
-
-const inner = (tr: xdr.OperationResultTr): xdr.OperationResult => xdr.OperationResult.opInner(tr);
-const done = (result: xdr.OperationResult, success: boolean, events: xdr.ContractEvent[] = []): OperationOutcome => ({ result, success, events });
 
 function eventSource(asset: Asset, ctx: OperationContext): AssetEventSource & AssetRef {
   const registered = ctx.registry.find(assetIdOf(asset));
@@ -72,6 +57,8 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   switch (debit(ctx.view, source, asset, amount, ctx.ledgerSeq)) {
     case 'noTrust':
       return wrap(xdr.PaymentResult.paymentSrcNoTrust());
+    case 'notAuthorized':
+      return wrap(xdr.PaymentResult.paymentSrcNotAuthorized());
     case 'underfunded':
     case 'noAccount':
       return wrap(xdr.PaymentResult.paymentUnderfunded());
@@ -80,6 +67,8 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   switch (credit(ctx.view, op.destination, asset, amount, ctx.ledgerSeq)) {
     case 'noTrust':
       return wrap(xdr.PaymentResult.paymentNoTrust());
+    case 'notAuthorized':
+      return wrap(xdr.PaymentResult.paymentNotAuthorized());
     case 'lineFull':
       return wrap(xdr.PaymentResult.paymentLineFull());
     case 'noAccount':
@@ -89,6 +78,15 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
   const outcome = wrap(xdr.PaymentResult.paymentSuccess(), true);
   outcome.events.push(paymentEvent(asset, source, op.destination, amount));
   return outcome;
+}
+
+/**
+ * A new trustline starts authorized unless its issuer has AUTH_REQUIRED (then the issuer must authorize it), and
+ * clawback-enabled when its issuer has AUTH_CLAWBACK_ENABLED, as stellar-core sets them.
+ */
+export function newTrustlineFlags(issuer: AccountRecord | undefined): number {
+  const flags = issuer?.flags ?? 0;
+  return (flags & AccountFlags.authRequired ? 0 : TRUSTLINE_AUTHORIZED) | (flags & AccountFlags.authClawbackEnabled ? TRUSTLINE_CLAWBACK_ENABLED : 0);
 }
 
 function changeTrust(ctx: OperationContext, source: string, op: Operation.ChangeTrust): OperationOutcome {
@@ -101,20 +99,22 @@ function changeTrust(ctx: OperationContext, source: string, op: Operation.Change
   if (!account) return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
   const existing = getTrustline(ctx.view, source, assetId);
   const key = entryKey.trustline(source, assetId);
+  const liabilities = existing ? liabilitiesOf(existing) : { buying: 0n, selling: 0n };
   if (limit === 0n) {
     if (!existing || existing.balance > 0n) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    if (liabilities.buying > 0n || liabilities.selling > 0n) return wrap(xdr.ChangeTrustResult.changeTrustCannotDelete());
     ctx.view.delete(key);
     ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries - 1, lastModified: ctx.ledgerSeq });
     return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
   }
   if (existing) {
-    if (limit < existing.balance) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
+    if (limit < existing.balance + liabilities.buying) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
     ctx.view.set(key, { ...existing, limit, lastModified: ctx.ledgerSeq });
     return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
   }
   if (!getAccount(ctx.view, line.getIssuer())) return wrap(xdr.ChangeTrustResult.changeTrustNoIssuer());
   if (availableNative(account) < BASE_RESERVE) return wrap(xdr.ChangeTrustResult.changeTrustLowReserve());
-  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, lastModified: ctx.ledgerSeq });
+  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, flags: newTrustlineFlags(getAccount(ctx.view, line.getIssuer())), lastModified: ctx.ledgerSeq });
   ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ctx.ledgerSeq });
   return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
 }
@@ -153,7 +153,7 @@ function invokeHostFunction(ctx: OperationContext, source: string, op: Operation
   }
 }
 
-export function applyOperation(ctx: OperationContext, op: Operation): OperationOutcome {
+export function applyOperation(ctx: OperationContext, op: Operation, index: number): OperationOutcome {
   const source = operationSource(ctx.tx, op);
   if (!getAccount(ctx.view, source)) return done(operationCodeResult('opNoAccount'), false);
   switch (op.type) {
@@ -165,6 +165,14 @@ export function applyOperation(ctx: OperationContext, op: Operation): OperationO
       return changeTrust(ctx, source, op);
     case 'invokeHostFunction':
       return invokeHostFunction(ctx, source, op);
+    case 'setOptions':
+      return setOptions(ctx, source, op);
+    case 'setTrustLineFlags':
+      return setTrustLineFlags(ctx, source, op);
+    case 'allowTrust':
+      return allowTrust(ctx, source, op);
+    case 'manageSellOffer':
+      return manageSellOffer(ctx, source, op, ctx.tx.inner.toEnvelope().v1().tx().operations()[index].body().manageSellOfferOp().price());
     default:
       return done(operationCodeResult('opNotSupported'), false);
   }

@@ -1,7 +1,8 @@
 import { xdr } from '@stellar/stellar-sdk';
 import { PROTOCOL_VERSION, RPC_VERSION, LEDGER_RETENTION_WINDOW } from './constants';
 import { EventFilter, queryEvents } from './event-query';
-import { LocalLedger, TransactionRecord } from './local-ledger';
+import { feeStats } from './fee-stats';
+import { FEE_STATS_WINDOW, LocalLedger, TransactionRecord } from './local-ledger';
 import { RpcError } from './rpc-error';
 
 /**
@@ -76,16 +77,6 @@ function transactionInfo(tx: TransactionRecord) {
   };
 }
 
-const feeDistribution = (count: number) => {
-  const fee = '100';
-  return {
-    max: fee, min: fee, mode: fee,
-    p10: fee, p20: fee, p30: fee, p40: fee, p50: fee, p60: fee, p70: fee, p80: fee, p90: fee, p95: fee, p99: fee,
-    transactionCount: String(count),
-    ledgerCount: 50,
-  };
-};
-
 const toid = (tx: TransactionRecord): string => ((BigInt(tx.ledger) << 32n) | (BigInt(tx.applicationOrder) << 12n)).toString();
 
 export const rpcMethods: Record<string, Method> = {
@@ -112,11 +103,7 @@ export const rpcMethods: Record<string, Method> = {
 
   getLatestLedger: (ledger) => ({ id: ledger.latest.hash, sequence: ledger.latest.sequence, protocolVersion: PROTOCOL_VERSION }),
 
-  getFeeStats: (ledger) => ({
-    sorobanInclusionFee: feeDistribution(0),
-    inclusionFee: feeDistribution(0),
-    latestLedger: ledger.latest.sequence,
-  }),
+  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW),
 
   getLedgerEntries: (ledger, params) => {
     const keys = params.keys;

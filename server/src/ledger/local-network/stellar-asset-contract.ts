@@ -3,13 +3,14 @@ import { RegisteredAsset } from './asset-registry';
 import { AuthContext, requireAuth } from './auth-verify';
 import { BalanceError, balanceOf, credit, debit } from './balances';
 import { ASSET_DECIMALS, MAX_INT64 } from './constants';
-import { transferEvent } from './contract-events';
+import { paymentEvent } from './contract-events';
 import { FootprintRecorder } from './footprint';
 import { HostError, SacError } from './host-error';
 import { balanceLedgerKey, ledgerKeys } from './ledger-entries';
 
 /**
- * The Stellar Asset Contract functions the simulator executes: transfer (with require_auth on `from`), balance,
+ * The Stellar Asset Contract functions the simulator executes: transfer (with require_auth on `from`; its event
+ * is `transfer`, or `mint`/`burn` when the issuer sends/receives, per CAP-67), balance,
  * decimals, name and symbol. Balances of G accounts live in their account (XLM) or trustline (issued assets);
  * balances of contract addresses live in the SAC's own `Balance` entries.
  */
@@ -43,9 +44,11 @@ function balanceFailure(error: BalanceError, holder: string, asset: RegisteredAs
     case 'noTrust':
       return new HostError('Contract', SacError.TrustlineMissing, `trustline entry is missing for account ${holder} (asset ${asset.assetId})`);
     case 'underfunded':
-      return new HostError('Contract', SacError.Balance, `balance of ${holder} is not sufficient to spend (asset ${asset.assetId})`);
+      return new HostError('Contract', SacError.Balance, `balance of ${holder} is not sufficient to spend (asset ${asset.assetId}; selling liabilities of offers are not spendable)`);
     case 'lineFull':
       return new HostError('Contract', SacError.Balance, `balance of ${holder} would exceed its trustline limit (asset ${asset.assetId})`);
+    case 'notAuthorized':
+      return new HostError('Contract', SacError.BalanceDeauthorized, `trustline of ${holder} is not authorized by the issuer (asset ${asset.assetId})`);
   }
 }
 
@@ -71,7 +74,7 @@ function transfer(ctx: SacCallContext, args: xdr.ScVal[]): xdr.ScVal {
   if (debitError) throw balanceFailure(debitError, from, ctx.asset);
   const creditError = credit(view, to, ctx.asset, amount, ctx.currentLedger);
   if (creditError) throw balanceFailure(creditError, to, ctx.asset);
-  ctx.events.push(transferEvent(ctx.asset, from, to, amount));
+  ctx.events.push(paymentEvent(ctx.asset, from, to, amount));
   return xdr.ScVal.scvVoid();
 }
 

@@ -21,10 +21,13 @@ export interface ApplyContext {
   networkId: Buffer;
   ledgerSeq: number;
   closeTime: number;
+  /** Minimum inclusion fee per operation in force for this ledger. */
+  minInclusionFee: bigint;
 }
 
 export interface AppliedTransaction {
-  status: 'SUCCESS' | 'FAILED';
+  /** DROPPED: no longer valid for this ledger (stellar-core removes it from the queue; nothing is recorded). */
+  status: 'SUCCESS' | 'FAILED' | 'DROPPED';
   result: xdr.TransactionResult;
   meta: xdr.TransactionMeta;
   /** Contract events per operation (empty when the transaction failed). */
@@ -68,9 +71,9 @@ function chargeFeeAndSequence(store: LedgerView, tx: ParsedTransaction, fee: big
 }
 
 export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): AppliedTransaction {
-  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq });
+  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee });
   if (!validation.ok) {
-    return { status: 'FAILED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
+    return { status: 'DROPPED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
   }
   const fee = validation.feeCharged;
   chargeFeeAndSequence(ctx.store, tx, fee, ctx.ledgerSeq);
@@ -81,7 +84,7 @@ export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): Appl
 
   const view = new LedgerOverlay(ctx.store);
   const opCtx = { view, registry: ctx.registry, passphrase: ctx.passphrase, networkId: ctx.networkId, ledgerSeq: ctx.ledgerSeq, tx };
-  const outcomes = tx.operations.map((op) => applyOperation(opCtx, op));
+  const outcomes = tx.operations.map((op, index) => applyOperation(opCtx, op, index));
   const success = outcomes.every((o) => o.success);
   if (success) view.commit();
 

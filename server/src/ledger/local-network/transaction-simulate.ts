@@ -1,7 +1,7 @@
 import { Operation, xdr } from '@stellar/stellar-sdk';
 import { AssetRegistry } from './asset-registry';
 import { AuthMode } from './auth-verify';
-import { asDiagnostic, errorDiagnostic } from './contract-events';
+import { errorDiagnostic, invocationDiagnostics } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
 import { LedgerOverlay, LedgerView } from './ledger-state';
@@ -72,11 +72,13 @@ export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string,
       ...base,
       transactionData: transactionData.toXDR('base64'),
       minResourceFee: run.resourceFee.toString(),
-      events: run.events.map((e) => asDiagnostic(e).toXDR('base64')),
+      events: invocationDiagnostics(run.call, run.events, { returnValue: run.returnValue }).map((e) => e.toXDR('base64')),
       results: [{ auth: run.recordedAuth.map((a) => a.toXDR('base64')), xdr: run.returnValue.toXDR('base64') }],
     };
   } catch (error) {
     if (!(error instanceof HostError)) throw error;
-    return { ...base, error: error.message, events: [errorDiagnostic(error.message).toXDR('base64')] };
+    const call = op.func.switch().name === 'hostFunctionTypeInvokeContract' ? op.func.invokeContract() : undefined;
+    const events = call ? invocationDiagnostics(call, [], { error: error.message }) : [errorDiagnostic(error.message)];
+    return { ...base, error: error.message, events: events.map((e) => e.toXDR('base64')) };
   }
 }

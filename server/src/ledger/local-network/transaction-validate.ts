@@ -1,9 +1,8 @@
 import { xdr } from '@stellar/stellar-sdk';
 import { availableNative } from './balances';
-import { BASE_FEE } from './constants';
+import { SignatureRequirement, checkSignatureWeights, operationThreshold } from './account-signers';
 import { LedgerView, getAccount } from './ledger-state';
 import { resourceFeeOf } from './resource-fee';
-import { checkSignatures } from './signatures';
 import { ParsedTransaction, isSorobanOperation, operationSource } from './transaction-envelope';
 import { TxCode, feeBumpResult, transactionResult } from './transaction-results';
 
@@ -11,7 +10,8 @@ import { TxCode, feeBumpResult, transactionResult } from './transaction-results'
  * The checks stellar-core runs before a transaction may enter a ledger (and again when it is applied):
  * operations present, Soroban shape, time and ledger bounds, source account, sequence number (current + 1),
  * fee (base fee per operation plus the declared resource fee), declared resource fee covering the declared
- * resources, signatures (no missing, no extra), and the fee source's spendable balance.
+ * resources, signatures (signer weights against the source's low threshold and each operation source's
+ * threshold; none extra), and the fee source's spendable balance.
  */
 
 export interface ValidationContext {
@@ -20,15 +20,30 @@ export interface ValidationContext {
   closeTime: number;
   /** Sequence of the ledger the transaction would be applied in. */
   ledgerSeq: number;
+  /** The network's current minimum inclusion fee per operation (base fee, raised by surge pricing). */
+  minInclusionFee: bigint;
 }
 
 export type Validation = { ok: true; feeCharged: bigint } | { ok: false; result: xdr.TransactionResult };
 
-/** The fee the network charges: base fee per operation (one more for a fee bump) plus the declared resource fee. */
-export function feeToCharge(tx: ParsedTransaction): bigint {
+/**
+ * The fee the network charges: the current minimum inclusion fee per operation (one more for a fee bump) plus
+ * the declared resource fee. A transaction bidding less is refused with txInsufficientFee (whose feeCharged
+ * tells the client this minimum, as stellar-core does).
+ */
+export function feeToCharge(tx: ParsedTransaction, minInclusionFee: bigint): bigint {
   const operations = BigInt(tx.operations.length + (tx.feeBump ? 1 : 0));
-  const resourceFee = tx.sorobanData ? BigInt(tx.sorobanData.resourceFee().toString()) : 0n;
-  return BASE_FEE * operations + resourceFee;
+  return minInclusionFee * operations + resourceFeeDeclared(tx);
+}
+
+function resourceFeeDeclared(tx: ParsedTransaction): bigint {
+  return tx.sorobanData ? BigInt(tx.sorobanData.resourceFee().toString()) : 0n;
+}
+
+/** The inclusion fee a transaction bids per operation: (fee - declared resource fee) / operations. */
+export function inclusionFeePerOperation(tx: ParsedTransaction): bigint {
+  const operations = BigInt(tx.operations.length + (tx.feeBump ? 1 : 0));
+  return operations === 0n ? 0n : (tx.fee - resourceFeeDeclared(tx)) / operations;
 }
 
 function checkBounds(tx: ParsedTransaction, ctx: ValidationContext): TxCode | null {
@@ -64,20 +79,35 @@ function checkInner(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: b
   if (tx.sorobanData && BigInt(tx.sorobanData.resourceFee().toString()) < resourceFeeOf(tx.sorobanData.resources())) {
     return 'txSorobanInvalid';
   }
-  const signers = [tx.source, ...tx.operations.map((op) => operationSource(tx, op))];
-  const signatures = checkSignatures(tx.innerHash, tx.inner.signatures, signers);
+  const required: SignatureRequirement[] = [
+    { account: tx.source, level: 'low' },
+    ...tx.operations.map((op): SignatureRequirement => ({ account: operationSource(tx, op), level: operationThreshold(op) })),
+  ];
+  const signatures = checkSignatureWeights(ctx.view, tx.innerHash, tx.inner.signatures, required);
   if (signatures === 'missing') return 'txBadAuth';
   if (signatures === 'extra') return 'txBadAuthExtra';
   if (!tx.feeBump && availableNative(source) < feeCharged) return 'txInsufficientBalance';
   return null;
 }
 
+/**
+ * stellar-core: a fee bump must bid at least the inner transaction's inclusion fee rate, i.e.
+ * outer inclusion fee x inner operations >= inner inclusion fee x (inner operations + 1).
+ */
+function outbidsInner(tx: ParsedTransaction): boolean {
+  const operations = BigInt(tx.operations.length);
+  const resourceFee = resourceFeeDeclared(tx);
+  const outer = tx.fee - resourceFee;
+  const inner = BigInt(tx.inner.fee) - resourceFee;
+  return outer * operations >= inner * (operations + 1n);
+}
+
 function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: bigint): TxCode | null {
   if (!tx.feeBump) return null;
   const feeSource = getAccount(ctx.view, tx.feeBump.feeSource);
   if (!feeSource) return 'txNoAccount';
-  if (tx.feeBump.fee < feeCharged) return 'txInsufficientFee';
-  const signatures = checkSignatures(tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [tx.feeBump.feeSource]);
+  if (tx.feeBump.fee < feeCharged || !outbidsInner(tx)) return 'txInsufficientFee';
+  const signatures = checkSignatureWeights(ctx.view, tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [{ account: tx.feeBump.feeSource, level: 'low' }]);
   if (signatures === 'missing') return 'txBadAuth';
   if (signatures === 'extra') return 'txBadAuthExtra';
   if (availableNative(feeSource) < feeCharged) return 'txInsufficientBalance';
@@ -85,7 +115,7 @@ function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged:
 }
 
 export function validateTransaction(tx: ParsedTransaction, ctx: ValidationContext): Validation {
-  const feeCharged = feeToCharge(tx);
+  const feeCharged = feeToCharge(tx, ctx.minInclusionFee);
   const outer = checkFeeBump(tx, ctx, feeCharged);
   if (outer) return { ok: false, result: transactionResult(feeCharged, { kind: 'code', code: outer }) };
   const inner = checkInner(tx, ctx, feeCharged);
