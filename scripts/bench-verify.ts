@@ -1,31 +1,42 @@
 /**
- * bench:verify — POST /v1/verify per second through HTTP, the service, the local network and the load generator
- * each in its OWN process (scripts/bench/processes.ts): the bench's embedded PostgreSQL, the local network
- * (server/src/ledger/local-network/cli.ts), the service (server/src/main.ts, configured by environment only) and the
- * stock @x402/stellar facilitator (scripts/bench/stock-facilitator.ts). Local simulation; loopback only.
+ * bench:verify — POST /v1/verify per second through HTTP, with the load generator (this process), the local network
+ * (server/src/ledger/local-network/cli.ts), the service (server/src/main.ts, configured by environment only), the
+ * bench's embedded PostgreSQL and each baseline in its OWN process (scripts/bench/processes.ts). Local simulation;
+ * loopback only.
  *
- * It prints, in order:
- *   1. full rate: a closed loop of BENCH_CONCURRENCY clients, verifies/s, p50/p95/p99, the service's peak RSS;
- *   2. half rate: an open loop at half the measured rate (or BENCH_HALF_RATE), p50/p95/p99 from the scheduled send;
- *   3. the baseline: the stock facilitator's verify of the stock exact payload (a signed transaction, simulated at
- *      the network), same concurrency, same network, same run;
- *   4. last line: the ratio of our rate to the stock rate.
- * Every payload is signed before its clock starts (each of ours is used once: verify records an attempt per
- * authorization; the stock facilitator keeps no state, so its pool is reused).
+ * Verify is the x402 `exact` Stellar rule list (issue #18): offline checks, then ONE simulateTransaction (enforce
+ * mode) as the authority, then the accountable seller and one insert. The bench's payments satisfy it: the payTo is
+ * the wallet of a signed-up seller whose cataloged resource the payment names, and the amount (0.01) is above the
+ * facilitator's minimum (0.0001). In one run it measures, each against a baseline measured in the same run:
+ *   1. valid verifies/s (closed loop, BENCH_CONCURRENCY clients) against the same RPC's raw simulateTransaction/s:
+ *      the simulateTransaction JSON-RPC requests the service makes for the same payloads, sent straight to the
+ *      local network with the same concurrency (target ≥ 0.8: the service is never the bottleneck);
+ *   2. the same valid rate against the stock @x402/stellar facilitator (`ExactStellarScheme` behind a small HTTP
+ *      server: scripts/bench/stock-facilitator.ts) verifying the stock exact payload (target ≥ 2×);
+ *   3. invalid-signature verifies/s (a payload every offline rule passes but the ed25519 one; sent as hostile
+ *      traffic is, without an API key or Idempotency-Key) against a bare Express 5 endpoint parsing the same JSON
+ *      body and answering 200 (scripts/bench/bare-express.ts) (target ≥ 0.4);
+ *   4. p99 at half the valid rate (open loop, latency from the scheduled send) against the raw simulation's p99 at
+ *      the same rate, + 10 ms (target ≤);
+ *   5. the service's peak RSS over the whole run (target ≤ 300 MB = 286 MiB).
+ * The figures come first, the ratios to the baselines LAST. Every payload is signed before its clock starts (each
+ * valid one is used once: verify records an attempt per authorization; simulations, invalid signatures and stock
+ * payloads leave no state, so their pools are reused).
  *
- * Every verify carries what the seller SDK sends: the seller's API key and a fresh Idempotency-Key (BENCH_VERIFY_BARE=1
- * sends neither).
+ * Valid verifies carry what the seller SDK sends: the seller's API key and a fresh Idempotency-Key
+ * (BENCH_VERIFY_BARE=1 sends neither).
  *
- * Env: BENCH_SECONDS (10) per measured run, BENCH_VERIFY_REQUESTS (20000) most requests per run, BENCH_CONCURRENCY
- * (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate), BENCH_PROFILE=1 (the
- * service under --cpu-prof, SQL statements counted with pg_stat_statements, ledger RPC calls counted by a proxy;
- * the figures are then slower than without it).
+ * Env: BENCH_SECONDS (10) per measured run (7 runs), BENCH_VERIFY_REQUESTS (20000) most requests per run,
+ * BENCH_CONCURRENCY (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate),
+ * BENCH_PROFILE=1 (the service under --cpu-prof, SQL statements counted with pg_stat_statements, the service's ledger
+ * RPC calls counted by a proxy; the figures are then slower than without it).
  */
 import crypto from 'node:crypto';
 import { Keypair } from '@stellar/stellar-sdk';
-import { closedLoop, envNumber, httpClient, latencyLine, openLoop, type LoadResult } from './bench/load';
-import { REPO_ROOT, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
+import { closedLoop, envNumber, httpClient, latencyLine, openLoop, percentile, type Answer, type LoadResult } from './bench/load';
+import { REPO_ROOT, cpuPerRequest, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
+import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 
@@ -39,10 +50,16 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 const BARE = process.env.BENCH_VERIFY_BARE === '1';
 const AMOUNT = '0.01';
 const STROOPS = 100_000n;
+/** The service's settlement time bound (SETTLEMENT_TX_TIMEOUT_SECONDS default): part of the simulated draft. */
+const TX_TIMEOUT_SECONDS = 30;
+/** Reused pools (no state is left by these requests). */
+const REUSED = 1000;
+const MIB_300MB = 300e6 / 2 ** 20;
 
-function report(label: string, r: LoadResult, extra = ''): void {
+function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
   console.log(`  latency ${latencyLine(r.latencies)}`);
+  if (r.cpuMs) console.log(`  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs).map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`).join(', ')}`);
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
@@ -51,10 +68,12 @@ function rssText(r: { maxMiB: number; largestProcessMiB: number; processes: numb
   return r.processes > 1 ? `${r.maxMiB.toFixed(0)} MiB over ${r.processes} processes (largest ${r.largestProcessMiB.toFixed(0)} MiB)` : `${r.maxMiB.toFixed(0)} MiB`;
 }
 
+const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+
 async function main() {
   console.log(
     `bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, ` +
-      `${BARE ? 'no API key, no Idempotency-Key' : 'seller API key + Idempotency-Key on every request (as the seller SDK sends)'}${PROFILE ? ', PROFILE mode' : ''}`,
+      `valid verifies ${BARE ? 'with no API key, no Idempotency-Key' : 'with the seller API key + Idempotency-Key (as the seller SDK sends)'}${PROFILE ? ', PROFILE mode' : ''}`,
   );
   const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
@@ -62,7 +81,7 @@ async function main() {
   if (!usdc) throw new Error('the local network has no USDC');
   const counter = PROFILE ? await startRpcCounter(net.rpcUrl) : null;
 
-  // Seller (seeded in the database), its wallet with a USDC trustline, and funded buyers.
+  // A signed-up seller (seeded in the database) whose wallet, with a USDC trustline, is every payment's payTo.
   const wallet = Keypair.random();
   await net.fund(wallet.publicKey());
   await net.faucet(wallet.publicKey(), 'USDC', '0.0000001');
@@ -70,7 +89,14 @@ async function main() {
   progress(`funding ${BUYERS} buyers on the local network`);
   const buyers = await fundBuyers(net, BUYERS, '100000');
 
-  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: counter?.url ?? net.rpcUrl, assets: net.assets, cpuProfile: PROFILE });
+  const service = await startServiceProcess({
+    databaseUrl: db.url,
+    rpcUrl: counter?.url ?? net.rpcUrl,
+    assets: net.assets,
+    cpuProfile: PROFILE,
+    env: { LEDGER_CLOSE_MS: String(LEDGER_MS), SETTLEMENT_TX_TIMEOUT_SECONDS: String(TX_TIMEOUT_SECONDS) },
+  });
+  const serviceRss = sampleRss(service.pid);
   const api = httpClient(service.baseUrl);
   const created = await api.json<{ id: string }>(
     'POST',
@@ -96,59 +122,102 @@ async function main() {
   if (created.status !== 201) throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
   const resourceId = created.body.id;
 
-  // Within the service's maxTimeoutSeconds bound (an authorization valid for more ledgers than that is refused), and
-  // far beyond one run at BENCH_LEDGER_MS per ledger.
-  const expiration = (await net.latestLedger()) + 250;
-  const sign = async (n: number, label: string): Promise<VerifyBody[]> => {
+  // A cataloged resource's authorization may be valid for at most 300 s: 60 ledgers at BENCH_LEDGER_MS = 5000 (+2 of
+  // tolerance). Each pool is signed just before it is used, valid for 55 ledgers from then.
+  const sign = async (n: number, label: string, corruptSignature = false): Promise<VerifyBody[]> => {
+    const expiration = (await net.latestLedger()) + Math.max(2, Math.min(55, Math.floor((300_000 / LEDGER_MS) * 0.9)));
     const out: VerifyBody[] = [];
     for (let i = 0; i < n; i++) {
-      out.push(await signedVerifyBody({ passphrase: net.passphrase, asset: usdc, buyer: buyers[i % buyers.length], payTo: wallet.publicKey(), stroops: STROOPS, amount: AMOUNT, expiration, resourceId }));
+      out.push(await signedVerifyBody({ passphrase: net.passphrase, asset: usdc, buyer: buyers[i % buyers.length], payTo: wallet.publicKey(), stroops: STROOPS, amount: AMOUNT, expiration, resourceId, corruptSignature }));
       if ((i + 1) % 5000 === 0) progress(`  signed ${i + 1}/${n} ${label} payloads`);
     }
     return out;
   };
-  progress(`signing ${WARMUP + REQUESTS} payloads`);
-  const pool = await sign(WARMUP + REQUESTS, 'full-rate');
   // As the seller SDK calls it: the seller's API key and a fresh Idempotency-Key on every POST (BENCH_VERIFY_BARE=1:
   // neither, the cheapest public call).
   const headers = (): Record<string, string> => (BARE ? {} : { authorization: `Bearer ${seller.apiKey}`, 'idempotency-key': crypto.randomUUID() });
-  let next = 0;
-  const send = () => api.request('POST', '/v1/verify', pool[next++], headers());
+  const verifyFrom = (pool: VerifyBody[]) => {
+    let next = 0;
+    return () => api.request('POST', '/v1/verify', pool[next++], headers());
+  };
 
-  progress(`warming up (${WARMUP} verifies)`);
+  // The raw baseline: the same simulations, straight to the network.
+  const raw = httpClient(net.rpcUrl.replace(/\/rpc\/?$/, ''));
+  const rpcPath = new URL(net.rpcUrl).pathname;
+  const rawFrom = (bodies: VerifyBody[]) => {
+    const requests = bodies.slice(0, REUSED).map((b, i) => rawSimulateRequest(b, net.passphrase, TX_TIMEOUT_SECONDS, i + 1));
+    let next = 0;
+    return () => raw.request('POST', rpcPath, requests[next++ % requests.length]);
+  };
+
+  progress(`signing ${WARMUP + REQUESTS} payloads`);
+  const pool = await sign(WARMUP + REQUESTS, 'full-rate');
+  const send = verifyFrom(pool);
+  const rawSend = rawFrom(pool);
+
+  progress(`warming up (${WARMUP} verifies, ${WARMUP} raw simulations)`);
   const warm = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send });
   if (warm.ok === 0) throw new Error(`no verify succeeded during warm-up: ${warm.firstFailure}`);
+  const warmRaw = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send: rawSend, isOk: simulationSucceeded });
+  if (warmRaw.ok === 0) throw new Error(`no raw simulation succeeded during warm-up: ${warmRaw.firstFailure}`);
   await db.resetStatements();
   counter?.reset();
 
-  // 1. Full rate.
-  progress('measuring the full rate');
-  const rss = sampleRss(service.pid);
+  // 1. The raw simulation rate, then ours, back to back.
+  progress('measuring raw simulateTransaction at the network (closed loop)');
+  const pids = { service: service.pid, network: net.pid, 'load generator': process.pid };
+  const sim = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: rawSend, isOk: simulationSucceeded }));
+  progress('measuring valid verifies (closed loop)');
   const fromUs = profileClockUs();
-  const full = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send });
+  const full = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }));
   const toUs = profileClockUs();
-  const fullRss = rss.stop();
   const statements = await db.statementCounts();
   const rpcCounts = counter?.counts() ?? {};
   const rpcMillis = counter?.millis() ?? {};
 
-  // 2. Half rate, fresh payloads.
+  // 2. Invalid signatures, then the bare Express endpoint with the same bodies.
+  progress(`signing ${REUSED} invalid-signature payloads`);
+  const invalidPool = (await sign(REUSED, 'invalid-signature', true)).map((b) => JSON.stringify(b));
+  const refusedSignature = (a: Answer) => a.status === 422 && a.text.includes('INVALID_SIGNATURE');
+  let nextInvalid = 0;
+  const invalidSend = () => api.request('POST', '/v1/verify', invalidPool[nextInvalid++ % invalidPool.length]);
+  await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: invalidSend, isOk: refusedSignature });
+  progress('measuring invalid-signature verifies (closed loop)');
+  const invalidFromUs = profileClockUs();
+  const invalid = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: invalidSend, isOk: refusedSignature }));
+  const invalidToUs = profileClockUs();
+  const bare = startNodeProcess('scripts/bench/bare-express.ts', { name: 'bare express', cwd: REPO_ROOT, env: {} });
+  onStop(async () => void (await bare.stop()));
+  const [, bareUrl] = await bare.waitForLine(/listening on (\S+)/, 60_000);
+  const bareApi = httpClient(bareUrl);
+  let nextBare = 0;
+  const bareSend = () => bareApi.request('POST', '/v1/verify', invalidPool[nextBare++ % invalidPool.length]);
+  await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: bareSend });
+  progress('measuring the bare Express 5 endpoint (closed loop)');
+  const bareRss = sampleRss(bare.pid);
+  const bareRun = await cpuPerRequest({ 'bare express': bare.pid, 'load generator': process.pid }, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: bareSend }));
+  const bareRssPeak = bareRss.stop();
+  bareApi.close();
+  await bare.stop();
+
+  // 3. Half rate, fresh payloads: the raw simulation, then ours, at the same fixed rate.
   const halfRate = envNumber('BENCH_HALF_RATE', Math.max(1, Math.floor(full.rate / 2)));
   const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
-  progress(`signing ${halfCount} payloads for the half-rate run`);
+  progress(`signing ${halfCount} payloads for the half-rate runs`);
   const halfPool = await sign(halfCount, 'half-rate');
-  let nextHalf = 0;
-  progress(`measuring at a fixed ${halfRate}/s`);
-  const rssHalf = sampleRss(service.pid);
-  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: () => api.request('POST', '/v1/verify', halfPool[nextHalf++], headers()) });
-  const halfRss = rssHalf.stop();
+  progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
+  const simHalf = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: rawFrom(halfPool), isOk: simulationSucceeded });
+  progress(`measuring valid verifies at a fixed ${halfRate}/s`);
+  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: verifyFrom(halfPool) });
   api.close();
+  raw.close();
+  const rss = serviceRss.stop();
 
   // Profile outputs, before the service stops.
   const profileFile = PROFILE ? await service.stop() : null;
   if (!PROFILE) await service.stop();
 
-  // 3. The stock facilitator on the same network.
+  // 4. The stock facilitator on the same network.
   const facilitatorKey = Keypair.random();
   await net.fund(facilitatorKey.publicKey());
   const stock = startNodeProcess('scripts/bench/stock-facilitator.ts', { name: 'stock facilitator', cwd: REPO_ROOT, env: { STOCK_RPC_URL: net.rpcUrl, STOCK_FACILITATOR_SECRET: facilitatorKey.secret() } });
@@ -156,7 +225,7 @@ async function main() {
   const [, stockUrl] = await stock.waitForLine(/listening on (\S+)/, 60_000);
   const requirements: StockRequirements = { scheme: 'exact', network: 'stellar:testnet', asset: usdc.contractId, amount: String(STROOPS), payTo: wallet.publicKey(), maxTimeoutSeconds: 3600, extra: { areFeesSponsored: true } };
   progress(`building ${buyers.length} stock payloads (signed transactions, simulated at the network)`);
-  const stockMaxLedger = (await net.latestLedger()) + 700;
+  const stockMaxLedger = (await net.latestLedger()) + 600;
   const stockPool: string[] = [];
   for (const b of buyers) stockPool.push(JSON.stringify({ paymentPayload: await stockPayload(net, b, requirements, stockMaxLedger), paymentRequirements: requirements }));
   const stockApi = httpClient(stockUrl);
@@ -167,27 +236,48 @@ async function main() {
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: Math.min(WARMUP, 100), maxSeconds: 30, send: stockSend, isOk: isValid });
   progress('measuring the stock facilitator');
   const rssStock = sampleRss(stock.pid);
-  const base = await closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid });
+  const base = await cpuPerRequest({ 'stock facilitator': stock.pid, network: net.pid, 'load generator': process.pid }, () =>
+    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid }),
+  );
   const stockRss = rssStock.stop();
   const stats = await stockApi.json<{ refusedLookups: number }>('GET', '/stats');
   stockApi.close();
 
-  console.log('\n=== results (local simulation; the machine is shared, so figures vary with other load) ===');
-  report(`verify, full rate (closed loop, ${CONCURRENCY} clients)`, full, `; service RSS peak ${rssText(fullRss)}`);
-  report(`verify, half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late; service RSS peak ${rssText(halfRss)}`);
+  console.log('\n=== figures (local simulation; the machine is shared, so figures vary with other load) ===');
+  report(`raw simulateTransaction at the local network (closed loop, ${CONCURRENCY} clients, ${Math.min(REUSED, pool.length)} requests reused)`, sim);
+  report(`valid verify (closed loop, ${CONCURRENCY} clients)`, full);
+  report(`invalid-signature verify, no API key (closed loop, ${CONCURRENCY} clients, ${invalidPool.length} bodies reused; ok = 422 INVALID_SIGNATURE)`, invalid);
+  report(`bare Express 5 endpoint, same bodies (closed loop, ${CONCURRENCY} clients)`, bareRun, `; its RSS peak ${bareRssPeak.maxMiB.toFixed(0)} MiB`);
+  report(`raw simulateTransaction at half rate (open loop at ${halfRate}/s)`, simHalf, `; ${simHalf.late} sends late`);
+  report(`valid verify at half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late`);
   report(`stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`, base, `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused (loopback only)`);
+  console.log(`service peak RSS over every run above: ${rssText(rss)} (last sample ${rss.lastMiB.toFixed(0)} MiB)`);
 
   if (PROFILE) {
     const perVerify = (n: number) => (n / Math.max(1, full.ok + full.failed)).toFixed(2);
-    console.log(`\n--- profile: per verify over the full-rate run (${full.ok + full.failed} requests) ---`);
+    console.log(`\n--- profile: per valid verify over the closed-loop run (${full.ok + full.failed} requests) ---`);
     console.log(`SQL statements per verify: ${perVerify(statements.reduce((a, s) => a + s.calls, 0))}`);
     for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
     console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
     for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}  (the network answered in ${((rpcMillis[m] ?? 0) / n).toFixed(2)} ms on average, seen from the counting proxy)`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the full-rate run only: profile clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'verify')})`);
+    if (profileFile) {
+      console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the valid closed-loop run only: profile clock ${fromUs}..${toUs} µs)`);
+      console.log(`\n--- profile of the invalid-signature run (${invalid.ok + invalid.failed} requests) ---\n${summarizeCpuProfile(profileFile, 25, { fromUs: invalidFromUs, toUs: invalidToUs })}`);
+      console.log(`(whole profile kept in ${keepFile(profileFile, 'verify')})`);
+    }
   }
 
-  console.log(`\nratio to the stock @x402/stellar facilitator (same network, same run): ${(full.rate / Math.max(base.rate, 1e-9)).toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)} verifies/s)`);
+  const simP99 = percentile(simHalf.latencies, 99);
+  const halfP99 = percentile(half.latencies, 99);
+  const ratioSim = full.rate / Math.max(sim.rate, 1e-9);
+  const ratioStock = full.rate / Math.max(base.rate, 1e-9);
+  const ratioBare = invalid.rate / Math.max(bareRun.rate, 1e-9);
+  console.log('\n=== ratios to the baselines measured in this run (targets: issue #18) ===');
+  console.log(`valid verifies/s ÷ raw simulateTransaction/s (same RPC, ${CONCURRENCY} clients): ${ratioSim.toFixed(2)} (${full.rate.toFixed(1)} vs ${sim.rate.toFixed(1)}/s; target ≥ 0.8: ${met(ratioSim >= 0.8)})`);
+  console.log(`valid verifies/s ÷ stock @x402/stellar facilitator verifies/s: ${ratioStock.toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)}/s; target ≥ 2×: ${met(ratioStock >= 2)})`);
+  console.log(`invalid-signature verifies/s ÷ bare Express 5 JSON endpoint/s: ${ratioBare.toFixed(2)} (${invalid.rate.toFixed(1)} vs ${bareRun.rate.toFixed(1)}/s; target ≥ 0.4: ${met(ratioBare >= 0.4)})`);
+  console.log(`p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + 10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`);
+  console.log(`service peak RSS: ${rssText(rss)} (target ≤ 300 MB = ${MIB_300MB.toFixed(0)} MiB: ${met(rss.maxMiB <= MIB_300MB)})`);
 }
 
 if (require.main === module) runBench(main);

@@ -67,6 +67,8 @@ export async function signedVerifyBody(opts: {
   amount: string;
   expiration: number;
   resourceId?: string;
+  /** One bit of the signature flipped: a payload every offline check passes except the signature's. */
+  corruptSignature?: boolean;
 }): Promise<VerifyBody> {
   let key = keys.get(opts.buyer);
   if (!key) keys.set(opts.buyer, (key = privateKey(opts.buyer)));
@@ -87,6 +89,7 @@ export async function signedVerifyBody(opts: {
     new xdr.HashIdPreimageSorobanAuthorization({ networkId: hash(Buffer.from(opts.passphrase)), nonce, signatureExpirationLedger: opts.expiration, invocation }),
   );
   const signature = crypto.sign(null, hash(preimage.toXDR()), key);
+  if (opts.corruptSignature) signature[0] ^= 1;
   const entry = new xdr.SorobanAuthorizationEntry({
     credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
       new xdr.SorobanAddressCredentials({

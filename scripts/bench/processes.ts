@@ -596,3 +596,30 @@ export async function startServiceProcess(opts: {
   progress(`service running in its own process (pid ${proc.pid}${opts.cpuProfile ? ', under --cpu-prof' : ''}) at ${baseUrl}`);
   return { pid: proc.pid, baseUrl, operatorApiKey: BENCH_OPERATOR_KEY, output: proc.output, stop };
 }
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (0 once it is gone). */
+export function cpuSeconds(pid: number): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU milliseconds per request each process spent while `run` ran (`requests` of them). */
+export async function cpuPerRequest<T extends { ok: number; failed: number }>(pids: Record<string, number>, run: () => Promise<T>): Promise<T & { cpuMs: Record<string, number> }> {
+  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const result = await run();
+  const n = Math.max(1, result.ok + result.failed);
+  const cpuMs = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, ((cpuSeconds(pid) - before[k]) * 1000) / n]));
+  return { ...result, cpuMs };
+}

@@ -150,6 +150,7 @@ export function defineModels(sequelize: Sequelize): void {
       channelAccount: text(true),
       settledAt: time(true),
       validUntil: time(true),
+      txSequence: { type: DataTypes.BIGINT, allowNull: true },
       sellerId: text(true),
       maxFeeStroops: { type: DataTypes.BIGINT, allowNull: true },
       feeChargedStroops: { type: DataTypes.BIGINT, allowNull: true },

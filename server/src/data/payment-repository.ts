@@ -45,6 +45,7 @@ function toSettlement(row: Record<string, unknown>): SettlementRecord {
     settledAt: (row.settledAt as Date | null) ?? null,
     createdAt: row.createdAt as Date,
     validUntil: (row.validUntil as Date | null) ?? null,
+    txSequence: row.txSequence === null || row.txSequence === undefined ? null : String(row.txSequence),
     sellerId: (row.sellerId as string | null) ?? null,
     maxFee: row.maxFeeStroops === null || row.maxFeeStroops === undefined ? null : BigInt(row.maxFeeStroops as string),
     needsReconciliation: Boolean(row.needsReconciliation),
@@ -248,9 +249,9 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
            RETURNING address
          ), settlement AS (
            INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
-             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops)
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence)
            SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
-             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint
              FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
            RETURNING id
          ), receipt AS (
@@ -269,7 +270,7 @@ export function createPaymentRepository(db: Sequelize): PaymentRepository & Veri
           s.evidence, s.settledAt, s.createdAt,
           r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
           r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
-          s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(),
+          s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(), s.txSequence ?? null,
         ],
         'settle_insert_pending',
       );

@@ -246,7 +246,7 @@ export class SorobanLedger implements LedgerPort {
     const tx = rpc.assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: bid.toString() }).build(), sim).build();
     tx.sign(keypair);
     const signed = this.opts.feeAccount ? this.feeBumped(tx, networkPassphrase) : tx;
-    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, maxFee: BigInt(signed.fee), simulation };
+    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, sequence: tx.sequence, maxFee: BigInt(signed.fee), simulation };
   }
 
   /** The channel's transaction wrapped in a fee-bump paid by the fee account (channels then need no XLM for fees). */
@@ -264,6 +264,16 @@ export class SorobanLedger implements LedgerPort {
     if (res.status === 'PENDING' || res.status === 'DUPLICATE') return { status: res.status };
     const reason = res.errorResult ? resultReason(res.errorResult) : res.status;
     return { status: res.status === 'TRY_AGAIN_LATER' ? 'TRY_AGAIN_LATER' : 'ERROR', reason };
+  }
+
+  async accountSequence(network: string, address: string): Promise<bigint | null> {
+    try {
+      const account = await this.call(network, 'getAccount', (s) => s.getAccount(address));
+      return BigInt(account.sequenceNumber());
+    } catch (err) {
+      if (err instanceof DomainError) throw err;
+      return null;
+    }
   }
 
   async transaction(network: string, hash: string): Promise<TransactionState> {

@@ -8,13 +8,9 @@ import request from 'supertest';
 import { Address, Keypair, Operation, Asset, nativeToScVal, rpc, xdr } from '@stellar/stellar-sdk';
 import { QueryTypes } from 'sequelize';
 import { bearer, signUpSeller } from '../support/fixtures';
-import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import { OPERATOR_KEY } from '../support/test-service';
 import { toStroops } from '../../src/domain/amount';
-import { createFacilitatorArea } from '../../src/areas/facilitator';
-import { createMetrics } from '../../src/metrics/registry';
-import { createLogger } from '../../src/logger';
-import type { AreaContext } from '../../src/areas/area';
-import { asTransactionXdr, fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+import { asTransactionXdr, facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
 import { authPayload, classicTransaction, signAuthEntry } from '../local-network/helpers';
 
 /** The unsigned transfer(from, to, amount) entry on the env's USDC, with a fresh nonce. */
@@ -276,23 +272,39 @@ describe('facilitator attacks (issue #18): channels, time bounds, fees', () => {
   let advanceAfterSubmit = 0;
   let crashAfterSubmit = false;
   const feeAccount = Keypair.random();
+  // Ledgers close only while a test closes them (every 50 ms by default), so a test can decide what the next
+  // ledger sees: the dropped-transaction test moves the clock before the first close after its submission.
+  let closer: NodeJS.Timeout | null = null;
+  const startClosing = () => {
+    closer ??= setInterval(() => void env.network.closeLedger(), 50);
+  };
+  const stopClosing = () => {
+    if (closer) clearInterval(closer);
+    closer = null;
+  };
 
   beforeAll(async () => {
     env = await startFacilitatorEnv({
+      ledgerCloseMs: 0,
       facilitator: {
         channelAccounts: 1,
         txTimeoutSeconds: 20,
         confirmGraceMs: 2_000,
         feeAccountSecret: feeAccount.secret(),
         afterSubmit: () => {
-          if (advanceAfterSubmit) env.network.advanceClock(advanceAfterSubmit);
+          if (advanceAfterSubmit) {
+            env.network.advanceClock(advanceAfterSubmit);
+            startClosing();
+          }
           if (crashAfterSubmit) throw new Error('simulated crash between submit and the confirmation');
         },
       },
     });
     await env.network.fundAccount(feeAccount.publicKey());
   });
+  beforeEach(startClosing);
   afterEach(() => {
+    stopClosing();
     advanceAfterSubmit = 0;
     crashAfterSubmit = false;
     env.network.setMinimumInclusionFee(100);
@@ -341,19 +353,14 @@ describe('facilitator attacks (issue #18): channels, time bounds, fees', () => {
       replacements: { id: s.id, fake: 'f'.repeat(64) },
     });
     await env.svc.db.query('UPDATE channel_leases SET transaction_hash = :fake WHERE transaction_hash = :hash', { replacements: { fake: 'f'.repeat(64), hash: s.transaction_hash } });
-    const ctx = {
-      db: env.svc.db,
-      networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-      metrics: createMetrics('test'),
-      logger: createLogger({ silent: true }),
-    } as unknown as AreaContext;
-    const worker = createFacilitatorArea(ctx).workers.find((w) => w.name === 'settlement-confirmation-worker')!;
+    const worker = facilitatorWorker(env, 'settlement-confirmation-worker');
     await worker.run({ olderThanSeconds: 0 });
     const after = (await env.svc.db.query('SELECT status, needs_reconciliation FROM settlements WHERE id = :id', { replacements: { id: s.id }, plain: true })) as Record<string, unknown>;
     expect(after).toEqual({ status: 'pending', needs_reconciliation: true });
     expect((await channelOf('f'.repeat(64))).n).toBe(0);
   });
   it('when the ledger never includes the transaction (a ledger closes past its time bound), settle answers SETTLEMENT_FAILED at once and frees the channel; the buyer keeps the money', async () => {
+    stopClosing(); // the first ledger after the submission closes an hour later (afterSubmit moves the clock)
     advanceAfterSubmit = 3600;
     const { res, buyer } = await settleCataloged();
     expect(res.status).toBe(502);

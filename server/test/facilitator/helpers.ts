@@ -5,6 +5,10 @@ import { startTestService, testNetworks, type TestService } from '../support/tes
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import type { FacilitatorOptions } from '../../src/areas/facilitator';
 import { toStroops } from '../../src/domain/amount';
+import { createFacilitatorArea } from '../../src/areas/facilitator';
+import type { AreaContext } from '../../src/areas/area';
+import { createMetrics } from '../../src/metrics/registry';
+import { createLogger } from '../../src/logger';
 
 export interface FacilitatorEnv {
   network: LocalNetwork;
@@ -126,3 +130,19 @@ export async function paymentCase(
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A worker of a second facilitator area on the same database and network: what another running process's job
+ * does (test services run no job scheduler).
+ */
+export function facilitatorWorker(env: Pick<FacilitatorEnv, 'svc' | 'network'>, name: string) {
+  const ctx = {
+    db: env.svc.db,
+    networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    metrics: createMetrics('test'),
+    logger: createLogger({ silent: true }),
+  } as unknown as AreaContext;
+  const worker = createFacilitatorArea(ctx).workers.find((w) => w.name === name);
+  if (!worker) throw new Error(`no worker ${name}`);
+  return worker;
+}

@@ -4,24 +4,13 @@ import { createFacilitatorArea } from '../../src/areas/facilitator';
 import type { AreaContext } from '../../src/areas/area';
 import { createMetrics } from '../../src/metrics/registry';
 import { createLogger } from '../../src/logger';
-import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
-import { testNetworks } from '../support/test-service';
+import { facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
 
 /** A second instance of the facilitator area on the same database and network: "another process" after a crash. */
 function otherProcess(env: FacilitatorEnv) {
   const metrics = createMetrics('test');
   const ctx = { db: env.svc.db, networks: (env.svc as unknown as { networks?: unknown }).networks, metrics, logger: createLogger({ silent: true }) } as unknown as AreaContext;
   return { metrics, ctx };
-}
-
-function workerOf(env: FacilitatorEnv, name: string) {
-  const ctx = {
-    db: env.svc.db,
-    networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    metrics: createMetrics('test'),
-    logger: createLogger({ silent: true }),
-  } as unknown as AreaContext;
-  return createFacilitatorArea(ctx).workers.find((w) => w.name === name)!;
 }
 
 async function metricValue(registry: { getSingleMetricAsString(name: string): Promise<string> }, name: string, label: string): Promise<number> {
@@ -104,7 +93,7 @@ describe('facilitator settlement: concurrency, pending answers, ledger failures 
     const pending = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
     expect(pending.body).toMatchObject({ status: 'pending', ledger: null, evidence: 'pending_settlement' });
     await env.network.closeLedger(); // closes past the time bound: the queued transaction is dropped
-    const worker = workerOf(env, 'settlement-confirmation-worker');
+    const worker = facilitatorWorker(env, 'settlement-confirmation-worker');
     await worker.run({ olderThanSeconds: 0 });
     const settlement = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
     expect(settlement.body).toMatchObject({ status: 'failed' });

@@ -9,6 +9,7 @@ import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { paymentCase, type FacilitatorEnv } from '../facilitator/helpers';
 import { startMainProcess, type MainProcess } from '../reliability/support/main-process';
+import { sellerWithResourceOverHttp } from '../reliability/support/over-http';
 
 type Answer = { status: number; body: { paymentAttemptId?: string; error?: { code?: string } } };
 
@@ -55,14 +56,13 @@ describe('WEB_CONCURRENCY=2: two service processes behind one port', () => {
     expect(main.logs()).toContain('"msg":"service processes started"');
 
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    const payTo = Keypair.random();
-    await network.fundAccount(payTo.publicKey());
-    await network.faucet(payTo.publicKey(), 'USDC', '0.0000001');
+    // The payTo must be a signed-up seller's wallet (nothing is verified for nobody accountable).
+    const { payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
     const buyer = Keypair.random();
     await network.fundAccount(buyer.publicKey());
     await network.faucet(buyer.publicKey(), 'USDC', '5');
     const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
-    const c = await paymentCase(env, buyer, payTo.publicKey(), '0.5');
+    const c = await paymentCase(env, buyer, payTo, '0.5');
     const body = JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements });
     // a new connection per request: the primary hands connections to both processes
     const answers = await Promise.all(Array.from({ length: 40 }, () => post(agent, `${main.baseUrl}/v1/verify`, body)));

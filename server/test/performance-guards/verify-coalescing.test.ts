@@ -1,17 +1,18 @@
 /**
- * verify's shared ledger reads (issue #14): the holdings asked for by verifies arriving together go into shared
- * getLedgerEntries calls, and each verify still gets the answer for ITS payer and recipient. Real local network, real
- * PostgreSQL, real HTTP; the count of calls is read from the service's own metric.
+ * verify's ledger cost (issue #18): a verify is one simulateTransaction (enforce mode) and nothing else on the
+ * ledger; verifies arriving together are each judged on their OWN payer (the funded ones verify, the poor and the
+ * trustline-less ones are refused by their simulation). Real local network, real PostgreSQL, real HTTP; the calls
+ * are read from the service's own metric.
  */
 import request from 'supertest';
 import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
 import { bearer } from '../support/fixtures';
 import { OPERATOR_KEY } from '../support/test-service';
 
-async function ledgerEntriesCalls(env: FacilitatorEnv): Promise<number> {
+async function rpcCalls(env: FacilitatorEnv, method: string): Promise<number> {
   const res = await request(env.svc.app).get('/metrics').set(bearer(OPERATOR_KEY));
   let total = 0;
-  for (const m of res.text.matchAll(/^ledger_rpc_requests_total\{[^}]*method="getLedgerEntries"[^}]*\} (\d+)/gm)) total += Number(m[1]);
+  for (const m of res.text.matchAll(new RegExp(`^ledger_rpc_requests_total\\{[^}]*method="${method}"[^}]*\\} (\\d+)`, 'gm'))) total += Number(m[1]);
   return total;
 }
 
@@ -25,15 +26,14 @@ describe('verifies arriving together', () => {
   });
   afterAll(() => env.stop());
 
-  it('share getLedgerEntries calls, and each is judged on its own payer: the funded ones verify, the poor and the trustline-less ones are refused', async () => {
+  it('each costs one simulateTransaction and no ledger-entry read, and each is judged on its own payer: the funded ones verify, the poor and the trustline-less ones are refused', async () => {
     const rich = await Promise.all(Array.from({ length: 12 }, () => fundedBuyer(env, '5')));
     const poor = await Promise.all(Array.from({ length: 4 }, () => fundedBuyer(env, '0.1')));
     const noTrustline = await Promise.all(Array.from({ length: 4 }, () => fundedBuyer(env, '0')));
     const buyers = [...rich, ...poor, ...noTrustline];
     const cases = await Promise.all(buyers.map((b) => paymentCase(env, b, payTo, '0.5')));
-    // warm the latest-ledger cache so the verifies below differ only in their holdings
     await request(env.svc.app).post('/v1/verify').send({ paymentPayload: cases[0].payload, paymentRequirements: cases[0].requirements });
-    const before = await ledgerEntriesCalls(env);
+    const before = { simulations: await rpcCalls(env, 'simulateTransaction'), entries: await rpcCalls(env, 'getLedgerEntries') };
 
     const answers = await Promise.all(cases.slice(1).map((c) => request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements })));
     const outcome = answers.map((r) => (r.status === 200 ? 'verified' : `${r.status} ${r.body.error?.code}`));
@@ -42,8 +42,7 @@ describe('verifies arriving together', () => {
       ...Array.from({ length: 4 }, () => '422 INSUFFICIENT_BALANCE'),
       ...Array.from({ length: 4 }, () => '422 TRUSTLINE_REQUIRED'),
     ]);
-    const calls = (await ledgerEntriesCalls(env)) - before;
-    expect(calls).toBeGreaterThanOrEqual(1);
-    expect(calls).toBeLessThan(answers.length);
+    expect((await rpcCalls(env, 'simulateTransaction')) - before.simulations).toBe(answers.length);
+    expect((await rpcCalls(env, 'getLedgerEntries')) - before.entries).toBe(0);
   });
 });

@@ -183,7 +183,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ paymentAttemptId: controlId, paymentPayload: cc.payload, resourceId }),
     });
-    expect(cs.status).toBe(200);
+    expect({ status: cs.status, body: cs.status === 200 ? 'settled' : await cs.text() }).toEqual({ status: 200, body: 'settled' });
     tracked.push({ attemptId: controlId, buyer: control, round: ROUNDS, killAfterMs: -1 });
 
     // One server runs until every attempt is final (its workers confirm, fail or expire what the crashes left).

@@ -13,7 +13,7 @@ import request from 'supertest';
 import type { Keypair } from '@stellar/stellar-sdk';
 import { startLocalNetwork } from '../../src/ledger/local-network';
 import { startTestService, testNetworks } from '../support/test-service';
-import { fundedBuyer, paymentCase, sellerWithResource, sleep, type FacilitatorEnv } from '../facilitator/helpers';
+import { facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy';
 
 const CLIENT_BOUND_MS = 20_000;
@@ -40,7 +40,10 @@ describe('RPC outage during settle', () => {
         channelAccounts: 2,
         pollMs: 25,
         confirmGraceMs: 1_500,
-       
+        // 100 ms ledgers; a short time bound so an RPC outage after submission answers 202 within the client bound
+        ledgerSeconds: 0.1,
+        txTimeoutSeconds: 5,
+        confirmationWorkerAgeSeconds: 1,
         afterSubmit: () => {
           const hook = onSubmitted;
           onSubmitted = null;
@@ -89,7 +92,7 @@ describe('RPC outage during settle', () => {
   async function verifiedPayment() {
     const { seller, resource } = await sellerWithResource(env, '0.25');
     const payTo = seller.wallet.publicKey();
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: env.network.latestLedger() + 900 } });
     const v = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
     expect(v.status).toBe(200);
     return { payTo, body: { paymentAttemptId: v.body.paymentAttemptId as string, paymentPayload: c.payload, resourceId: resource.id } };
@@ -131,10 +134,12 @@ describe('RPC outage during settle', () => {
     const rowsWhileDown = await settlementRows(p.body.paymentAttemptId);
     await sleep(500); // the outage lasts a while
     proxy.set('up');
-    // Bounded wait for the settlement to become final (the in-process confirmation keeps asking the ledger).
+    // Bounded wait for the settlement to become final (the confirmation worker asks the ledger once the RPC is back).
+    const worker = facilitatorWorker(env, 'settlement-confirmation-worker');
     let rows = await settlementRows(p.body.paymentAttemptId);
     for (let i = 0; i < 300 && rows[0]?.status === 'pending'; i++) {
       await sleep(100);
+      await worker.run({ olderThanSeconds: 0 });
       rows = await settlementRows(p.body.paymentAttemptId);
     }
 
@@ -162,3 +167,4 @@ describe('RPC outage during settle', () => {
     expect(retried.status).toBe(200);
   }, 120_000);
 });
+

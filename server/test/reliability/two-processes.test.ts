@@ -158,7 +158,7 @@ describe('two server processes on one database (scale-out)', () => {
     const paths = [`/v1/payments/${attemptId}`, `/v1/settlements/${transactionHash}`, `/v1/receipts/${receiptId}`, `/v1/resources/${resourceId}`];
     // Each process signs receipts with its own key (here: none was configured, so each generated one in its own
     // data folder); everything else must be identical.
-    const withoutSignatures = (body: unknown) => JSON.parse(JSON.stringify(body), (k, v) => (k === 'signedReceipt' ? undefined : v)) as unknown;
+    const withoutSignatures = (body: unknown) => JSON.parse(JSON.stringify(body), (k, v) => (k === 'attestation' ? undefined : v)) as unknown;
     for (const p of paths) {
       for (const key of [sellerKey, OPERATOR]) {
         const [fromA, fromB] = await Promise.all(mains.map((m) => getJson(`${m.baseUrl}${p}`, key)));
@@ -168,12 +168,12 @@ describe('two server processes on one database (scale-out)', () => {
     }
   });
 
-  it("a receipt signed by either process verifies against the other process's key set, and both say the same", async () => {
+  it("a settlement attestation signed by either process verifies against the other process's key set, and both say the same", async () => {
     const { receiptId, sellerKey } = ids!;
     const signed = await Promise.all(
-      mains.map(async (m) => ((await getJson(`${m.baseUrl}/v1/receipts/${receiptId}`, sellerKey)).body as { receipt?: { signedReceipt?: string }; signedReceipt?: string })),
+      mains.map(async (m) => ((await getJson(`${m.baseUrl}/v1/receipts/${receiptId}`, sellerKey)).body as { attestation?: string })),
     );
-    const jws = signed.map((b) => b.receipt?.signedReceipt ?? b.signedReceipt ?? '');
+    const jws = signed.map((b) => b.attestation ?? '');
     const jwks = await Promise.all(mains.map(async (m) => (await fetch(`${m.baseUrl}/.well-known/jwks.json`)).json() as Promise<JSONWebKeySet>));
     const aByB = await verifyReceiptSignature(jws[0], jwks[1]);
     const bByA = await verifyReceiptSignature(jws[1], jwks[0]);

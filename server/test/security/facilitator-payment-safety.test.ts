@@ -7,12 +7,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
-import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from '../facilitator/helpers';
-import { createFacilitatorArea } from '../../src/areas/facilitator';
-import type { AreaContext } from '../../src/areas/area';
-import { createMetrics } from '../../src/metrics/registry';
-import { createLogger } from '../../src/logger';
-import { testNetworks } from '../support/test-service';
+import { facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from '../facilitator/helpers';
 
 async function metricValue(registry: { getSingleMetricAsString(name: string): Promise<string> }, name: string, label: string): Promise<number> {
   const text = await registry.getSingleMetricAsString(name);
@@ -152,8 +147,7 @@ describe('facilitator payment safety', () => {
         if (a?.status === 'settlement_pending') break;
         await sleep(10);
       }
-      const area = otherArea(env);
-      await area.workers.find((w) => w.name === 'stale-payment-cleanup-worker')!.run({ abandonedClaimSeconds: 0 });
+      await facilitatorWorker(env, 'stale-payment-cleanup-worker').run({ abandonedClaimSeconds: 0 });
       expect(await row('SELECT status, failure_code FROM payment_attempts WHERE id = :id', { id: v.body.paymentAttemptId })).toEqual({ status: 'settlement_failed', failure_code: 'SETTLEMENT_FAILED' });
       hold = null;
       resume();
@@ -219,7 +213,7 @@ describe('facilitator payment safety', () => {
       // The price changes again after settlement: the finalizer restoring the receipt still pins the settled terms.
       const v3 = await request(app()).patch(`/v1/resources/${resource.id}`).set(bearer(seller.apiKey)).send({ amount: '7' });
       expect(v3.status).toBe(200);
-      const finalizer = otherArea(env).workers.find((w) => w.name === 'receipt-finalizer-worker')!;
+      const finalizer = facilitatorWorker(env, 'receipt-finalizer-worker');
       await env.svc.db.query('DELETE FROM receipts WHERE id = :id', { replacements: { id: res.body.receiptId } });
       await finalizer.run({});
       expect(await row('SELECT version_id FROM receipts WHERE payment_attempt_id = :id', { id: v5.body.paymentAttemptId })).toEqual({ version_id: patched.body.versionId });
@@ -327,7 +321,7 @@ describe('facilitator payment safety: the RPC connection drops after it took the
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ ok: true, status: 'settlement_pending', transactionHash: expect.stringMatching(/^[0-9a-f]{64}$/) });
     await env.network.closeLedger();
-    await otherArea(env).workers.find((w) => w.name === 'settlement-confirmation-worker')!.run({ olderThanSeconds: 0 });
+    await facilitatorWorker(env, 'settlement-confirmation-worker').run({ olderThanSeconds: 0 });
     const settlement = await request(env.svc.app).get(`/v1/settlements/${res.body.transactionHash}`);
     expect(settlement.body).toMatchObject({ status: 'settled' });
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('0.5');
@@ -336,14 +330,5 @@ describe('facilitator payment safety: the RPC connection drops after it took the
 });
 
 /** A second facilitator area on the same database and network: another process running the workers. */
-function otherArea(env: FacilitatorEnv) {
-  const ctx = {
-    db: env.svc.db,
-    networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
-    metrics: createMetrics('test'),
-    logger: createLogger({ silent: true }),
-  } as unknown as AreaContext;
-  return createFacilitatorArea(ctx);
-}
 
 void Keypair;

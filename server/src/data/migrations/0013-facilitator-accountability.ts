@@ -4,7 +4,8 @@ import type { Migration } from './types';
  * Issue #18 (the facilitator cannot be turned against sellers, buyers or itself):
  * - settlements carry their transaction's time bound (`valid_until`: after a ledger closed past it, a transaction the
  *   ledger never saw can never land, so it is failed and its channel freed), the seller accountable for the fees,
- *   the most the transaction could cost and what it did cost, and a reconciliation mark for a transaction whose
+ *   the most the transaction could cost and what it did cost, its channel sequence number (evidence when the RPC
+ *   forgot: a channel that never reached that sequence never applied it), and a reconciliation mark for a transaction whose
  *   window the RPC's history no longer covers (never failed without evidence);
  * - `seller_fee_days`: network fees per seller, network and UTC day (committed while pending, spent once final),
  *   which the optional daily fee budget is checked against with a compare-and-set;
@@ -16,6 +17,7 @@ export const migration: Migration = {
     await q(`
       ALTER TABLE settlements
         ADD COLUMN valid_until timestamptz NULL,
+        ADD COLUMN tx_sequence bigint NULL,
         ADD COLUMN seller_id text NULL,
         ADD COLUMN max_fee_stroops bigint NULL CHECK (max_fee_stroops IS NULL OR max_fee_stroops >= 0),
         ADD COLUMN fee_charged_stroops bigint NULL CHECK (fee_charged_stroops IS NULL OR fee_charged_stroops >= 0),

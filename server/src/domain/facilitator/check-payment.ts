@@ -59,6 +59,31 @@ export interface CheckDeps {
   policy: FacilitatorPolicy;
 }
 
+/**
+ * The ledger port with concurrent simulations of one authorization from one source sharing one RPC call: a storm of
+ * duplicates of one payment in a process costs one simulation (the answer is the same for all of them).
+ */
+export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
+  const inflight = new Map<string, Promise<SimulationOutcome>>();
+  return {
+    latestLedger: (n) => ledger.latestLedger(n),
+    holding: (n, account, asset) => ledger.holding(n, account, asset),
+    prepareSettlement: (n, lease, entry) => ledger.prepareSettlement(n, lease, entry),
+    submit: (n, envelope) => ledger.submit(n, envelope),
+    accountSequence: (n, address) => ledger.accountSequence(n, address),
+    transaction: (n, hash) => ledger.transaction(n, hash),
+    simulate(network, hostFunction, auth, source) {
+      const key = `${network}|${source}|${auth.map((a) => a.toXDR('base64')).join(',')}`;
+      let p = inflight.get(key);
+      if (!p) {
+        p = ledger.simulate(network, hostFunction, auth, source).finally(() => inflight.delete(key));
+        inflight.set(key, p);
+      }
+      return p;
+    },
+  };
+}
+
 /** maxTimeoutSeconds assumed when the requirements carry none (what the catalog announces). */
 export const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
 /** No authorization may stay valid longer than this, whatever the requirements say. */

@@ -43,8 +43,14 @@ async function notFound(deps: ConfirmationDeps, s: SettlementRecord, state: Awai
   if (s.validUntil) {
     const closedPast = state.latestLedgerCloseTime !== undefined && state.latestLedgerCloseTime.getTime() > s.validUntil.getTime();
     if (!closedPast) return 'pending';
-    // The RPC forgot the ledgers where it could have landed: no evidence either way.
+    // The RPC forgot the ledgers where it could have landed. Evidence left: the channel's sequence number (the
+    // channel carries no other transaction while this one is pinned). Below the transaction's: never applied, and
+    // past its time bound never will be. At or above it: applied with an outcome nobody can read here: reconcile.
     if (state.oldestLedgerCloseTime !== undefined && state.oldestLedgerCloseTime.getTime() > s.createdAt.getTime()) {
+      const sequence = s.channelAccount && s.txSequence ? await deps.ledger.accountSequence(s.network, s.channelAccount) : null;
+      if (sequence !== null && sequence < BigInt(s.txSequence!)) {
+        return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound (its channel never reached its sequence)', 'not_found_after_time_bound', 0n);
+      }
       await deps.repo.markReconciliation(s.id);
       deps.events.submissionFailed(s.network, 'reconciliation_required');
       return 'reconcile';

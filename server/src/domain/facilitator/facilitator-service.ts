@@ -3,6 +3,7 @@ import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
 import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
 import type { AttemptRecord, PaymentRepository, ReceiptRecord, SettlementRecord } from './types';
+import { withSharedSimulations } from './check-payment';
 
 export interface FacilitatorObserver {
   request(operation: string, network: string): void;
@@ -26,16 +27,17 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     confirmed: deps.observer.confirmed,
     feeCharged: deps.observer.feeCharged,
   };
+  const ledger = withSharedSimulations(deps.ledger);
   const verifyPayment = createVerifyPayment({
     repo: deps.repo,
-    ledger: deps.ledger,
+    ledger,
     networks: deps.networks,
     policy: deps.policy,
     resourceById: deps.resourceById,
     sellerIdByWallet: deps.sellerIdByWallet,
     events,
   });
-  const settlePayment = createSettlePayment({ ...deps, events });
+  const settlePayment = createSettlePayment({ ...deps, ledger, events });
   const repo: PaymentRepository = deps.repo;
 
   async function timed<T>(operation: 'verify' | 'settle', network: string, work: () => Promise<T>): Promise<T> {

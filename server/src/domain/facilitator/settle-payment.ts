@@ -213,7 +213,7 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, sellerId: c.sellerId, maxFee: prepared.maxFee };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,

@@ -51,6 +51,8 @@ export interface SettlementRecord {
   createdAt: Date;
   /** The transaction's time bound: once a ledger closed past it, a transaction the ledger never saw cannot land. */
   validUntil?: Date | null;
+  /** The channel account's sequence number the transaction uses. */
+  txSequence?: string | null;
   /** The seller accountable for the settlement (its fees are counted against that seller). */
   sellerId?: string | null;
   /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
@@ -194,6 +196,8 @@ export interface PreparedSettlement {
   channel: string;
   /** The transaction's time bound (maxTime): after a ledger closes past it, it can never be included. */
   validUntil: Date;
+  /** The channel account's sequence number the transaction uses. */
+  sequence: string;
   /** The most it can cost in fees (inclusion + resource fee, fee-bump included), stroops. */
   maxFee: bigint;
   /** The simulation it was assembled from (settle checks its events like verify does). */
@@ -224,6 +228,8 @@ export interface LedgerPort {
   /** Builds, simulates and signs the transfer from the leased channel account; the signed auth entry is kept as is. */
   prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }>;
   submit(network: string, envelopeXdr: string): Promise<SubmitResult>;
+  /** An account's current sequence number; null when the account does not exist. */
+  accountSequence(network: string, address: string): Promise<bigint | null>;
   transaction(network: string, hash: string): Promise<TransactionState>;
 }
 
