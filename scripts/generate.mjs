@@ -49,7 +49,7 @@ const TYPES = [
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
 const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir)];
 const DOCS = 'docs/index.html';
-const EXPECTED_OPERATIONS = 42; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19)
+const EXPECTED_OPERATIONS = 44; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20)
 
 const args = new Set(process.argv.slice(2));
 const CHECK = args.has('--check');

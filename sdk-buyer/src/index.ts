@@ -14,7 +14,9 @@ import { Budget, type BudgetOptions } from './payments/budget.js';
 import { createPayAndFetch, type PayAndFetchInit, type PaidFetchResult, type ResourceLike } from './payments/pay-and-fetch.js';
 import { signPayment, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
 import { fromResourceRequirements, readPaymentRequired } from './payments/requirements.js';
-import { verifyReceiptOnLedger, type LedgerCheck } from './payments/verify-receipt.js';
+import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
+import { attestationClaims } from './receipts/attestation.js';
+import { createLedgerReader } from './payments/ledger-reads.js';
 import { createPayAndCallTool, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
 import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 
@@ -22,11 +24,13 @@ export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
-export { BudgetExceededError, type BudgetOptions } from './payments/budget.js';
-export { PaymentFailedError, type PaidFetchResult, type PayAndFetchInit, type PaymentReceiptHeader, type ResourceLike } from './payments/pay-and-fetch.js';
+export { Budget, BudgetExceededError, FileBudgetStore, type BudgetOptions, type BudgetStore, type BudgetTotals, type Commitment } from './payments/budget.js';
+export { AssetMismatchError, assertAssetShown } from './payments/requirements.js';
+export { createLedgerReader, type LedgerReader, type TransferEvent } from './payments/ledger-reads.js';
+export { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayAndFetchInit, type PaymentReceiptHeader, type ResourceLike } from './payments/pay-and-fetch.js';
 export { signPayment, transferAuthorizationEntry, latestLedgerOf, DEFAULT_VALID_FOR_LEDGERS, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
 export { readPaymentRequired, fromResourceRequirements, fromX402Requirement, type NormalizedRequirements } from './payments/requirements.js';
-export { verifyReceiptOnLedger, type LedgerCheck } from './payments/verify-receipt.js';
+export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
 export { toStroops, fromStroops } from './payments/amounts.js';
 export { payAndCallTool, paymentRequiredOf, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
 export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
@@ -60,6 +64,21 @@ export interface BuyerClientOptions {
 
 export type RawBuyerClient = Client<paths>;
 
+/** The payment signer: a Keypair or wallet as is; a secret seed checked with a message that never repeats it. */
+function toSigner(signer: PaymentSigner | string): PaymentSigner {
+  if (typeof signer !== 'string') {
+    const s = signer as unknown as { publicKey?: unknown; sign?: unknown } | null;
+    if (!s || typeof s !== 'object' || (typeof s.publicKey !== 'string' && typeof s.publicKey !== 'function') || typeof s.sign !== 'function')
+      throw new TypeError('payment.signer must be a Keypair, a secret seed (S...) or { publicKey, sign }');
+    return signer;
+  }
+  try {
+    return Keypair.fromSecret(signer.trim());
+  } catch {
+    throw new TypeError('payment.signer is not a Stellar secret seed: expected 56 characters starting with "S" (the value is not shown)');
+  }
+}
+
 /** Unwraps an openapi-fetch result: errors were already thrown as ApiError by the transport. */
 async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const r = await p;
@@ -67,6 +86,7 @@ async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Respons
 }
 
 export function createBuyerClient(options: BuyerClientOptions) {
+  const clientFetch = options.fetch ?? globalThis.fetch;
   const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
 
   const discovery = {
@@ -98,6 +118,14 @@ export function createBuyerClient(options: BuyerClientOptions) {
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
     iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
       paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    /** The keys this seller signs its own receipts with (a JWK Set for verifySellerReceipt). */
+    receiptKeys: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+  };
+  /** The marketplace's keys (GET /.well-known/jwks.json): they verify its attestations (verifyAttestation). */
+  const marketplaceKeys = async (): Promise<{ keys: Array<Record<string, unknown>> }> => {
+    const res = await clientFetch(`${options.baseUrl.replace(/\/+$/, '')}/.well-known/jwks.json`);
+    if (!res.ok) throw new Error(`GET /.well-known/jwks.json answered HTTP ${res.status}`);
+    return (await res.json()) as { keys: Array<Record<string, unknown>> };
   };
 
   const settlements = {
@@ -106,10 +134,22 @@ export function createBuyerClient(options: BuyerClientOptions) {
 
   const receipts = {
     get: (receiptId: string): Promise<Schemas['Receipt']> => data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
-    /** Reads the receipt, then checks its transaction on the ledger itself (see verifyReceiptOnLedger). */
-    verifyOnLedger: async (receiptOrId: string | { transactionHash: string; ledger?: number | null; network?: string }, rpcUrl?: string): Promise<LedgerCheck> => {
-      const receipt = typeof receiptOrId === 'string' ? await receipts.get(receiptOrId) : receiptOrId;
-      return verifyReceiptOnLedger(receipt, rpcUrl ?? (await rpcUrlFor(receipt.network ?? 'stellar:testnet')));
+    /**
+     * Checks a receipt on the ledger itself (see verifyReceiptOnLedger): the transaction succeeded in the stated
+     * ledger and its transfer event moved the receipt's amount of its asset from the payer to payTo. payTo is read
+     * from the resource version the receipt names, the payer from its attestation (or `options.payer`).
+     */
+    verifyOnLedger: async (receiptOrId: string | ReceiptClaims | Schemas['Receipt'], options: string | { rpcUrl?: string; payer?: string; payTo?: string } = {}): Promise<LedgerCheck> => {
+      const o = typeof options === 'string' ? { rpcUrl: options } : options;
+      const receipt = (typeof receiptOrId === 'string' ? await receipts.get(receiptOrId) : receiptOrId) as ReceiptClaims & Partial<Schemas['Receipt']> & { attestation?: unknown };
+      const attested = attestationClaims(receipt.attestation);
+      const claims: ReceiptClaims = { ...receipt, payer: o.payer ?? receipt.payer ?? attested?.payer ?? null, payTo: o.payTo ?? receipt.payTo ?? attested?.payTo ?? null };
+      if (!claims.payTo && receipt.resourceId && receipt.versionId) {
+        const versions = await resources.iterateVersions(receipt.resourceId).toArray(200).catch(() => []);
+        claims.payTo = versions.find((v) => v.id === receipt.versionId)?.payTo ?? null;
+      }
+      const network = receipt.network ?? 'stellar:testnet';
+      return verifyReceiptOnLedger(claims, o.rpcUrl ?? (await rpcUrlFor(network)), clientFetch);
     },
   };
 
@@ -130,12 +170,15 @@ export function createBuyerClient(options: BuyerClientOptions) {
   }
 
   const payment = options.payment;
-  const signer: PaymentSigner | null = payment ? (typeof payment.signer === 'string' ? Keypair.fromSecret(payment.signer) : payment.signer) : null;
+  const signer: PaymentSigner | null = payment ? toSigner(payment.signer) : null;
   const budget = new Budget(payment?.budget);
+  const ledger = createLedgerReader(rpcUrlFor, options.fetch ?? globalThis.fetch);
+  budget.ledger = ledger;
   const payerDeps = signer
     ? {
         signer,
         budget,
+        ledger,
         fetch: options.fetch ?? globalThis.fetch,
         rpcUrlFor,
         validForLedgers: payment?.validForLedgers,
@@ -156,13 +199,14 @@ export function createBuyerClient(options: BuyerClientOptions) {
     settlements,
     receipts,
     networks,
+    marketplaceKeys,
     /** GET /v1/supported: what the facilitator accepts. */
     supported: (): Promise<Schemas['Supported']> => data(raw.GET('/v1/supported')),
     /**
      * Calls a paid resource; on 402 pays within the budget and calls again (see pay-and-fetch.ts). Needs
      * `payment` in the client options.
      */
-    payAndFetch(target: string | URL | ResourceLike, init?: PayAndFetchInit): Promise<PaidFetchResult> {
+    async payAndFetch(target: string | URL | ResourceLike, init?: PayAndFetchInit): Promise<PaidFetchResult> {
       if (!payer) throw new Error('payAndFetch needs the client option `payment` (signer, rpcUrl, budget)');
       return payer(target, init);
     },
@@ -170,7 +214,7 @@ export function createBuyerClient(options: BuyerClientOptions) {
      * Calls a paid MCP tool through a connected MCP `Client`; when it asks for payment (x402 MCP transport), pays
      * within the same budget and calls again (see mcp/pay-and-call-tool.ts). Needs `payment` in the client options.
      */
-    payAndCallTool(client: McpClient, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult> {
+    async payAndCallTool(client: McpClient, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult> {
       if (!toolPayer) throw new Error('payAndCallTool needs the client option `payment` (signer, rpcUrl, budget)');
       return toolPayer(client, name, args, opts);
     },
@@ -181,7 +225,13 @@ export function createBuyerClient(options: BuyerClientOptions) {
       const normalized = fromResourceRequirements(requirements);
       return signPayment(normalized, { signer: s, rpcUrl: opts.rpcUrl ?? (opts.latestLedger ? undefined : await rpcUrlFor(normalized.network)), latestLedger: opts.latestLedger, validForLedgers: opts.validForLedgers ?? payment?.validForLedgers });
     },
-    /** Decimal amount this client has paid (or reserved for an in-flight payment). */
+    /**
+     * What this client's signatures commit (see payments/budget.ts): `budget.committed` (signed, not yet proven
+     * spent or unusable), `budget.spent`, `budget.released`, `budget.totals()` per asset, `budget.reconcile()` asks
+     * the ledger about open commitments.
+     */
+    budget,
+    /** Decimal amount that counts against the budget: committed + spent (all assets). */
     get spent(): string {
       return budget.spentAmount;
     },
@@ -193,3 +243,13 @@ export function createBuyerClient(options: BuyerClientOptions) {
 export type BuyerClient = ReturnType<typeof createBuyerClient>;
 export { readPaymentRequired as parsePaymentRequired };
 export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
+export {
+  verifyAttestation,
+  verifySellerReceipt,
+  sellerReceiptOf,
+  attestationOf,
+  attestationClaims,
+  type AttestationPayload,
+  type SellerReceiptPayload,
+  type SignedDocumentCheck,
+} from './receipts/attestation.js';

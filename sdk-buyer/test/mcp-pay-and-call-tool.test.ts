@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createBuyerClient, PaymentFailedError } from '../src';
-import { createSellerClient, toFacilitatorPayload } from '../../sdk-seller/src';
+import { createSellerClient, settleOutcome, toFacilitatorPayload } from '../../sdk-seller/src';
 import { facilitatorRequirements, paymentRequiredFor, requirementsSource, settlementResponse } from '../../sdk-seller/src/paywall/paywall';
 import { fundedBuyer, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
 
@@ -63,8 +63,9 @@ describe('payAndCallTool with other x402 MCP servers', () => {
       const payload = toFacilitatorPayload(sent, t);
       const verified = await sellerClient.facilitator.verify({ x402Version: 2, paymentPayload: payload, paymentRequirements: facilitatorRequirements(t), resourceId });
       served.push(style);
-      const settled = await sellerClient.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId });
-      return { content: [{ type: 'text', text: 'quote: 42' }], _meta: { 'x402/payment-response': settlementResponse(settled, verified.payer) } };
+      const settled = await settleOutcome(sellerClient, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId });
+      if (settled.kind !== 'settled') throw new Error(`not settled: ${settled.kind}`);
+      return { content: [{ type: 'text', text: 'quote: 42' }], _meta: { 'x402/payment-response': await settlementResponse(settled, verified.payer) } };
     });
     const [a, b] = InMemoryTransport.createLinkedPair();
     await server.connect(b);
@@ -88,7 +89,7 @@ describe('payAndCallTool with other x402 MCP servers', () => {
     await client.close();
   });
 
-  it('a payment the server refuses throws PaymentFailedError with its code, and the budget is given back', async () => {
+  it('a payment the server refuses throws PaymentFailedError with its code; the signature it holds stays committed until the ledger proves it unusable', async () => {
     const server = new Server({ name: 'refuser', version: '1.0.0' }, { capabilities: { tools: {} } });
     const t = await requirementsSource({ client: sellerClient, resourceId })();
     server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
@@ -104,7 +105,8 @@ describe('payAndCallTool with other x402 MCP servers', () => {
     const err = await buyer.payAndCallTool(client, 'quote', {}).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(PaymentFailedError);
     expect(err).toMatchObject({ code: 'INSUFFICIENT_BALANCE', status: 402 });
-    expect(buyer.spent).toBe('0.0000000');
+    expect(buyer.budget.committed).toBe('0.2500000');
+    expect(buyer.budget.spent).toBe('0.0000000');
     await client.close();
   });
 });

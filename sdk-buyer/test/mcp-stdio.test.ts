@@ -63,6 +63,8 @@ describe('the marketplace MCP server over stdio (paid-api-marketplace-mcp)', () 
       MARKETPLACE_BUDGET_TOTAL: '0.4',
       MARKETPLACE_MCP_METRICS_PORT: '0',
       MARKETPLACE_ENVIRONMENT: 'test',
+      // The test seller listens on 127.0.0.1: an explicit allowance (off by default).
+      MARKETPLACE_ALLOW_PRIVATE_NETWORKS: 'true',
     });
   });
   afterAll(async () => {

@@ -3,9 +3,10 @@
  * against the real marketplace, the local network and a paywalled endpoint.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
-import { createBuyerClient, ApiError } from '../src';
+import { createBuyerClient, ApiError, FileBudgetStore } from '../src';
 import { readmeBlocks, normalize } from '../../test/support/readme';
 import { eventually, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../../test/support/marketplace';
 
@@ -38,7 +39,7 @@ describe('README examples', () => {
   it('every ts block of README.md is in this file', () => {
     const self = normalize(fs.readFileSync(__filename, 'utf8'));
     const blocks = readmeBlocks(path.resolve(__dirname, '../README.md'));
-    expect(blocks.length).toBe(3);
+    expect(blocks.length).toBe(4);
     for (const block of blocks) expect(self).toContain(block);
   });
 
@@ -81,6 +82,21 @@ describe('README examples', () => {
     }
     expect(paid).toBe(true);
     expect(log).toHaveBeenLastCalledWith({ city: 'Lisbon', temperatureC: 21.5 }, 'settled', true);
+  });
+
+  it('What you can lose at most', async () => {
+    const budgetFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'readme-budget-')), 'budget.json');
+    const careful = createBuyerClient({
+      baseUrl,
+      payment: { signer: Keypair.fromSecret(secret), budget: { perCall: '0.05', total: '1', store: new FileBudgetStore(budgetFile) } },
+    });
+    await careful.budget.load();
+    const paidCall = await careful.payAndFetch(url);
+    await careful.budget.reconcile(); // asks the ledger about signatures not settled yet
+    console.log(paidCall.paid, careful.budget.committed, careful.budget.spent, careful.budget.released);
+    expect(log).toHaveBeenLastCalledWith(true, '0.0000000', '0.0100000', '0.0000000');
+    // The file keeps the commitment for the next process.
+    expect(JSON.parse(fs.readFileSync(budgetFile, 'utf8')).commitments).toEqual([expect.objectContaining({ state: 'spent', stroops: '100000' })]);
   });
 });
 

@@ -18,6 +18,8 @@ export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
+export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
+export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
 export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
@@ -91,6 +93,7 @@ const idem = (o?: PostOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.id
 
 export function createSellerClient(options: SellerClientOptions) {
   const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
+  const publicRaw = options.apiKey ? createTransport<paths>({ baseUrl: options.baseUrl, fetch: options.fetch, retry: options.retry }) : raw;
 
   const sellers = {
     /**
@@ -120,12 +123,23 @@ export function createSellerClient(options: SellerClientOptions) {
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
     iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
       paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    /**
+     * The seller's receipt keys (public JWKs of createReceiptKey()): `publish` replaces the set (admin key), `get`
+     * reads it (public). Buyers verify the paywall's signed receipts against it.
+     */
+    receiptKeys: {
+      get: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+      publish: (sellerId: string, input: Schemas['SellerReceiptKeysInput']): Promise<Schemas['SellerReceiptKeys']> =>
+        data(raw.PUT('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } }, body: input })),
+    },
   };
 
   const resources = {
     create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceDetail']> =>
       data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceDetail']>,
     get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    /** The public read of a resource, sent without the API key (what buyers see; used by paywall and paidTool). */
+    getPublic: (id: string): Promise<Schemas['ResourceDetail']> => data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
     update: (id: string, patch: Body<'updateResource'>): Promise<Schemas['ResourceDetail']> =>
       data(raw.PATCH('/v1/resources/{id}', { params: { path: { id } }, body: patch })) as Promise<Schemas['ResourceDetail']>,
     delete: (id: string): Promise<Schemas['ResourceDeletion']> => data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
@@ -205,3 +219,4 @@ export function createSellerClient(options: SellerClientOptions) {
 export type SellerClient = ReturnType<typeof createSellerClient>;
 export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
 export { checkWalletReadiness, type WalletReadiness, type WalletReadinessOptions, type WalletAssetReadiness } from './wallet/readiness.js';
+export { verifyAttestation, verifySellerReceipt, sellerReceiptOf, attestationOf, attestationClaims, type AttestationPayload, type SellerReceiptPayload, type SignedDocumentCheck } from './receipts/attestation.js';

@@ -15,6 +15,12 @@ import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
 import { createSellerClient, paidTool, statelessMcpHandler } from '../src';
 
+/** paymentCase with an expiry inside the facilitator's window (maxTimeoutSeconds / ledger seconds + 2) unless set. */
+const paymentWithin = (e: FacilitatorEnv, ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never) => {
+  const [b, to, amount, o = {}] = rest;
+  return paymentCase(e, b, to, amount, { ...o, sign: { expiration: e.network.latestLedger() + 30, ...o.sign } });
+};
+
 describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', () => {
   let env: FacilitatorEnv;
   let api: Server;
@@ -104,7 +110,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
 
   it('a valid payment in _meta is verified, the tool runs, the payment is settled and the settlement is in _meta["x402/payment-response"]', async () => {
     const before = env.network.balance(buyer.publicKey(), 'USDC');
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
     const result = await call('forecast', { city: 'Porto' }, c.payload);
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toEqual({ city: 'Porto', temperatureC: 21.5 });
@@ -120,7 +126,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
   });
 
   it('a replayed _meta payment is refused: the second call gets isError and is not served or charged again', async () => {
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
     const first = await call('forecast', { city: 'Faro' }, c.payload);
     expect(first._meta?.['x402/payment-response']).toMatchObject({ success: true });
     const afterFirst = env.network.balance(buyer.publicKey(), 'USDC');
@@ -136,7 +142,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
 
   it('a payment signed by someone else fails verify before the tool runs, with the facilitator code', async () => {
     const other = await fundedBuyer(env, '1');
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { signer: other } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { signer: other } });
     const result = await call('forecast', { city: 'Braga' }, c.payload);
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toMatchObject({ error: 'INVALID_SIGNATURE', accepts: [expect.objectContaining({ payTo })] });
@@ -145,10 +151,10 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
 
   it('a paid tool that fails (isError, or a throw) is never settled: its error goes out unpaid', async () => {
     const before = env.network.balance(buyer.publicKey(), 'USDC');
-    const broken = await call('broken', {}, (await paymentCase(env, buyer, payTo, '0.25')).payload);
+    const broken = await call('broken', {}, (await paymentWithin(env, buyer, payTo, '0.25')).payload);
     expect(broken).toMatchObject({ isError: true, content: [{ type: 'text', text: 'upstream weather service down' }] });
     expect(broken._meta?.['x402/payment-response']).toBeUndefined();
-    const thrown = await call('throws', {}, (await paymentCase(env, buyer, payTo, '0.25')).payload);
+    const thrown = await call('throws', {}, (await paymentWithin(env, buyer, payTo, '0.25')).payload);
     expect(thrown).toMatchObject({ isError: true, content: [{ type: 'text', text: 'boom' }] });
     expect(calls).toEqual(['broken', 'throws']);
     await sleep(300);
@@ -156,7 +162,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
   });
 
   it('the stock x402 payload ({ accepted, payload: { transaction } }) in _meta is translated and settled', async () => {
-    const c = await paymentCase(env, buyer, payTo, '0.25', { format: 'transaction' });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { format: 'transaction' });
     const x402 = { x402Version: 2, accepted: { scheme: 'exact', network: 'stellar:testnet', amount: '2500000', asset: env.usdc.contractId, payTo }, payload: { transaction: c.payload.authorization.xdr } };
     const result = await call('forecast', { city: 'Evora' }, x402);
     expect(result._meta?.['x402/payment-response']).toMatchObject({ success: true, payer: buyer.publicKey() });
@@ -164,7 +170,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
 
   it('when settlement fails after the tool ran, its answer is dropped and the caller gets the failure in x402/payment-response', async () => {
     slowExpiration = env.network.latestLedger() + 20;
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: slowExpiration } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { expiration: slowExpiration } });
     const result = await call('slow', {}, c.payload);
     expect(calls).toEqual(['slow']);
     expect(result.isError).toBe(true);

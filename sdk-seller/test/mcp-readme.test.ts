@@ -40,6 +40,8 @@ describe('README examples: MCP', () => {
     const signup = createSellerClient({ baseUrl: m.baseUrl });
     const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Lisbon Weather', domain: 'mcp-readme.test', wallet });
     const seller = signup.withApiKey(apiKey);
+    // Until the key API (issue #19) is on main, the admin key stands in for a payments-scoped key.
+    const paywallClient = createSellerClient({ baseUrl: m.baseUrl, apiKey });
     const usdc = m.network.assets.find((a) => a.code === 'USDC')!;
     const tool = await seller.catalog.catalog({
       sellerId: me.id,
@@ -62,7 +64,7 @@ describe('README examples: MCP', () => {
 
     function buildTools() {
       const tools = new McpServer({ name: 'lisbon-weather', version: '1.0.0' });
-      paidTool(tools, 'forecast', { client: seller, resourceId: tool.resourceId, description: 'Hourly forecast', inputSchema: { city: z.string() } }, async ({ city }, payment) => ({
+      paidTool(tools, 'forecast', { client: paywallClient, resourceId: tool.resourceId, description: 'Hourly forecast', inputSchema: { city: z.string() } }, async ({ city }, payment) => ({
         content: [{ type: 'text', text: `${city}: 21.5 C (paid by ${payment.payer})` }],
       }));
       return tools;

@@ -9,6 +9,12 @@ import type { Keypair } from '@stellar/stellar-sdk';
 import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
 import { createSellerClient, paywall } from '../src';
 
+/** paymentCase with an expiry inside the facilitator's window (maxTimeoutSeconds / ledger seconds + 2) unless set. */
+const paymentWithin = (e: FacilitatorEnv, ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never) => {
+  const [b, to, amount, o = {}] = rest;
+  return paymentCase(e, b, to, amount, { ...o, sign: { expiration: e.network.latestLedger() + 30, ...o.sign } });
+};
+
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 const unb64 = (v: string | null) => JSON.parse(Buffer.from(v as string, 'base64').toString('utf8'));
 
@@ -86,7 +92,7 @@ describe('paywall middleware', () => {
 
   it('a payment signed by someone else fails verify before the handler runs: 402 with the facilitator code', async () => {
     const other = await fundedBuyer(env, '1');
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { signer: other } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { signer: other } });
     const res = await fetch(`${shopUrl}/ok/Lisbon`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
     expect(res.status).toBe(402);
     const body = await res.json();
@@ -96,7 +102,7 @@ describe('paywall middleware', () => {
 
   it('when the handler fails (500), nothing is settled and its error goes out unpaid', async () => {
     const before = env.network.balance(buyer.publicKey(), 'USDC');
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
     const res = await fetch(`${shopUrl}/broken`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
     expect(res.status).toBe(500);
     expect(await res.json()).toEqual({ error: 'upstream weather service down' });
@@ -108,7 +114,7 @@ describe('paywall middleware', () => {
 
   it('a valid payment: verified, handler runs, settled, PAYMENT-RESPONSE added, content released; accepts X-PAYMENT (v1) too', async () => {
     const before = env.network.balance(buyer.publicKey(), 'USDC');
-    const c = await paymentCase(env, buyer, payTo, '0.25');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
     const res = await fetch(`${shopUrl}/ok/Porto`, { headers: { 'X-PAYMENT': b64(c.payload) } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ city: 'Porto', temperatureC: 20 });
@@ -117,7 +123,7 @@ describe('paywall middleware', () => {
   });
 
   it('the stock x402 payload ({ payload: { transaction } }) is translated and settled', async () => {
-    const c = await paymentCase(env, buyer, payTo, '0.25', { format: 'transaction' });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { format: 'transaction' });
     const x402 = { x402Version: 2, accepted: { scheme: 'exact', network: 'stellar:testnet', amount: '2500000', asset: env.usdc.contractId, payTo }, payload: { transaction: c.payload.authorization.xdr } };
     const res = await fetch(`${shopUrl}/ok/Faro`, { headers: { 'PAYMENT-SIGNATURE': b64(x402) } });
     expect(res.status).toBe(200);
@@ -126,7 +132,7 @@ describe('paywall middleware', () => {
 
   it('when settlement fails after the handler ran, the paid content is never released', async () => {
     // Valid for 3 ledgers (~300 ms): verify passes, the handler takes 800 ms, settle finds it expired.
-    const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: env.network.latestLedger() + 3 } });
+    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { expiration: env.network.latestLedger() + 3 } });
     const res = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
     const text = await res.text();
     expect(calls).toEqual(['slow']);
@@ -138,7 +144,7 @@ describe('paywall middleware', () => {
 
   it('when 12 requests carry one payment signature to a slow paid route, exactly one is served (200), the others get 409 REPLAY_DETECTED, the handler runs once and the money moves once', async () => {
     const payer = await fundedBuyer(env, '1');
-    const c = await paymentCase(env, payer, payTo, '0.25');
+    const c = await paymentWithin(env, payer, payTo, '0.25');
     const header = b64(c.payload);
     const answers = await Promise.all(
       Array.from({ length: 12 }, async () => {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import express from 'express';
 import { Keypair } from '@stellar/stellar-sdk';
-import { createSellerClient, ApiError, paywall } from '../src';
+import { createSellerClient, createReceiptKey, createReceiptSigner, ApiError, paywall } from '../src';
 import { DEFAULT_USDC_ISSUER } from '../../server/src/config';
 import { readmeBlocks, normalize } from '../../test/support/readme';
 import { startServer, type RunningServer } from '../../test/support/sdk-server';
@@ -57,8 +57,16 @@ const walletAddress = me.walletAddress;
     const versions = await seller.resources.iterateVersions(resource.id).toArray();
     expect(versions).toHaveLength(2);
 
+    // The key API (issue #19, POST /v1/sellers/{sellerId}/keys) is not on this branch's main yet: until it is, the
+    // example runs with the admin key in place of a payments key.
+    const paymentsKey = apiKey;
+    const receiptKey = await createReceiptKey(); // receiptKey.privateJwk stays secret, on the paywall host
+    await seller.sellers.receiptKeys.publish(me.id, { keys: [receiptKey.publicJwk] });
+    // On the paywall host, a payments-scoped key: it verifies, settles and reads this seller's payments, nothing else.
+    const paywallClient = createSellerClient({ baseUrl, apiKey: paymentsKey });
+    const receiptSigner = await createReceiptSigner(receiptKey.privateJwk);
     const app = express();
-    app.get('/v1/forecast/:city', paywall({ client: seller, resourceId: resource.id }), (req, res) => {
+    app.get('/v1/forecast/:city', paywall({ client: paywallClient, resourceId: resource.id, receiptSigner }), (req, res) => {
       res.json({ city: req.params.city, temperatureC: 21.5 });
     });
     const shop = await new Promise<import('node:http').Server>((r) => {

@@ -1,19 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { verifyReceiptSignature as sellerVerify } from '../src';
-import { verifyReceiptSignature as buyerVerify } from '../../sdk-buyer/src';
+import { verifyAttestation as sellerVerify, verifySellerReceipt } from '../src';
+import { verifyAttestation as buyerVerify } from '../../sdk-buyer/src';
 import { createReceiptSigner, generateReceiptKeyPem, publicJwkOfPem } from '../../server/src/domain/receipts/receipt-signer';
 
 const claims = {
   network: 'stellar:testnet',
-  resourceUrl: 'https://weather.example.com/v1/forecast/porto',
-  payer: 'GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6',
-  issuedAt: 1_790_000_000,
   transaction: '3389e9f0f1a65f19736cacf544c2e825313e8447f569233bb8db39aa607c8889',
+  ledger: 1234,
+  asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA',
+  amount: '2500000',
+  payer: 'GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6',
+  payTo: 'GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3',
+  issuedAt: 1_790_000_000,
+  resource: { id: 'res_01JD6Z8V3K9Q2W7X4M5N6P8R0T', url: 'https://weather.example.com/v1/forecast/porto' },
 };
 
-describe('offline verification of signed receipts', () => {
-  it('the buyer and seller packages ship byte-identical copies of the verifier', () => {
+describe('offline verification of the facilitator attestation', () => {
+  it('the buyer and seller packages ship byte-identical copies of the verifiers', () => {
     const buyer = path.resolve(__dirname, '../../sdk-buyer/src/receipts');
     const seller = path.resolve(__dirname, '../src/receipts');
     const files = fs.readdirSync(buyer).sort();
@@ -21,32 +25,34 @@ describe('offline verification of signed receipts', () => {
     for (const f of files) expect(fs.readFileSync(path.join(seller, f), 'utf8')).toBe(fs.readFileSync(path.join(buyer, f), 'utf8'));
   });
 
-  it('a receipt signed by the service verifies with its JWK Set in both SDKs; a tampered one does not', async () => {
+  it('an attestation signed by the service verifies with its JWK Set in both SDKs; a tampered one does not; a seller receipt verifier refuses it', async () => {
     const signer = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
     const jws = await signer.sign(claims);
     const jwks = signer.jwks();
     for (const verify of [sellerVerify, buyerVerify]) {
-      expect(await verify(jws, jwks)).toEqual({ valid: true, kid: signer.kid, payload: { version: 1, ...claims } });
+      expect(await verify(jws, jwks)).toEqual({ valid: true, kid: signer.kid, payload: { kind: 'facilitator-attestation', version: 1, ...claims } });
     }
     const [header, payload, signature] = jws.split('.');
-    const forged = Buffer.from(JSON.stringify({ version: 1, ...claims, payer: 'GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3' })).toString('base64url');
+    const forged = Buffer.from(JSON.stringify({ kind: 'facilitator-attestation', version: 1, ...claims, payer: 'GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3' })).toString('base64url');
     expect(await sellerVerify(`${header}.${forged}.${signature}`, jwks)).toEqual({ valid: false, reason: 'bad_signature' });
     const bytes = Buffer.from(signature, 'base64url');
     bytes[0] ^= 0x01;
     const flipped = bytes.toString('base64url');
     expect((await buyerVerify(`${header}.${payload}.${flipped}`, jwks)).valid).toBe(false);
     expect(await sellerVerify('not-a-jws', jwks)).toEqual({ valid: false, reason: 'malformed' });
+    // Not a seller receipt: the offer-and-receipt verifier finds no receipt payload in it.
+    expect(await verifySellerReceipt({ format: 'jws', signature: jws }, jwks)).toEqual({ valid: false, reason: 'bad_payload' });
   });
 
-  it('after a rotation the old key stays listed, so old receipts keep verifying; another key set refuses them', async () => {
+  it('after a rotation the old key stays listed, so old attestations keep verifying; another key set refuses them', async () => {
     const oldPem = generateReceiptKeyPem();
     const oldSigner = await createReceiptSigner({ privateKeyPem: oldPem });
-    const oldReceipt = await oldSigner.sign(claims);
+    const old = await oldSigner.sign(claims);
     const rotated = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem(), previous: [await publicJwkOfPem(oldPem)] });
     expect(rotated.jwks().keys.map((k) => k.kid)).toEqual([rotated.kid, oldSigner.kid]);
-    expect(await buyerVerify(oldReceipt, rotated.jwks())).toMatchObject({ valid: true, kid: oldSigner.kid });
+    expect(await buyerVerify(old, rotated.jwks())).toMatchObject({ valid: true, kid: oldSigner.kid });
     const stranger = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
-    expect(await buyerVerify(oldReceipt, stranger.jwks())).toEqual({ valid: false, reason: 'unknown_key' });
+    expect(await buyerVerify(old, stranger.jwks())).toEqual({ valid: false, reason: 'unknown_key' });
     expect(JSON.stringify(rotated.jwks())).not.toMatch(/"d"/);
   });
 });

@@ -21,6 +21,8 @@ import { healthReport, failedCheck } from './domain/operations/health';
 import { createMetrics, type Metrics } from './metrics/registry';
 import { NetworkRegistry } from './ledger/network-registry';
 import { createHandlers } from './http/handlers';
+import { createSellerReceiptKeyRepository } from './data/seller-receipt-key-repository';
+import { createSellerReceiptKeyService } from './domain/sellers/seller-receipt-keys';
 import { createJobSystem, type JobSystem } from './jobs/job-system';
 import { createDiscoveryArea } from './areas/discovery';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
@@ -196,6 +198,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     health,
     version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
+    sellerReceiptKeys: createSellerReceiptKeyService({ repository: createSellerReceiptKeyRepository(db), assertSellerExists: async (id) => void (await sellers.get(id)) }),
     },
     { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers, ...x402 },
   );

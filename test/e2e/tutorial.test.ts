@@ -55,9 +55,9 @@ describe('tutorial: a seller sells a forecast, a buyer finds it and pays for it'
       return r.status === 'settled' ? r : null;
     });
     expect(settled).toMatchObject({ transactionHash: receipt!.transactionHash, resourceId: endpoint.resourceId, sellerId: endpoint.sellerId, amount: expect.stringMatching(/^0\.25/), evidence: 'local_simulation' });
-    // The seller sees the same receipt plus the signed JWS (the buyer's anonymous read never carries it).
-    expect(settled).not.toHaveProperty('signedReceipt');
-    expect(await endpoint.seller.receipts.get(receipt!.receiptId!)).toEqual({ ...settled, signedReceipt: expect.any(String) });
+    // The seller sees the same receipt plus the marketplace's attestation (the anonymous read never carries it: it names the payer).
+    expect(settled).not.toHaveProperty('attestation');
+    expect(await endpoint.seller.receipts.get(receipt!.receiptId!)).toEqual({ ...settled, attestation: expect.any(String) });
 
     // 5. The ledger moved exactly the price, and the transaction is there.
     expect(buyerBefore).toBe('10');

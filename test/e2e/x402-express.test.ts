@@ -14,7 +14,7 @@ import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
 import { createSellerClient } from '../../sdk-seller/src';
-import { createBuyerClient, verifyReceiptSignature } from '../../sdk-buyer/src';
+import { createBuyerClient, verifyAttestation } from '../../sdk-buyer/src';
 import { eventually, httpsRpcFront, listen, loopbackFetch, startMarketplace, type Marketplace } from '../support/marketplace';
 
 const TESTNET_USDC_CONTRACT = 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA';
@@ -39,7 +39,10 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
     buyerKey = Keypair.random();
     await m.network.faucet(buyerKey.publicKey(), 'USDC', '5');
 
-    const facilitator = new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402` });
+    // The stock client passes the seller's key (createAuthHeaders): settling a URL that is not cataloged needs the
+    // key of the seller the payment goes to (issue #18).
+    const auth = async () => ({ Authorization: `Bearer ${sellerApiKey}` });
+    const facilitator = new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402`, createAuthHeaders: async () => ({ verify: await auth(), settle: await auth(), supported: {} }) });
     const server = new x402ResourceServer(facilitator).register('stellar:testnet', new ExactStellarServer());
     const app = express();
     const started = await listen(app);
@@ -96,7 +99,7 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
     await m?.stop();
   });
 
-  it('pays: the answer arrives, balances move by the price, the payment, settlement and signed receipt are ours; a replay is refused', async () => {
+  it('pays: the answer arrives, balances move by the price, the payment, settlement and attestation are ours; a replay is refused', async () => {
     const client = new x402Client().register('stellar:testnet', new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl }));
     const recordingFetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
       const request = input instanceof Request ? input : new Request(input, init);
@@ -116,13 +119,13 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
       transaction: string;
       payer: string;
       network: string;
-      extensions: { marketplace: { receiptId: string; paymentAttemptId: string; evidence: string; signedReceipt: string }; 'offer-receipt': { info: { receipt: { format: string; signature: string } } } };
+      extensions: { marketplace: { receiptId: string; paymentAttemptId: string; evidence: string; attestation: string } };
     };
     expect(settle).toMatchObject({ success: true, network: 'stellar:testnet', payer: buyerKey.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(settle.extensions.marketplace).toMatchObject({ receiptId: expect.stringMatching(/^rcp_/), paymentAttemptId: expect.stringMatching(/^pay_/), evidence: 'local_simulation' });
-    const jws = settle.extensions['offer-receipt'].info.receipt.signature;
-    expect(settle.extensions['offer-receipt'].info.receipt.format).toBe('jws');
-    expect(settle.extensions.marketplace.signedReceipt).toBe(jws);
+    // The marketplace's attestation (not an offer-and-receipt receipt: sellers sign those with their own key).
+    const jws = settle.extensions.marketplace.attestation;
+    expect(settle.extensions).not.toHaveProperty('offer-receipt');
 
     // Balances moved by the price (local simulation).
     expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('4.875');
@@ -136,16 +139,16 @@ describe('a stock @x402/express seller and a stock @x402/fetch buyer, through th
       const r = await seller.receipts.get(settle.extensions.marketplace.receiptId);
       return r.status === 'settled' ? r : null;
     });
-    expect(receipt).toMatchObject({ resourceId, transactionHash: settle.transaction, amount: '0.125', evidence: 'local_simulation', signedReceipt: jws });
+    expect(receipt).toMatchObject({ resourceId, transactionHash: settle.transaction, amount: '0.125', evidence: 'local_simulation', attestation: jws });
 
-    // The signed receipt verifies offline with the published keys and names what was paid.
+    // The attestation verifies offline with the published keys and names what was paid.
     const jwks = await fetch(`${m.baseUrl}/.well-known/jwks.json`).then((r) => r.json());
-    const verified = await verifyReceiptSignature(jws, jwks);
-    expect(verified).toMatchObject({ valid: true, payload: { version: 1, network: 'stellar:testnet', resourceUrl: url, payer: buyerKey.publicKey(), transaction: settle.transaction } });
+    const verified = await verifyAttestation(jws, jwks);
+    expect(verified).toMatchObject({ valid: true, payload: { kind: 'facilitator-attestation', version: 1, network: 'stellar:testnet', payer: buyerKey.publicKey(), payTo: wallet.publicKey(), amount: '1250000', transaction: settle.transaction, resource: { id: resourceId, url } } });
 
     // An anonymous reader sees the receipt, never the payer or the signed receipt.
     const anonymous = await createBuyerClient({ baseUrl: m.baseUrl }).receipts.get(receipt.id);
-    expect(anonymous).not.toHaveProperty('signedReceipt');
+    expect(anonymous).not.toHaveProperty('attestation');
     expect(JSON.stringify(anonymous)).not.toContain(buyerKey.publicKey());
 
     // The same signed payment sent again is refused: no second delivery, no second transfer.

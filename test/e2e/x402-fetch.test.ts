@@ -10,7 +10,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@x402/fetch';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
-import { createBuyerClient, verifyReceiptSignature } from '../../sdk-buyer/src';
+import { createBuyerClient, verifyAttestation, attestationOf } from '../../sdk-buyer/src';
 import { eventually, httpsRpcFront, loopbackFetch, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../support/marketplace';
 
 describe('the stock @x402/fetch client pays a paywalled endpoint', () => {
@@ -52,16 +52,16 @@ describe('the stock @x402/fetch client pays a paywalled endpoint', () => {
     });
     expect(receipt).toMatchObject({ transactionHash: settle.transaction, resourceId: endpoint.resourceId, evidence: 'local_simulation' });
     const sellerView = await endpoint.seller.receipts.get(receipt.id);
-    expect(sellerView).toEqual({ ...receipt, signedReceipt: expect.any(String) });
-    // The paywall passes the service's signed receipt to the payer when the settlement was confirmed in time (the
-    // same JWS the seller reads); it verifies offline with the published keys.
-    if (settle.status === 'settled') expect(settle.signedReceipt).toBe(sellerView.signedReceipt);
+    expect(sellerView).toEqual({ ...receipt, attestation: expect.any(String) });
+    // The paywall passes the marketplace's attestation to the payer (extensions.marketplace.attestation, the same JWS
+    // the seller reads); it verifies offline with the marketplace's published keys.
+    expect(attestationOf(settle)).toBe(sellerView.attestation);
     const jwks = await fetch(`${m.baseUrl}/.well-known/jwks.json`).then((r) => r.json());
-    expect(await verifyReceiptSignature(sellerView.signedReceipt as string, jwks)).toMatchObject({
+    expect(await verifyAttestation(attestationOf(settle), jwks)).toMatchObject({
       valid: true,
-      payload: { network: 'stellar:testnet', payer: buyerKey.publicKey(), transaction: settle.transaction, resourceUrl: endpoint.url },
+      payload: { kind: 'facilitator-attestation', network: 'stellar:testnet', payer: buyerKey.publicKey(), payTo: endpoint.wallet.publicKey(), amount: '1250000', transaction: settle.transaction, resource: { id: endpoint.resourceId, url: endpoint.url } },
     });
-    expect(receipt).not.toHaveProperty('signedReceipt');
+    expect(receipt).not.toHaveProperty('attestation');
 
     expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('4.875');
     expect(m.network.balance(endpoint.wallet.publicKey(), 'USDC')).toBe('0.1250001');

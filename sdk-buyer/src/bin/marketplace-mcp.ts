@@ -13,6 +13,8 @@
  * | MARKETPLACE_RPC_URL | the RPC the marketplace lists | Soroban RPC used to read the latest ledger when signing |
  * | MARKETPLACE_MCP_METRICS_PORT | unset | serve Prometheus metrics on 127.0.0.1:<port>/metrics (0: any free port) |
  * | MARKETPLACE_ENVIRONMENT | local | the `environment` label of the metrics |
+ * | MARKETPLACE_ALLOW_PRIVATE_NETWORKS | unset | `true`: call_paid_resource may reach loopback/private addresses (local development) |
+ * | MARKETPLACE_BUDGET_FILE | unset | keep the budget's commitments in this JSON file (they survive a restart) |
  *
  * stdout carries the MCP protocol only. The one diagnostic line (where metrics listen) and fatal configuration
  * errors go to stderr, and never contain the secret, the API key or any tool argument.
@@ -25,6 +27,7 @@ import { createBuyerClient } from '../index.js';
 import { createMarketplaceMcpServer } from '../mcp/marketplace-server.js';
 import { createTextMetrics } from '../mcp/metrics.js';
 import { toStroops } from '../payments/amounts.js';
+import { FileBudgetStore } from '../payments/budget.js';
 
 function fail(message: string): never {
   process.stderr.write(`paid-api-marketplace-mcp: ${message}\n`);
@@ -58,7 +61,13 @@ async function main(): Promise<void> {
       fail('MARKETPLACE_WALLET_SECRET is not a Stellar secret seed (S...)'); // the value itself is never printed
     }
   }
-  const budget = { perCall: amountVar('MARKETPLACE_BUDGET_PER_CALL', '0.1'), total: amountVar('MARKETPLACE_BUDGET_TOTAL', '1') };
+  const budget = {
+    perCall: amountVar('MARKETPLACE_BUDGET_PER_CALL', '0.1'),
+    total: amountVar('MARKETPLACE_BUDGET_TOTAL', '1'),
+    ...(env.MARKETPLACE_BUDGET_FILE ? { store: new FileBudgetStore(env.MARKETPLACE_BUDGET_FILE) } : {}),
+  };
+  const allowPrivate = env.MARKETPLACE_ALLOW_PRIVATE_NETWORKS;
+  if (allowPrivate !== undefined && allowPrivate !== 'true' && allowPrivate !== 'false') fail('MARKETPLACE_ALLOW_PRIVATE_NETWORKS must be true or false');
   const metricsPort = env.MARKETPLACE_MCP_METRICS_PORT;
   if (metricsPort !== undefined && !/^\d{1,5}$/.test(metricsPort)) fail('MARKETPLACE_MCP_METRICS_PORT must be a port number');
 
@@ -68,7 +77,13 @@ async function main(): Promise<void> {
     payment: signer ? { signer, budget, rpcUrl: env.MARKETPLACE_RPC_URL || undefined } : undefined,
   });
   const metrics = createTextMetrics(env.MARKETPLACE_ENVIRONMENT ?? 'local');
-  const server = createMarketplaceMcpServer({ marketplace: buyer, payer: signer ? buyer : undefined, perCallLimit: budget.perCall, metrics: metrics.sink });
+  const server = createMarketplaceMcpServer({
+    marketplace: buyer,
+    payer: signer ? buyer : undefined,
+    perCallLimit: budget.perCall,
+    metrics: metrics.sink,
+    allowPrivateNetworks: allowPrivate === 'true',
+  });
 
   let metricsServer: http.Server | null = null;
   if (metricsPort !== undefined) {

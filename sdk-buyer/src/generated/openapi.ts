@@ -339,6 +339,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sellers/{sellerId}/receipt-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A seller's receipt keys (JWKS)
+         * @description The public keys with which this seller signs its own receipts (x402 offer-and-receipt, compact JWS,
+         *     `alg: EdDSA`), as the seller registered them. A buyer verifies a seller receipt against this set, offline
+         *     (`verifySellerReceipt(receipt, jwks)` of the buyer SDK): a receipt that verifies was signed by a key the seller
+         *     of that listing registered, not by the marketplace. The marketplace's own keys (attestations) are at
+         *     `GET /.well-known/jwks.json`. An empty set when the seller registered none.
+         *
+         *     **Who may call:** anyone.
+         */
+        get: operations["getSellerReceiptKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1471,6 +1497,45 @@ export interface components {
                 latest: components["schemas"]["ConformanceRunSummary"] | null;
             };
         };
+        /** @description A public Ed25519 key (RFC 7517 JWK, `OKP`) that verifies a seller's receipts. Never private material. */
+        SellerReceiptKey: {
+            /** @enum {string} */
+            kty: "OKP";
+            /** @enum {string} */
+            crv: "Ed25519";
+            /** @description The public key, base64url without padding (32 bytes). */
+            x: string;
+            /** @description The key id the receipts name in their JWS header (e.g. the RFC 7638 thumbprint). */
+            kid: string;
+            /** @enum {string} */
+            alg?: "EdDSA";
+            /** @enum {string} */
+            use?: "sig";
+        };
+        /**
+         * @description A seller's receipt keys: an RFC 7517 JWK Set (`keys`, usable as is by JWS libraries) with the seller it belongs to
+         *     and when it last changed (null when the seller registered none).
+         * @example {
+         *       "sellerId": "sel_01JD6Y2B7C4D5E6F7G8H9J0K1M",
+         *       "keys": [
+         *         {
+         *           "kty": "OKP",
+         *           "crv": "Ed25519",
+         *           "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo",
+         *           "kid": "Qm9JzE5mVtC1b8rQyLk2x3n4p5q6r7s8t9u0v1w2x3y",
+         *           "alg": "EdDSA",
+         *           "use": "sig"
+         *         }
+         *       ],
+         *       "updatedAt": "2025-01-15T10:30:05Z"
+         *     }
+         */
+        SellerReceiptKeys: {
+            sellerId: components["schemas"]["SellerId"];
+            keys: components["schemas"]["SellerReceiptKey"][];
+            /** Format: date-time */
+            updatedAt: string | null;
+        };
     };
     responses: {
         /** @description The request is malformed or invalid: bad JSON, a body or parameter that does not match the schema, or a value the service does not support. `details` lists every problem. */
@@ -2127,6 +2192,34 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getSellerReceiptKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Seller id (`sel_...`). Any other string answers `404 NOT_FOUND`, like an unknown id. Path ids are at most 128 characters without control characters (longer: `400 INVALID_REQUEST`). */
+                sellerId: components["parameters"]["SellerIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The seller's receipt keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerReceiptKeys"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

@@ -28,7 +28,11 @@ import { z } from 'zod';
 import type { components } from '../generated/openapi.js';
 import { BudgetExceededError } from '../payments/budget.js';
 import { toStroops } from '../payments/amounts.js';
-import { PaymentFailedError, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
+import { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
+import { BlockedAddressError, safeFetch } from '../payments/safe-fetch.js';
+import { assetContractId, normalizeNetwork } from '../payments/requirements.js';
+import { ApiError } from '../core/errors.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { PaidToolCallResult, PayAndCallToolOptions } from './pay-and-call-tool.js';
 import { safeCode, safeNetwork, type MarketplaceToolName, type McpMetricsSink } from './metrics.js';
 
@@ -64,6 +68,8 @@ export interface MarketplacePayer {
   payAndFetch(target: string, init?: PayAndFetchInit): Promise<PaidFetchResult>;
   payAndCallTool(client: Client, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult>;
   readonly spent: string;
+  /** The payer's budget (committed, spent, released), when it is a BuyerClient. */
+  readonly budget?: { readonly committed: string; readonly spent: string; readonly released: string };
 }
 
 interface BuyerClientLike {
@@ -86,6 +92,13 @@ export interface MarketplaceMcpOptions {
   perCallLimit?: string;
   /** The fetch used to reach sellers (HTTP resources and MCP servers). Default: global fetch. */
   fetch?: typeof globalThis.fetch;
+  /**
+   * Let call_paid_resource reach loopback, private and link-local addresses (local development: sellers on
+   * 127.0.0.1). Default false: such URLs are refused (ADDRESS_NOT_ALLOWED), every redirect hop too (at most 3).
+   */
+  allowPrivateNetworks?: boolean;
+  /** Name resolution for that address check. Default: the system resolver (every address of the name). */
+  lookup?: (hostname: string) => Promise<string[]>;
   metrics?: McpMetricsSink;
   /** Server name and version announced to MCP clients. */
   name?: string;
@@ -252,7 +265,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       {
         title: 'Call and pay for a resource',
         description:
-          'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result and the receipt.',
+          'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). Pays only the terms inspect_resource shows: a higher live price or another recipient, asset or network is refused before signing (TERMS_CHANGED). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result, what was actually paid (`amount`), the settlement, the receipt and the budget.',
         inputSchema: callInput,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       },
@@ -268,10 +281,12 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
           resourceId: detail.id,
           type: detail.type,
           paid: outcome.paid,
-          amount: outcome.paid ? detail.amount : '0',
+          // What was actually paid (the live requirement signed), not the catalog's price.
+          amount: outcome.amount ?? '0',
           settlement: outcome.receipt,
           receipt,
           spent: payer.spent,
+          ...(payer.budget ? { budget: { committed: payer.budget.committed, spent: payer.budget.spent, released: payer.budget.released } } : {}),
           result: outcome.result,
         };
       }),
@@ -293,7 +308,32 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     if (cap === undefined || args.maxAmount === undefined) return args.maxAmount;
     return toStroops(args.maxAmount) < toStroops(cap) ? args.maxAmount : cap;
   };
-  type Outcome = { paid: boolean; receipt: Record<string, unknown> | null; result: Record<string, unknown> };
+  type Outcome = { paid: boolean; amount: string | null; receipt: Record<string, unknown> | null; result: Record<string, unknown> };
+
+  const guardedFetch = safeFetch(sellerFetch, { allowPrivateNetworks: options.allowPrivateNetworks ?? false, maxRedirects: 3, lookup: options.lookup });
+
+  /** The terms inspect_resource showed: the live 402 may ask less, never more, nor pay anyone or anything else. */
+  function inspectedTerms(detail: Schemas['ResourceDetail']): ExpectedTerms {
+    const r = detail.paymentRequirements;
+    const asset = r.asset.contractId ?? assetContractId(r.asset.code, r.asset.issuer, normalizeNetwork(r.network));
+    return { network: r.network, payTo: r.payTo, asset, amount: r.amount };
+  }
+
+  /** Runs a paid call; a failure to reach the seller is UPSTREAM_ERROR with its cause (ADDRESS_NOT_ALLOWED when refused). */
+  async function upstream<T>(detail: Schemas['ResourceDetail'], run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (err) {
+      const blocked = causeChain(err).find((e) => e instanceof BlockedAddressError);
+      if (blocked) throw new ToolError('ADDRESS_NOT_ALLOWED', blocked.message);
+      if (err instanceof ToolError || err instanceof BudgetExceededError || err instanceof PaymentFailedError || err instanceof ApiError) throw err;
+      if (err instanceof McpError) throw new ToolError('UPSTREAM_ERROR', `The MCP server of resource ${detail.id} failed: ${err.message.slice(0, 300)}`);
+      if (err instanceof TypeError || (err as { cause?: unknown })?.cause) {
+        throw new ToolError('UPSTREAM_ERROR', `Could not reach the seller of resource ${detail.id} (${new URL(detail.url).host}): ${describeCause(err)}`, { cause: describeCause(err) });
+      }
+      throw err;
+    }
+  }
 
   async function callHttp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
     const url = new URL(fillTemplate(detail.url, args.pathParams ?? {}));
@@ -306,7 +346,9 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       init.body = text;
       init.headers = { 'content-type': 'application/json' };
     }
-    const { response, paid, receipt } = await payer!.payAndFetch(url.toString(), init);
+    init.fetch = guardedFetch;
+    init.expect = inspectedTerms(detail);
+    const { response, paid, receipt, requirements } = await upstream(detail, () => payer!.payAndFetch(url.toString(), init));
     const contentType = response.headers.get('content-type') ?? '';
     const { text, truncated } = await readBounded(response, MAX_BODY_BYTES);
     let body: unknown = text;
@@ -318,7 +360,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       }
     }
     if (!response.ok) throw new ToolError('UPSTREAM_ERROR', `The resource answered HTTP ${response.status}`, { status: response.status, paid });
-    return { paid, receipt: receipt as Record<string, unknown> | null, result: { status: response.status, contentType, body, truncated } };
+    return { paid, amount: paid ? (requirements?.amount ?? null) : null, receipt: receipt as Record<string, unknown> | null, result: { status: response.status, contentType, body, truncated } };
   }
 
   async function callMcp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
@@ -326,16 +368,18 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     const toolName = typeof ext.mcp?.toolName === 'string' ? ext.mcp.toolName : typeof ext.mcp?.tool === 'string' ? ext.mcp.tool : null;
     if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
     const client = new Client({ name: 'paid-api-marketplace-mcp', version: '0.1.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: sellerFetch });
+    const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
     try {
       await client.connect(transport);
-    } catch {
-      throw new ToolError('UPSTREAM_ERROR', `Could not connect to the MCP server of resource ${detail.id}`);
+    } catch (err) {
+      const blocked = causeChain(err).find((e) => e instanceof BlockedAddressError);
+      if (blocked) throw new ToolError('ADDRESS_NOT_ALLOWED', blocked.message);
+      throw new ToolError('UPSTREAM_ERROR', `Could not connect to the MCP server of resource ${detail.id}: ${describeCause(err)}`, { cause: describeCause(err) });
     }
     try {
-      const { result, paid, receipt } = await payer!.payAndCallTool(client, toolName, args.arguments ?? {}, { maxAmount: maxAmountOf(args) });
+      const { result, paid, receipt, requirements } = await upstream(detail, () => payer!.payAndCallTool(client, toolName, args.arguments ?? {}, { maxAmount: maxAmountOf(args), expect: inspectedTerms(detail) }));
       if (result.isError) throw new ToolError('UPSTREAM_ERROR', `Tool ${toolName} answered an error (not charged)`, { paid, content: result.content as unknown });
-      return { paid, receipt: receipt as Record<string, unknown> | null, result: { content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) } };
+      return { paid, amount: paid ? (requirements?.amount ?? null) : null, receipt: receipt as Record<string, unknown> | null, result: { content: result.content, ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}) } };
     } finally {
       await client.close().catch(() => undefined);
     }
@@ -364,6 +408,21 @@ async function readBounded(response: Response, limit: number): Promise<{ text: s
     size += value.byteLength;
   }
   return { text: Buffer.concat(chunks).toString('utf8'), truncated };
+}
+
+/** The error and its causes (fetch puts the network error in `cause`). */
+function causeChain(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e: unknown = err; e && out.length < 5; e = (e as { cause?: unknown }).cause) out.push(e);
+  return out;
+}
+
+/** A short description of a network failure: the innermost code (ENOTFOUND, ECONNREFUSED, ...) and message. */
+function describeCause(err: unknown): string {
+  const chain = causeChain(err);
+  const inner = chain[chain.length - 1] as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof inner?.code === 'string' ? `${inner.code}: ` : '';
+  return `${code}${String(inner?.message ?? err)}`.slice(0, 300);
 }
 
 function fillTemplate(template: string, values: Record<string, string>): string {

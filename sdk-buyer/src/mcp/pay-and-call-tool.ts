@@ -7,13 +7,14 @@
  * 2. Payment required is read, in this order, from: `structuredContent` (the PaymentRequired itself, or wrapped as
  *    `{"x402/error": {code: 402, data}}`), `content[0].text` (JSON of either), or, for older servers, a JSON-RPC
  *    error with code 402 and the PaymentRequired in `error.data`. The first `exact` Stellar requirement is taken.
- * 3. The budget is reserved (BudgetExceededError before anything is signed), the authorization is signed (the same
+ * 3. The budget is committed (BudgetExceededError before anything is signed), the authorization is signed (the same
  *    signer and code as payAndFetch) and the same call is sent again with the payload in
  *    `params._meta["x402/payment"]`: our PaymentPayload plus the x402 v2 envelope fields (`x402Version`,
  *    `accepted`, `resource`).
- * 4. The settlement is read from `result._meta["x402/payment-response"]`. Without one no money moved, so the
- *    reservation is released. A second PaymentRequired (refused payment, failed settlement) throws
- *    PaymentFailedError with the seller's code.
+ * 4. The settlement is read from `result._meta["x402/payment-response"]` (the commitment becomes spent). Without
+ *    one the commitment keeps counting until the ledger proves the authorization unusable (payments/budget.ts): the
+ *    server holds a signature it could still settle. A second PaymentRequired (refused payment, failed
+ *    settlement) throws PaymentFailedError with the seller's code.
  *
  * Both calls go through `client.request` with the CallToolResult schema, so a PaymentRequired is not mistaken for a
  * breach of the tool's output schema (the stock `callTool` checks `structuredContent` even on errors).
@@ -21,8 +22,8 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readPaymentRequired, type NormalizedRequirements } from '../payments/requirements.js';
-import { signPayment, type PaymentPayload } from '../payments/sign-payment.js';
-import { PaymentFailedError, withAssetCode, type PayerDeps, type PaymentReceiptHeader } from '../payments/pay-and-fetch.js';
+import type { PaymentPayload } from '../payments/sign-payment.js';
+import { PaymentFailedError, chooseRequirement, commitAndSign, termsProblem, withAssetCode, type ExpectedTerms, type PayerDeps, type PaymentReceiptHeader } from '../payments/pay-and-fetch.js';
 
 export const X402_PAYMENT_META = 'x402/payment';
 export const X402_PAYMENT_RESPONSE_META = 'x402/payment-response';
@@ -34,6 +35,8 @@ export interface PayAndCallToolOptions {
   maxAmount?: string;
   /** Per-request timeout of each MCP call (ms). Default: the MCP SDK's (60 s). */
   timeoutMs?: number;
+  /** Refuse (TERMS_CHANGED, before signing) unless the tool's PaymentRequired matches these terms. */
+  expect?: ExpectedTerms;
 }
 
 export interface PaidToolCallResult {
@@ -80,7 +83,7 @@ export function paymentResponseOf(result: CallToolResult): PaymentReceiptHeader 
   const doc = result._meta?.[X402_PAYMENT_RESPONSE_META] as Record<string, unknown> | undefined;
   if (!doc || typeof doc !== 'object' || doc.success === false) return null;
   const transactionHash = (doc.transactionHash ?? doc.transaction) as unknown;
-  if (typeof transactionHash !== 'string' || !transactionHash) return null;
+  if (typeof transactionHash !== 'string' || !/^[0-9a-f]{64}$/i.test(transactionHash)) return null;
   return { ...doc, transactionHash } as PaymentReceiptHeader;
 }
 
@@ -110,28 +113,25 @@ export function createPayAndCallTool(deps: Payer) {
     if (!offered) return { result: (first as { result: CallToolResult }).result, paid: false, receipt: null, payment: null, requirements: null };
 
     const parsed = readPaymentRequired(new Headers(), offered);
-    let requirements = parsed?.accepts[0] ?? null;
+    let requirements = chooseRequirement(parsed, options.expect, offered, `tool ${name}`);
     if (!requirements) throw new PaymentFailedError(`Tool ${name} asks for a payment this SDK cannot make (no exact Stellar requirement)`, 'NO_PAYABLE_REQUIREMENT', 402, offered);
     requirements = await withAssetCode(deps, requirements, offered);
+    if (options.expect && termsProblem(requirements, options.expect))
+      throw new PaymentFailedError(`Refused before signing: tool ${name} asks for other terms than inspected (${termsProblem(requirements, options.expect)})`, 'TERMS_CHANGED', 402, offered);
 
-    deps.budget.reserve(requirements.stroops, options.maxAmount);
-    let settled = false;
-    try {
-      const payment = await signPayment(requirements, { signer: deps.signer, rpcUrl: await deps.rpcUrlFor(requirements.network), validForLedgers: deps.validForLedgers });
-      const meta = { [X402_PAYMENT_META]: { ...payment, x402Version: parsed!.x402Version, accepted: requirements.raw, ...(offered.resource ? { resource: offered.resource } : {}) } };
-      const second = await callTool(client, name, args, meta, options.timeoutMs);
-      const refused = 'paymentRequired' in second ? second.paymentRequired : paymentRequiredOf(second.result);
-      if (refused) {
-        const { code, message } = refusalCode(refused);
-        throw new PaymentFailedError(`Payment for tool ${name} was refused: ${message}`, code, 402, refused);
-      }
-      const result = (second as { result: CallToolResult }).result;
-      const receipt = paymentResponseOf(result);
-      settled = receipt !== null;
-      return { result, paid: settled, receipt, payment, requirements };
-    } finally {
-      if (!settled) deps.budget.release(requirements.stroops);
+    const { payment, commitment } = await commitAndSign(deps, requirements, options.maxAmount);
+    const meta = { [X402_PAYMENT_META]: { ...payment, x402Version: parsed!.x402Version, accepted: requirements.raw, ...(offered.resource ? { resource: offered.resource } : {}) } };
+    // The signature is out: it stays counted until settled or proven unusable (see payments/budget.ts).
+    const second = await callTool(client, name, args, meta, options.timeoutMs);
+    const refused = 'paymentRequired' in second ? second.paymentRequired : paymentRequiredOf(second.result);
+    if (refused) {
+      const { code, message } = refusalCode(refused);
+      throw new PaymentFailedError(`Payment for tool ${name} was refused: ${message}`, code, 402, refused);
     }
+    const result = (second as { result: CallToolResult }).result;
+    const receipt = paymentResponseOf(result);
+    if (receipt) await deps.budget.settled(commitment, receipt.transactionHash);
+    return { result, paid: receipt !== null, receipt, payment, requirements };
   };
 }
 

@@ -32,8 +32,43 @@ export function normalizeNetwork(network: string): StellarNetwork {
   throw new Error(`Unsupported network ${network}: only stellar:testnet and stellar:pubnet`);
 }
 
-export function assetContractId(code: string, issuer: string, network: StellarNetwork): string {
-  return new Asset(code, issuer).contractId(PASSPHRASES[network]);
+export function assetContractId(code: string, issuer: string | undefined, network: StellarNetwork): string {
+  const asset = !issuer && (code === 'XLM' || code === 'native') ? Asset.native() : new Asset(code, issuer);
+  return asset.contractId(PASSPHRASES[network]);
+}
+
+/** Thrown before anything is signed when the asset a requirement shows is not the contract it would have signed. */
+export class AssetMismatchError extends Error {
+  override readonly name = 'AssetMismatchError';
+  readonly code = 'ASSET_MISMATCH';
+  constructor(
+    readonly shown: { code: string; issuer?: string },
+    readonly contractId: string,
+    readonly derived: string | null,
+    readonly network: string,
+  ) {
+    super(
+      `Refused before signing: the requirement shows ${shown.code}${shown.issuer ? `:${shown.issuer}` : ''} on ${network}, ` +
+        `which is contract ${derived ?? '(not a valid asset)'}, but asks to sign a transfer of contract ${contractId}`,
+    );
+  }
+}
+
+/**
+ * Sign only what is shown: when a requirement names an asset code (and issuer), that asset's Stellar Asset Contract
+ * on the requirement's network must be the contract the authorization transfers. Throws AssetMismatchError.
+ */
+export function assertAssetShown(req: Pick<NormalizedRequirements, 'asset' | 'network'>): void {
+  const { code, issuer, contractId } = req.asset;
+  if (!StrKey.isValidContract(contractId)) throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, null, req.network);
+  if (code === undefined && issuer === undefined) return;
+  let derived: string | null = null;
+  try {
+    derived = assetContractId(code ?? '', issuer, req.network);
+  } catch {
+    derived = null;
+  }
+  if (derived !== contractId) throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, derived, req.network);
 }
 
 /** Our ResourceDetail.paymentRequirements (or PaymentRequirements with an asset). */
@@ -48,7 +83,7 @@ export function fromResourceRequirements(req: {
   const network = normalizeNetwork(req.network);
   if (!req.asset) throw new Error('The payment requirements name no asset');
   const contractId = req.asset.contractId ?? assetContractId(req.asset.code, req.asset.issuer, network);
-  return {
+  const normalized: NormalizedRequirements = {
     x402Version: 2,
     scheme: 'exact',
     network,
@@ -60,6 +95,8 @@ export function fromResourceRequirements(req: {
     resource: req.resource,
     raw: req as unknown as Record<string, unknown>,
   };
+  assertAssetShown(normalized);
+  return normalized;
 }
 
 /** One entry of x402 `accepts` (v2: `amount`; v1: `maxAmountRequired`). */
@@ -83,7 +120,7 @@ export function fromX402Requirement(x402Version: 1 | 2, req: Record<string, unkn
   return base(code, issuer);
 
   function base(c: string | undefined, i: string | undefined): NormalizedRequirements {
-    return {
+    const normalized: NormalizedRequirements = {
       x402Version,
       scheme: 'exact',
       network,
@@ -95,11 +132,16 @@ export function fromX402Requirement(x402Version: 1 | 2, req: Record<string, unkn
       resource: typeof req.resource === 'string' ? req.resource : undefined,
       raw: req,
     };
+    assertAssetShown(normalized);
+    return normalized;
   }
 }
 
 /** The x402 PaymentRequired of a 402 response: the v2 header first, else a v1 (or v2) JSON body with `accepts`. */
-export function readPaymentRequired(headers: Headers, body: unknown): { x402Version: 1 | 2; accepts: NormalizedRequirements[]; resource?: unknown } | null {
+export function readPaymentRequired(
+  headers: Headers,
+  body: unknown,
+): { x402Version: 1 | 2; accepts: NormalizedRequirements[]; resource?: unknown; refused: Error[] } | null {
   const header = headers.get('payment-required');
   let doc: Record<string, unknown> | null = null;
   if (header) {
@@ -113,13 +155,15 @@ export function readPaymentRequired(headers: Headers, body: unknown): { x402Vers
   if (!doc) return null;
   const version: 1 | 2 = doc.x402Version === 1 ? 1 : 2;
   const accepts: NormalizedRequirements[] = [];
-  for (const a of (doc.accepts as Array<Record<string, unknown>>) ?? []) {
+  const refused: Error[] = [];
+  for (const a of ((doc.accepts as Array<Record<string, unknown>>) ?? []).slice(0, 16)) {
     if (a?.scheme !== 'exact') continue;
     try {
       accepts.push(fromX402Requirement(version, a));
-    } catch {
-      // Not a Stellar requirement we can pay: skip it.
+    } catch (err) {
+      // Not a Stellar requirement we can pay (kept: an asset that is not what it shows is reported, never signed).
+      refused.push(err as Error);
     }
   }
-  return { x402Version: version, accepts, resource: doc.resource };
+  return { x402Version: version, accepts, resource: doc.resource, refused };
 }

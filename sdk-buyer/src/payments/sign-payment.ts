@@ -7,7 +7,7 @@
  */
 import crypto from 'node:crypto';
 import { Address, Keypair, authorizeEntry, nativeToScVal, rpc, xdr, type SigningCallback } from '@stellar/stellar-sdk';
-import { PASSPHRASES, type NormalizedRequirements, type StellarNetwork } from './requirements.js';
+import { PASSPHRASES, assertAssetShown, type NormalizedRequirements, type StellarNetwork } from './requirements.js';
 
 /** A Keypair with its secret, or a wallet: its public key and a callback signing the authorization preimage. */
 export type PaymentSigner = Keypair | { publicKey: string; sign: SigningCallback };
@@ -70,6 +70,7 @@ export function transferAuthorizationEntry(contractId: string, from: string, to:
 /** Signs a payment meeting `requirements` and returns our facilitator's PaymentPayload. */
 export async function signPayment(requirements: NormalizedRequirements, options: SignPaymentOptions): Promise<PaymentPayload> {
   if (!requirements.asset.code || !requirements.asset.issuer) throw new Error('The payment requirements name no asset code and issuer');
+  assertAssetShown(requirements);
   const latest = options.latestLedger ?? (options.rpcUrl ? await latestLedgerOf(options.rpcUrl) : undefined);
   if (latest === undefined) throw new Error(`No Soroban RPC URL for ${requirements.network}: pass rpcUrl`);
   let ledgers = options.validForLedgers ?? DEFAULT_VALID_FOR_LEDGERS;

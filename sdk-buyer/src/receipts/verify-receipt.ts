@@ -1,4 +1,8 @@
 /**
+ * @deprecated The service no longer signs this format: it signs facilitator ATTESTATIONS (verifyAttestation in
+ * ./attestation.ts), and sellers sign their own offer-and-receipt receipts (verifySellerReceipt). Kept for receipts
+ * signed before.
+ *
  * Offline verification of the marketplace's signed receipts (shared source: sdk-buyer/src/receipts and
  * sdk-seller/src/receipts hold identical copies, a test keeps them so).
  *

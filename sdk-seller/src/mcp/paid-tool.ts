@@ -10,9 +10,14 @@
  *    handler runs. A refusal answers the PaymentRequired with the facilitator's code in `error` (and `message`).
  * 3. The handler runs. A result with `isError`, a thrown error, or structured content that breaks the tool's
  *    output schema is returned unpaid: nothing is settled.
- * 4. Otherwise POST /v1/settle runs before the result leaves; the result carries the settlement (transaction
- *    hash, receipt id, network, payer) in `_meta["x402/payment-response"]`. If settlement fails the tool's answer is
- *    dropped and the caller gets `isError` with the PaymentRequired and `x402/payment-response: { success: false }`.
+ * 4. Otherwise POST /v1/settle runs before the result leaves, and the result leaves only once the settlement is
+ *    CONFIRMED on the ledger (paywall/settle-outcome.ts: a cut connection, "still in progress" or a pending answer
+ *    make it ask the service for the payment's outcome, within a bounded wait). The result carries the settlement
+ *    (transaction hash, receipt id, network, payer) in `_meta["x402/payment-response"]`. If settlement definitely
+ *    fails the tool's answer is dropped and the caller gets `isError` with the PaymentRequired and
+ *    `x402/payment-response: { success: false }`; if the outcome is still unknown when the wait ends, the answer is
+ *    withheld and the caller gets `isError` with `SETTLEMENT_UNCONFIRMED` and the payment id (not a PaymentRequired:
+ *    the payment may still settle).
  *
  * One signed payment buys one call: the facilitator refuses a payload it has seen (REPLAY_DETECTED).
  * The requirements, the PaymentRequired and the facilitator calls are the paywall's own (src/paywall/paywall.ts).
@@ -35,6 +40,8 @@ import {
   type SellerRequirements,
 } from '../paywall/paywall.js';
 import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
+import { settleOutcome, type SettleWait } from '../paywall/settle-outcome.js';
+import type { ReceiptSigner } from '../paywall/receipt-signer.js';
 
 type Schemas = components['schemas'];
 
@@ -58,6 +65,10 @@ export interface PaidToolConfig<InputArgs extends ZodRawShapeCompat | undefined 
   requirements?: PaywallOptions['requirements'];
   /** Default 60 s. */
   requirementsTtlMs?: number;
+  /** How long to find out a settlement's outcome when the answer is not final (see paywall/settle-outcome.ts). */
+  settle?: SettleWait;
+  /** Signs the seller's own offer-and-receipt receipt for each confirmed sale (see createReceiptSigner). */
+  receiptSigner?: ReceiptSigner;
 }
 
 type ToolArgs<InputArgs extends ZodRawShapeCompat | undefined> = InputArgs extends ZodRawShapeCompat ? Parameters<ToolCallback<InputArgs>>[0] : Record<string, never>;
@@ -129,14 +140,18 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
       return { isError: true, content: [{ type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` }] };
     }
 
-    let settled: Schemas['SettleResponse'];
-    try {
-      settled = await config.client.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: config.resourceId });
-    } catch (err) {
-      const code = err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED';
-      return refusal(terms, err, { [X402_PAYMENT_RESPONSE_META]: { success: false, errorReason: code, transaction: '', network: terms.network } });
+    const outcome = await settleOutcome(config.client, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: config.resourceId }, config.settle);
+    if (outcome.kind === 'failed') {
+      const err = outcome.error ?? Object.assign(new Error(outcome.message), { code: outcome.code });
+      return refusal(terms, outcome.error ?? err, { error: outcome.code, message: outcome.message, [X402_PAYMENT_RESPONSE_META]: { success: false, errorReason: outcome.code, transaction: '', network: terms.network } });
     }
-    return { ...result, _meta: { ...(result._meta ?? {}), [X402_PAYMENT_RESPONSE_META]: settlementResponse(settled, verified.payer) } };
+    if (outcome.kind === 'unknown') {
+      // Not a request to pay again: the payment may still settle. The answer is withheld.
+      const body = { error: { code: outcome.code, message: outcome.message, paymentAttemptId: outcome.paymentAttemptId } };
+      return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
+    }
+    const response = await settlementResponse(outcome, verified.payer, { signer: config.receiptSigner, resourceUrl: resource.url, network: terms.network });
+    return { ...result, _meta: { ...(result._meta ?? {}), [X402_PAYMENT_RESPONSE_META]: response } };
   };
 
   const toolConfig = {

@@ -10,9 +10,13 @@
  * 3. The handler runs while its response is held: `writeHead`, `write`, `end` (so `res.json`/`res.send`) are
  *    buffered in memory and nothing reaches the client.
  * 4. If the handler's status is an error (>= 400), nothing is settled and its response is sent as is, unpaid.
- *    Otherwise POST /v1/settle; on success `PAYMENT-RESPONSE` (base64 JSON: transactionHash, receiptId, network,
- *    ...) is added and the held response is released. If settlement fails the paid content is dropped and the
- *    answer is 402 (payment refused) or 502 (the facilitator or the ledger failed) with the error code.
+ *    Otherwise POST /v1/settle, and the held response leaves ONLY on a confirmed settlement (settle-outcome.ts): a
+ *    cut connection, `409` "still in progress" or `202 settlement_pending` make the paywall ask the service for the
+ *    payment's outcome (bounded wait). Confirmed: `PAYMENT-RESPONSE` (base64 JSON: success, status "settled",
+ *    transactionHash, receiptId, network, payer, the attestation, the seller's own receipt when a receiptSigner is
+ *    given) is added and the response released. Definite failure: the content is dropped, 402 with the reason.
+ *    Still unknown when the wait ends: the content is dropped, 503 SETTLEMENT_UNCONFIRMED with the payment id (no
+ *    PAYMENT-REQUIRED: the buyer must not pay again while the payment may still settle).
  *
  * One signed payment buys exactly one delivery. The facilitator verifies an authorization once: when several
  * requests carry the same payment (concurrently or later), only the first is verified and served; every other one
@@ -26,16 +30,21 @@ import { Asset } from '@stellar/stellar-sdk';
 import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
+import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
+import type { ReceiptSigner } from './receipt-signer.js';
 
 type Schemas = components['schemas'];
 type Requirements = Schemas['ResourcePaymentRequirements'];
 
 /** What the paywall needs of the seller client (createSellerClient returns it). */
-export interface PaywallClient {
-  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
-  facilitator: {
+export interface PaywallClient extends SettlingClient {
+  /**
+   * The resource's terms. `getPublic` (the seller client's anonymous read) is preferred, so the paywall's key needs
+   * no catalog permission: a payments-scoped key (verify, settle, read own payments) is enough.
+   */
+  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }>; getPublic?(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
+  facilitator: SettlingClient['facilitator'] & {
     verify(input: Schemas['VerifyRequest']): Promise<Schemas['VerifyResponse']>;
-    settle(input: Schemas['SettleRequest']): Promise<Schemas['SettleResponse']>;
   };
 }
 
@@ -54,6 +63,10 @@ export interface PaywallOptions {
   /** Shown in the 402's `resource`. */
   description?: string;
   mimeType?: string;
+  /** How long to find out a settlement's outcome when the answer is not final (see settle-outcome.ts). */
+  settle?: SettleWait;
+  /** Signs the seller's own offer-and-receipt receipt for each confirmed sale (see createReceiptSigner). */
+  receiptSigner?: ReceiptSigner;
 }
 
 /** What the handler finds in `res.locals.payment` (Express) once the payment is verified. */
@@ -122,19 +135,32 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
 
       held.onEnd(async () => {
         if (held.statusCode() >= 400) return held.release();
-        let settled: Schemas['SettleResponse'];
-        try {
-          settled = await options.client.facilitator.settle({ paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: options.resourceId });
-        } catch (err) {
+        const outcome = await settleOutcome(options.client, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: options.resourceId }, options.settle);
+        if (outcome.kind !== 'settled') {
           held.discard();
-          return refuse(req, res, terms, err);
+          return refuseOutcome(req, res, terms, outcome);
         }
-        res.setHeader('PAYMENT-RESPONSE', encode(settlementResponse(settled, verified.payer)));
+        res.setHeader('PAYMENT-RESPONSE', encode(await settlementResponse(outcome, verified.payer, receiptContext(req, terms))));
         held.release();
       });
       next();
     })().catch(next);
   };
+
+  /** Settlement not confirmed: a definite failure is 402 with its reason; an unknown outcome is 503 (do not pay again). */
+  function refuseOutcome(req: IncomingMessage, res: ServerResponse, terms: Requirements, outcome: Exclude<SettleOutcome, { kind: 'settled' }>): void {
+    if (outcome.kind === 'failed') {
+      if (outcome.error) return refuse(req, res, terms, outcome.error);
+      const body = { ...paymentRequired(req, terms, outcome.code), ok: false, error: { code: outcome.code, message: outcome.message } };
+      return answer(res, 402, body, body);
+    }
+    res.setHeader('Retry-After', '5');
+    answer(res, 503, { ok: false, error: { code: outcome.code, message: outcome.message, details: [{ field: 'paymentAttemptId', message: outcome.paymentAttemptId }] } });
+  }
+
+  function receiptContext(req: IncomingMessage, terms: Requirements) {
+    return { signer: options.receiptSigner, resourceUrl: absoluteUrl(req), network: terms.network };
+  }
 
   function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): void {
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
@@ -163,7 +189,8 @@ export function requirementsSource(options: RequirementsOptions): () => Promise<
       return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
     }
     if (cached && Date.now() - cached.at < ttl) return cached.value;
-    const resource = await options.client.resources.get(options.resourceId);
+    const read = options.client.resources.getPublic ?? options.client.resources.get;
+    const resource = await read(options.resourceId);
     cached = { value: resource.paymentRequirements, at: Date.now() };
     return cached.value;
   };
@@ -202,21 +229,28 @@ export function facilitatorRequirements(terms: Requirements): Schemas['PaymentRe
   };
 }
 
-/** The x402 SettlementResponse (PAYMENT-RESPONSE header, MCP `_meta["x402/payment-response"]`) with our receipt id. */
-export function settlementResponse(settled: Schemas['SettleResponse'], payer: string) {
-  return {
-    success: true,
-    transaction: settled.transactionHash,
-    transactionHash: settled.transactionHash,
-    receiptId: settled.receiptId,
-    settlementId: settled.settlementId,
-    network: settled.network,
-    payer,
-    status: settled.status,
-    // The facilitator's settlement attestation (JWS), passed on to the payer (not a seller receipt).
-    ...(settled.attestation ? { attestation: settled.attestation } : {}),
-    ledger: settled.ledger,
-  };
+/**
+ * The x402 SettlementResponse of a CONFIRMED settlement (PAYMENT-RESPONSE header, MCP
+ * `_meta["x402/payment-response"]`) with our receipt id, the marketplace's attestation or signed receipt when the
+ * settle answer carried one, and the seller's own offer-and-receipt receipt when a receipt signer is configured.
+ */
+export async function settlementResponse(
+  outcome: Extract<SettleOutcome, { kind: 'settled' }>,
+  payer: string,
+  receipt?: { signer?: ReceiptSigner; resourceUrl: string; network: string },
+) {
+  const extensions: Record<string, unknown> = {};
+  // The marketplace's attestation (not a seller receipt): the buyer checks it against GET /.well-known/jwks.json.
+  if (outcome.attestation) extensions.marketplace = { attestation: outcome.attestation };
+  if (receipt?.signer) {
+    const signature = await receipt.signer.sign({ version: 1, network: receipt.network, resourceUrl: receipt.resourceUrl, payer, issuedAt: Math.floor(Date.now() / 1000), transaction: outcome.transactionHash });
+    extensions['offer-receipt'] = { info: { receipt: { format: 'jws', signature } } };
+  }
+  return confirmedSettlementResponse(outcome, payer, {
+    evidence: outcome.evidence,
+    ...(outcome.attestation ? { attestation: outcome.attestation } : {}),
+    ...(Object.keys(extensions).length ? { extensions } : {}),
+  });
 }
 
 export function errorBody(err: unknown, fallback: string) {
@@ -260,6 +294,8 @@ function hold(res: ServerResponse) {
     onEnd(fn: () => Promise<void>) {
       onEnd = () => fn().catch((err) => {
         restore();
+        chunks.length = 0;
+        for (const name of res.getHeaderNames()) if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
         if (!res.headersSent) {
           res.statusCode = 502;
           res.setHeader('Content-Type', 'application/json; charset=utf-8');

@@ -230,6 +230,13 @@ const ROWS: Row[] = [
   { operationId: 'settlePaymentPayload', what: 'settle a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
   { operationId: 'listBazaarResources', what: "list A's resources in the x402 Bazaar", call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getReceiptKeys', what: "read the receipts' public signing keys", call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'getSellerReceiptKeys', what: "read A's own receipt keys (public)", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'updateSellerReceiptKeys',
+    what: "replace A's receipt keys",
+    call: (w) => ({ params: { sellerId: w.a.id }, body: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'matrix-key' }] } }),
+    expect: A_ONLY,
+  },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'listConformanceRuns', what: 'list conformance runs', call: () => ({}), expect: OPERATOR_ONLY },
   { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },

@@ -5,6 +5,7 @@ import type { PaymentReadService } from '../../domain/payments/payment-read-serv
 import type { HealthReport } from '../../domain/operations/health';
 import type { NetworkRegistry } from '../../ledger/network-registry';
 import type { Metrics } from '../../metrics/registry';
+import type { SellerReceiptKeyService } from '../../domain/sellers/seller-receipt-keys';
 
 export interface HandlerDeps {
   sellers: SellerService;
@@ -15,4 +16,5 @@ export interface HandlerDeps {
   metrics: Metrics;
   health(): Promise<HealthReport>;
   version: { version: string; commit: string | null; contractVersion: string };
+  sellerReceiptKeys: SellerReceiptKeyService;
 }

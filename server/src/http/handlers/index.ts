@@ -5,6 +5,7 @@ import { sellerHandlers } from './sellers';
 import { keyHandlers } from './keys';
 import { paymentHandlers } from './payments';
 import { operationHandlers } from './operations';
+import { sellerReceiptKeyHandlers } from './seller-receipt-keys';
 import type { DiscoveryOperation } from '../../areas/discovery';
 import type { FacilitatorOperation } from '../../areas/facilitator';
 import type { OperationsOperation } from '../../areas/operations';
@@ -22,6 +23,7 @@ export function createHandlers(deps: HandlerDeps, areas: Pick<Handlers, Discover
     ...paymentHandlers(deps),
     ...operationHandlers(deps),
     ...mcpHandlers,
+    ...sellerReceiptKeyHandlers(deps),
     ...areas,
   };
 }
