@@ -120,8 +120,13 @@ export async function loadIntoService(
   const keys = new Map<string, string>();
   for (const [, resources] of byCategory) {
     const seller = await signUp(app);
+    const used = new Set<string>();
     for (const [i, r] of resources.entries()) {
-      const routeTemplate = r.path.replace(/[^A-Za-z0-9/_{}.-]/g, '') || '/';
+      let routeTemplate = r.path.replace(/[^A-Za-z0-9/_{}.-]/g, '') || '/';
+      // Two corpus entries of one category may share a path ("/cases"); one seller may list an endpoint once (409
+      // DUPLICATE_RESOURCE), so the later one gets a numbered path.
+      if (used.has(routeTemplate)) routeTemplate = `${routeTemplate.replace(/\/$/, '')}/${i}`;
+      used.add(routeTemplate);
       const res = await request(app)
         .post('/v1/discovery/catalog')
         .set('authorization', `Bearer ${seller.apiKey}`)
