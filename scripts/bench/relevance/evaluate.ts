@@ -120,8 +120,12 @@ export async function loadIntoService(
   const keys = new Map<string, string>();
   for (const [, resources] of byCategory) {
     const seller = await signUp(app);
+    const used = new Set<string>();
     for (const [i, r] of resources.entries()) {
-      const routeTemplate = r.path.replace(/[^A-Za-z0-9/_{}.-]/g, '') || '/';
+      // One listing per seller, method and URL: a path a category already used gets a numbered sibling.
+      let routeTemplate = r.path.replace(/[^A-Za-z0-9/_{}.-]/g, '') || '/';
+      if (used.has(routeTemplate)) routeTemplate = `${routeTemplate.replace(/\/$/, '')}/v${i + 1}`;
+      used.add(routeTemplate);
       const res = await request(app)
         .post('/v1/discovery/catalog')
         .set('authorization', `Bearer ${seller.apiKey}`)
