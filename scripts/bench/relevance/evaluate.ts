@@ -122,10 +122,9 @@ export async function loadIntoService(
     const seller = await signUp(app);
     const used = new Set<string>();
     for (const [i, r] of resources.entries()) {
+      // One listing per seller, method and URL: a path a category already used gets a numbered sibling.
       let routeTemplate = r.path.replace(/[^A-Za-z0-9/_{}.-]/g, '') || '/';
-      // Two corpus entries of one category may share a path ("/cases"); one seller may list an endpoint once (409
-      // DUPLICATE_RESOURCE), so the later one gets a numbered path.
-      if (used.has(routeTemplate)) routeTemplate = `${routeTemplate.replace(/\/$/, '')}/${i}`;
+      if (used.has(routeTemplate)) routeTemplate = `${routeTemplate.replace(/\/$/, '')}/v${i + 1}`;
       used.add(routeTemplate);
       const res = await request(app)
         .post('/v1/discovery/catalog')

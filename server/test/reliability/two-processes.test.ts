@@ -11,7 +11,7 @@ import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { bearer } from '../support/fixtures';
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
-import { verifyReceiptSignature } from '../../../sdk-buyer/src/receipts/verify-receipt';
+import { verifyAttestation } from '../../../sdk-buyer/src/receipts/attestation';
 import type { JSONWebKeySet } from 'jose';
 import { startMainProcess, type MainProcess } from './support/main-process';
 import { postJson, sellerWithResourceOverHttp, stormTally, type Answer } from './support/over-http';
@@ -175,8 +175,8 @@ describe('two server processes on one database (scale-out)', () => {
     );
     const jws = signed.map((b) => b.attestation ?? '');
     const jwks = await Promise.all(mains.map(async (m) => (await fetch(`${m.baseUrl}/.well-known/jwks.json`)).json() as Promise<JSONWebKeySet>));
-    const aByB = await verifyReceiptSignature(jws[0], jwks[1]);
-    const bByA = await verifyReceiptSignature(jws[1], jwks[0]);
+    const aByB = await verifyAttestation(jws[0], jwks[1]);
+    const bByA = await verifyAttestation(jws[1], jwks[0]);
     expect({ aByB: aByB.valid, bByA: bByA.valid }).toEqual({ aByB: true, bByA: true });
     expect(aByB.valid && bByA.valid && aByB.payload).toEqual(bByA.valid && bByA.payload);
     // The answering process's own key comes first in its set.
