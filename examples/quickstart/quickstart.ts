@@ -12,7 +12,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { createSellerClient, checkWalletReadiness, ApiError } from '@paid-api-marketplace/sdk-seller';
 import { createBuyerClient, createMarketplaceMcpServer } from '@paid-api-marketplace/sdk-buyer';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import { fundWallet, localDevFetch, step } from './local-dev';
+import { fundWallet, localDevFetch, localDevLookup, step } from './local-dev';
 import { startSellerApp } from './seller-app';
 
 const baseUrl = process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000';
@@ -116,7 +116,16 @@ async function main(): Promise<void> {
 
     // ---------------------------------------------------------------- the agent (MCP)
     step(13, "The same as an agent: the marketplace's MCP tools, with the buyer's wallet and budget", 'MCP tools/call search_resources (GET /v1/discovery/search)');
-    const mcpServer = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: '0.05', fetch: localDevFetch });
+    // Local development only: the seller listens on 127.0.0.1 under a *.test name, which the agent's address guard
+    // refuses by default (private and loopback addresses, DNS names that do not resolve).
+    const mcpServer = createMarketplaceMcpServer({
+      marketplace: buyer,
+      payer: buyer,
+      perCallLimit: '0.05',
+      fetch: localDevFetch,
+      allowPrivateNetworks: true,
+      lookup: localDevLookup,
+    });
     const agent = new Client({ name: 'quickstart-agent', version: '1.0.0' });
     const [agentSide, serverSide] = InMemoryTransport.createLinkedPair();
     await Promise.all([mcpServer.connect(serverSide), agent.connect(agentSide)]);
