@@ -101,14 +101,19 @@ export function notFoundHandler(): RequestHandler {
   return (req, _res, next) => next(new DomainError('NOT_FOUND', `No route ${req.method} ${req.path}`));
 }
 
+/** pg's words for a connection that is gone: closed mid-query, or a client broken by an earlier connection error. */
+const CONNECTION_GONE = /Connection terminated|connection error and is not queryable/i;
+
 function isDatabaseDown(err: unknown): boolean {
   const name = (err as { name?: string })?.name ?? '';
   if (name === 'SequelizeDatabaseError') {
     // a pooled connection that PostgreSQL closed while stopping (57P01..03, class 08, or a socket closed mid-query)
     const parent = (err as { parent?: { code?: unknown; message?: unknown } }).parent;
     const code = typeof parent?.code === 'string' ? parent.code : '';
-    return /^08|^57P0[123]$/.test(code) || (!code && /Connection terminated/i.test(String(parent?.message ?? '')));
+    return /^08|^57P0[123]$/.test(code) || (!code && CONNECTION_GONE.test(String(parent?.message ?? '')));
   }
+  // a connection the pool handed out while PostgreSQL was stopping (pg's own Error, no SQLSTATE)
+  if (name === 'Error' && !(err as { code?: unknown }).code && CONNECTION_GONE.test(String((err as Error).message))) return true;
   return name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotReachableError';
 }
 

@@ -171,7 +171,8 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     const control = Keypair.random();
     await network.fundAccount(control.publicKey());
     await network.faucet(control.publicKey(), 'USDC', '1');
-    const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + EXPIRY_LEDGERS } });
+    // Valid long enough to wait for a channel a killed process still leases (leases expire after 15 s).
+    const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + 600 } });
     const cv = await fetch(`${main.baseUrl}/v1/verify`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -181,6 +181,11 @@ export function createSettlePayment(deps: SettleDeps) {
     try {
       const prepared = await deps.ledger.prepareSettlement(c.attempt.network, lease, c.checked.entryXdr);
       if ('error' in prepared) {
+        // The authorization may have expired while this settle waited for its channel: that is AUTH_EXPIRED.
+        if (prepared.simulation && c.checked.signatureExpirationLedger <= prepared.simulation.latestLedger) {
+          await deps.repo.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
+          throw refuse(RULES.notExpired, `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ${prepared.simulation.latestLedger})`);
+        }
         if (prepared.simulation) checkSimulationSucceeded(prepared.simulation);
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
