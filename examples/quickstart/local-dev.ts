@@ -36,13 +36,6 @@ export function localDevFetch(input: RequestInfo | URL, init?: RequestInit): Pro
 }
 
 /** Prints one step: what it does and which API call(s) it makes. */
-/** Name resolution for the agent's address guard: `*.test` names are the local seller on 127.0.0.1. */
-export async function localDevLookup(hostname: string): Promise<string[]> {
-  if (hostname.endsWith('.test')) return ['127.0.0.1'];
-  const { lookup } = await import('node:dns/promises');
-  return (await lookup(hostname, { all: true })).map((a) => a.address);
-}
-
 export function step(n: number | string, what: string, calls: string): void {
   console.log(`\n[${n}] ${what}\n    -> ${calls}`);
 }

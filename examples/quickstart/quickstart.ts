@@ -12,7 +12,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { createSellerClient, checkWalletReadiness, ApiError } from '@paid-api-marketplace/sdk-seller';
 import { createBuyerClient, createMarketplaceMcpServer } from '@paid-api-marketplace/sdk-buyer';
 import { compactVerify, createLocalJWKSet, type JSONWebKeySet } from 'jose';
-import { fundWallet, localDevFetch, localDevLookup, step } from './local-dev';
+import { fundWallet, localDevFetch, step } from './local-dev';
 import { startSellerApp } from './seller-app';
 
 const baseUrl = process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000';
@@ -38,13 +38,18 @@ async function main(): Promise<void> {
   step(3, `Sign the seller up (domain ${domain}); the wallet proves it is the seller's by signing a challenge`, 'sellers.signUp: POST /v1/sellers/challenges, POST /v1/sellers');
   const signup = createSellerClient({ baseUrl });
   const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Quickstart Weather', domain, wallet: sellerWallet });
-  // The seller's API key, shown once: keep it secret. The paywall below uses this (full) seller key for verify and
-  // settle; a payments-scoped key is the least-privilege choice where the marketplace offers one.
+  // The seller's admin API key, shown once: keep it secret. It manages the catalog and the keys; it never goes to
+  // the paywall host.
   const seller = signup.withApiKey(apiKey);
-  console.log(`    seller ${me.id}, wallet ${me.walletAddress}, API key ${apiKey.slice(0, 8)}... (shown once)`);
+  console.log(`    seller ${me.id}, wallet ${me.walletAddress}, admin API key ${apiKey.slice(0, 11)}... (shown once)`);
 
-  step(4, 'Start the seller\'s own API (Express) on 127.0.0.1', 'none (your server)');
-  const shop = await startSellerApp(seller);
+  step(4, "Create a payments-scoped API key for the paywall: it may verify, settle and read this seller's payments, nothing else", `keys.create: POST /v1/sellers/${me.id}/keys {"name":"quickstart paywall","scope":"payments"}`);
+  const paymentsKey = await seller.keys.create(me.id, { name: 'quickstart paywall', scope: 'payments' }); // paymentsKey.secret is shown once
+  const paywallClient = createSellerClient({ baseUrl, apiKey: paymentsKey.secret });
+  console.log(`    key ${paymentsKey.id}, scope ${paymentsKey.scope}, ${paymentsKey.prefix}... (shown once; rotate with keys.create, then keys.revoke)`);
+
+  step(5, 'Start the seller\'s own API (Express) on 127.0.0.1; its paywall holds only the payments key', 'none (your server)');
+  const shop = await startSellerApp(paywallClient);
   const url = `http://${domain}:${shop.port}/v1/forecast/{city}`;
   console.log(`    listening on 127.0.0.1:${shop.port}; cataloged as ${url}`);
 
@@ -65,13 +70,15 @@ async function main(): Promise<void> {
     outputSchema: { type: 'object', properties: { city: { type: 'string' }, temperatureC: { type: 'number' } } },
     extensions: { bazaar: { discoverable: true } },
   };
-  step(5, 'Check the listing against the catalog rules (nothing is written)', 'catalog.validate: POST /v1/discovery/validate');
+  step(6, 'Check the listing against the catalog rules (nothing is written)', 'catalog.validate: POST /v1/discovery/validate');
   const validation = await seller.catalog.validate({ sellerId: me.id, resource: draft });
   console.log(`    ok: ${validation.ok}, errors: ${JSON.stringify(validation.errors)}, warnings: ${JSON.stringify(validation.warnings ?? [])}`);
 
-  step(6, 'Catalog it: it becomes a resource and is indexed for search', 'catalog.catalog: POST /v1/discovery/catalog');
+  step(7, 'Catalog it: it becomes a resource and is indexed for search; the payments key may not change it', 'catalog.catalog: POST /v1/discovery/catalog (admin key); resources.update: PATCH /v1/resources/{id} (payments key: 403)');
   const cataloged = await seller.catalog.catalog({ sellerId: me.id, resource: draft });
   console.log(`    resource ${cataloged.resourceId}`);
+  const refused = await paywallClient.resources.update(cataloged.resourceId, { amount: '0.0001' }).catch((err: unknown) => err);
+  console.log(`    the paywall's payments key may not change it (PATCH /v1/resources/${cataloged.resourceId}): ${refused instanceof ApiError ? `${refused.status} ${refused.code}` : 'allowed'}`);
   shop.sell(cataloged.resourceId);
 
   try {
@@ -81,26 +88,26 @@ async function main(): Promise<void> {
       fetch: localDevFetch, // only because the seller's domain is a local *.test name
       payment: { signer: buyerWallet, budget: { perCall: '0.05', total: '1' } },
     });
-    step(7, 'The buyer searches for it (indexing runs in the background: retried for up to 60 s)', 'discovery.search: GET /v1/discovery/search?q=quickstart forecast');
+    step(8, 'The buyer searches for it (indexing runs in the background: retried for up to 60 s)', 'discovery.search: GET /v1/discovery/search?q=quickstart forecast');
     const found = await waitFor(async () => (await buyer.discovery.search({ q: 'quickstart forecast' })).resources.find((r) => r.id === cataloged.resourceId));
     console.log(`    found "${found.name}": ${found.amount} ${found.assetCode} on ${found.network}, pay to ${found.payTo}`);
 
     const target = found.url.replace('{city}', 'Lisbon');
-    step(8, `Without payment the endpoint answers 402 with its price`, `GET ${target}`);
+    step(9, `Without payment the endpoint answers 402 with its price`, `GET ${target}`);
     const unpaid = await localDevFetch(target);
     console.log(`    HTTP ${unpaid.status}, PAYMENT-REQUIRED header: ${unpaid.headers.get('payment-required') ? 'present' : 'missing'}`);
 
-    step(9, 'Pay and fetch: sign a USDC transfer for exactly the price, send it, get the data', `buyer.payAndFetch: GET ${target} (402), then again with PAYMENT-SIGNATURE; the paywall calls POST /v1/verify and POST /v1/settle`);
+    step(10, 'Pay and fetch: sign a USDC transfer for exactly the price, send it, get the data', `buyer.payAndFetch: GET ${target} (402), then again with PAYMENT-SIGNATURE; the paywall calls POST /v1/verify and POST /v1/settle`);
     const { response, paid, receipt } = await buyer.payAndFetch(target);
     console.log(`    HTTP ${response.status}, paid: ${paid}, response: ${JSON.stringify(await response.json())}`);
     console.log(`    PAYMENT-RESPONSE: transaction ${receipt?.transactionHash}, receipt ${receipt?.receiptId}, status ${String(receipt?.status)}`);
     if (!paid || !receipt?.receiptId) throw new Error('the payment did not settle');
 
-    step(10, 'Read the receipt', `buyer.receipts.get: GET /v1/receipts/${receipt.receiptId}`);
+    step(11, 'Read the receipt', `buyer.receipts.get: GET /v1/receipts/${receipt.receiptId}`);
     const stored = await buyer.receipts.get(receipt.receiptId);
     console.log(`    ${JSON.stringify(stored)}`);
 
-    step(11, "Verify the facilitator's signed attestation offline (nothing trusted but its public keys)", 'GET /.well-known/jwks.json, then an EdDSA JWS check locally (jose)');
+    step(12, "Verify the facilitator's signed attestation offline (nothing trusted but its public keys)", 'GET /.well-known/jwks.json, then an EdDSA JWS check locally (jose)');
     const sellerView = (await seller.receipts.get(receipt.receiptId)) as Record<string, unknown>;
     const jws = (receipt.attestation ?? sellerView.attestation ?? receipt.signedReceipt ?? sellerView.signedReceipt) as string;
     const jwks = (await (await fetch(`${baseUrl}/.well-known/jwks.json`)).json()) as JSONWebKeySet;
@@ -109,23 +116,16 @@ async function main(): Promise<void> {
     const offlineValid = claims.transaction === receipt.transactionHash;
     console.log(`    valid: ${offlineValid}, key ${signed.protectedHeader.kid}, signed payload: ${JSON.stringify(claims)}`);
 
-    step(12, 'Verify it on the ledger: the transaction exists and succeeded', 'buyer.receipts.verifyOnLedger: Soroban RPC getTransaction');
+    step(13, 'Verify it on the ledger: the transaction exists and succeeded', 'buyer.receipts.verifyOnLedger: Soroban RPC getTransaction');
     const onLedger = await buyer.receipts.verifyOnLedger(stored);
     console.log(`    ${JSON.stringify(onLedger)}`);
     if (!offlineValid || !onLedger.ok) throw new Error('the receipt did not verify');
 
     // ---------------------------------------------------------------- the agent (MCP)
-    step(13, "The same as an agent: the marketplace's MCP tools, with the buyer's wallet and budget", 'MCP tools/call search_resources (GET /v1/discovery/search)');
-    // Local development only: the seller listens on 127.0.0.1 under a *.test name, which the agent's address guard
-    // refuses by default (private and loopback addresses, DNS names that do not resolve).
-    const mcpServer = createMarketplaceMcpServer({
-      marketplace: buyer,
-      payer: buyer,
-      perCallLimit: '0.05',
-      fetch: localDevFetch,
-      allowPrivateNetworks: true,
-      lookup: localDevLookup,
-    });
+    // allowPrivateNetworks only because this seller runs on this machine (127.0.0.1): by default call_paid_resource
+    // refuses loopback, private and link-local addresses (ADDRESS_NOT_ALLOWED).
+    step(14, "The same as an agent: the marketplace's MCP tools, with the buyer's wallet and budget", 'MCP tools/call search_resources (GET /v1/discovery/search)');
+    const mcpServer = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: '0.05', fetch: localDevFetch, allowPrivateNetworks: true });
     const agent = new Client({ name: 'quickstart-agent', version: '1.0.0' });
     const [agentSide, serverSide] = InMemoryTransport.createLinkedPair();
     await Promise.all([mcpServer.connect(serverSide), agent.connect(agentSide)]);
@@ -133,14 +133,14 @@ async function main(): Promise<void> {
     const hits = (search.structuredContent as { resources: Array<{ id: string; name: string }> }).resources;
     console.log(`    ${hits.length} result(s); first: ${hits[0]?.name} (${hits[0]?.id})`);
 
-    step(14, 'The agent pays for one call', 'MCP tools/call call_paid_resource {resourceId, pathParams: {city: "Porto"}} (pays as in step 9)');
+    step(15, 'The agent pays for one call', 'MCP tools/call call_paid_resource {resourceId, pathParams: {city: "Porto"}} (pays as in step 10)');
     const call = await agent.callTool({ name: 'call_paid_resource', arguments: { resourceId: cataloged.resourceId, pathParams: { city: 'Porto' } } });
     if (call.isError) throw new Error(`call_paid_resource failed: ${JSON.stringify(call.structuredContent)}`);
     const out = call.structuredContent as { paid: boolean; result: unknown; receipt: { id: string; transactionHash: string; status: string } };
     console.log(`    paid: ${out.paid}, result: ${JSON.stringify(out.result)}`);
     console.log(`    receipt ${out.receipt.id} (${out.receipt.status}), transaction ${out.receipt.transactionHash}`);
 
-    step(15, "Verify the agent's receipt on the ledger", 'MCP tools/call get_receipt, then Soroban RPC getTransaction');
+    step(16, "Verify the agent's receipt on the ledger", 'MCP tools/call get_receipt, then Soroban RPC getTransaction');
     const agentReceipt = await agent.callTool({ name: 'get_receipt', arguments: { receiptId: out.receipt.id } });
     const agentCheck = await buyer.receipts.verifyOnLedger(agentReceipt.structuredContent as { transactionHash: string; ledger?: number | null });
     console.log(`    ${JSON.stringify(agentCheck)}`);

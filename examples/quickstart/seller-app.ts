@@ -1,7 +1,8 @@
 /**
  * The seller's own API: a small Express app whose route is charged for with the seller SDK's `paywall`. The
  * paywall answers 402 with the price, verifies a payment with the marketplace (POST /v1/verify) BEFORE the handler
- * runs, and settles it (POST /v1/settle) before the response is released.
+ * runs, and settles it (POST /v1/settle) before the response is released. It is given a client with a
+ * payments-scoped key (verify, settle, reading the seller's own payments), never the seller's admin key.
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -15,7 +16,7 @@ export interface SellerApp {
   close(): Promise<void>;
 }
 
-export async function startSellerApp(seller: SellerClient): Promise<SellerApp> {
+export async function startSellerApp(paywallClient: SellerClient): Promise<SellerApp> {
   const app = express();
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
@@ -23,7 +24,7 @@ export async function startSellerApp(seller: SellerClient): Promise<SellerApp> {
   return {
     port: (server.address() as AddressInfo).port,
     sell(resourceId) {
-      app.get('/v1/forecast/:city', paywall({ client: seller, resourceId, description: 'Hourly forecast' }), (req, res) => {
+      app.get('/v1/forecast/:city', paywall({ client: paywallClient, resourceId, description: 'Hourly forecast' }), (req, res) => {
         res.json({ city: req.params.city, temperatureC: 21.5, forecast: 'sunny' });
       });
     },

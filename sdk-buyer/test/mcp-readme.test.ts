@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { createBuyerClient, createMarketplaceMcpServer, payAndCallTool } from '../src';
-import { createSellerClient, paidTool, statelessMcpHandler } from '../../sdk-seller/src';
+import { createSellerClient, paidTool, statelessMcpHandler, type SellerClient } from '../../sdk-seller/src';
 import { normalize } from '../../test/support/readme';
 import { eventually, listen, startMarketplace, type Marketplace } from '../../test/support/marketplace';
 
@@ -28,6 +28,7 @@ describe('README examples: MCP', () => {
   let secret: string;
   let toolServerUrl: string;
   let resourceId = '';
+  let toolClient: SellerClient;
   let stop: () => Promise<void>;
   const log = jest.spyOn(console, 'log').mockImplementation(() => undefined);
 
@@ -40,13 +41,16 @@ describe('README examples: MCP', () => {
     const signup = createSellerClient({ baseUrl });
     const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Readme Tools', domain: 'readme-tools.test', wallet });
     const seller = signup.withApiKey(apiKey);
+    // The seller's paid tool holds only a payments-scoped key (verify, settle, its own payments), never the admin key.
+    const paymentsKey = await seller.keys.create(me.id, { name: 'mcp tools', scope: 'payments' });
+    toolClient = createSellerClient({ baseUrl, apiKey: paymentsKey.secret });
     const app = express();
     app.use(express.json());
     app.all(
       '/mcp',
       statelessMcpHandler(() => {
         const server = new McpServer({ name: 'readme-tools', version: '1.0.0' });
-        paidTool(server, 'forecast', { client: seller, resourceId, inputSchema: { city: z.string() }, outputSchema: { city: z.string(), temperatureC: z.number() } }, async ({ city }) => ({
+        paidTool(server, 'forecast', { client: toolClient, resourceId, inputSchema: { city: z.string() }, outputSchema: { city: z.string(), temperatureC: z.number() } }, async ({ city }) => ({
           content: [{ type: 'text', text: `${city}: 21.5 C` }],
           structuredContent: { city, temperatureC: 21.5 },
         }));
@@ -108,6 +112,8 @@ describe('README examples: MCP', () => {
 
     expect(log).toHaveBeenLastCalledWith({ city: 'Lisbon', temperatureC: 21.5 }, true, expect.stringMatching(/^rcp_/));
     expect(agent.spent).toBe('0.0100000');
+    // The seller's tool settled that call with its payments key, which may not write the catalog.
+    expect(await toolClient.resources.update(resourceId, { amount: '0.0001' }).catch((e: unknown) => e)).toMatchObject({ status: 403, code: 'FORBIDDEN' });
 
     const [forAgent, forServer] = InMemoryTransport.createLinkedPair();
     await createMarketplaceMcpServer({ marketplace: agent, payer: agent, perCallLimit: '0.5' }).connect(forServer);

@@ -40,8 +40,9 @@ describe('README examples: MCP', () => {
     const signup = createSellerClient({ baseUrl: m.baseUrl });
     const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Lisbon Weather', domain: 'mcp-readme.test', wallet });
     const seller = signup.withApiKey(apiKey);
-    // Until the key API (issue #19) is on main, the admin key stands in for a payments-scoped key.
-    const paywallClient = createSellerClient({ baseUrl: m.baseUrl, apiKey });
+    // As in the route example: the paid tool gets only a payments-scoped key, never the admin key.
+    const paymentsKey = await seller.keys.create(me.id, { name: 'mcp tools', scope: 'payments' });
+    const paywallClient = createSellerClient({ baseUrl: m.baseUrl, apiKey: paymentsKey.secret });
     const usdc = m.network.assets.find((a) => a.code === 'USDC')!;
     const tool = await seller.catalog.catalog({
       sellerId: me.id,
@@ -89,6 +90,8 @@ describe('README examples: MCP', () => {
       expect(result.content).toEqual([{ type: 'text', text: `Lisbon: 21.5 C (paid by ${payer.publicKey()})` }]);
       expect(await seller.receipts.get(receipt!.receiptId!)).toMatchObject({ resourceId: tool.resourceId, sellerId: me.id });
       expect(m.network.balance(payer.publicKey(), 'USDC')).toBe('0.95');
+      // The tool's key settled that call, yet may not touch the catalog: 403 FORBIDDEN.
+      expect(await paywallClient.resources.update(tool.resourceId, { amount: '0.0001' }).catch((e: unknown) => e)).toMatchObject({ status: 403, code: 'FORBIDDEN' });
     } finally {
       await client.close();
       await http.close();

@@ -14,19 +14,23 @@ describe('npm run quickstart', () => {
     await main?.stop();
   });
 
-  it('against a running npm start: funds, signs up, catalogs, finds, pays, and both receipts verify offline and on the ledger', async () => {
+  it('against a running npm start: funds, signs up, serves the paywall with a payments key, catalogs, finds, pays, and both receipts verify offline and on the ledger', async () => {
     const run = await runNpmScript('quickstart', { MARKETPLACE_URL: main.baseUrl, LOCAL_NETWORK_URL: main.localNetworkUrl });
     if (run.code !== 0 || run.stderr) throw new Error(`quickstart failed (exit ${run.code}):\n${run.stdout}\n${run.stderr}`);
     expect(run.code).toBe(0);
     const out = run.stdout;
     // every step says what it does and which call it makes
-    for (let n = 0; n <= 15; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n    -> .+`));
+    for (let n = 0; n <= 16; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n    -> .+`));
+    // least privilege: the paywall is served with a payments-scoped key created after sign-up, which may not write the catalog
+    expect(out).toMatch(/\[4\] Create a payments-scoped API key.+\n    -> keys\.create: POST \/v1\/sellers\/[^/\s]+\/keys \{"name":"quickstart paywall","scope":"payments"\}\n    key key_\w+, scope payments, mk_[\w-]+\.\.\. \(shown once/);
+    expect(out).toMatch(/\[5\] .+its paywall holds only the payments key/);
+    expect(out).toMatch(/the paywall's payments key may not change it \(PATCH \/v1\/resources\/[^)]+\): 403 FORBIDDEN/);
     expect(out).toContain('wallet ready to be paid: true (USDC on stellar:testnet: ok)');
     expect(out).toContain('HTTP 402, PAYMENT-REQUIRED header: present');
     expect(out).toMatch(/HTTP 200, paid: true, response: \{"city":"Lisbon","temperatureC":21\.5,"forecast":"sunny"\}/);
     expect(out).toMatch(/"status":"settled","evidence":"local_simulation"/);
-    expect(out).toMatch(/\[11\][\s\S]*valid: true, key [^,]+, signed payload: \{/);
-    expect(out.match(/\{"ok":true,"status":"SUCCESS","ledger":\d+\}/g)).toHaveLength(2);
+    expect(out).toMatch(/\[12\][\s\S]*valid: true, key [^,]+, signed payload: \{/);
+    expect(out.match(/\{"ok":true,"status":"SUCCESS","ledger":\d+,"checked":\["asset","amount","payTo"\],"transfer":\{/g)).toHaveLength(2);
     expect(out).toMatch(/paid: true, result: \{"status":200,.*"city":"Porto"/);
     expect(out).toContain('Done: the buyer spent 0.0200000 USDC. Everything above is local simulation.');
   }, 300_000);

@@ -78,7 +78,10 @@ export interface PaidEndpoint {
   stop(): Promise<void>;
 }
 
-/** The tutorial's seller: signs up through the seller SDK, serves a paywalled Express route and catalogs it. */
+/**
+ * The tutorial's seller: signs up through the seller SDK, serves a paywalled Express route (its paywall holds a
+ * payments-scoped key; `seller` is the admin client) and catalogs it.
+ */
 export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: string; domain: string; price: string }): Promise<PaidEndpoint> {
   const wallet = Keypair.random();
   await m.network.fundAccount(wallet.publicKey());
@@ -88,10 +91,13 @@ export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: strin
   const signup = createSellerClient({ baseUrl: m.baseUrl });
   const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: opts.name, domain: opts.domain, wallet });
   const seller = signup.withApiKey(apiKey);
+  // The paywall holds only a payments-scoped key (verify, settle, reading its own payments), never the admin key.
+  const paymentsKey = await seller.keys.create(me.id, { name: 'paywall', scope: 'payments' });
+  const paywallClient = createSellerClient({ baseUrl: m.baseUrl, apiKey: paymentsKey.secret });
 
   const app = express();
   const endpoint: PaidEndpoint = { seller, sellerId: me.id, wallet, resourceId: '', url: '', handlerCalls: 0, stop: async () => undefined };
-  app.get('/v1/forecast/:city', (req, res, next) => paywall({ client: seller, resourceId: endpoint.resourceId, description: 'Hourly forecast' })(req, res, next), (req, res) => {
+  app.get('/v1/forecast/:city', (req, res, next) => paywall({ client: paywallClient, resourceId: endpoint.resourceId, description: 'Hourly forecast' })(req, res, next), (req, res) => {
     endpoint.handlerCalls += 1;
     res.json({ city: req.params.city, temperatureC: 21.5 });
   });
