@@ -141,26 +141,3 @@ export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown
   const limit = Math.min(req.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
   return resourceKnown ? Math.min(limit, DEFAULT_MAX_TIMEOUT_SECONDS) : limit;
 }
-
-export interface CheckedWithLedger {
-  required: RequiredTerms;
-  checked: CheckedPayment;
-  simulation: SimulationOutcome;
-}
-
-/**
- * The whole verification: offline rules, one simulation, the simulated rules. `maxTimeout` may depend on whether
- * the resource is cataloged (known only after a lookup that runs meanwhile): it is asked for after the simulation.
- */
-export async function checkPayment(
-  deps: CheckDeps,
-  payload: PaymentPayloadInput,
-  req: PaymentRequirementsInput,
-  maxTimeout: () => Promise<number>,
-): Promise<CheckedWithLedger> {
-  const required = resolveRequired(deps.networks, req);
-  const checked = checkPaymentOffline(deps, payload, required);
-  const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
-  checkSimulated(deps, checked, required, simulation, await maxTimeout());
-  return { required, checked, simulation };
-}

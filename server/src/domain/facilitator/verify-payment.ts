@@ -11,6 +11,7 @@ import {
   checkSimulated,
   effectiveMaxTimeout,
   resolveRequired,
+  simulationSource,
   type CheckDeps,
   type PaymentPayloadInput,
   type PaymentRequirementsInput,
@@ -88,8 +89,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
       const checked = checkPaymentOffline(deps, payload, required);
       const party = accountableParty(deps, input);
       party.catch(() => undefined); // looked at after the simulation (contract order of errors)
-      const source = [...deps.policy.facilitatorAddresses(required.network)][0] ?? checked.decoded.txSource ?? checked.payer;
-      const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], source);
+      const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
       if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error))) proven = { checked, required };
       // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger says.
       if (simulation.error !== null && (await deps.repo.findByReplayKey(required.network, checked.payer, checked.nonce))) {
