@@ -28,7 +28,8 @@ import { createDiscoveryArea } from './areas/discovery';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
 import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
-import { createPaymentRepository } from './data/payment-repository';
+import { createAttemptRepository } from './data/attempt-repository';
+import { createReceiptRepository } from './data/receipt-repository';
 import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
@@ -143,7 +144,8 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
   });
 
-  const paymentRepo = createPaymentRepository(db);
+  const attempts = createAttemptRepository(db);
+  const receipts = createReceiptRepository(db);
   const receiptSigner = await createReceiptSigner(opts.receiptSigning ?? { privateKeyPem: generateReceiptKeyPem() });
   const receiptKeys = createReceiptKeyRepository(db);
   // Every process publishes its current public key, so the key set of any process verifies every process's receipts.
@@ -152,7 +154,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
     partiesOf: async (id) => {
-      const a = await paymentRepo.findAttempt(id);
+      const a = await attempts.findAttempt(id);
       return a ? { payer: a.payer, payTo: a.payTo } : null;
     },
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
@@ -209,7 +211,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   handlers.settlePayment = async (ctx) => {
     const res = await settleOnce(ctx);
     if (res.status !== 200 || res.body.status !== 'settled') return res;
-    const receipt = await paymentRepo.findReceipt(res.body.receiptId);
+    const receipt = await receipts.findReceipt(res.body.receiptId);
     const jws = receipt ? await signedReceipts.forReader(ctx.principal, receipt) : null;
     return jws ? { ...res, body: { ...res.body, attestation: jws } } : res;
   };

@@ -1,13 +1,16 @@
 import type { Area, AreaContext } from './area';
 import { createFacilitatorService, type FacilitatorService } from '../domain/facilitator/facilitator-service';
-import { createChannelLeaseRepository, createPaymentRepository } from '../data/payment-repository';
+import { createAttemptRepository } from '../data/attempt-repository';
+import { createSettlementRepository } from '../data/settlement-repository';
+import { createReceiptRepository } from '../data/receipt-repository';
+import { createChannelLeaseRepository } from '../data/channel-lease-repository';
+import { createResourceTermsRepository } from '../data/resource-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
 import { facilitatorHandlers } from '../http/handlers/payments';
 import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-worker';
 import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
 import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
-import type { ResourceTermsRef } from '../domain/facilitator/types';
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
 
@@ -62,14 +65,16 @@ export interface FacilitatorArea extends Area<FacilitatorOperation> {
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
 export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions = {}): FacilitatorArea {
   const m = ctx.metrics.facilitator;
-  const repo = createPaymentRepository(ctx.db);
+  const attempts = createAttemptRepository(ctx.db);
+  const settlements = createSettlementRepository(ctx.db);
+  const receipts = createReceiptRepository(ctx.db);
+  const resourceTerms = createResourceTermsRepository(ctx.db);
   const feeAccount = opts.feeAccountSecret ? Keypair.fromSecret(opts.feeAccountSecret) : null;
   const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: opts.txTimeoutSeconds ?? 30, feeAccount });
   const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 15, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
   // Metric labels carry only configured networks: anything a caller sends is counted as 'unsupported'.
   const label = (network: string) => (ctx.networks.get(network) ? network : 'unsupported');
 
-  const resourceById = async (id: string): Promise<ResourceTermsRef | null> => repo.resourceRef(id);
   const networks = {
     get: (n: string) => ctx.networks.get(n),
     asset: (n: string, code: string, issuer: string) => ctx.networks.asset(n, code, issuer),
@@ -81,12 +86,14 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const facilitatorAddresses = (network: string): ReadonlySet<string> =>
     new Set([...channels.addresses(network), ...(feeAccount ? [feeAccount.publicKey()] : [])]);
   const service = createFacilitatorService({
-    repo,
+    attempts,
+    settlements,
+    receipts,
+    resources: resourceTerms,
+    sellers: ctx.sellerRepository,
     ledger,
     channels,
     networks,
-    resourceById,
-    sellerIdByWallet: (address) => repo.sellerIdByWallet(address),
     policy: {
       facilitatorAddresses,
       minimumStroops: toStroops(opts.minAmount ?? '0.0001'),
@@ -139,9 +146,9 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     facilitatorAddresses,
     handlers: facilitatorHandlers(service),
     workers: [
-      settlementConfirmationWorker({ repo, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
-      receiptFinalizerWorker({ repo, versionAtSettlement: (resourceId, at) => repo.versionAt(resourceId, at) }),
-      stalePaymentCleanupWorker({ repo, ledger, networks: settlementNetworks, logger: ctx.logger, abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120 }),
+      settlementConfirmationWorker({ settlements, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
+      receiptFinalizerWorker({ receipts, versionAtSettlement: (resourceId, at) => resourceTerms.versionAt(resourceId, at) }),
+      stalePaymentCleanupWorker({ attempts, ledger, networks: settlementNetworks, logger: ctx.logger, abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120 }),
     ],
     async start() {
       await setUpChannels(channels, ctx.networks, {

@@ -3,6 +3,9 @@ import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models
 import type { Resource, ResourceRepository, ResourceVersion } from '../domain/catalog/types';
 import { normalizeAmount } from '../domain/amount';
 import { toPage } from '../domain/pagination';
+import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facilitator/types';
+import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
+import { pgQuery } from './pg-query';
 
 type Row = Record<string, unknown>;
 
@@ -167,6 +170,75 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
       const settled = Number(row.settled);
       const failed = Number(row.failed);
       return { settledCount: settled, lastSettledAt: row.last, successRate: settled + failed > 0 ? settled / (settled + failed) : null };
+    },
+  };
+}
+
+/** Longest URL verify-by-URL looks up; longer ones match nothing. */
+const MAX_LOOKUP_URL_LENGTH = 2048;
+/** At most this many candidate rows are matched per lookup (one seller rarely has more under one path prefix). */
+const MAX_URL_CANDIDATES = 50;
+
+const TERMS_COLUMNS = `id, seller_id AS "sellerId", current_version_id AS "versionId", network, pay_to AS "payTo", asset_code AS "assetCode",
+  asset_issuer AS "assetIssuer", amount`;
+
+function toTerms(r: Row): ResourceTermsRef {
+  return {
+    id: r.id as string,
+    sellerId: r.sellerId as string,
+    versionId: r.versionId as string,
+    network: r.network as string,
+    payTo: r.payTo as string,
+    assetCode: r.assetCode as string,
+    assetIssuer: r.assetIssuer as string,
+    amount: normalizeAmount(String(r.amount)),
+  };
+}
+
+/**
+ * The catalog's terms as the facilitator looks them up, on every verify and settle. Query style: parameterised SQL
+ * through pgQuery (prepared statements, parsed once per connection), as the lookups sit on every payment's path.
+ */
+export function createResourceTermsRepository(db: Sequelize): ResourceTermsRepository {
+  async function resourceRef(id: string): Promise<ResourceTermsRef | null> {
+    const { rows } = await pgQuery(db, `SELECT ${TERMS_COLUMNS} FROM resources WHERE id = $1 AND status = 'active'`, [id], 'verify_resource_terms');
+    return rows[0] ? toTerms(rows[0]) : null;
+  }
+
+  return {
+    resourceRef,
+
+    async findResourceByUrl(network, payTo, url) {
+      // Indexed lookup (migration 0005): the exact URL, or resource URLs whose static prefix is one of the
+      // requested URL's path prefixes; then a cached path-to-regexp matcher on those few candidates.
+      if (url.length > MAX_LOOKUP_URL_LENGTH || !splitUrl(url)) return null;
+      const base = url.split(/[?#]/)[0];
+      const { rows } = await pgQuery<{ id: string; url: string; seller_id: string }>(
+        db,
+        `SELECT id, url, seller_id FROM resources
+          WHERE status = 'active' AND network = $1 AND pay_to = $2 AND (url = ANY($3::text[]) OR url_match_key = ANY($4::text[]))
+          ORDER BY id LIMIT $5::int`,
+        [network, payTo, [...new Set([url, base])], candidateMatchKeys(base), MAX_URL_CANDIDATES],
+        'resource_by_url',
+      );
+      const exact = rows.filter((r) => r.url === url || r.url === base);
+      const hits = exact.length ? exact : rows.filter((r) => urlTemplateMatcher(r.url).call(null, url));
+      if (hits.length === 0) return null;
+      // Never attribute a payment to one of several sellers: ambiguity links nothing.
+      if (new Set(hits.map((h) => h.seller_id)).size > 1) return null;
+      // One seller: the most specific resource URL (longest static prefix) wins.
+      const best = hits.reduce((a, b) => ((urlMatchKey(b.url) ?? b.url).length > (urlMatchKey(a.url) ?? a.url).length ? b : a));
+      return resourceRef(best.id);
+    },
+
+    async versionAt(resourceId, at) {
+      const { rows } = await pgQuery<{ id: string }>(
+        db,
+        `SELECT id FROM resource_versions WHERE resource_id = $1 AND created_at <= $2::timestamptz ORDER BY version DESC LIMIT 1`,
+        [resourceId, at],
+        'resource_version_at',
+      );
+      return rows[0]?.id ?? null;
     },
   };
 }

@@ -90,6 +90,10 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
       const row = await SellerModel.findByPk(id, { raw: true });
       return row ? toSeller(row as unknown as Record<string, unknown>) : null;
     },
+    async sellerIdByWallet(address) {
+      const row = (await SellerModel.findOne({ where: { walletAddress: address }, attributes: ['id'], raw: true })) as { id: string } | null;
+      return row?.id ?? null;
+    },
     async findApiKeyByHash(hash) {
       const [row] = await db.query<{ id: string; seller_id: string | null; role: 'seller' | 'operator'; scope: ApiKeyScope; expires_at: Date | null }>(
         'SELECT id, seller_id, role, scope, expires_at FROM api_keys WHERE key_hash = :hash AND revoked_at IS NULL',

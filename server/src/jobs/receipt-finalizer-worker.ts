@@ -1,5 +1,5 @@
 import type { WorkerDefinition } from './job-system';
-import type { PaymentRepository } from '../domain/facilitator/types';
+import type { ReceiptRepository } from '../domain/facilitator/types';
 
 /**
  * Makes sure every settled attempt has a settled receipt (idempotent upsert from the settlement). The receipt pins
@@ -8,7 +8,7 @@ import type { PaymentRepository } from '../domain/facilitator/types';
  * settled without a resource (an uncataloged x402 URL) gets a receipt without resource and version.
  */
 export function receiptFinalizerWorker(deps: {
-  repo: PaymentRepository;
+  receipts: ReceiptRepository;
   versionAtSettlement(resourceId: string, at: Date): Promise<string | null>;
   every?: string;
 }): WorkerDefinition<Record<string, never>> {
@@ -18,16 +18,16 @@ export function receiptFinalizerWorker(deps: {
     concurrency: 1,
     maxRetries: 3,
     async run() {
-      for (const { attempt, settlement } of await deps.repo.settledWithoutSettledReceipt(200)) {
+      for (const { attempt, settlement } of await deps.receipts.settledWithoutSettledReceipt(200)) {
         // An uncataloged x402 payment has no resource and so no version: its receipt has none either.
         if (!attempt.resourceId) {
-          await deps.repo.upsertSettledReceipt(attempt, settlement, null);
+          await deps.receipts.upsertSettledReceipt(attempt, settlement, null);
           continue;
         }
-        const existing = await deps.repo.findReceiptByAttempt(attempt.id);
+        const existing = await deps.receipts.findReceiptByAttempt(attempt.id);
         const versionId = existing?.versionId ?? attempt.versionId ?? (await deps.versionAtSettlement(attempt.resourceId, settlement.createdAt));
         if (!versionId) continue;
-        await deps.repo.upsertSettledReceipt(attempt, settlement, versionId);
+        await deps.receipts.upsertSettledReceipt(attempt, settlement, versionId);
       }
     },
   };

@@ -1,5 +1,5 @@
 import type { WorkerDefinition } from './job-system';
-import type { PaymentRepository, SettlementRecord } from '../domain/facilitator/types';
+import type { SettlementRecord, SettlementRepository } from '../domain/facilitator/types';
 import type { Logger } from '../logger';
 
 /**
@@ -11,7 +11,7 @@ import type { Logger } from '../logger';
  * Any process may run it: the final writes are compare-and-set on the pending settlement.
  */
 export function settlementConfirmationWorker(deps: {
-  repo: PaymentRepository;
+  settlements: Pick<SettlementRepository, 'pendingSettlements'>;
   confirmOnce(s: SettlementRecord): Promise<'settled' | 'failed' | 'pending' | 'reconcile'>;
   logger: Logger;
   olderThanSeconds: number;
@@ -23,7 +23,7 @@ export function settlementConfirmationWorker(deps: {
     concurrency: 1,
     maxRetries: 3,
     async run(data) {
-      const pending = await deps.repo.pendingSettlements(data.olderThanSeconds ?? deps.olderThanSeconds, 200);
+      const pending = await deps.settlements.pendingSettlements(data.olderThanSeconds ?? deps.olderThanSeconds, 200);
       for (const s of pending) {
         try {
           const state = await deps.confirmOnce(s);

@@ -1,5 +1,5 @@
 import type { WorkerDefinition } from './job-system';
-import type { LedgerPort, PaymentRepository } from '../domain/facilitator/types';
+import type { AttemptRepository, LedgerPort } from '../domain/facilitator/types';
 import type { Logger } from '../logger';
 
 /**
@@ -11,7 +11,7 @@ import type { Logger } from '../logger';
  *   can reach the ledger. Pending settlements belong to the settlement-confirmation worker.
  */
 export function stalePaymentCleanupWorker(deps: {
-  repo: PaymentRepository;
+  attempts: Pick<AttemptRepository, 'failAbandonedClaims' | 'expireStale'>;
   ledger: LedgerPort;
   networks(): string[];
   logger: Logger;
@@ -24,11 +24,11 @@ export function stalePaymentCleanupWorker(deps: {
     concurrency: 1,
     maxRetries: 3,
     async run(data) {
-      const abandoned = await deps.repo.failAbandonedClaims(data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120, 500);
+      const abandoned = await deps.attempts.failAbandonedClaims(data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120, 500);
       if (abandoned > 0) deps.logger.warn('abandoned settlement claims failed (nothing was submitted)', { abandoned });
       for (const network of deps.networks()) {
         const latest = await deps.ledger.latestLedger(network);
-        const expired = await deps.repo.expireStale(network, latest);
+        const expired = await deps.attempts.expireStale(network, latest);
         if (expired > 0) deps.logger.info('stale payment attempts expired', { network, expired, latestLedger: latest });
       }
     },

@@ -3,9 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keypair, rpc } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
-import type { AcquireOptions, ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
+import type { AcquireOptions, ChannelLease, ChannelLeaseRepository, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
-import type { ChannelLeaseRepository } from '../data/payment-repository';
 import type { NetworkRegistry } from './network-registry';
 
 /**

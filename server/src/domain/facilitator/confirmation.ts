@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../errors';
-import type { AttemptRecord, EvidenceLabel, LedgerPort, PaymentRepository, SettlementRecord } from './types';
+import type { AttemptRecord, AttemptRepository, EvidenceLabel, LedgerPort, SettlementRecord, SettlementRepository } from './types';
 
 /**
  * Learning a submitted settlement's fate from the ledger, never by resubmitting. A final answer is recorded only on
@@ -9,7 +9,8 @@ import type { AttemptRecord, EvidenceLabel, LedgerPort, PaymentRepository, Settl
  */
 
 export interface ConfirmationDeps {
-  repo: PaymentRepository;
+  attempts: Pick<AttemptRepository, 'findAttempt'>;
+  settlements: Pick<SettlementRepository, 'settleFee' | 'finalizeFailed' | 'finalizeSettled' | 'markReconciliation'>;
   ledger: LedgerPort;
   networks: { settlementEvidence(network: string): EvidenceLabel };
   events: {
@@ -21,7 +22,7 @@ export interface ConfirmationDeps {
 }
 
 async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint): Promise<void> {
-  await deps.repo.settleFee(s.id, fee);
+  await deps.settlements.settleFee(s.id, fee);
   if (fee > 0n) deps.events.feeCharged?.(s.network, fee);
 }
 
@@ -30,7 +31,7 @@ export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 
 async function failed(deps: ConfirmationDeps, s: SettlementRecord, code: ErrorCode, reason: string, metricReason: string, fee: bigint): Promise<Fate> {
-  if (await deps.repo.finalizeFailed(s.id, code, shortReason(reason))) {
+  if (await deps.settlements.finalizeFailed(s.id, code, shortReason(reason))) {
     deps.events.submissionFailed(s.network, metricReason);
     await charge(deps, s, fee);
   }
@@ -51,14 +52,14 @@ async function notFound(deps: ConfirmationDeps, s: SettlementRecord, state: Awai
       if (sequence !== null && sequence < BigInt(s.txSequence!)) {
         return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound (its channel never reached its sequence)', 'not_found_after_time_bound', 0n);
       }
-      await deps.repo.markReconciliation(s.id);
+      await deps.settlements.markReconciliation(s.id);
       deps.events.submissionFailed(s.network, 'reconciliation_required');
       return 'reconcile';
     }
     return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound', 'not_found_after_time_bound', 0n);
   }
   // Settlements recorded before time bounds were stored: only the authorization's expiry makes them final.
-  const a = attempt ?? (await deps.repo.findAttempt(s.paymentAttemptId));
+  const a = attempt ?? (await deps.attempts.findAttempt(s.paymentAttemptId));
   const latest = state.latestLedger ?? (await deps.ledger.latestLedger(s.network));
   if (a && latest > a.expiresAtLedger) return failed(deps, s, 'SETTLEMENT_FAILED', 'transaction not found on the ledger after the authorization expired', 'not_found_after_expiry', 0n);
   return 'pending';
@@ -68,7 +69,7 @@ async function notFound(deps: ConfirmationDeps, s: SettlementRecord, state: Awai
 export async function confirmOnce(deps: ConfirmationDeps, s: SettlementRecord, attempt?: AttemptRecord | null): Promise<Fate> {
   const state = await deps.ledger.transaction(s.network, s.transactionHash);
   if (state.status === 'SUCCESS') {
-    if (await deps.repo.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
+    if (await deps.settlements.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
       deps.events.confirmed(s.network, (Date.now() - s.createdAt.getTime()) / 1000);
       await charge(deps, s, state.feeCharged ?? s.maxFee ?? 0n);
     }

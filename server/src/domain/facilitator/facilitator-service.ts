@@ -2,7 +2,7 @@ import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
 import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
-import type { AttemptRecord, PaymentRepository, ReceiptRecord, SettlementRecord } from './types';
+import type { AttemptRecord, ReceiptRecord, ReceiptRepository, SettlementRecord } from './types';
 import { withSharedSimulations } from './check-payment';
 
 export interface FacilitatorObserver {
@@ -14,7 +14,8 @@ export interface FacilitatorObserver {
   feeCharged(network: string, stroops: bigint): void;
 }
 
-export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events'> {
+export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events' | 'receipts'> {
+  receipts: Pick<ReceiptRepository, 'findReceipt' | 'findReceiptByAttempt'>;
   networks: SettleDeps['networks'] & NetworkLookup & { list(): Array<{ network: string; assets: Array<{ code: string; issuer: string }> }> };
   observer: FacilitatorObserver;
 }
@@ -29,16 +30,15 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
   };
   const ledger = withSharedSimulations(deps.ledger);
   const verifyPayment = createVerifyPayment({
-    repo: deps.repo,
+    attempts: deps.attempts,
+    resources: deps.resources,
+    sellers: deps.sellers,
     ledger,
     networks: deps.networks,
     policy: deps.policy,
-    resourceById: deps.resourceById,
-    sellerIdByWallet: deps.sellerIdByWallet,
     events,
   });
   const settlePayment = createSettlePayment({ ...deps, ledger, events });
-  const repo: PaymentRepository = deps.repo;
 
   async function timed<T>(operation: 'verify' | 'settle', network: string, work: () => Promise<T>): Promise<T> {
     deps.observer.request(operation, network);
@@ -76,11 +76,11 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
 
     async payment(principal: Principal, id: string): Promise<{ attempt: AttemptRecord; settlement: SettlementRecord | null; receipt: ReceiptRecord | null }> {
       if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
-      const attempt = await repo.findAttempt(id);
+      const attempt = await deps.attempts.findAttempt(id);
       if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${id}`);
       if (!isOperatorOrSeller(principal, attempt.sellerId)) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
       deps.observer.request('getPayment', attempt.network);
-      return { attempt, settlement: await repo.findSettlementByAttempt(id), receipt: await repo.findReceiptByAttempt(id) };
+      return { attempt, settlement: await deps.settlements.findSettlementByAttempt(id), receipt: await deps.receipts.findReceiptByAttempt(id) };
     },
 
     /** The operator's view of network fees per accountable seller for one UTC day (default today). */
@@ -88,19 +88,19 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
       if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Only the operator reads fees per seller');
       const date = day ?? new Date().toISOString().slice(0, 10);
-      const report = await repo.sellerFees(date);
+      const report = await deps.settlements.sellerFees(date);
       return { day: date, items: report.items, settlementsNeedingReconciliation: report.needingReconciliation };
     },
 
     async settlement(hash: string): Promise<SettlementRecord> {
-      const s = await repo.findSettlementByHash(hash);
+      const s = await deps.settlements.findSettlementByHash(hash);
       if (!s) throw new DomainError('NOT_FOUND', `No settlement with transaction hash ${hash}`);
       deps.observer.request('getSettlement', s.network);
       return s;
     },
 
     async receipt(id: string): Promise<ReceiptRecord> {
-      const r = await repo.findReceipt(id);
+      const r = await deps.receipts.findReceipt(id);
       if (!r) throw new DomainError('NOT_FOUND', `No receipt with id ${id}`);
       deps.observer.request('getReceipt', r.network);
       return r;

@@ -9,15 +9,19 @@ import type { CheckedPayment, RequiredTerms } from './rules/offline';
 import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
 import { attemptRecord, type FacilitatorEvents } from './verify-payment';
 import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
-import type { AttemptRecord, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PaymentRepository, PreparedSettlement, ReceiptRecord, ResourceTermsRef, SettlementRecord, SubmitResult } from './types';
+import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SubmitResult } from './types';
+import type { SellerRepository } from '../sellers/types';
 
 export interface SettleDeps extends CheckDeps {
-  repo: PaymentRepository;
+  attempts: AttemptRepository;
+  settlements: SettlementRepository;
+  receipts: Pick<ReceiptRepository, 'findReceiptByAttempt'>;
   ledger: LedgerPort;
   channels: ChannelLeaser;
   networks: CheckDeps['networks'] & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
-  resourceById(id: string): Promise<ResourceTermsRef | null>;
-  sellerIdByWallet(address: string): Promise<string | null>;
+  /** The current terms of a cataloged resource (by id, or by URL for the seller paid); null when unknown. */
+  resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
+  sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
   events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void; feeCharged?(network: string, stroops: bigint): void };
   /** Each seller's network-fee budget per UTC day and network, stroops; null: none. */
   feeBudgetStroops: bigint | null;
@@ -96,19 +100,19 @@ export function createSettlePayment(deps: SettleDeps) {
 
   async function requirementsOf(input: SettleInput): Promise<{ req: PaymentRequirementsInput; resource: ResourceTermsRef | null }> {
     if (input.resourceId) {
-      const resource = await deps.resourceById(input.resourceId);
+      const resource = await deps.resources.resourceRef(input.resourceId);
       if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
       return { req: { ...termsOf(resource), ...(input.paymentRequirements?.maxTimeoutSeconds ? { maxTimeoutSeconds: input.paymentRequirements.maxTimeoutSeconds } : {}) }, resource };
     }
     const req = input.paymentRequirements;
     if (!req) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
-    const resource = req.resource && deps.networks.get(req.network) ? await deps.repo.findResourceByUrl(req.network, req.payTo, req.resource) : null;
+    const resource = req.resource && deps.networks.get(req.network) ? await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource) : null;
     return { req, resource };
   }
 
   /** The seller the settlement is charged to; an uncataloged URL is settled only when that seller asks. */
   async function accountableSeller(resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
-    const sellerId = resource?.sellerId ?? (await deps.sellerIdByWallet(payTo));
+    const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
     ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
     if (resource || principal?.role === 'operator') return sellerId!;
     if (principal?.role !== 'seller') throw refuse(RULES.sellerAsked, 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
@@ -119,11 +123,11 @@ export function createSettlePayment(deps: SettleDeps) {
   /** The attempt this authorization already has (/v1: the one named, which must hold this payload), else null. */
   async function knownAttempt(input: SettleInput, checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null): Promise<AttemptRecord | null> {
     const hash = paymentHash(checked.entryXdr);
-    if (!input.paymentAttemptId) return deps.repo.findByReplayKey(required.network, checked.payer, checked.nonce);
-    const attempt = await deps.repo.findAttempt(input.paymentAttemptId);
+    if (!input.paymentAttemptId) return deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce);
+    const attempt = await deps.attempts.findAttempt(input.paymentAttemptId);
     if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${input.paymentAttemptId}`);
     if (attempt.paymentHash !== hash) {
-      const others = await deps.repo.findByHash(hash);
+      const others = await deps.attempts.findByHash(hash);
       if (others.some((o) => o.status !== 'verification_failed' && o.status !== 'created')) throw new DomainError('REPLAY_DETECTED', 'This authorization belongs to another payment attempt');
       throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload is not the one verified for this payment attempt');
     }
@@ -133,9 +137,9 @@ export function createSettlePayment(deps: SettleDeps) {
 
   /** A settle without a prior verify records the verified attempt now (the unique replay index picks one). */
   async function recordAttempt(checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null, sellerId: string): Promise<AttemptRecord> {
-    const claimed = await deps.repo.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId }, null));
+    const claimed = await deps.attempts.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId }, null));
     if ('attempt' in claimed) return claimed.attempt;
-    const held = claimed.replayOf ? await deps.repo.findAttempt(claimed.replayOf) : null;
+    const held = claimed.replayOf ? await deps.attempts.findAttempt(claimed.replayOf) : null;
     if (!held) throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
     return held;
   }
@@ -151,13 +155,13 @@ export function createSettlePayment(deps: SettleDeps) {
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
     // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
     if (simulation.error !== null && known) {
-      const now = await deps.repo.findAttempt(known.id);
+      const now = await deps.attempts.findAttempt(known.id);
       if (now) refuseUnlessVerified(now);
     }
     try {
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
     } catch (err) {
-      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED') await deps.repo.expireAttempt(known.id, err.message);
+      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED') await deps.attempts.expireAttempt(known.id, err.message);
       throw err;
     }
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
@@ -183,19 +187,19 @@ export function createSettlePayment(deps: SettleDeps) {
       if ('error' in prepared) {
         // The authorization may have expired while this settle waited for its channel: that is AUTH_EXPIRED.
         if (prepared.simulation && c.checked.signatureExpirationLedger <= prepared.simulation.latestLedger) {
-          await deps.repo.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
+          await deps.attempts.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
           throw refuse(RULES.notExpired, `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ${prepared.simulation.latestLedger})`);
         }
         if (prepared.simulation) checkSimulationSucceeded(prepared.simulation);
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
       checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
-      if (!(await deps.repo.reserveFee(c.sellerId, c.attempt.network, prepared.maxFee, deps.feeBudgetStroops))) {
+      if (!(await deps.settlements.reserveFee(c.sellerId, c.attempt.network, prepared.maxFee, deps.feeBudgetStroops))) {
         const retryAfter = Math.ceil((Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000);
         throw new DomainError('FEE_BUDGET_EXHAUSTED', "The seller's network-fee budget for today is spent; nothing was submitted", [{ code: RULES.feeBudget.id, message: 'daily fee budget' }], { 'Retry-After': String(retryAfter) });
       }
-      if (!(await deps.repo.claimForSettlement(c.attempt.id, c.resource))) {
-        await deps.repo.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+      if (!(await deps.attempts.claimForSettlement(c.attempt.id, c.resource))) {
+        await deps.settlements.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
         throw replayed(c.attempt);
       }
       return await submitClaimed(c, prepared, lease, handover);
@@ -239,15 +243,15 @@ export function createSettlePayment(deps: SettleDeps) {
     try {
       await deps.afterClaim?.(c.attempt.id);
       const { settlement, receipt } = pendingRecords(c, prepared);
-      if (!(await deps.repo.insertPendingSettlement(settlement, receipt, lease.token))) {
+      if (!(await deps.settlements.insertPendingSettlement(settlement, receipt, lease.token))) {
         throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
       }
       recorded = true;
       const latestAtSubmit = watcher.latest(c.attempt.network);
       const sent = await submitUntilTaken(c.attempt.network, prepared.envelopeXdr);
       if (sent.status === 'ERROR' || sent.status === 'TRY_AGAIN_LATER') {
-        await deps.repo.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
-        await deps.repo.settleFee(settlement.id, 0n);
+        await deps.settlements.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
+        await deps.settlements.settleFee(settlement.id, 0n);
         deps.events.submissionFailed(c.attempt.network, sent.reason);
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction was rejected: ${shortReason(sent.reason)}`);
       }
@@ -261,8 +265,8 @@ export function createSettlePayment(deps: SettleDeps) {
       // (and if even that write fails, the cleanup worker does it later).
       if (!recorded) {
         const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
-        await deps.repo.failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
-        await deps.repo.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+        await deps.attempts.failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
+        await deps.settlements.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
       }
       throw err;
     }
@@ -280,7 +284,7 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null): Promise<Fate> {
-    return confirmSettlement({ repo: deps.repo, ledger: deps.ledger, networks: deps.networks, events: deps.events }, s, attempt);
+    return confirmSettlement({ attempts: deps.attempts, settlements: deps.settlements, ledger: deps.ledger, networks: deps.networks, events: deps.events }, s, attempt);
   }
 
   /**
@@ -301,8 +305,8 @@ export function createSettlePayment(deps: SettleDeps) {
       // With a final answer the channel was freed with it; otherwise it stays pinned until the worker records one.
       await lease.release({ freed: fate !== 'pending' }).catch(() => undefined);
     }
-    const settlement = await deps.repo.findSettlementByAttempt(attempt.id);
-    const receipt = await deps.repo.findReceiptByAttempt(attempt.id);
+    const settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
+    const receipt = await deps.receipts.findReceiptByAttempt(attempt.id);
     if (!settlement || !receipt) throw new Error('settlement record vanished');
     if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
     return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
@@ -316,14 +320,14 @@ export function createSettlePayment(deps: SettleDeps) {
  * claimed it, spaced by the number of distinct attempts waiting (every 200 ms for a storm of duplicates of one
  * payment, about ten reads per 200 ms in all when many different payments wait); reads of one attempt are shared.
  */
-function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'repo'>) {
+function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
   const waitingAttempts = new Map<string, number>();
   const reading = new Map<string, Promise<AttemptRecord | null>>();
   const checkEveryMs = () => 200 * Math.max(1, waitingAttempts.size / 10);
   function currentAttempt(id: string): Promise<AttemptRecord | null> {
     let p = reading.get(id);
     if (!p) {
-      p = deps.repo.findAttempt(id).finally(() => reading.delete(id));
+      p = deps.attempts.findAttempt(id).finally(() => reading.delete(id));
       reading.set(id, p);
     }
     return p;

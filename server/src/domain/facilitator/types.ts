@@ -94,7 +94,8 @@ export interface ResourceTermsRef {
   amount: string;
 }
 
-export interface PaymentRepository {
+/** Payment attempts (data/attempt-repository.ts). Every state change is a compare-and-set on the current status. */
+export interface AttemptRepository {
   findAttempt(id: string): Promise<AttemptRecord | null>;
   /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone). */
   insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
@@ -110,39 +111,32 @@ export interface PaymentRepository {
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
   failClaimedAttempt(id: string, code: ErrorCode, reason: string): Promise<void>;
   /**
+   * settlement_pending attempts with no settlement row whose claim is older than `olderThanSeconds` ->
+   * settlement_failed. Safe: the settlement row is written before any submission, so none of them reached the ledger.
+   */
+  failAbandonedClaims(olderThanSeconds: number, limit: number): Promise<number>;
+  /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
+  expireStale(network: string, latestLedger: number): Promise<number>;
+}
+
+/** Settlements and the sellers' fee accounting (data/settlement-repository.ts). */
+export interface SettlementRepository {
+  /**
    * Writes the pending settlement and pending receipt in one transaction, before submission, and pins the channel
    * lease (token) to the transaction hash. False (nothing written) when the attempt is no longer settlement_pending
    * (the cleanup worker failed a claim it judged abandoned): the caller must then not submit.
    */
   insertPendingSettlement(s: SettlementRecord, r: ReceiptRecord, leaseToken: string | null): Promise<boolean>;
-  /**
-   * settlement_pending attempts with no settlement row whose claim is older than `olderThanSeconds` ->
-   * settlement_failed. Safe: the settlement row is written before any submission, so none of them reached the ledger.
-   */
-  failAbandonedClaims(olderThanSeconds: number, limit: number): Promise<number>;
-  /** The terms of one resource version (what a receipt pins). */
-  versionTerms(versionId: string): Promise<ResourceTermsRef | null>;
-  /** The version of a resource that was current at `at` (for receipts written after the fact). */
-  versionAt(resourceId: string, at: Date): Promise<string | null>;
   /** pending -> settled for settlement, attempt and receipt in one transaction; false when it was already final. */
   finalizeSettled(settlementId: string, ledger: number, settledAt: Date, evidence: EvidenceLabel): Promise<boolean>;
   /** pending -> failed for settlement, attempt (settlement_failed) and receipt (failed_settlement). */
   finalizeFailed(settlementId: string, code: ErrorCode, reason: string): Promise<boolean>;
+  /** Marks a pending settlement whose window the RPC no longer covers for reconciliation, and frees its channel. */
+  markReconciliation(settlementId: string): Promise<boolean>;
   findSettlementByAttempt(attemptId: string): Promise<SettlementRecord | null>;
   findSettlementByHash(hash: string): Promise<SettlementRecord | null>;
   findSettlement(id: string): Promise<SettlementRecord | null>;
-  findReceipt(id: string): Promise<ReceiptRecord | null>;
-  findReceiptByAttempt(attemptId: string): Promise<ReceiptRecord | null>;
   pendingSettlements(olderThanSeconds: number, limit: number): Promise<SettlementRecord[]>;
-  /** Settled attempts whose receipt is missing or not settled. */
-  settledWithoutSettledReceipt(limit: number): Promise<Array<{ attempt: AttemptRecord; settlement: SettlementRecord }>>;
-  /** Creates or updates the receipt of a settled settlement to settled (idempotent). */
-  upsertSettledReceipt(attempt: AttemptRecord, settlement: SettlementRecord, versionId: string | null): Promise<void>;
-  /** verified attempts of the network with expiresAtLedger < latestLedger -> expired. */
-  expireStale(network: string, latestLedger: number): Promise<number>;
-  findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
-  /** The signed-up seller whose wallet is `address`, else null. */
-  sellerIdByWallet(address: string): Promise<string | null>;
   /**
    * Commits `fee` stroops against the seller's fees of today (UTC) on the network, only while committed + spent +
    * fee stays within `budget` (null: no budget). Compare-and-set: false (nothing written) when it would not.
@@ -152,10 +146,43 @@ export interface PaymentRepository {
   releaseFee(sellerId: string, network: string, fee: bigint): Promise<void>;
   /** A final answer's fee: the settlement's committed maximum becomes what it cost (`charged`; 0 if never included). */
   settleFee(settlementId: string, charged: bigint): Promise<void>;
-  /** Marks a pending settlement whose window the RPC no longer covers for reconciliation, and frees its channel. */
-  markReconciliation(settlementId: string): Promise<boolean>;
   /** Fees per seller and network for one UTC day (YYYY-MM-DD), and the settlements awaiting reconciliation. */
   sellerFees(day: string): Promise<{ items: Array<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>; needingReconciliation: number }>;
+}
+
+/** Receipts (data/receipt-repository.ts). */
+export interface ReceiptRepository {
+  findReceipt(id: string): Promise<ReceiptRecord | null>;
+  findReceiptByAttempt(attemptId: string): Promise<ReceiptRecord | null>;
+  /** Settled attempts whose receipt is missing or not settled. */
+  settledWithoutSettledReceipt(limit: number): Promise<Array<{ attempt: AttemptRecord; settlement: SettlementRecord }>>;
+  /** Creates or updates the receipt of a settled settlement to settled (idempotent). */
+  upsertSettledReceipt(attempt: AttemptRecord, settlement: SettlementRecord, versionId: string | null): Promise<void>;
+}
+
+/** The catalog's terms as payments look them up (data/resource-repository.ts, createResourceTermsRepository). */
+export interface ResourceTermsRepository {
+  /** The current terms of an active resource; null when unknown. */
+  resourceRef(id: string): Promise<ResourceTermsRef | null>;
+  /** The active resource of the seller paid at `payTo` whose URL (or route template) matches `url`; null when none or ambiguous. */
+  findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
+  /** The version of a resource that was current at `at` (for receipts written after the fact). */
+  versionAt(resourceId: string, at: Date): Promise<string | null>;
+}
+
+/**
+ * The shared channel pool's lease table (data/channel-lease-repository.ts). A free row is one with no holder (or an
+ * expired holder) and no pinned transaction.
+ */
+export interface ChannelLeaseRepository {
+  register(network: string, addresses: string[]): Promise<void>;
+  /** Takes a free channel among `addresses` for `ttlSeconds`; null when all are busy. */
+  take(network: string, addresses: string[], token: string, ttlSeconds: number): Promise<string | null>;
+  renew(network: string, address: string, token: string, ttlSeconds: number): Promise<void>;
+  /** Frees the lease unless a transaction is pinned to it (finalizeSettled/finalizeFailed free those). */
+  release(network: string, address: string, token: string): Promise<void>;
+  /** Busy channels of the network (held or pinned), for the metric. */
+  busy(network: string): Promise<number>;
 }
 
 /** Ledger port (see ledger/soroban-ledger.ts). */

@@ -16,7 +16,8 @@ import {
   type PaymentPayloadInput,
   type PaymentRequirementsInput,
 } from './check-payment';
-import type { AttemptRecord, NewAttempt, PaymentRepository, ResourceTermsRef } from './types';
+import type { AttemptRecord, AttemptRepository, NewAttempt, ResourceTermsRef, ResourceTermsRepository } from './types';
+import type { SellerRepository } from '../sellers/types';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
 export { DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS } from './check-payment';
@@ -27,11 +28,10 @@ export interface FacilitatorEvents {
 }
 
 export interface VerifyDeps extends CheckDeps {
-  repo: PaymentRepository;
-  /** The current terms of a cataloged resource; null when unknown. */
-  resourceById(id: string): Promise<ResourceTermsRef | null>;
-  /** The signed-up seller whose wallet is `address`, else null. */
-  sellerIdByWallet(address: string): Promise<string | null>;
+  attempts: Pick<AttemptRepository, 'insertVerifiedAttempt' | 'findByReplayKey' | 'insertAttempt'>;
+  /** The current terms of a cataloged resource (by id, or by URL for the seller paid); null when unknown. */
+  resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
+  sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
   events: FacilitatorEvents;
 }
 
@@ -51,19 +51,19 @@ function sameTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
 
 /** The cataloged resource the payment is for (by id, else by URL) and the seller accountable for it. */
 export async function accountableParty(
-  deps: Pick<VerifyDeps, 'repo' | 'resourceById' | 'sellerIdByWallet'>,
+  deps: Pick<VerifyDeps, 'resources' | 'sellers'>,
   input: PaymentInput,
 ): Promise<{ resource: ResourceTermsRef | null; sellerId: string | null }> {
   const req = input.paymentRequirements;
   let resource: ResourceTermsRef | null = null;
   if (input.resourceId) {
-    resource = await deps.resourceById(input.resourceId);
+    resource = await deps.resources.resourceRef(input.resourceId);
     if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
     sameTerms(resource, req);
   } else if (req.resource) {
-    resource = await deps.repo.findResourceByUrl(req.network, req.payTo, req.resource);
+    resource = await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource);
   }
-  return { resource, sellerId: resource?.sellerId ?? (await deps.sellerIdByWallet(req.payTo)) };
+  return { resource, sellerId: resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo)) };
 }
 
 /** Simulation errors that the host raises after the payer's authorization was checked: the payer really signed. */
@@ -92,14 +92,14 @@ export function createVerifyPayment(deps: VerifyDeps) {
       const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
       if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error))) proven = { checked, required };
       // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger says.
-      if (simulation.error !== null && (await deps.repo.findByReplayKey(required.network, checked.payer, checked.nonce))) {
+      if (simulation.error !== null && (await deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce))) {
         throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
       }
       const found = await party;
       resource = found.resource;
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
       ensure(RULES.payeeIsSeller, found.sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this payment');
-      const claimed = await deps.repo.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.sellerId }, null));
+      const claimed = await deps.attempts.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.sellerId }, null));
       if ('replayOf' in claimed) {
         throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', claimed.replayOf ? [{ field: 'paymentAttemptId', message: claimed.replayOf }] : []);
       }
@@ -108,7 +108,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
       if (err instanceof DomainError) {
         deps.events.failed('verify', payload.network, err.code);
         if (proven && resource && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE') {
-          await deps.repo.insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err)).catch(() => undefined);
+          await deps.attempts.insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err)).catch(() => undefined);
         }
       }
       throw err;

@@ -98,6 +98,8 @@ export interface SellerRepository {
   createWalletChallenge(challenge: Omit<WalletChallenge, 'usedAt'>): Promise<void>;
   findWalletChallenge(id: string): Promise<WalletChallenge | null>;
   findById(id: string): Promise<Seller | null>;
+  /** The signed-up seller whose wallet is `address`, else null. */
+  sellerIdByWallet(address: string): Promise<string | null>;
   findApiKeyByHash(hash: Buffer): Promise<ApiKeyRecord | null>;
   /** Whether a seller other than `sellerId` has already verified `domain`. */
   domainVerifiedByOther(domain: string, sellerId: string): Promise<boolean>;

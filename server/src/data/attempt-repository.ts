@@ -1,0 +1,126 @@
+import type { Sequelize } from 'sequelize';
+import { pgQuery } from './pg-query';
+import { ATTEMPT_COLUMNS, toAttempt } from './payment-rows';
+import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types';
+
+/**
+ * Payment attempts. Query style: parameterised SQL through pgQuery (prepared statements), as every state change is a
+ * compare-and-set on the current status (the database trigger forbids backward moves anyway) and verify's claim sits
+ * on every request's path.
+ */
+const INSERT_COLUMNS = `id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer,
+  amount, pay_to, status, failure_code, failure_reason, expires_at_ledger, authorization_xdr`;
+
+const insertValues = (a: NewAttempt) => [
+  a.id, a.resourceId, a.versionId, a.sellerId, a.paymentHash, a.network, a.payer, a.nonce, a.assetCode, a.assetIssuer, a.amount, a.payTo,
+  a.status, a.failureCode, a.failureReason, a.expiresAtLedger, a.authorizationXdr,
+];
+
+/** A replay key is held by attempts that verified (a failed verify or a created row never holds it). */
+const HOLDS_REPLAY_KEY = `network = $1 AND payer = $2 AND nonce = $3 AND status NOT IN ('verification_failed', 'created')`;
+
+export function createAttemptRepository(db: Sequelize): AttemptRepository {
+  async function changed(name: string, text: string, values: unknown[]): Promise<number> {
+    return (await pgQuery(db, text, values, name)).rowCount;
+  }
+
+  return {
+    async findAttempt(id) {
+      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE id = $1`, [id], 'attempt_find');
+      return rows[0] ? toAttempt(rows[0]) : null;
+    },
+
+    /**
+     * verify's write path in as few statements as the replay guarantee allows (issue #14): the attempt is claimed
+     * with one `INSERT ... ON CONFLICT DO NOTHING RETURNING` (the unique replay index decides across processes); only
+     * a conflict reads the row it lost to.
+     */
+    async insertVerifiedAttempt(a) {
+      const { rows } = await pgQuery(
+        db,
+        `INSERT INTO payment_attempts (${INSERT_COLUMNS})
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+         ON CONFLICT DO NOTHING
+         RETURNING ${ATTEMPT_COLUMNS}`,
+        insertValues(a),
+        'verify_insert_attempt',
+      );
+      if (rows[0]) return { attempt: toAttempt(rows[0]) };
+      const held = await pgQuery<{ id: string }>(db, `SELECT id FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`, [a.network, a.payer, a.nonce], 'verify_replay_holder');
+      return { replayOf: held.rows[0]?.id ?? null };
+    },
+
+    async findByReplayKey(network, payer, nonce) {
+      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`, [network, payer, nonce], 'attempt_by_replay_key');
+      return rows[0] ? toAttempt(rows[0]) : null;
+    },
+
+    async findByHash(paymentHash) {
+      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE payment_hash = $1`, [paymentHash], 'attempt_by_hash');
+      return rows.map(toAttempt);
+    },
+
+    async insertAttempt(a) {
+      try {
+        await pgQuery(
+          db,
+          `INSERT INTO payment_attempts (${INSERT_COLUMNS}, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, now(), now())`,
+          insertValues(a),
+          'attempt_insert',
+        );
+        return 'inserted';
+      } catch (err) {
+        if ((err as { code?: unknown }).code === '23505') return 'replay'; // unique_violation
+        throw err;
+      }
+    },
+
+    async claimForSettlement(id, resource) {
+      const n = await changed(
+        'attempt_claim',
+        `UPDATE payment_attempts SET status = 'settlement_pending',
+           resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
+         WHERE id = $1 AND status = 'verified'`,
+        [id, resource?.id ?? null, resource?.sellerId ?? null, resource?.versionId ?? null],
+      );
+      return n === 1;
+    },
+
+    async expireAttempt(id, reason) {
+      await changed('attempt_expire', `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = $2 WHERE id = $1 AND status = 'verified'`, [id, reason]);
+    },
+
+    async failClaimedAttempt(id, code, reason) {
+      await changed(
+        'attempt_fail_claimed',
+        `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'settlement_pending'`,
+        [id, code, reason],
+      );
+    },
+
+    async failAbandonedClaims(olderThanSeconds, limit) {
+      return changed(
+        'attempt_fail_abandoned',
+        `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = 'SETTLEMENT_FAILED',
+           failure_reason = 'the settlement was interrupted before any transaction was submitted'
+         WHERE id IN (
+           SELECT a.id FROM payment_attempts a
+           WHERE a.status = 'settlement_pending' AND a.updated_at < now() - make_interval(secs => $1::double precision)
+             AND NOT EXISTS (SELECT 1 FROM settlements s WHERE s.payment_attempt_id = a.id)
+           ORDER BY a.updated_at LIMIT $2::int)
+           AND status = 'settlement_pending' AND updated_at < now() - make_interval(secs => $1::double precision)`,
+        [olderThanSeconds, limit],
+      );
+    },
+
+    async expireStale(network, latestLedger) {
+      return changed(
+        'attempt_expire_stale',
+        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = 'the authorization expired before settlement'
+         WHERE status = 'verified' AND network = $1 AND expires_at_ledger < $2::int`,
+        [network, latestLedger],
+      );
+    },
+  };
+}

@@ -1,0 +1,71 @@
+import { toPaymentAttempt } from './payment-read-repository';
+import { normalizeAmount } from '../domain/amount';
+import type { AttemptRecord, EvidenceLabel, ReceiptRecord, SettlementRecord } from '../domain/facilitator/types';
+
+/**
+ * The columns and row readers of payment attempts, settlements and receipts, shared by the repositories that read
+ * them (attempt-, settlement- and receipt-repository.ts). Columns are aliased to the camelCase names the readers take.
+ */
+export const ATTEMPT_COLUMNS = `id, resource_id AS "resourceId", version_id AS "versionId", seller_id AS "sellerId", payment_hash AS "paymentHash", network,
+  payer, nonce, asset_code AS "assetCode", asset_issuer AS "assetIssuer", amount, pay_to AS "payTo", status, failure_code AS "failureCode",
+  failure_reason AS "failureReason", expires_at_ledger AS "expiresAtLedger", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+export const SETTLEMENT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", transaction_hash AS "transactionHash", ledger, network, amount,
+  asset_code AS "assetCode", asset_issuer AS "assetIssuer", status, evidence, channel_account AS "channelAccount", settled_at AS "settledAt",
+  created_at AS "createdAt", valid_until AS "validUntil", tx_sequence AS "txSequence", seller_id AS "sellerId", max_fee_stroops AS "maxFeeStroops",
+  needs_reconciliation AS "needsReconciliation"`;
+
+export const RECEIPT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", settlement_id AS "settlementId", resource_id AS "resourceId",
+  seller_id AS "sellerId", version_id AS "versionId", transaction_hash AS "transactionHash", ledger, network, amount, asset_code AS "assetCode",
+  asset_issuer AS "assetIssuer", status, evidence, failure_code AS "failureCode", failure_reason AS "failureReason", settled_at AS "settledAt",
+  created_at AS "createdAt"`;
+
+export function toAttempt(row: Record<string, unknown>): AttemptRecord {
+  return { ...toPaymentAttempt(row), nonce: row.nonce as string };
+}
+
+export function toSettlement(row: Record<string, unknown>): SettlementRecord {
+  return {
+    id: row.id as string,
+    paymentAttemptId: row.paymentAttemptId as string,
+    transactionHash: row.transactionHash as string,
+    ledger: (row.ledger as number | null) ?? null,
+    network: row.network as string,
+    amount: normalizeAmount(String(row.amount)),
+    assetCode: row.assetCode as string,
+    assetIssuer: row.assetIssuer as string,
+    status: row.status as SettlementRecord['status'],
+    evidence: row.evidence as EvidenceLabel,
+    channelAccount: (row.channelAccount as string | null) ?? null,
+    settledAt: (row.settledAt as Date | null) ?? null,
+    createdAt: row.createdAt as Date,
+    validUntil: (row.validUntil as Date | null) ?? null,
+    txSequence: row.txSequence === null || row.txSequence === undefined ? null : String(row.txSequence),
+    sellerId: (row.sellerId as string | null) ?? null,
+    maxFee: row.maxFeeStroops === null || row.maxFeeStroops === undefined ? null : BigInt(row.maxFeeStroops as string),
+    needsReconciliation: Boolean(row.needsReconciliation),
+  };
+}
+
+export function toReceipt(row: Record<string, unknown>): ReceiptRecord {
+  return {
+    id: row.id as string,
+    paymentAttemptId: row.paymentAttemptId as string,
+    settlementId: row.settlementId as string,
+    resourceId: row.resourceId as string,
+    sellerId: row.sellerId as string,
+    versionId: row.versionId as string,
+    transactionHash: row.transactionHash as string,
+    ledger: (row.ledger as number | null) ?? null,
+    network: row.network as string,
+    amount: normalizeAmount(String(row.amount)),
+    assetCode: row.assetCode as string,
+    assetIssuer: row.assetIssuer as string,
+    status: row.status as ReceiptRecord['status'],
+    evidence: row.evidence as EvidenceLabel,
+    failureCode: (row.failureCode as ReceiptRecord['failureCode']) ?? null,
+    failureReason: (row.failureReason as string | null) ?? null,
+    settledAt: (row.settledAt as Date | null) ?? null,
+    createdAt: row.createdAt as Date,
+  };
+}

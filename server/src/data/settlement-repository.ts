@@ -1,0 +1,224 @@
+import type { Sequelize } from 'sequelize';
+import { pgQuery } from './pg-query';
+import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
+import type { SettlementRepository } from '../domain/facilitator/types';
+
+/**
+ * The last CTE of both final-answer statements: the channel pinned to the settled transaction (CTE `s` returns its
+ * hash) is free again, in the same statement that recorded the ledger's answer.
+ */
+const FREE_PINNED_CHANNEL = `freed AS (
+           UPDATE channel_leases SET holder = NULL, leased_until = NULL, transaction_hash = NULL, updated_at = now()
+            WHERE transaction_hash = (SELECT transaction_hash FROM s)
+           RETURNING address
+         )`;
+
+/**
+ * Settlements, with the sellers' fee accounting they commit and settle. Query style: parameterised SQL through
+ * pgQuery (prepared statements): every write is a compare-and-set, most take row locks, and the writes of one
+ * settlement's cycle (record, final answer) are each one statement that also updates its attempt, its receipt and its
+ * channel lease, all or nothing.
+ */
+export function createSettlementRepository(db: Sequelize): SettlementRepository {
+  async function findOne(name: string, where: string, value: string) {
+    const { rows } = await pgQuery(db, `SELECT ${SETTLEMENT_COLUMNS} FROM settlements WHERE ${where} = $1 LIMIT 1`, [value], name);
+    return rows[0] ? toSettlement(rows[0]) : null;
+  }
+
+  return {
+    async insertPendingSettlement(s, r, leaseToken) {
+      // One statement (issue #14 item 3: it sits in every channel's cycle), with the guarantees the transaction of
+      // five statements had, all or nothing:
+      // - the channel's lease row is locked first, and only while this settle still holds it (`lease`);
+      // - compare-and-set on the claim (`live`): touching updated_at also tells the cleanup worker the claim is alive
+      //   (its update re-checks updated_at on the row it waited for, so it cannot fail a claim that reached this
+      //   point); a claim that is no longer settlement_pending writes nothing and answers false;
+      // - the channel is pinned to the transaction's hash (`pinned`) only with a live claim, and the settlement and its
+      //   receipt are written only with both (one of each per attempt: unique payment_attempt_id);
+      // - a lost lease writes nothing and throws (as before): the caller fails the claim, nothing is submitted.
+      const pin = leaseToken && s.channelAccount ? leaseToken : null;
+      const {
+        rows: [out],
+      } = await pgQuery<{ live: number; pinned: number; recorded: number; leased: boolean; claimOpen: boolean }>(
+        db,
+        `WITH lease AS MATERIALIZED (
+           SELECT address FROM channel_leases
+            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder = $15::text
+            FOR UPDATE
+         ), live AS (
+           UPDATE payment_attempts SET updated_at = now()
+            WHERE id = $1::text AND status = 'settlement_pending' AND ($15::text IS NULL OR EXISTS (SELECT 1 FROM lease))
+           RETURNING id
+         ), pinned AS (
+           UPDATE channel_leases SET transaction_hash = $3::text, updated_at = now()
+            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder = $15::text AND EXISTS (SELECT 1 FROM live)
+           RETURNING address
+         ), settlement AS (
+           INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence)
+           SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint
+             FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
+           RETURNING id
+         ), receipt AS (
+           INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id, seller_id, transaction_hash, ledger, network, amount,
+             asset_code, asset_issuer, status, evidence, failure_code, failure_reason, settled_at, created_at, updated_at)
+           SELECT $14::text, $1::text, settlement.id, $16::text, $17::text, $18::text, $19::text, $20::integer, $21::text, $22::numeric,
+             $23::text, $24::text, $25::text, $26::text, $27::text, $28::text, $29::timestamptz, $30::timestamptz, $30::timestamptz
+             FROM settlement
+           RETURNING id
+         )
+         SELECT (SELECT count(*) FROM live)::int AS live, (SELECT count(*) FROM pinned)::int AS pinned,
+           (SELECT count(*) FROM receipt)::int AS recorded, EXISTS (SELECT 1 FROM lease) AS leased,
+           EXISTS (SELECT 1 FROM payment_attempts WHERE id = $1::text AND status = 'settlement_pending') AS "claimOpen"`,
+        [
+          s.paymentAttemptId, s.id, s.transactionHash, s.network, s.amount, s.assetCode, s.assetIssuer, s.channelAccount, s.ledger, s.status,
+          s.evidence, s.settledAt, s.createdAt,
+          r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
+          r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
+          s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(), s.txSequence ?? null,
+        ],
+        'settle_insert_pending',
+      );
+      if (out.recorded === 1) return true;
+      // Not recorded: the claim is gone (false), or this settle no longer holds its channel (nothing was written).
+      if (pin && out.claimOpen && (!out.leased || out.live === 1)) throw new Error('the channel lease was lost before submission');
+      return false;
+    },
+
+    async finalizeSettled(settlementId, ledger, settledAt, evidence) {
+      // One statement (it sits in every channel's cycle): compare-and-set pending -> settled on the settlement; only
+      // then the attempt (settlement_pending -> settled), its receipt, and the channel pinned to the transaction's hash
+      // is freed. A settlement that already has its final answer changes nothing (false).
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text, updated_at = now()
+            WHERE id = $1::text AND status = 'pending'
+           RETURNING payment_attempt_id, transaction_hash
+         ), attempt AS (
+           UPDATE payment_attempts SET status = 'settled' WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
+           RETURNING id
+         ), receipt AS (
+           UPDATE receipts SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text,
+             failure_code = NULL, failure_reason = NULL, updated_at = now()
+            WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
+           RETURNING id
+         ), ${FREE_PINNED_CHANNEL}
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId, ledger, settledAt, evidence],
+        'settle_finalize_settled',
+      );
+      return rows[0].done === 1;
+    },
+
+    async finalizeFailed(settlementId, code, reason) {
+      // One statement, as finalizeSettled: pending -> failed on the settlement, then the attempt, its receipt, the channel.
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET status = 'failed', evidence = 'failed_settlement', updated_at = now()
+            WHERE id = $1::text AND status = 'pending'
+           RETURNING payment_attempt_id, transaction_hash
+         ), attempt AS (
+           UPDATE payment_attempts SET status = 'settlement_failed', failure_code = $2::text, failure_reason = $3::text
+            WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
+           RETURNING id
+         ), receipt AS (
+           UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code = $2::text, failure_reason = $3::text, updated_at = now()
+            WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
+           RETURNING id
+         ), ${FREE_PINNED_CHANNEL}
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId, code, reason],
+        'settle_finalize_failed',
+      );
+      return rows[0].done === 1;
+    },
+
+    findSettlementByAttempt: (attemptId) => findOne('settlement_by_attempt', 'payment_attempt_id', attemptId),
+
+    findSettlementByHash: (hash) => findOne('settlement_by_hash', 'transaction_hash', hash),
+
+    findSettlement: (id) => findOne('settlement_find', 'id', id),
+
+    async pendingSettlements(olderThanSeconds, limit) {
+      const { rows } = await pgQuery(
+        db,
+        `SELECT ${SETTLEMENT_COLUMNS} FROM settlements
+          WHERE status = 'pending' AND NOT needs_reconciliation AND created_at <= now() - make_interval(secs => $1::double precision)
+          ORDER BY created_at LIMIT $2::int`,
+        [olderThanSeconds, limit],
+        'settlement_pending_older_than',
+      );
+      return rows.map(toSettlement);
+    },
+
+    async reserveFee(sellerId, network, fee, budget) {
+      const { rows } = await pgQuery<{ ok: number }>(
+        db,
+        `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+           SELECT $1::text, $2::text, (now() AT TIME ZONE 'UTC')::date, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
+         ON CONFLICT (seller_id, network, day) DO UPDATE
+           SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
+           WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $4::bigint
+         RETURNING 1 AS ok`,
+        [sellerId, network, fee.toString(), budget === null ? null : budget.toString()],
+        'facilitator_reserve_fee',
+      );
+      return rows.length === 1;
+    },
+
+    async releaseFee(sellerId, network, fee) {
+      await pgQuery(
+        db,
+        `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+          WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
+        [sellerId, network, fee.toString()],
+        'facilitator_release_fee',
+      );
+    },
+
+    async settleFee(settlementId, charged) {
+      // Only the first final answer moves the fee (fee_charged_stroops is set once).
+      await pgQuery(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
+           RETURNING seller_id, network, (created_at AT TIME ZONE 'UTC')::date AS day, COALESCE(max_fee_stroops, 0) AS committed
+         )
+         UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed), spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
+           FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day`,
+        [settlementId, charged.toString()],
+        'facilitator_settle_fee',
+      );
+    },
+
+    async markReconciliation(settlementId) {
+      const { rows } = await pgQuery<{ done: number }>(
+        db,
+        `WITH s AS (
+           UPDATE settlements SET needs_reconciliation = true, updated_at = now() WHERE id = $1::text AND status = 'pending' AND NOT needs_reconciliation
+           RETURNING transaction_hash
+         ), ${FREE_PINNED_CHANNEL}
+         SELECT count(*)::int AS done FROM s`,
+        [settlementId],
+        'facilitator_mark_reconciliation',
+      );
+      return rows[0].done === 1;
+    },
+
+    async sellerFees(day) {
+      const { rows } = await pgQuery<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>(
+        db,
+        `SELECT seller_id AS "sellerId", network, committed_stroops::text AS "committedStroops", spent_stroops::text AS "spentStroops", settlements
+           FROM seller_fee_days WHERE day = $1::date ORDER BY spent_stroops + committed_stroops DESC, seller_id LIMIT 1000`,
+        [day],
+        'operations_seller_fees',
+      );
+      const { rows: recon } = await pgQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM settlements WHERE needs_reconciliation`, [], 'operations_reconciliation_count');
+      return { items: rows, needingReconciliation: recon[0].n };
+    },
+
+  };
+}
