@@ -20,6 +20,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
 import { dashboardRouter } from './http/dashboard';
 import { idempotency } from './http/idempotency';
+import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { mcpRouter } from './mcp/mount';
 
@@ -84,7 +85,7 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
   app.use(challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics }));
-  app.use(idempotency(deps.db));
+  app.use(idempotency(createIdempotencyRepository(deps.db)));
   app.use(mountOperations(deps.spec as never, deps.handlers));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

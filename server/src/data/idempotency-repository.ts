@@ -1,0 +1,125 @@
+import type { Sequelize } from 'sequelize';
+import { PgCoalescer, pgQuery } from './pg-query';
+
+/** How long an Idempotency-Key is kept (the retention worker deletes older ones). */
+export const KEEP_HOURS = 24;
+/** A claim whose request never finished (a crashed process) is taken over after this long. */
+const ABANDONED_SECONDS = 60;
+const MAX_BATCH = 64;
+
+/** The first answer stored under a key: null status while its request still runs. */
+export interface StoredIdempotentAnswer {
+  requestHash: string;
+  statusCode: number | null;
+  responseBody: unknown;
+}
+
+/** The `Idempotency-Key` records of http/idempotency.ts, keyed by (scope, key). */
+export interface IdempotencyRepository {
+  /**
+   * Claims the key for a request (its body's hash): true when this request is the one to run. A new key is
+   * inserted; an existing one is taken over only when it has expired (older than KEEP_HOURS) or was abandoned (no
+   * answer after ABANDONED_SECONDS).
+   */
+  claim(scope: string, key: string, requestHash: string): Promise<boolean>;
+  read(scope: string, key: string): Promise<StoredIdempotentAnswer | null>;
+  /** Stores the answer (status and JSON body) of the request that claimed the key. */
+  store(scope: string, key: string, status: number, body: string): Promise<void>;
+  /** Forgets the key (a 5xx answer is not kept: a retry runs again). */
+  forget(scope: string, key: string): Promise<void>;
+}
+
+interface ClaimParams {
+  scope: string;
+  key: string;
+  requestHash: string;
+}
+interface StoreParams {
+  scope: string;
+  key: string;
+  status: number;
+  body: string;
+}
+const rowKey = (p: { scope: string; key: string }) => `${p.scope}\u0000${p.key}`;
+
+/**
+ * The claim's take-over rule, shared by the single-row and the set-based statement. The row lock of ON CONFLICT DO
+ * UPDATE makes the take-over happen once when several requests race for it.
+ */
+const TAKE_OVER = `ON CONFLICT (scope, key) DO UPDATE
+         SET request_hash = EXCLUDED.request_hash, status_code = NULL, response_body = NULL, created_at = now()
+         WHERE idempotency_keys.created_at < now() - make_interval(hours => $4::int)
+            OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $5::int))`;
+
+/**
+ * Query style: parameterised SQL through pgQuery (prepared statements): the claim is an INSERT on the primary key with
+ * a compare-and-set take-over, so it holds across server processes. On the path of every POST that carries a key,
+ * the claims (and the stores) are coalesced across concurrent requests (PgCoalescer): those made during one
+ * event-loop turn are one set-based statement, row for row the same as the single-row one, so a burst of POSTs costs
+ * one round trip and one commit per turn instead of one per request.
+ */
+export function createIdempotencyRepository(db: Sequelize): IdempotencyRepository {
+  const claims = new PgCoalescer<ClaimParams, boolean>({
+    async runOne(p) {
+      const { rows } = await pgQuery(
+        db,
+        `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ($1, $2, $3)
+       ${TAKE_OVER}
+       RETURNING key`,
+        [p.scope, p.key, p.requestHash, KEEP_HOURS, ABANDONED_SECONDS],
+        'idempotency_claim',
+      );
+      return rows.length === 1;
+    },
+    async runMany(batch) {
+      const { rows } = await pgQuery<{ scope: string; key: string }>(
+        db,
+        `INSERT INTO idempotency_keys (scope, key, request_hash)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+       ${TAKE_OVER}
+       RETURNING scope, key`,
+        [batch.map((p) => p.scope), batch.map((p) => p.key), batch.map((p) => p.requestHash), KEEP_HOURS, ABANDONED_SECONDS],
+        'idempotency_claim_many',
+      );
+      const claimed = new Set(rows.map(rowKey));
+      return batch.map((p) => claimed.has(rowKey(p)));
+    },
+    rowKey,
+    maxBatch: MAX_BATCH,
+  });
+  const stores = new PgCoalescer<StoreParams, void>({
+    runOne: async (p) =>
+      void (await pgQuery(db, 'UPDATE idempotency_keys SET status_code = $1, response_body = $2::jsonb WHERE scope = $3 AND key = $4', [p.status, p.body, p.scope, p.key], 'idempotency_store')),
+    runMany: async (batch) => {
+      await pgQuery(
+        db,
+        `UPDATE idempotency_keys AS k SET status_code = v.status_code, response_body = v.body::jsonb
+           FROM unnest($1::text[], $2::text[], $3::int[], $4::text[]) AS v(scope, key, status_code, body)
+           WHERE k.scope = v.scope AND k.key = v.key`,
+        [batch.map((p) => p.scope), batch.map((p) => p.key), batch.map((p) => p.status), batch.map((p) => p.body)],
+        'idempotency_store_many',
+      );
+      return batch.map(() => undefined);
+    },
+    rowKey,
+    maxBatch: MAX_BATCH,
+  });
+
+  return {
+    claim: (scope, key, requestHash) => claims.call({ scope, key, requestHash }),
+    async read(scope, key) {
+      const { rows } = await pgQuery<{ request_hash: string; status_code: number | null; response_body: unknown }>(
+        db,
+        'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE scope = $1 AND key = $2',
+        [scope, key],
+        'idempotency_read',
+      );
+      const r = rows[0];
+      return r ? { requestHash: r.request_hash, statusCode: r.status_code, responseBody: r.response_body } : null;
+    },
+    store: (scope, key, status, body) => stores.call({ scope, key, status, body }),
+    async forget(scope, key) {
+      await pgQuery(db, 'DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key], 'idempotency_forget');
+    },
+  };
+}
