@@ -7,14 +7,11 @@ import { createChannelLeaseRepository } from '../data/channel-lease-repository';
 import { createResourceTermsRepository } from '../data/resource-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
-import { facilitatorHandlers } from '../http/handlers/payments';
 import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-worker';
 import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
 import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
-
-export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'listSellerFees';
 
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
@@ -55,11 +52,13 @@ export interface FacilitatorOptions {
   afterClaim?(attemptId: string): void | Promise<void>;
 }
 
-export interface FacilitatorArea extends Area<FacilitatorOperation> {
+export interface FacilitatorArea extends Area {
   service: FacilitatorService;
   channels: ChannelAccountPool;
   /** The facilitator's own addresses on a network (channels and the fee account): /x402/supported's signers. */
   facilitatorAddresses(network: string): ReadonlySet<string>;
+  /** The payer and payTo of a payment attempt (what an attestation names); null when unknown. */
+  partiesOf(paymentAttemptId: string): Promise<{ payer: string; payTo: string } | null>;
 }
 
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
@@ -144,7 +143,10 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     service,
     channels,
     facilitatorAddresses,
-    handlers: facilitatorHandlers(service),
+    async partiesOf(id) {
+      const a = await attempts.findAttempt(id);
+      return a ? { payer: a.payer, payTo: a.payTo } : null;
+    },
     workers: [
       settlementConfirmationWorker({ settlements, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
       receiptFinalizerWorker({ receipts, versionAtSettlement: (resourceId, at) => resourceTerms.versionAt(resourceId, at) }),
