@@ -1,33 +1,10 @@
 import type { Sequelize } from 'sequelize';
 import { PgCoalescer, pgQuery } from './pg-query';
+import { IDEMPOTENCY_KEEP_HOURS as KEEP_HOURS } from '../domain/idempotency';
 
-/** How long an Idempotency-Key is kept (the retention worker deletes older ones). */
-export const KEEP_HOURS = 24;
 /** A claim whose request never finished (a crashed process) is taken over after this long. */
 const ABANDONED_SECONDS = 60;
 const MAX_BATCH = 64;
-
-/** The first answer stored under a key: null status while its request still runs. */
-export interface StoredIdempotentAnswer {
-  requestHash: string;
-  statusCode: number | null;
-  responseBody: unknown;
-}
-
-/** The `Idempotency-Key` records of http/idempotency.ts, keyed by (scope, key). */
-export interface IdempotencyRepository {
-  /**
-   * Claims the key for a request (its body's hash): true when this request is the one to run. A new key is
-   * inserted; an existing one is taken over only when it has expired (older than KEEP_HOURS) or was abandoned (no
-   * answer after ABANDONED_SECONDS).
-   */
-  claim(scope: string, key: string, requestHash: string): Promise<boolean>;
-  read(scope: string, key: string): Promise<StoredIdempotentAnswer | null>;
-  /** Stores the answer (status and JSON body) of the request that claimed the key. */
-  store(scope: string, key: string, status: number, body: string): Promise<void>;
-  /** Forgets the key (a 5xx answer is not kept: a retry runs again). */
-  forget(scope: string, key: string): Promise<void>;
-}
 
 interface ClaimParams {
   scope: string;
@@ -52,13 +29,15 @@ const TAKE_OVER = `ON CONFLICT (scope, key) DO UPDATE
             OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $5::int))`;
 
 /**
- * Query style: parameterised SQL through pgQuery (prepared statements): the claim is an INSERT on the primary key with
+ * The `Idempotency-Key` records (the IdempotencyStore port of http/idempotency.ts), keyed by (scope, key): a claim
+ * inserts the key, or takes over one that has expired (older than KEEP_HOURS) or was abandoned (no answer after
+ * ABANDONED_SECONDS). Query style: parameterised SQL through pgQuery (prepared statements): the claim is an INSERT on the primary key with
  * a compare-and-set take-over, so it holds across server processes. On the path of every POST that carries a key,
  * the claims (and the stores) are coalesced across concurrent requests (PgCoalescer): those made during one
  * event-loop turn are one set-based statement, row for row the same as the single-row one, so a burst of POSTs costs
  * one round trip and one commit per turn instead of one per request.
  */
-export function createIdempotencyRepository(db: Sequelize): IdempotencyRepository {
+export function createIdempotencyRepository(db: Sequelize) {
   const claims = new PgCoalescer<ClaimParams, boolean>({
     async runOne(p) {
       const { rows } = await pgQuery(
@@ -106,8 +85,8 @@ export function createIdempotencyRepository(db: Sequelize): IdempotencyRepositor
   });
 
   return {
-    claim: (scope, key, requestHash) => claims.call({ scope, key, requestHash }),
-    async read(scope, key) {
+    claim: (scope: string, key: string, requestHash: string): Promise<boolean> => claims.call({ scope, key, requestHash }),
+    async read(scope: string, key: string) {
       const { rows } = await pgQuery<{ request_hash: string; status_code: number | null; response_body: unknown }>(
         db,
         'SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE scope = $1 AND key = $2',
@@ -117,8 +96,8 @@ export function createIdempotencyRepository(db: Sequelize): IdempotencyRepositor
       const r = rows[0];
       return r ? { requestHash: r.request_hash, statusCode: r.status_code, responseBody: r.response_body } : null;
     },
-    store: (scope, key, status, body) => stores.call({ scope, key, status, body }),
-    async forget(scope, key) {
+    store: (scope: string, key: string, status: number, body: string): Promise<void> => stores.call({ scope, key, status, body }),
+    async forget(scope: string, key: string): Promise<void> {
       await pgQuery(db, 'DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key], 'idempotency_forget');
     },
   };

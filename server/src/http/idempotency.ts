@@ -1,7 +1,18 @@
 import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { DomainError } from '../domain/errors';
-import type { IdempotencyRepository } from '../data/idempotency-repository';
+
+/** The records the middleware keeps per (scope, key) (data/idempotency-repository.ts implements it). */
+export interface IdempotencyStore {
+  /** Claims the key for a request (its body's hash): true when this request is the one to run. */
+  claim(scope: string, key: string, requestHash: string): Promise<boolean>;
+  /** The stored first request: null status while it still runs. */
+  read(scope: string, key: string): Promise<{ requestHash: string; statusCode: number | null; responseBody: unknown } | null>;
+  /** Stores the answer (status and JSON body) of the request that claimed the key. */
+  store(scope: string, key: string, status: number, body: string): Promise<void>;
+  /** Forgets the key (a 5xx answer is not kept: a retry runs again). */
+  forget(scope: string, key: string): Promise<void>;
+}
 
 /**
  * `Idempotency-Key` on POST: the first request with a key runs and its response (status and body) is stored; a
@@ -32,7 +43,7 @@ function withholdSecrets(body: unknown): WithheldMarker | null {
 
 const isWithheld = (body: unknown): body is WithheldMarker => typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
 
-export function idempotency(keys: IdempotencyRepository): RequestHandler {
+export function idempotency(keys: IdempotencyStore): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (req.method !== 'POST' || !key) return next();

@@ -4,7 +4,7 @@ import type { WorkerDefinition } from './job-system';
 import type { AbuseMetrics } from '../metrics/abuse';
 import { pgQuery } from '../data/pg-query';
 import type { Logger } from '../logger';
-import { KEEP_HOURS as IDEMPOTENCY_KEEP_HOURS } from '../data/idempotency-repository';
+import { IDEMPOTENCY_KEEP_HOURS } from '../domain/idempotency';
 
 /** RETENTION_FAILED_ATTEMPTS_DAYS default: failed payment attempts are kept this long. */
 export const DEFAULT_FAILED_ATTEMPTS_DAYS = 30;
