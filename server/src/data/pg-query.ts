@@ -3,22 +3,21 @@ import type { ClientBase, QueryResultRow } from 'pg';
 
 /**
  * One parameterized statement on a connection from Sequelize's own pool (same settings: statement_timeout,
- * application_name, pool size), without Sequelize's query building and result mapping: for the statements on every
- * request's path (idempotency, rate limiting, verify, settle), where Sequelize cost more CPU than PostgreSQL did
+ * application_name, pool size), without Sequelize's query building and result mapping: for the few statements on
+ * every request's path (idempotency, rate limiting, verify), where Sequelize cost more CPU than PostgreSQL did
  * (scripts/bench/PROFILE.md). A `name` makes it a prepared statement on each connection (parsed once per
  * connection). Rows come back as pg returns them (column names as in SQL, timestamptz as Date, bigint as string).
  *
- * The connection is borrowed through what Sequelize declares public on `Sequelize#connectionManager` (its type
- * declarations: getConnection, releaseConnection, destroyConnection); no private field is read or written. A
- * connection-level failure destroys the connection (the pool opens another) and is thrown as Sequelize's
- * ConnectionError, so the error handler answers 503 SERVICE_UNAVAILABLE as it does for Sequelize's own queries; an
- * SQL error (with its SQLSTATE `code`) is thrown as pg raised it and the connection goes back to the pool.
+ * A connection-level failure is thrown as Sequelize's ConnectionError (and the connection is discarded), so the
+ * error handler answers 503 SERVICE_UNAVAILABLE as it does for Sequelize's own queries; an SQL error (with its
+ * SQLSTATE `code`) is thrown as pg raised it.
  */
 export async function pgQuery<R extends QueryResultRow = QueryResultRow>(db: Sequelize, text: string, values: unknown[], name?: string): Promise<{ rows: R[]; rowCount: number }> {
-  const manager = db.connectionManager;
-  // Sequelize declares the connection as an opaque object; with the postgres dialect it is pg's client.
-  const client = (await manager.getConnection({ type: 'write' })) as ClientBase;
-  let broken = false;
+  const manager = db.connectionManager as unknown as {
+    getConnection(options?: { type?: 'read' | 'write' }): Promise<ClientBase & { _invalid?: boolean }>;
+    releaseConnection(connection: ClientBase): void;
+  };
+  const client = await manager.getConnection({ type: 'write' });
   try {
     const result = await client.query<R>(name ? { name, text, values } : { text, values });
     return { rows: result.rows, rowCount: result.rowCount ?? 0 };
@@ -27,13 +26,12 @@ export async function pgQuery<R extends QueryResultRow = QueryResultRow>(db: Seq
     // SQLSTATE class 08 (connection exception), 57P01–03 (admin shutdown, crash, cannot connect now), or no SQLSTATE
     // at all (socket closed, ECONNRESET): the connection is unusable.
     if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || /^57P0[123]$/.test(code)) {
-      broken = true;
+      client._invalid = true;
       throw new ConnectionError(err as Error);
     }
     throw err;
   } finally {
-    if (broken) void manager.destroyConnection(client).catch(() => undefined);
-    else manager.releaseConnection(client);
+    manager.releaseConnection(client);
   }
 }
 
