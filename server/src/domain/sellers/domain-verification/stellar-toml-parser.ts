@@ -39,11 +39,13 @@ function topLevelDocument(text: string): Record<string, unknown> {
   } catch (err) {
     if (!(err instanceof TomlError)) throw err;
     const lines = text.split('\n');
+    let offset = 0;
+    const starts = lines.map((line) => (offset += line.length + 1) - line.length - 1); // where each line begins
     for (let i = Math.min(err.line, lines.length) - 1, cuts = 0; i >= 0 && cuts < MAX_CUTS; i--) {
       if (!HEADER_LINE.test(lines[i])) continue;
       cuts += 1;
       try {
-        return parse(lines.slice(0, i).join('\n'));
+        return parse(text.slice(0, starts[i]));
       } catch {
         // the line sits inside a multi-line value: try the header line before it
       }
