@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import pg from 'pg';
-import { rpcOrigin } from './ledger/rpc-health';
+import { rpcOrigin } from './domain/network-registry';
 import { JsonRpcError } from './ledger/json-rpc-client';
 import { sorobanRpc } from './ledger/soroban-rpc';
 

@@ -1,4 +1,4 @@
-import type { NetworkRegistry } from './network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 import { sorobanRpc } from './soroban-rpc';
 
 /** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL): not shown, not logged. */
@@ -43,20 +43,6 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
     error ??= (err as Error).message;
   }
   return { up: errors === 0, healthy: errors === 0 && healthy, latencyMs: ms(), latestLedger, errors, error };
-}
-
-/**
- * Only the scheme and host of an RPC URL: providers put API keys in the path or query (and sometimes in user
- * info), so a URL is never shown whole.
- */
-export function rpcOrigin(rpcUrl: string | null): string | null {
-  if (!rpcUrl) return null;
-  try {
-    const u = new URL(rpcUrl);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return null;
-  }
 }
 
 /**
