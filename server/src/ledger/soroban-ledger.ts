@@ -42,7 +42,6 @@ const DEFAULT_RPC_TIMEOUT_MS = 8000;
  * network, testnet and pubnet. Every call is counted, timed and marks the network's RPC up or down.
  */
 export class SorobanLedger implements LedgerPort {
-
   constructor(
     private readonly networks: NetworkRegistry,
     private readonly metrics: FacilitatorMetrics,
@@ -69,7 +68,7 @@ export class SorobanLedger implements LedgerPort {
     return this.measured(network, method, () => fn(server));
   }
 
-  /** Counts, times and bounds one RPC call; marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
+  /** Counts and times one RPC call (the client bounds it by rpcTimeoutMs); marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
   private async measured<T>(network: string, method: string, work: () => Promise<T>): Promise<T> {
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
