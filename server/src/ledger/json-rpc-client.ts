@@ -18,6 +18,11 @@ import https from 'node:https';
  */
 /** Idle keep-alive sockets are closed after this long (Node's own global agent uses 5 s). */
 const IDLE_SOCKET_MS = 4000;
+/**
+ * Sockets per RPC URL. Every caller of the process shares them (settles, verifies, workers, the health probe), so
+ * the bound is well above one process's concurrent calls: a call queued for a socket spends its own deadline.
+ */
+const MAX_SOCKETS = 256;
 /** An answer larger than this is refused (a getLedgerEntries of 200 contract entries is well below it). */
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 8000;
@@ -60,7 +65,7 @@ export class JsonRpcClient {
   ) {
     const parsed = URL.canParse(url) ? new URL(url) : null;
     this.url = parsed && (parsed.protocol === 'http:' || parsed.protocol === 'https:') ? parsed : null;
-    const options = { keepAlive: true, maxSockets: 64, timeout: IDLE_SOCKET_MS };
+    const options = { keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_MS };
     this.agent = this.url?.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options);
   }
 
