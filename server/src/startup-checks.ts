@@ -6,8 +6,9 @@
  */
 import net from 'node:net';
 import pg from 'pg';
-import { rpcCall } from './ledger/rpc-health';
 import { rpcOrigin } from './domain/network-registry';
+import { JsonRpcError } from './ledger/json-rpc-client';
+import { sorobanRpc } from './ledger/soroban-rpc';
 
 /** Exit codes: 2 = bad configuration (config.ts), 3 = something the configuration names cannot be used. */
 export const STARTUP_FAILURE_EXIT_CODE = 3;
@@ -49,11 +50,11 @@ export async function checkRpcs(rpcs: Array<{ variable: string; rpcUrl: string }
     rpcs.map(async ({ variable, rpcUrl }) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          await rpcCall(rpcUrl, 'getHealth', timeoutMs);
+          await sorobanRpc(rpcUrl, timeoutMs).health();
           return;
         } catch (err) {
           if (attempt >= 2) {
-            const cause = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs / 1000} s` : 'connection failed';
+            const cause = err instanceof JsonRpcError && err.kind === 'timeout' ? `no answer in ${timeoutMs / 1000} s` : 'connection failed';
             throw new StartupError(`cannot start: the Soroban RPC in ${variable} (${rpcOrigin(rpcUrl) ?? 'unparseable URL'}) is unreachable (${cause} to getHealth); fix or unset ${variable}`);
           }
           await new Promise((r) => setTimeout(r, 1_000));

@@ -143,7 +143,7 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
  * certificate); the front's certificate is trusted by https.globalAgent, which the Stellar SDK's RPC client uses.
  */
 export async function httpsRpcFront(network: LocalNetwork): Promise<{ rpcUrl: string; close(): Promise<void> }> {
-  const material = createSelfSignedCertificate(['127.0.0.1']);
+  const material = await createSelfSignedCertificate(['127.0.0.1']);
   const target = new URL(network.baseUrl);
   const server = https.createServer({ key: material.keyPem, cert: material.certPem }, (req, res) => {
     const upstream = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {

@@ -1,12 +1,13 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Keypair, rpc } from '@stellar/stellar-sdk';
+import { Keypair } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
 import type { AcquireOptions, ChannelLease, ChannelLeaseRepository, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import { localNetworkClient } from './local-network-client';
 import type { NetworkRegistry } from '../domain/network-registry';
+import { sorobanRpc } from './soroban-rpc';
 
 /**
  * Channel accounts: the facilitator's own source accounts that pay the fees of settlement transactions. Stellar
@@ -237,6 +238,9 @@ export function derivedChannel(seed: string, network: string, index: number): Ke
   return Keypair.fromRawEd25519Seed(crypto.createHmac('sha256', seed).update(`channel:${network}:${index}`).digest());
 }
 
+/** Deadline of one RPC call while the pool is set up at start. */
+const CHANNEL_SETUP_TIMEOUT_MS = 8_000;
+
 /** Fills the pool: seed-derived funded accounts on the local network, configured secrets elsewhere. */
 export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkRegistry, setup: ChannelSetup): Promise<void> {
   for (const n of networks.list()) {
@@ -245,16 +249,14 @@ export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkR
     if (n.local && secrets.length === 0) {
       const seed = channelSeed(setup);
       const keypairs = Array.from({ length: setup.channelAccounts }, (_, i) => derivedChannel(seed, n.network, i));
-      const server = new rpc.Server(n.rpcUrl, { allowHttp: n.rpcUrl.startsWith('http:') });
+      // The accounts are looked up together: one getLedgerEntries for the whole pool (soroban-rpc.ts batches them).
+      const server = sorobanRpc(n.rpcUrl, CHANNEL_SETUP_TIMEOUT_MS);
+      const exists = (address: string) => server.account(address).then((a) => a !== null, () => false);
       await Promise.all(
         keypairs.map(async (k) => {
-          const exists = await server.getAccount(k.publicKey()).then(
-            () => true,
-            () => false,
-          );
-          if (exists) return; // another process (or an earlier start) funded it
+          if (await exists(k.publicKey())) return; // another process (or an earlier start) funded it
           const funded = await localNetworkClient(n.rpcUrl as string).fund(k.publicKey()).then(() => null, (err: Error) => err);
-          if (funded && !(await server.getAccount(k.publicKey()).then(() => true, () => false))) {
+          if (funded && !(await exists(k.publicKey()))) {
             throw new Error(`friendbot could not fund a channel account on ${n.network} (${funded.message})`);
           }
         }),

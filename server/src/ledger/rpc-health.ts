@@ -1,6 +1,7 @@
 import type { NetworkRegistry } from '../domain/network-registry';
+import { sorobanRpc } from './soroban-rpc';
 
-/** What one probe of a network's Soroban RPC saw. `error` is the raw error text: never shown, not logged (it can hold the RPC URL and a provider key). */
+/** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL): not shown, not logged. */
 export interface RpcProbe {
   /** The RPC answered getHealth and getLatestLedger. */
   up: boolean;
@@ -11,20 +12,6 @@ export interface RpcProbe {
   /** How many of the two calls failed (0..2). */
   errors: number;
   error: string | null;
-}
-
-/** One JSON-RPC call with its own deadline: the request (and its socket) is aborted when the RPC does not answer. */
-export async function rpcCall<T>(rpcUrl: string, method: string, timeoutMs: number): Promise<T> {
-  const res = await fetch(rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  if (!res.ok) throw new Error(`${method} answered HTTP ${res.status}`);
-  const body = (await res.json()) as { result?: T; error?: { message?: string } };
-  if (body.error || body.result === undefined) throw new Error(`${method} failed: ${body.error?.message ?? 'no result'}`);
-  return body.result;
 }
 
 /**
@@ -38,8 +25,9 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
   let error: string | null = null;
   let healthy = false;
   let latestLedger: number | null = null;
+  const rpc = sorobanRpc(rpcUrl, timeoutMs);
   try {
-    const health = await rpcCall<{ status?: string; latestLedger?: number }>(rpcUrl, 'getHealth', timeoutMs);
+    const health = await rpc.health();
     healthy = health.status === 'healthy';
     latestLedger = typeof health.latestLedger === 'number' ? health.latestLedger : null;
   } catch (err) {
@@ -47,7 +35,7 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
     error = (err as Error).message;
   }
   try {
-    const latest = await rpcCall<{ sequence?: number }>(rpcUrl, 'getLatestLedger', timeoutMs);
+    const latest = await rpc.latestLedger();
     if (typeof latest.sequence === 'number') latestLedger = latest.sequence;
     else throw new Error('getLatestLedger answered no sequence');
   } catch (err) {

@@ -1,6 +1,6 @@
 import type { Logger } from '../logger';
 import type { NetworkRegistry } from '../domain/network-registry';
-import { rpcCall } from './rpc-health';
+import { sorobanRpc } from './soroban-rpc';
 
 /** What this service's local network simulator answers in getVersionInfo (local-network/rpc-methods.ts). */
 const SIMULATOR_MARK = 'local-simulation';
@@ -24,7 +24,7 @@ export function detectLocalSimulators(registry: NetworkRegistry, logger: Logger,
     .map(async (n) => {
       while (!stopped) {
         try {
-          const raw = await rpcCall<Record<string, unknown>>(n.rpcUrl!, 'getVersionInfo', timeoutMs);
+          const raw = await sorobanRpc(n.rpcUrl!, timeoutMs).versionInfo();
           if (raw.commitHash === SIMULATOR_MARK || raw.captiveCoreVersion === SIMULATOR_MARK || raw.commit_hash === SIMULATOR_MARK) {
             registry.markLocal(n.network);
             logger.info('the configured RPC is the local network simulator: evidence is local simulation', { network: n.network });

@@ -13,7 +13,7 @@ import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from '../domain/network-registry';
 import type { LeasedChannel } from './channel-accounts';
 import { networkKnownDown } from './rpc-health';
-import { JsonRpcClient } from './json-rpc-client';
+import { sorobanRpc, type SorobanRpc } from './soroban-rpc';
 
 export interface SorobanLedgerOptions {
   /**
@@ -27,47 +27,31 @@ export interface SorobanLedgerOptions {
   /** Validity of a settlement transaction (its time bound), seconds. */
   txTimeoutSeconds: number;
   /**
-   * Deadline of one RPC call, ms (default 8000). An RPC that accepts the connection and never answers fails the call
-   * with SERVICE_UNAVAILABLE instead of holding the request; a submission cut off this way stays pending for the
-   * confirmation worker (its outcome is unknown, it is never resubmitted).
+   * Deadline of one RPC call, ms (default 8000; the JSON-RPC client destroys the request when it passes). An RPC
+   * that accepts the connection and never answers fails the call with SERVICE_UNAVAILABLE instead of holding the
+   * request; a submission cut off this way stays pending for the confirmation worker (its outcome is unknown, it is
+   * never resubmitted).
    */
   rpcTimeoutMs?: number;
 }
 
 const DEFAULT_RPC_TIMEOUT_MS = 8000;
 
-/** Rejects when `work` has not settled within `ms` (the underlying request is abandoned, not cancelled). */
-function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
-
 /**
- * The ledger port over Soroban RPC (`rpc.Server`): the same code talks to the local network, testnet and pubnet.
- * Every call is counted, timed and marks the network's RPC up or down.
+ * The ledger port over Soroban RPC (the one JSON-RPC client, soroban-rpc.ts): the same code talks to the local
+ * network, testnet and pubnet. Every call is counted, timed and marks the network's RPC up or down.
  */
 export class SorobanLedger implements LedgerPort {
-  private readonly servers = new Map<string, rpc.Server>();
-  private readonly rpcClients = new Map<string, JsonRpcClient>();
-
   constructor(
     private readonly networks: NetworkRegistry,
     private readonly metrics: FacilitatorMetrics,
     private readonly opts: SorobanLedgerOptions,
   ) {}
 
-  private server(network: string): rpc.Server {
-    let s = this.servers.get(network);
-    if (!s) {
-      const n = this.networks.get(network);
-      if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
-      s = new rpc.Server(n.rpcUrl, { allowHttp: n.rpcUrl.startsWith('http:') });
-      this.servers.set(network, s);
-    }
-    return s;
+  private server(network: string): SorobanRpc {
+    const n = this.networks.get(network);
+    if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
+    return sorobanRpc(n.rpcUrl, this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS);
   }
 
   private passphrase(network: string): string {
@@ -77,19 +61,19 @@ export class SorobanLedger implements LedgerPort {
   }
 
   /** Runs one RPC call with metrics; transport failures become SERVICE_UNAVAILABLE. */
-  private async call<T>(network: string, method: string, fn: (s: rpc.Server) => Promise<T>): Promise<T> {
+  private async call<T>(network: string, method: string, fn: (s: SorobanRpc) => Promise<T>): Promise<T> {
     // Fail fast while the network-health worker knows this network's RPC is down (see ledger/rpc-health.ts).
     if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
     const server = this.server(network);
     return this.measured(network, method, () => fn(server));
   }
 
-  /** Counts, times and bounds one RPC call; marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
+  /** Counts and times one RPC call (the client bounds it by rpcTimeoutMs); marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
   private async measured<T>(network: string, method: string, work: () => Promise<T>): Promise<T> {
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
     try {
-      const out = await withDeadline(work(), this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS, `${method} on ${network}`);
+      const out = await work();
       this.metrics.rpcUp.set({ network }, 1);
       return out;
     } catch (err) {
@@ -103,21 +87,9 @@ export class SorobanLedger implements LedgerPort {
   }
 
   async latestLedger(network: string): Promise<number> {
-    const res = await this.call(network, 'getLatestLedger', (s) => s.getLatestLedger());
+    const res = await this.call(network, 'getLatestLedger', (s) => s.latestLedger());
     this.metrics.latestLedger.set({ network }, res.sequence);
     return res.sequence;
-  }
-
-  /** The keep-alive JSON-RPC client of a network (read methods; see json-rpc-client.ts). */
-  private jsonRpc(network: string): JsonRpcClient {
-    let client = this.rpcClients.get(network);
-    if (!client) {
-      const n = this.networks.get(network);
-      if (!n?.rpcUrl) throw new DomainError('SERVICE_UNAVAILABLE', `No ledger RPC is configured for ${network}`);
-      client = new JsonRpcClient(n.rpcUrl, this.opts.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS);
-      this.rpcClients.set(network, client);
-    }
-    return client;
   }
 
   /**
@@ -129,13 +101,7 @@ export class SorobanLedger implements LedgerPort {
       .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
       .setTimeout(this.opts.txTimeoutSeconds)
       .build();
-    // Over the keep-alive JSON-RPC client (a read: safe to send again on a reused socket the server closed).
-    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
-    const client = this.jsonRpc(network);
-    const raw = await this.measured(network, 'simulateTransaction', () =>
-      client.call<rpc.Api.RawSimulateTransactionResponse>('simulateTransaction', { transaction: draft.toXDR(), authMode: 'enforce' }),
-    );
-    return simulationOutcome(rpc.parseRawSimulation(raw));
+    return simulationOutcome(await this.call(network, 'simulateTransaction', (s) => s.simulate(draft, 'enforce')));
   }
 
   /**
@@ -148,7 +114,7 @@ export class SorobanLedger implements LedgerPort {
     if (known && Date.now() - known.at < 10_000) return known.fee;
     let fee = BigInt(BASE_FEE);
     try {
-      const stats = await this.call(network, 'getFeeStats', (s) => s.getFeeStats());
+      const stats = await this.call(network, 'getFeeStats', (s) => s.feeStats());
       const p90 = BigInt(stats.sorobanInclusionFee?.p90 ?? BASE_FEE);
       if (p90 > fee) fee = p90;
     } catch {
@@ -168,12 +134,12 @@ export class SorobanLedger implements LedgerPort {
       new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
     );
     // Fresh sequence number for every transaction: never trust a cached one.
-    const [account, inclusion] = await Promise.all([this.call(network, 'getAccount', (s) => s.getAccount(lease.address)), this.inclusionFee(network)]);
+    const [account, inclusion] = await Promise.all([this.call(network, 'getAccount', (s) => existing(s.account(lease.address))), this.inclusionFee(network)]);
     const validUntil = new Date((Math.floor(Date.now() / 1000) + this.opts.txTimeoutSeconds) * 1000);
     const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase, timebounds: { minTime: 0, maxTime: validUntil.getTime() / 1000 } })
       .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
       .build();
-    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulateTransaction(draft, undefined, 'enforce'));
+    const sim = await this.call(network, 'simulateTransaction', (s) => s.simulate(draft, 'enforce'));
     const simulation = simulationOutcome(sim);
     if (rpc.Api.isSimulationError(sim)) return { error: `simulation failed: ${sim.error}`, simulation };
     if (rpc.Api.isSimulationRestore(sim)) return { error: 'simulation requires a ledger entry restore', simulation };
@@ -200,7 +166,7 @@ export class SorobanLedger implements LedgerPort {
 
   async submit(network: string, envelopeXdr: string): Promise<SubmitResult> {
     const tx = TransactionBuilder.fromXDR(envelopeXdr, this.passphrase(network));
-    const res = await this.call(network, 'sendTransaction', (s) => s.sendTransaction(tx));
+    const res = await this.call(network, 'sendTransaction', (s) => s.send(tx));
     if (res.status === 'PENDING' || res.status === 'DUPLICATE') return { status: res.status };
     const reason = res.errorResult ? resultReason(res.errorResult) : res.status;
     return { status: res.status === 'TRY_AGAIN_LATER' ? 'TRY_AGAIN_LATER' : 'ERROR', reason };
@@ -208,7 +174,7 @@ export class SorobanLedger implements LedgerPort {
 
   async accountSequence(network: string, address: string): Promise<bigint | null> {
     try {
-      const account = await this.call(network, 'getAccount', (s) => s.getAccount(address));
+      const account = await this.call(network, 'getAccount', (s) => existing(s.account(address)));
       return BigInt(account.sequenceNumber());
     } catch (err) {
       if (err instanceof DomainError) throw err;
@@ -217,13 +183,9 @@ export class SorobanLedger implements LedgerPort {
   }
 
   async transaction(network: string, hash: string): Promise<TransactionState> {
-    const res = await this.call(network, 'getTransaction', (s) => s.getTransaction(hash));
-    if (res.status === rpc.Api.GetTransactionStatus.SUCCESS) {
-      return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(Number(res.createdAt) * 1000), feeCharged: feeCharged(res.resultXdr) };
-    }
-    if (res.status === rpc.Api.GetTransactionStatus.FAILED) {
-      return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.resultXdr), feeCharged: feeCharged(res.resultXdr) };
-    }
+    const res = await this.call(network, 'getTransaction', (s) => s.transaction(hash));
+    if (res.status === 'SUCCESS') return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(res.createdAt * 1000), feeCharged: feeCharged(res.result) };
+    if (res.status === 'FAILED') return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.result), feeCharged: feeCharged(res.result) };
     const time = (t: unknown) => (Number.isFinite(Number(t)) && Number(t) > 0 ? new Date(Number(t) * 1000) : undefined);
     return {
       status: 'NOT_FOUND',
@@ -233,6 +195,13 @@ export class SorobanLedger implements LedgerPort {
       oldestLedgerCloseTime: time(res.oldestLedgerCloseTime),
     };
   }
+}
+
+/** An account read that found nothing fails like `rpc.Server.getAccount` did (the call then answers SERVICE_UNAVAILABLE). */
+async function existing(account: Promise<Account | null>): Promise<Account> {
+  const found = await account;
+  if (!found) throw new Error('Account not found');
+  return found;
 }
 
 function feeCharged(result: xdr.TransactionResult | undefined): bigint | null {

@@ -59,7 +59,7 @@ describe('parseStellarTomlTopLevel', () => {
     );
     expect(values.get('ACCOUNTS')).toEqual(['GAAA']);
     expect(values.get('N')).toEqual({ kind: 'scalar', raw: '42' });
-    expect(values.get('D')).toEqual({ kind: 'scalar', raw: '1979-05-27 07:32:00Z' });
+    expect(values.get('D')).toEqual({ kind: 'scalar', raw: '1979-05-27T07:32:00.000Z' });
     expect(values.get('T')).toEqual({ kind: 'inline_table' });
     expect(values.get('ML')).toBe('one two');
     expect(values.get('LIT')).toBe('C:\\path');

@@ -168,7 +168,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
       assets,
     }),
   });
-  const tls = opts.tls ? createSelfSignedCertificate([host]) : undefined;
+  const tls = opts.tls ? await createSelfSignedCertificate([host]) : undefined;
   const server: http.Server = await listen(app, host, opts.port ?? DEFAULTS.port, tls);
   const { port } = server.address() as AddressInfo;
   baseUrl = `${tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`;

@@ -1,17 +1,17 @@
+import { parse, TomlDate, TomlError } from 'smol-toml';
 import { DomainCheckError } from './errors';
 
 /**
- * A small, strict parser for the top level of a SEP-1 stellar.toml: the `key = value` pairs before the first
- * `[table]` / `[[array of tables]]` header. Tables are not parsed at all (in TOML nothing after the first header is
- * top level), so unusual syntax inside [[CURRENCIES]] or [DOCUMENTATION] cannot fail a verification.
+ * The top level of a SEP-1 stellar.toml, read with `smol-toml` (TOML 1.0): the `key = value` pairs before the first
+ * `[table]` / `[[array of tables]]` header. What the tables hold is never read, so unusual syntax inside
+ * [[CURRENCIES]] or [DOCUMENTATION] cannot fail a verification: when the file does not parse, it is read again up
+ * to the last header line at or above the error (then, if that cut falls inside a multi-line value, up to the one
+ * before, at most MAX_CUTS times), and only an error in the top level is reported.
  *
- * Supported at the top level: comments; bare, quoted and dotted keys; basic, literal and multi-line strings with
- * TOML escapes; arrays (multi-line, nested, trailing comma, comments); inline tables; other scalars (numbers,
- * booleans, dates) kept as raw text. Duplicate keys and anything malformed are errors (`invalid_toml`, with a line
- * number and never the offending text).
- *
- * Why not a library: the parsers present in node_modules (toml via @stellar/stellar-sdk, smol-toml via lerna/nx)
- * are not dependencies of the server package, and only two top-level keys are needed.
+ * Values: strings and arrays as such; numbers, booleans and dates as `{ kind: 'scalar', raw }` (raw: the value as
+ * text, dates in ISO form); inline tables (and tables) as `{ kind: 'inline_table' }`, their keys also listed dotted
+ * (`a.b = "x"` is key 'a.b'). Duplicate keys and anything malformed are errors (`invalid_toml`, with a line number
+ * and never the offending text). Size bounds are the fetcher's (safe-fetcher.ts, 64 KiB by default).
  */
 export type TomlValue = string | TomlValue[] | TomlOther;
 
@@ -21,241 +21,56 @@ export interface TomlOther {
   raw?: string;
 }
 
-const BARE_KEY = /[A-Za-z0-9_-]/;
-/** Booleans, integers (dec/hex/oct/bin), floats incl. inf/nan, offset/local date-times, dates and times. */
-const SCALAR =
-  /^(?:true|false|[+-]?(?:inf|nan)|[+-]?\d[\d_]*(?:\.\d[\d_]*)?(?:[eE][+-]?\d[\d_]*)?|0x[\dA-Fa-f_]+|0o[0-7_]+|0b[01_]+|\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:\d{2})?)?|\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)$/;
+/** A line that may open a table (`[name]` or `[[name]]`); inside a multi-line value it is not one, see above. */
+const HEADER_LINE = /^[ \t]*\[.*\][ \t]*(?:#.*)?\r?$/;
+const MAX_CUTS = 64;
+/** smol-toml's words for "a value that is not TOML": the usual cause in a stellar.toml is an unquoted string. */
+const WORDS: Record<string, string> = { 'invalid value': 'expected a value (strings must be quoted)' };
 
 export function parseStellarTomlTopLevel(text: string): Map<string, TomlValue> {
-  return new TopLevelParser(text).parse();
+  const values = new Map<string, TomlValue>();
+  flatten(topLevelDocument(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text), '', values);
+  return values;
 }
 
-class TopLevelParser {
-  private pos = 0;
-  private readonly values = new Map<string, TomlValue>();
-
-  constructor(private readonly src: string) {
-    if (this.src.charCodeAt(0) === 0xfeff) this.pos = 1;
-  }
-
-  parse(): Map<string, TomlValue> {
-    for (;;) {
-      this.skipBlankLinesAndComments();
-      if (this.eof() || this.peek() === '[') return this.values;
-      const key = this.parseKey();
-      this.skipSpaces();
-      this.expect('=');
-      this.skipSpaces();
-      const value = this.parseValue();
-      if (this.values.has(key)) this.fail(`duplicate key`);
-      this.values.set(key, value);
-      this.skipSpaces();
-      this.skipComment();
-      if (!this.eof() && !this.atNewline()) this.fail('expected end of line after value');
-    }
-  }
-
-  private parseKey(): string {
-    const parts = [this.parseSimpleKey()];
-    for (;;) {
-      this.skipSpaces();
-      if (this.peek() !== '.') break;
-      this.pos++;
-      this.skipSpaces();
-      parts.push(this.parseSimpleKey());
-    }
-    return parts.join('.');
-  }
-
-  private parseSimpleKey(): string {
-    const c = this.peek();
-    if (c === '"') return this.parseBasicString();
-    if (c === "'") return this.parseLiteralString();
-    const start = this.pos;
-    while (!this.eof() && BARE_KEY.test(this.peek())) this.pos++;
-    if (this.pos === start) this.fail('expected a key');
-    return this.src.slice(start, this.pos);
-  }
-
-  private parseValue(): TomlValue {
-    const c = this.peek();
-    if (this.src.startsWith('"""', this.pos)) return this.parseMultilineString('"""');
-    if (this.src.startsWith("'''", this.pos)) return this.parseMultilineString("'''");
-    if (c === '"') return this.parseBasicString();
-    if (c === "'") return this.parseLiteralString();
-    if (c === '[') return this.parseArray();
-    if (c === '{') return this.parseInlineTable();
-    return this.parseOtherScalar();
-  }
-
-  private parseArray(): TomlValue[] {
-    this.expect('[');
-    const items: TomlValue[] = [];
-    for (;;) {
-      this.skipBlankLinesAndComments();
-      if (this.peek() === ']') break;
-      items.push(this.parseValue());
-      this.skipBlankLinesAndComments();
-      if (this.peek() === ',') {
-        this.pos++;
-        continue;
-      }
-      if (this.peek() !== ']') this.fail("expected ',' or ']' in array");
-    }
-    this.pos++;
-    return items;
-  }
-
-  private parseInlineTable(): TomlOther {
-    this.expect('{');
-    this.skipSpaces();
-    const keys = new Set<string>();
-    if (this.peek() === '}') {
-      this.pos++;
-      return { kind: 'inline_table' };
-    }
-    for (;;) {
-      this.skipSpaces();
-      const key = this.parseKey();
-      if (keys.has(key)) this.fail('duplicate key in inline table');
-      keys.add(key);
-      this.skipSpaces();
-      this.expect('=');
-      this.skipSpaces();
-      this.parseValue();
-      this.skipSpaces();
-      if (this.peek() === ',') {
-        this.pos++;
-        continue;
-      }
-      this.expect('}');
-      return { kind: 'inline_table' };
-    }
-  }
-
-  /** Numbers, booleans and dates: taken as raw text up to the next delimiter; never interpreted. */
-  private parseOtherScalar(): TomlOther {
-    const start = this.pos;
-    while (!this.eof() && !/[,\]}#\r\n]/.test(this.peek())) this.pos++;
-    const raw = this.src.slice(start, this.pos).trimEnd();
-    this.pos = start + raw.length;
-    if (!SCALAR.test(raw)) this.fail('expected a value (strings must be quoted)');
-    return { kind: 'scalar', raw };
-  }
-
-  private parseBasicString(): string {
-    this.expect('"');
-    let out = '';
-    for (;;) {
-      if (this.eof() || this.atNewline()) this.fail('unterminated string');
-      const c = this.src[this.pos++];
-      if (c === '"') return out;
-      if (c === '\\') out += this.parseEscape();
-      else out += this.checkedChar(c);
-    }
-  }
-
-  private parseLiteralString(): string {
-    this.expect("'");
-    const start = this.pos;
-    for (;;) {
-      if (this.eof() || this.atNewline()) this.fail('unterminated string');
-      const c = this.src[this.pos++];
-      if (c === "'") return this.src.slice(start, this.pos - 1);
-      this.checkedChar(c);
-    }
-  }
-
-  private parseMultilineString(delimiter: '"""' | "'''"): string {
-    this.pos += 3;
-    if (this.src.startsWith('\r\n', this.pos)) this.pos += 2;
-    else if (this.peek() === '\n') this.pos++;
-    let out = '';
-    for (;;) {
-      if (this.eof()) this.fail('unterminated multi-line string');
-      if (this.src.startsWith(delimiter, this.pos)) {
-        // Up to two quotes may sit right before the closing delimiter.
-        let extra = 0;
-        while (extra < 2 && this.src[this.pos + 3 + extra] === delimiter[0]) extra++;
-        out += delimiter[0].repeat(extra);
-        this.pos += 3 + extra;
-        return out;
-      }
-      const c = this.src[this.pos++];
-      if (delimiter === '"""' && c === '\\') {
-        // A line-ending backslash trims the newline and leading whitespace that follow.
-        const rest = /^[ \t]*\r?\n[ \t\r\n]*/.exec(this.src.slice(this.pos));
-        if (rest) this.pos += rest[0].length;
-        else out += this.parseEscape();
-      } else if (c === '\n' || c === '\t' || (c === '\r' && this.peek() === '\n')) {
-        out += c;
-      } else {
-        out += this.checkedChar(c);
+function topLevelDocument(text: string): Record<string, unknown> {
+  try {
+    return parse(text);
+  } catch (err) {
+    if (!(err instanceof TomlError)) throw err;
+    const lines = text.split('\n');
+    let offset = 0;
+    const starts = lines.map((line) => (offset += line.length + 1) - line.length - 1); // where each line begins
+    for (let i = Math.min(err.line, lines.length) - 1, cuts = 0; i >= 0 && cuts < MAX_CUTS; i--) {
+      if (!HEADER_LINE.test(lines[i])) continue;
+      cuts += 1;
+      try {
+        return parse(text.slice(0, starts[i]));
+      } catch {
+        // the line sits inside a multi-line value: try the header line before it
       }
     }
+    const words = /^Invalid TOML document: ([^\n]*)/.exec(err.message)?.[1] ?? 'not valid TOML';
+    throw new DomainCheckError('invalid_toml', `stellar.toml line ${err.line}: ${WORDS[words] ?? words}`);
   }
+}
 
-  private parseEscape(): string {
-    const c = this.src[this.pos++];
-    const simple: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', e: '\x1b', '"': '"', '\\': '\\' };
-    if (c !== undefined && c in simple) return simple[c];
-    const hexLength = c === 'u' ? 4 : c === 'U' ? 8 : c === 'x' ? 2 : 0;
-    const hex = this.src.slice(this.pos, this.pos + hexLength);
-    if (hexLength === 0 || !/^[0-9A-Fa-f]+$/.test(hex) || hex.length !== hexLength) this.fail('invalid escape');
-    const code = parseInt(hex, 16);
-    if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) this.fail('invalid unicode escape');
-    this.pos += hexLength;
-    return String.fromCodePoint(code);
+function flatten(table: Record<string, unknown>, prefix: string, out: Map<string, TomlValue>): void {
+  for (const [key, value] of Object.entries(table)) {
+    const name = prefix ? `${prefix}.${key}` : key;
+    out.set(name, toValue(value));
+    if (isTable(value)) flatten(value, name, out);
   }
+}
 
-  /** Control characters other than tab are not allowed inside TOML strings. */
-  private checkedChar(c: string): string {
-    const code = c.charCodeAt(0);
-    if ((code < 0x20 && c !== '\t') || code === 0x7f) this.fail('control character in string');
-    return c;
-  }
+function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof TomlDate);
+}
 
-  private skipBlankLinesAndComments(): void {
-    for (;;) {
-      this.skipSpaces();
-      this.skipComment();
-      if (!this.atNewline()) return;
-      this.skipNewline();
-    }
-  }
-
-  private skipSpaces(): void {
-    while (this.peek() === ' ' || this.peek() === '\t') this.pos++;
-  }
-
-  private skipComment(): void {
-    if (this.peek() !== '#') return;
-    while (!this.eof() && !this.atNewline()) this.checkedChar(this.src[this.pos++]);
-  }
-
-  private atNewline(): boolean {
-    return this.peek() === '\n' || this.src.startsWith('\r\n', this.pos);
-  }
-
-  private skipNewline(): void {
-    this.pos += this.peek() === '\n' ? 1 : 2;
-  }
-
-  private expect(c: string): void {
-    if (this.peek() !== c) this.fail(`expected '${c}'`);
-    this.pos++;
-  }
-
-  private peek(): string {
-    return this.src[this.pos] ?? '';
-  }
-
-  private eof(): boolean {
-    return this.pos >= this.src.length;
-  }
-
-  private fail(what: string): never {
-    const line = this.src.slice(0, this.pos).split('\n').length;
-    throw new DomainCheckError('invalid_toml', `stellar.toml line ${line}: ${what}`);
-  }
+function toValue(value: unknown): TomlValue {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(toValue);
+  if (value instanceof TomlDate) return { kind: 'scalar', raw: value.toISOString() };
+  if (isTable(value)) return { kind: 'inline_table' };
+  return { kind: 'scalar', raw: String(value) };
 }
