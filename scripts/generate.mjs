@@ -53,16 +53,14 @@ const TYPES = [
 // The one SDK core: each source file has a single home (the buyer SDK, which uses all of them) and is copied, with
 // a generated-file header, into the packages that need it. Each SDK stands alone when installed (no shared runtime
 // package), and the server's domain takes the amounts module without depending on an SDK.
+// A folder is copied whole (every file in it, so a file added to the source folder is copied too).
 const SHARED = [
-  { from: 'sdk-buyer/src/core/amounts.ts', to: ['sdk-seller/src/core/amounts.ts', 'server/src/domain/amount.ts'] },
-  { from: 'sdk-buyer/src/core/errors.ts', to: ['sdk-seller/src/core/errors.ts'] },
-  { from: 'sdk-buyer/src/core/http.ts', to: ['sdk-seller/src/core/http.ts'] },
-  { from: 'sdk-buyer/src/core/pagination.ts', to: ['sdk-seller/src/core/pagination.ts'] },
-  { from: 'sdk-buyer/src/receipts/attestation.ts', to: ['sdk-seller/src/receipts/attestation.ts'] },
-  { from: 'sdk-buyer/src/receipts/verify-receipt.ts', to: ['sdk-seller/src/receipts/verify-receipt.ts'] },
+  { from: 'sdk-buyer/src/core', to: 'sdk-seller/src/core' },
+  { from: 'sdk-buyer/src/receipts', to: 'sdk-seller/src/receipts' },
+  { from: 'sdk-buyer/src/core/amounts.ts', to: 'server/src/domain/amount.ts' },
 ];
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
-const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir), 'sdk-seller/src/core', 'sdk-seller/src/receipts'];
+const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir), ...SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to)];
 const DOCS = 'docs/index.html';
 const EXPECTED_OPERATIONS = 44; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20)
 
@@ -244,10 +242,12 @@ function copyHeader(source) {
 
 async function copyShared(stage) {
   for (const { from, to } of SHARED) {
-    const text = copyHeader(from) + (await readFile(join(ROOT, from), 'utf8'));
-    for (const target of to) {
+    const folder = from.endsWith('.ts') ? null : await listFiles(join(ROOT, from));
+    const pairs = folder ? folder.map((f) => [relative(ROOT, f), join(to, relative(join(ROOT, from), f))]) : [[from, to]];
+    if (!pairs.length) fail(`the shared SDK core source ${from} has no files`);
+    for (const [source, target] of pairs) {
       await mkdir(dirname(join(stage, target)), { recursive: true });
-      await writeFile(join(stage, target), text);
+      await writeFile(join(stage, target), copyHeader(source) + (await readFile(join(ROOT, source), 'utf8')));
     }
   }
 }
@@ -294,7 +294,7 @@ try {
   if (CHECK) {
     if (changed.length) {
       process.stderr.write(
-        `generate --check: ${changed.length} generated file(s) differ from the spec:\n  ${changed.join('\n  ')}\n` +
+        `generate --check: ${changed.length} generated file(s) differ from the spec or their sources:\n  ${changed.join('\n  ')}\n` +
           `Run \`npm run generate\` and commit the result.\n`,
       );
       process.exitCode = 1;

@@ -2,7 +2,7 @@
  * The service's mount of the marketplace MCP server at /mcp: Streamable HTTP, stateless (a fresh McpServer and
  * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's, imported
  * through the package's `./mcp` export (a workspace dependency). tsc and tsx (`npm start`) map that export to its
- * source, sdk-buyer/src/mcp/marketplace-server.ts (server/tsconfig.json `paths`), and so does Jest
+ * source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
  * (server/jest.config.js), so none of them sees a stale build; node resolves it to the package's built dist (root
  * `prepare` builds it). The service never holds a buyer's wallet:
  * no payer is given, so there is no `call_paid_resource`.
