@@ -18,6 +18,7 @@ import {
   rpc,
 } from '@stellar/stellar-sdk';
 import { LocalNetwork, startLocalNetwork } from '../server/src/ledger/local-network';
+import { fromStroops } from '../server/src/domain/amount';
 
 const PAYERS = Number(process.env.BENCH_PAYERS ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
     }
 
     const expectedStroops = AMOUNT * BigInt(applied) + 10_000_000n;
-    console.log(`payee holds ${network.balance(payTo.publicKey(), 'USDC')} USDC (expected ${expectedStroops / 10_000_000n}.${(expectedStroops % 10_000_000n).toString().padStart(7, '0')})`);
+    console.log(`payee holds ${network.balance(payTo.publicKey(), 'USDC')} USDC (expected ${fromStroops(expectedStroops)})`);
     console.log('figures (this machine, local simulation):');
     console.log(`  simulated  (simulateTransaction, enforcing signed auth): ${simulated} transfers in ${simulateMs.toFixed(0)} ms = ${rate(simulated, simulateMs)}`);
     console.log(`  verified   (sendTransaction: signatures, seq, fees):     ${applied} transfers in ${sendMs.toFixed(0)} ms = ${rate(applied, sendMs)}`);

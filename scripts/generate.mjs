@@ -18,6 +18,10 @@
 //   <each generated folder>/README.md                       says it is generated
 //   docs/index.html                                         the Redoc page (scripts/build-docs.mjs), so that a
 //                                                            stale copy is caught by --check too
+//   the one SDK core, copied (see SHARED below)              sdk-buyer/src/core/* and sdk-buyer/src/receipts/* are
+//                                                            the sources; sdk-seller/src/core/*,
+//                                                            sdk-seller/src/receipts/* and server/src/domain/amount.ts
+//                                                            are generated copies with a "do not edit" header
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -46,8 +50,17 @@ const TYPES = [
   { bundle: 'openapi/dist/buyer.json', dir: 'sdk-buyer/src/generated', what: 'the buyer bundle (operations whose x-audience contains buyer)' },
   { bundle: 'openapi/dist/seller.json', dir: 'sdk-seller/src/generated', what: 'the seller bundle (operations whose x-audience contains seller)' },
 ];
+// The one SDK core: each source file has a single home (the buyer SDK, which uses all of them) and is copied, with
+// a generated-file header, into the packages that need it. Each SDK stands alone when installed (no shared runtime
+// package), and the server's domain takes the amounts module without depending on an SDK.
+// A folder is copied whole (every file in it, so a file added to the source folder is copied too).
+const SHARED = [
+  { from: 'sdk-buyer/src/core', to: 'sdk-seller/src/core' },
+  { from: 'sdk-buyer/src/receipts', to: 'sdk-seller/src/receipts' },
+  { from: 'sdk-buyer/src/core/amounts.ts', to: 'server/src/domain/amount.ts' },
+];
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
-const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir)];
+const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir), ...SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to)];
 const DOCS = 'docs/index.html';
 const EXPECTED_OPERATIONS = 44; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20)
 
@@ -217,7 +230,29 @@ async function buildDocs(stage) {
   }
 }
 
-// 5. Compare the staging directory with the tree; write (or, with --check, report) every difference.
+// 5. The shared SDK core: every copy is its source behind a header that names the source.
+function copyHeader(source) {
+  return (
+    `/**\n` +
+    ` * GENERATED FILE: DO NOT EDIT. Source: ${source}, copied by scripts/generate.mjs.\n` +
+    ` * Change the source and run \`npm run generate\` (\`npm run check:generated\` fails when this copy differs).\n` +
+    ` */\n`
+  );
+}
+
+async function copyShared(stage) {
+  for (const { from, to } of SHARED) {
+    const folder = from.endsWith('.ts') ? null : await listFiles(join(ROOT, from));
+    const pairs = folder ? folder.map((f) => [relative(ROOT, f), join(to, relative(join(ROOT, from), f))]) : [[from, to]];
+    if (!pairs.length) fail(`the shared SDK core source ${from} has no files`);
+    for (const [source, target] of pairs) {
+      await mkdir(dirname(join(stage, target)), { recursive: true });
+      await writeFile(join(stage, target), copyHeader(source) + (await readFile(join(ROOT, source), 'utf8')));
+    }
+  }
+}
+
+// 6. Compare the staging directory with the tree; write (or, with --check, report) every difference.
 async function sync(stage, dirs) {
   const produced = new Map();
   for (const f of await listFiles(stage)) produced.set(relative(stage, f), f);
@@ -252,13 +287,14 @@ try {
   if (!BUNDLE_ONLY) {
     await timed('openapi-typescript', () => generateTypes(stage));
     await timed('docs', () => buildDocs(stage));
+    await timed('shared core', () => copyShared(stage));
   }
   const changed = await sync(stage, BUNDLE_ONLY ? ['openapi/dist'] : GENERATED_DIRS);
   const total = ((performance.now() - t0) / 1000).toFixed(2);
   if (CHECK) {
     if (changed.length) {
       process.stderr.write(
-        `generate --check: ${changed.length} generated file(s) differ from the spec:\n  ${changed.join('\n  ')}\n` +
+        `generate --check: ${changed.length} generated file(s) differ from the spec or their sources:\n  ${changed.join('\n  ')}\n` +
           `Run \`npm run generate\` and commit the result.\n`,
       );
       process.exitCode = 1;

@@ -9,7 +9,11 @@ module.exports = {
   },
   transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js|jose)/)'],
   // The MCP mount imports the buyer SDK's sources (server/src/http/mcp/mount.ts), whose ESM-style imports end in .js.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // The buyer SDK's `./mcp` export (server/src/http/mcp/mount.ts), read from its source like `paths` in tsconfig.base.json.
+    '^@paid-api-marketplace/sdk-buyer/mcp$': '<rootDir>/../sdk-buyer/src/mcp/marketplace-server.ts',
+  },
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -17,7 +17,11 @@ module.exports = function sharedJestConfig(rootDir, testsDir) {
       '^.+\\.(t|j|mj)sx?$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
     },
     transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js|jose)/)'],
-    moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+    moduleNameMapper: {
+      '^(\\.{1,2}/.*)\\.js$': '$1',
+      // The buyer SDK's `./mcp` export, as the in-process server imports it, read from its source (see server/jest.config.js).
+      '^@paid-api-marketplace/sdk-buyer/mcp$': path.join(__dirname, '../sdk-buyer/src/mcp/marketplace-server.ts'),
+    },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
     globalSetup: path.join(__dirname, 'support/global-setup.ts'),
     globalTeardown: path.join(__dirname, '../server/test/support/global-teardown.ts'),

@@ -31,7 +31,7 @@ export { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayA
 export { signPayment, transferAuthorizationEntry, latestLedgerOf, DEFAULT_VALID_FOR_LEDGERS, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
 export { readPaymentRequired, fromResourceRequirements, fromX402Requirement, type NormalizedRequirements } from './payments/requirements.js';
 export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
-export { toStroops, fromStroops } from './payments/amounts.js';
+export { toStroops, fromStroops } from './core/amounts.js';
 export { payAndCallTool, paymentRequiredOf, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
 export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
 export { type McpMetricsSink } from './mcp/metrics.js';

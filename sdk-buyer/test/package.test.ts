@@ -43,9 +43,18 @@ describe('the packed buyer SDK installs and works in an empty project', () => {
     expect(out).toEqual({ networks: ['stellar:testnet', 'stellar:pubnet'], isApiError: true, code: 'RESOURCE_NOT_FOUND', status: 404, signPayment: 'function' });
   });
 
+  it.each([
+    ['require (CommonJS)', 'mcp.cjs', "const { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } = require('@paid-api-marketplace/sdk-buyer/mcp');"],
+    ['import (ESM)', 'mcp.mjs', "import { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } from '@paid-api-marketplace/sdk-buyer/mcp';"],
+  ])('its ./mcp export (what the marketplace server mounts at /mcp) loads from %s', async (_label, file, load) => {
+    const out = JSON.parse(await runIn(pkg.dir, file, `${load}\nconsole.log(JSON.stringify({ create: typeof createMarketplaceMcpServer, tools: MARKETPLACE_READ_TOOLS }));\n`));
+    expect(out).toEqual({ create: 'function', tools: ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt'] });
+  });
+
   it('is published quality: attw finds no type problems for node10, node16 (CJS and ESM) and bundler, publint finds nothing', async () => {
     const lint = await lintPackedTarball(pkg.tarball);
     expect(lint.attwEntrypoints).toContain('.');
+    expect(lint.attwEntrypoints).toContain('./mcp');
     expect(lint.attwProblems).toEqual({});
     expect(lint.publint).toEqual([]);
   }, 240_000);

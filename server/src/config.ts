@@ -8,6 +8,7 @@ import { DEFAULT_POOL_MAX, MAX_POOL_MAX } from './data/database';
 
 export { NETWORK_IDS, type NetworkId, type AssetConfig, type NetworkConfig } from './domain/network-registry';
 import type { NetworkId, NetworkConfig, AssetConfig } from './domain/network-registry';
+import { isAmount } from './domain/amount';
 
 export interface Config {
   environment: string;
@@ -151,7 +152,7 @@ class Reader {
   /** A positive decimal amount with at most 7 fractional digits. */
   amount(name: string, fallback: string): string {
     const raw = this.optional(name) ?? fallback;
-    if (!/^(0|[1-9][0-9]{0,11})(\.[0-9]{1,7})?$/.test(raw) || /^0(\.0+)?$/.test(raw)) {
+    if (!isAmount(raw) || /^0(\.0+)?$/.test(raw)) {
       this.problems.push(`${name} must be a positive decimal amount with at most 7 decimals, e.g. 0.0001`);
       return fallback;
     }

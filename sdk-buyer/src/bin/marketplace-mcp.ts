@@ -26,7 +26,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createBuyerClient } from '../index.js';
 import { createMarketplaceMcpServer } from '../mcp/marketplace-server.js';
 import { createTextMetrics } from '../mcp/metrics.js';
-import { toStroops } from '../payments/amounts.js';
+import { toStroops } from '../core/amounts.js';
 import { FileBudgetStore } from '../payments/budget.js';
 
 function fail(message: string): never {

@@ -1,5 +1,5 @@
 /**
- * Transport of both SDKs (shared verbatim by the buyer and seller SDKs): openapi-fetch with middleware for the
+ * Transport of both SDKs (one source, copied into the seller SDK by scripts/generate.mjs): openapi-fetch with middleware for the
  * API key, automatic Idempotency-Key on POST and throwing ApiError, over a fetch wrapper that retries safe cases.
  *
  * Retries (stripe-node style): network errors, 429 (waiting at least Retry-After), 502 and 503, with exponential

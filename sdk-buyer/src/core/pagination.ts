@@ -1,5 +1,5 @@
 /**
- * Async-iterable pagination over the contract's cursor lists (shared verbatim by both SDKs): a page carries its
+ * Async-iterable pagination over the contract's cursor lists (one source, copied into the seller SDK by scripts/generate.mjs): a page carries its
  * items and `nextCursor`; `null` ends the list. `for await (const item of paginate(...))` fetches lazily, one page
  * at a time, and stops as soon as the caller breaks out of the loop.
  */

@@ -27,7 +27,7 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import { z } from 'zod';
 import type { components } from '../generated/openapi.js';
 import { BudgetExceededError } from '../payments/budget.js';
-import { toStroops } from '../payments/amounts.js';
+import { AMOUNT_PATTERN, toStroops } from '../core/amounts.js';
 import { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
 import { BlockedAddressError, safeFetch } from '../payments/safe-fetch.js';
 import { assetContractId, normalizeNetwork } from '../payments/requirements.js';
@@ -135,7 +135,7 @@ const MAX_BODY_CHARS = MAX_BODY_BYTES;
 
 // ---- input schemas (every field bounded) ------------------------------------------------------------------------
 const network = z.enum(['stellar:testnet', 'stellar:pubnet']);
-const amount = z.string().regex(/^\d{1,12}(\.\d{1,7})?$/, 'a decimal amount with at most 7 fraction digits');
+const amount = z.string().regex(AMOUNT_PATTERN, 'a decimal amount with at most 7 fraction digits');
 const resourceId = z.string().regex(/^res_[0-9A-HJKMNP-TV-Z]{26}$/, 'a resource id (res_...)');
 const receiptId = z.string().regex(/^rcp_[0-9A-HJKMNP-TV-Z]{26}$/, 'a receipt id (rcp_...)');
 const shortText = z.string().max(1_000);

@@ -18,7 +18,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fromStroops, toStroops } from './amounts.js';
+import { fromStroops, toStroops } from '../core/amounts.js';
 import { consumedNonce, transferOnLedger, type LedgerReader } from './ledger-reads.js';
 
 /** Thrown before anything is signed when a payment would exceed the per-call or the client's cumulative budget. */

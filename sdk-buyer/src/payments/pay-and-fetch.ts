@@ -17,7 +17,7 @@ import { xdr } from '@stellar/stellar-sdk';
 import { AssetMismatchError, assertAssetShown, readPaymentRequired, fromResourceRequirements, type NormalizedRequirements } from './requirements.js';
 import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner } from './sign-payment.js';
 import { Budget, type Commitment } from './budget.js';
-import { toStroops } from './amounts.js';
+import { toStroops } from '../core/amounts.js';
 import type { LedgerReader } from './ledger-reads.js';
 
 export interface PaymentReceiptHeader {

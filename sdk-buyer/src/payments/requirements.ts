@@ -4,7 +4,7 @@
  * id) or an x402 v1 402 body (`accepts`, `maxAmountRequired`). All become one normalized shape.
  */
 import { Asset, Networks, StrKey } from '@stellar/stellar-sdk';
-import { fromStroops, toStroops } from './amounts.js';
+import { fromStroops, toStroops } from '../core/amounts.js';
 
 export type StellarNetwork = 'stellar:testnet' | 'stellar:pubnet';
 

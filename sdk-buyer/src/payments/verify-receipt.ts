@@ -1,6 +1,6 @@
 import { createLedgerReader, transferEventsOfTransaction, type TransferEvent } from './ledger-reads.js';
 import { assetContractId, normalizeNetwork } from './requirements.js';
-import { toStroops } from './amounts.js';
+import { toStroops } from '../core/amounts.js';
 
 export interface LedgerCheck {
   ok: boolean;

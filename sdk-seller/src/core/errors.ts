@@ -1,6 +1,11 @@
 /**
- * The one error class of the SDK (shared verbatim by the buyer and seller SDKs: src/core is copied, not imported,
- * so each package stands alone). Modelled on Octokit's RequestError and stripe-node's typed errors.
+ * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/core/errors.ts, copied by scripts/generate.mjs.
+ * Change the source and run `npm run generate` (`npm run check:generated` fails when this copy differs).
+ */
+/**
+ * The one error class of the SDK (one source for both SDKs: scripts/generate.mjs copies sdk-buyer/src/core into
+ * sdk-seller/src/core as generated code, so each package stands alone). Modelled on Octokit's RequestError and
+ * stripe-node's typed errors.
  *
  * An ApiError carries the HTTP status, the contract's stable `code` (ErrorCode enum), the human message, the
  * request id (also sent as `X-Request-Id`) and the field-level `details`. It never holds the request headers, so

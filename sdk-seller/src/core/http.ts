@@ -1,5 +1,9 @@
 /**
- * Transport of both SDKs (shared verbatim by the buyer and seller SDKs): openapi-fetch with middleware for the
+ * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/core/http.ts, copied by scripts/generate.mjs.
+ * Change the source and run `npm run generate` (`npm run check:generated` fails when this copy differs).
+ */
+/**
+ * Transport of both SDKs (one source, copied into the seller SDK by scripts/generate.mjs): openapi-fetch with middleware for the
  * API key, automatic Idempotency-Key on POST and throwing ApiError, over a fetch wrapper that retries safe cases.
  *
  * Retries (stripe-node style): network errors, 429 (waiting at least Retry-After), 502 and 503, with exponential

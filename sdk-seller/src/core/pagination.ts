@@ -1,5 +1,9 @@
 /**
- * Async-iterable pagination over the contract's cursor lists (shared verbatim by both SDKs): a page carries its
+ * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/core/pagination.ts, copied by scripts/generate.mjs.
+ * Change the source and run `npm run generate` (`npm run check:generated` fails when this copy differs).
+ */
+/**
+ * Async-iterable pagination over the contract's cursor lists (one source, copied into the seller SDK by scripts/generate.mjs): a page carries its
  * items and `nextCursor`; `null` ends the list. `for await (const item of paginate(...))` fetches lazily, one page
  * at a time, and stops as soon as the caller breaks out of the loop.
  */

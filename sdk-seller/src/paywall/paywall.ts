@@ -29,6 +29,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Asset } from '@stellar/stellar-sdk';
 import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
+import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
 import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
 import type { ReceiptSigner } from './receipt-signer.js';
@@ -84,6 +85,8 @@ const PASSPHRASES: Record<string, string> = {
 
 export function paywall(options: PaywallOptions): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
   if (!options.resourceId) throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
+  const problem = options.requirements ? amountProblem(options.requirements.amount) : null;
+  if (problem) throw new RangeError(`paywall: requirements.amount: ${problem}`);
   const requirements = requirementsSource(options);
 
   function paymentRequired(req: IncomingMessage, terms: Requirements, error: string) {
@@ -206,7 +209,7 @@ export function paymentRequiredFor(terms: Requirements, resourceId: string, reso
       {
         scheme: 'exact',
         network: terms.network,
-        amount: toStroops(terms.amount),
+        amount: toStroops(terms.amount).toString(),
         asset: terms.asset.contractId,
         payTo: terms.payTo,
         maxTimeoutSeconds: terms.maxTimeoutSeconds,
@@ -321,11 +324,6 @@ function hold(res: ServerResponse) {
 
 function encode(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
-}
-
-function toStroops(amount: string): string {
-  const [w, f = ''] = amount.split('.');
-  return (BigInt(w) * 10_000_000n + BigInt(f.padEnd(7, '0').slice(0, 7) || '0')).toString();
 }
 
 function absoluteUrl(req: IncomingMessage): string {

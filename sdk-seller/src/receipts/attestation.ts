@@ -1,4 +1,8 @@
 /**
+ * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/receipts/attestation.ts, copied by scripts/generate.mjs.
+ * Change the source and run `npm run generate` (`npm run check:generated` fails when this copy differs).
+ */
+/**
  * The two signed documents a buyer can check offline, separately:
  *
  * - the facilitator's ATTESTATION (the marketplace says: this transaction moved `amount` of `asset` from `payer` to

@@ -1,10 +1,14 @@
 /**
+ * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/receipts/verify-receipt.ts, copied by scripts/generate.mjs.
+ * Change the source and run `npm run generate` (`npm run check:generated` fails when this copy differs).
+ */
+/**
  * @deprecated The service no longer signs this format: it signs facilitator ATTESTATIONS (verifyAttestation in
  * ./attestation.ts), and sellers sign their own offer-and-receipt receipts (verifySellerReceipt). Kept for receipts
  * signed before.
  *
- * Offline verification of the marketplace's signed receipts (shared source: sdk-buyer/src/receipts and
- * sdk-seller/src/receipts hold identical copies, a test keeps them so).
+ * Offline verification of the marketplace's signed receipts (one source: sdk-buyer/src/receipts, copied into
+ * sdk-seller/src/receipts as generated code by scripts/generate.mjs).
  *
  * A signed receipt is a compact JWS in the format of the x402 offer-and-receipt extension: protected header
  * `{alg: "EdDSA", kid}`, payload `{version, network, resourceUrl, payer, issuedAt, transaction}`. The keys are the

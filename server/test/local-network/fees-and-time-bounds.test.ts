@@ -1,6 +1,6 @@
 import { Asset, BASE_FEE, FeeBumpTransaction, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
-import { fromStroops, toStroops } from '../../src/ledger/local-network/amounts';
+import { formatAmount, toStroops } from '../../src/domain/amount';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
 describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time bounds', () => {
@@ -119,7 +119,7 @@ describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time boun
       expect(xlm(feeSource)).toBe(feeSourceXlm - charged);
       expect(xlm(channel)).toBe(channelXlm);
       expect(BigInt((await server.getAccount(channel.publicKey())).sequenceNumber())).toBe(channelSeq + 1n);
-      expect(network.balance(payee.publicKey(), 'USDC')).toBe(fromStroops(toStroops(payeeUsdc) + 3_000_000n));
+      expect(network.balance(payee.publicKey(), 'USDC')).toBe(formatAmount(toStroops(payeeUsdc) + 3_000_000n));
     });
 
     it('when the fee bump bids a lower inclusion fee rate than its inner transaction, it is refused with txInsufficientFee', async () => {

@@ -1,6 +1,6 @@
 import { Account, Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
-import { fromStroops, toStroops } from '../../src/ledger/local-network/amounts';
+import { formatAmount, toStroops } from '../../src/domain/amount';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
 /** The operation result of a failed transaction whose single operation was an InvokeHostFunction. */
@@ -51,7 +51,7 @@ describe('ledger rules of the local network', () => {
       expect(BigInt(await seqOf(submitter))).toBe(BigInt(seqBefore) + 1n);
       const fee = BigInt(got.resultXdr.feeCharged().toString());
       expect(fee).toBeGreaterThan(100n);
-      expect(network.balance(submitter.publicKey(), 'XLM')).toBe(fromStroops(toStroops(xlmBefore) - fee));
+      expect(network.balance(submitter.publicKey(), 'XLM')).toBe(formatAmount(toStroops(xlmBefore) - fee));
       expect(network.balance(payer.publicKey(), 'USDC')).toBe('100');
     });
 

@@ -1,5 +1,5 @@
 import { DomainError, type ErrorCode } from '../errors';
-import { fromStroops, normalizeAmount, toStroops } from '../amount';
+import { formatAmount, normalizeAmount, toStroops } from '../amount';
 import { newId } from '../ids';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';
@@ -135,7 +135,7 @@ export function attemptRecord(
     nonce: checked.nonce,
     assetCode: required.asset.code,
     assetIssuer: required.asset.issuer,
-    amount: fromStroops(checked.amount),
+    amount: formatAmount(checked.amount),
     payTo: checked.to,
     status: failure ? 'verification_failed' : 'verified',
     failureCode: failure?.code ?? null,

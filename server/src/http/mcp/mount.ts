@@ -1,9 +1,10 @@
 /**
  * The service's mount of the marketplace MCP server at /mcp: Streamable HTTP, stateless (a fresh McpServer and
- * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's
- * (sdk-buyer/src/mcp/marketplace-server.ts), imported from the workspace sources by relative path: tsx (npm start)
- * and Jest (with the `.js` suffix mapping of server/jest.config.js) run the TypeScript directly, and tsc checks it
- * because server/tsconfig*.json set `rootDir` to the repository root. The service never holds a buyer's wallet:
+ * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's, imported
+ * through the package's `./mcp` export (a workspace dependency). tsc and tsx (`npm start`) map that export to its
+ * source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
+ * (server/jest.config.js), so none of them sees a stale build; node resolves it to the package's built dist (root
+ * `prepare` builds it). The service never holds a buyer's wallet:
  * no payer is given, so there is no `call_paid_resource`.
  *
  * The tools read through the service's own operation handlers (MarketplacePort below), as a public caller: the same
@@ -18,7 +19,7 @@
 import express, { type Router } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { createMarketplaceMcpServer, type MarketplacePort } from '../../../../sdk-buyer/src/mcp/marketplace-server';
+import { createMarketplaceMcpServer, type MarketplacePort } from '@paid-api-marketplace/sdk-buyer/mcp';
 import type { Handlers } from '../operation-types';
 import type { McpMetrics } from '../../metrics/mcp';
 import { PUBLIC, assertScopeAllows, type Principal } from '../../domain/auth/principal';

@@ -1,5 +1,5 @@
 import { DomainError } from '../../domain/errors';
-import { fromStroops } from '../../domain/amount';
+import { MAX_AMOUNT_STROOPS, formatAmount, toStroops } from '../../domain/amount';
 import { addressOf, decodePayment } from '../../domain/facilitator/rules/decode';
 import type { PaymentPayloadInput, PaymentRequirementsInput } from '../../domain/facilitator/verify-payment';
 import type { NetworkRegistry, RegisteredAsset } from '../../domain/network-registry';
@@ -31,8 +31,6 @@ export interface Translated {
   resourceUrl: string | null;
 }
 
-const MAX_STROOPS = 10n ** 19n;
-
 /** The registered asset whose contract address is `asset` on `network` (x402 names assets by contract). */
 export function assetByContract(networks: NetworkRegistry, network: string, contractId: string): RegisteredAsset | undefined {
   return networks.get(network)?.assets.find((a) => a.contractId === contractId);
@@ -50,7 +48,7 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
     throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The x402 payload carries no Stellar transaction (payload.transaction)');
   }
   const amountStroops = BigInt(requirements.amount);
-  if (amountStroops <= 0n || amountStroops >= MAX_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
+  if (amountStroops <= 0n || amountStroops > MAX_AMOUNT_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
   const accepted = payload.accepted;
   if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
   if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
@@ -59,8 +57,10 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
   const signed = signedEntryFacts(transaction);
   const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
-  const amount = fromStroops(amountStroops);
-  const acceptedAmount = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? fromStroops(BigInt(accepted.amount)) : amount;
+  const amount = formatAmount(amountStroops);
+  // An accepted amount beyond any amount stays as written (not an amount), so the amount rule refuses it.
+  const acceptedAtomic = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? BigInt(accepted.amount) : null;
+  const acceptedAmount = acceptedAtomic === null ? amount : acceptedAtomic <= MAX_AMOUNT_STROOPS ? formatAmount(acceptedAtomic) : accepted.amount;
   return {
     payer: signed.payer,
     resourceUrl,
@@ -99,6 +99,5 @@ function signedEntryFacts(transaction: string): { payer: string | undefined; exp
 
 /** Our decimal amount in atomic units (stroops) as x402 writes amounts. */
 export function toAtomic(amount: string): string {
-  const [whole, fraction = ''] = amount.split('.');
-  return (BigInt(whole) * 10_000_000n + BigInt(fraction.padEnd(7, '0').slice(0, 7) || '0')).toString();
+  return toStroops(amount).toString();
 }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
-import { fromStroops, toStroops } from './amounts';
+import { formatAmount, toStroops } from '../../domain/amount';
 import { AssetRegistry, IssuedAssetInput } from './asset-registry';
 import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
@@ -198,7 +198,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
       ledger.faucet(address, assetCode, toStroops(amount), friendbotStroops);
       persist();
     },
-    balance: (address, assetCode) => fromStroops(ledger.balance(address, assetCode)),
+    balance: (address, assetCode) => formatAmount(ledger.balance(address, assetCode)),
     hasTrustline: (address, assetCode) => ledger.hasTrustline(address, assetCode),
     advanceClock: (seconds) => ledger.advanceClock(seconds),
     deployContractAccount: async (publicKey) => {

@@ -14,7 +14,7 @@ import { FeeSample } from './fee-stats';
 import { feeBumpResult, transactionResult } from './transaction-results';
 import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
-import { fromStroops } from './amounts';
+import { formatAmount } from '../../domain/amount';
 import { AccountFlags } from './set-options';
 import { newTrustlineFlags } from './operation-apply';
 import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';
@@ -371,7 +371,7 @@ export class LocalLedger {
   friendbot(address: string, stroops: bigint): string {
     if (!StrKey.isValidEd25519PublicKey(address)) throw new Error(`invalid address ${address}`);
     if (getAccount(this.store, address)) throw new Error(`account ${address} already exists`);
-    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: fromStroops(stroops) })));
+    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: formatAmount(stroops) })));
     if (!result.ok) throw new Error('friendbot transaction failed');
     return result.hash;
   }
@@ -385,7 +385,7 @@ export class LocalLedger {
     if (StrKey.isValidContract(address)) return this.fundContract(address, asset, stroops);
     if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
     if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
-    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: fromStroops(stroops) })));
+    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: formatAmount(stroops) })));
     if (!result.ok) throw new Error(`faucet payment of ${asset.code} to ${address} failed (trustline limit?)`);
     return result.hash;
   }
