@@ -8,7 +8,7 @@ module.exports = {
     '^.+\\.(t|j|mj)sx?$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
   },
   transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js|jose)/)'],
-  // The MCP mount imports the buyer SDK's sources (server/src/mcp/mount.ts), whose ESM-style imports end in .js.
+  // The MCP mount imports the buyer SDK's sources (server/src/http/mcp/mount.ts), whose ESM-style imports end in .js.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
