@@ -3,7 +3,7 @@ import { createOperationsRepository } from '../data/operations-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { NetworkHealthMonitor } from '../domain/operations/network-health-monitor';
 import type { Check } from '../domain/operations/health';
-import { createOperationsDashboard, type OperationsDashboard, type OperationsReadings } from '../domain/operations/dashboard';
+import { createOperationsDashboard, type OperationsDashboard } from '../domain/operations/dashboard';
 import { createConformanceRunner, type ConformanceRunner, type FacilitatorPort } from '../domain/conformance/runner';
 import type { ProbeFetch } from '../domain/conformance/probe-402';
 import type { ConformanceRunStore, ResourceConformance } from '../domain/conformance/types';
@@ -14,6 +14,7 @@ import { createSafeFetcher } from '../net';
 import { networkHealthWorker } from '../jobs/network-health-worker';
 import { conformanceRunnerWorker, CONFORMANCE_RUNNER_WORKER } from '../jobs/conformance-runner-worker';
 import type { Metrics } from '../metrics/registry';
+import { metricReadings, observeConformanceRun, observeNetworkProbe } from '../metrics/observers';
 
 export interface OperationsOptions {
   /** Expected ledger close interval (ms): a ledger not advancing for 3 of them is stale. Default 5000 (Stellar). */
@@ -42,20 +43,6 @@ export interface OperationsArea extends Area {
   sample(): Promise<void>;
 }
 
-/** The dashboard's port onto this process's metrics registry. */
-function readingsOf(m: Metrics): OperationsReadings {
-  const read = (metric: { get(): Promise<{ values: OperationsReadingsValue[] }> }) => async () => (await metric.get()).values;
-  return {
-    apiLatency: read(m.httpLatency),
-    settleLatency: read(m.facilitator.settleLatency),
-    httpRequests: read(m.httpRequests),
-    settleOutcomes: read(m.facilitator.settleOutcomes),
-    partialResults: read(m.discovery.partialResults),
-    jobs: { queueDepth: read(m.jobs.queueDepth), active: read(m.jobs.active), completed: read(m.jobs.completed), failed: read(m.jobs.failed), retries: read(m.jobs.retries), lastSuccess: read(m.jobs.lastSuccess) },
-  };
-}
-type OperationsReadingsValue = Awaited<ReturnType<OperationsReadings['apiLatency']>>[number];
-
 /** The operations area: network health, the conformance runner, the dashboard's sampler, and their workers. */
 export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorPort, opts: OperationsOptions = {}): OperationsArea {
   const repo = createOperationsRepository(ctx.db);
@@ -72,14 +59,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
     save: (r) => repo.saveNetworkHealth(r),
     rules,
     observe(network, probe, check) {
-      const f = m.facilitator;
-      for (const method of ['getHealth', 'getLatestLedger']) f.rpcRequests.inc({ network, method });
-      if (probe.errors > 0) f.rpcErrors.inc({ network, method: 'getHealth' }, probe.errors);
-      f.rpcLatency.observe({ network, method: 'getHealth' }, probe.latencyMs / 1000);
-      f.rpcUp.set({ network }, probe.up ? 1 : 0);
-      if (probe.latestLedger !== null) f.latestLedger.set({ network }, probe.latestLedger);
-      if (check.ledgerAgeSeconds !== undefined) m.operations.ledgerAge.set({ network }, check.ledgerAgeSeconds);
-      m.operations.ledgerStale.set({ network }, check.reason === 'LEDGER_STALE' ? 1 : 0);
+      observeNetworkProbe(m, network, probe, check);
       if (!probe.up) ctx.logger.warn('network RPC down', { network, reason: 'RPC_UNREACHABLE' });
     },
     debug() {
@@ -106,10 +86,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
     fetch: opts.probeFetch ?? createSafeFetcher({ readBodyOfStatuses: [402], timeoutMs: 5000 }),
     perHostIntervalMs: opts.perHostIntervalMs,
     finished(run) {
-      m.operations.conformanceRuns.inc({ network: run.network, status: run.status });
-      m.operations.conformanceLastPassed.set({ network: run.network }, run.status === 'passed' ? 1 : 0);
-      m.operations.conformanceLastRun.set({ network: run.network }, (run.finishedAt ?? new Date()).getTime() / 1000);
-      for (const c of run.checks.filter((x) => x.name === 'probe_402')) m.operations.resourceProbes.inc({ network: run.network, outcome: c.outcome === 'passed' ? 'passed' : 'failed' });
+      observeConformanceRun(m, run);
       // Measured uptime feeds ranking now, not at the next search-sync pass.
       for (const c of run.checks) if (c.resourceId) void index.refreshSignals(c.resourceId).catch(() => undefined);
       if (run.status === 'failed') ctx.logger.warn('conformance run failed', { runId: run.id, network: run.network, failed: run.checks.filter((x) => x.outcome === 'failed').map((x) => x.name) });
@@ -117,7 +94,7 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
   });
 
   const dashboard = createOperationsDashboard({
-    readings: readingsOf(m),
+    readings: metricReadings(m),
     store: repo,
     networks: ctx.networks,
     indexCounts: () => index.counts(),

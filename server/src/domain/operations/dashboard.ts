@@ -1,3 +1,4 @@
+import type { components } from '../../generated/openapi';
 import type { NetworkRegistry } from '../network-registry';
 import type { ConformanceRun } from '../conformance/types';
 import type { Check } from './health';
@@ -43,18 +44,8 @@ export interface OperationsDashboardDeps {
   intervalMs?: number;
 }
 
-export interface Sample {
-  t: number;
-  requestRate: number;
-  errorRate: number;
-  p50Ms: number | null;
-  p95Ms: number | null;
-  settleP50Ms: number | null;
-  queueDepth: number;
-  deadLetters: number;
-  indexLagSeconds: number;
-  rpcLatencyMs: Record<string, number | null>;
-}
+/** One sample of the rolling hour (the contract's OperationsDashboard `series` item). */
+export type Sample = components['schemas']['OperationsDashboard']['series'][number];
 
 const HOUR_MS = 3_600_000;
 const round = (v: number | null) => (v === null ? null : Math.round(v * 100) / 100);
