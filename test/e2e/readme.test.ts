@@ -1,12 +1,18 @@
 /**
- * Every code block of the root README.md is run or checked here (issue #22: "every code block in the READMEs runs"):
- * - ```ts blocks of the Quickstart section are lines of examples/quickstart/*.ts, which test/e2e/quickstart.test.ts
- *   runs against a real `npm start`; the x402 stock-packages block appears verbatim (modulo indentation) below and runs;
+ * Every code block of the root README.md and of server/README.md (the service's manual, where the x402, payment
+ * guarantees and MCP sections live) is run or checked here (issue #22: "every code block in the READMEs runs"):
+ * - ```ts blocks of the root Quickstart section are lines of examples/quickstart/*.ts, which
+ *   test/e2e/quickstart.test.ts runs against a real `npm start`; the x402 stock-packages block and the
+ *   createAuthHeaders block of server/README.md appear verbatim (modulo indentation) below and run;
  * - ```sh blocks name only npm scripts this repository has (and `npm start` / `npm run quickstart` are run by
  *   quickstart.test.ts);
  * - ```json blocks are MCP client configs: the clone form is started exactly as written (path and values filled in)
  *   and answers MCP; the published form names the same bin and settings.
  * A block in any other language fails the first test: it would be neither run nor checked.
+ *
+ * The root README's architecture map (issue #23) is checked too: every operationId of the bundled contract has its
+ * row, and every repository path the READMEs name (and every function the map names in a file) exists, so a file
+ * that moves without its map row fails here.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,11 +28,17 @@ import { normalize } from '../support/readme';
 import { startMarketplace, type Marketplace } from '../support/marketplace';
 
 const ROOT = path.resolve(__dirname, '../..');
+/** The READMEs whose code blocks this file runs or checks: the root one and the server's manual. */
+const DOCS = ['README.md', 'server/README.md'];
+/** Every README whose repository paths and links are checked (the benches' page has no code block). */
+const LINKED_DOCS = [...DOCS, 'scripts/bench/README.md'];
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-const blocks = [...README.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], code: m[2], at: m.index ?? 0 }));
+const blocks = DOCS.flatMap((doc) =>
+  [...fs.readFileSync(path.join(ROOT, doc), 'utf8').matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ doc, lang: m[1], code: m[2], at: m.index ?? 0 })),
+);
 const quickstartStart = README.indexOf('## Quickstart');
 const quickstartEnd = README.indexOf('\n## ', quickstartStart + 1);
-const inQuickstart = (b: { at: number }) => b.at > quickstartStart && b.at < quickstartEnd;
+const inQuickstart = (b: { doc: string; at: number }) => b.doc === 'README.md' && b.at > quickstartStart && b.at < quickstartEnd;
 
 describe('README.md code blocks', () => {
   it('every block is of a kind this file runs or checks (ts, sh, json)', () => {
@@ -178,5 +190,113 @@ describe('README.md code blocks', () => {
         await client.close();
       }
     });
+  });
+});
+
+/** The text of a README outside its code blocks (paths in blocks are examples, checked by the tests above). */
+const prose = (text: string) => text.replace(/```\w*\n[\s\S]*?```/g, '');
+const read = (doc: string) => fs.readFileSync(path.join(ROOT, doc), 'utf8');
+/** Placeholders and generated or local-only places a README may name without them being in the repository. */
+const notARepositoryPath = (p: string) => /\.\.\.|…|[*<>{}]/.test(p) || p.startsWith('.data/');
+/** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
+const slug = (heading: string) =>
+  heading
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+const anchors = (text: string) => new Set(prose(text).split('\n').filter((l) => /^#{1,6} /.test(l)).map((l) => slug(l.replace(/^#+ /, ''))));
+
+describe('README.md architecture map (issue #23)', () => {
+  const mapStart = README.indexOf('\n## Architecture map');
+  const map = README.slice(mapStart, README.indexOf('\n## ', mapStart + 1));
+  const spec = JSON.parse(read('openapi/dist/openapi.json')) as { paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>> };
+  const operations = Object.values(spec.paths).flatMap((item) => Object.values(item).filter((o) => o && typeof o === 'object' && o.operationId));
+  /** The map's rows, each with the tag section it stands in (`### <tag>: ...`). */
+  const rows: Array<{ tag: string; operationId: string; cells: string[] }> = [];
+  let tag = '';
+  for (const line of map.split('\n')) {
+    const heading = /^### ([\w-]+):/.exec(line);
+    if (heading) tag = heading[1];
+    const row = /^\| `(\w+)` \|(.*)\|$/.exec(line);
+    if (row) rows.push({ tag, operationId: row[1], cells: row[2].split(' | ').map((c) => c.trim()) });
+  }
+
+  it('every operationId of openapi/dist/openapi.json has one row, under its tag, and no row names an operation the contract lacks', () => {
+    expect(mapStart).toBeGreaterThan(0);
+    expect(operations.length).toBe(44);
+    const expected = operations.map((o) => `${o.tags![0].toLowerCase()} ${o.operationId}`).sort();
+    expect(rows.map((r) => `${r.tag} ${r.operationId}`).sort()).toEqual(expected);
+  });
+
+  it('every tag names its handler file, server/src/http/handlers/<tag>.ts', () => {
+    const tags = [...new Set(operations.map((o) => o.tags![0].toLowerCase()))].sort();
+    expect(tags).toEqual(['discovery', 'facilitator', 'mcp', 'operations', 'payments', 'resources', 'sellers', 'x402']);
+    for (const t of tags) expect(map).toContain(`### ${t}: [\`server/src/http/handlers/${t}.ts\`](server/src/http/handlers/${t}.ts)`);
+  });
+
+  it('every repository path the READMEs name exists (map paths are under server/src/)', () => {
+    const named: string[] = [];
+    for (const doc of LINKED_DOCS) {
+      for (const m of prose(read(doc)).matchAll(/(?<![\w./-])((?:openapi|server|sdk-buyer|sdk-seller|scripts|examples|test|docs|\.ci)\/[^\s`'"()[\],;:]*)/g)) {
+        named.push(m[1].split('#')[0].replace(/(?<!\.)\.$/, ''));
+      }
+    }
+    for (const m of map.matchAll(/`((?:domain|data|ledger|net|jobs|http|areas|metrics|x402|mcp)\/[^`\s]*)`/g)) named.push(`server/src/${m[1]}`);
+    const missing = [...new Set(named)].filter((p) => !notARepositoryPath(p) && !fs.existsSync(path.join(ROOT, p)));
+    expect(missing).toEqual([]);
+  });
+
+  it('every function the map names is in the file named before it in its cell (or is an operation of the map)', () => {
+    const ids = new Set(rows.map((r) => r.operationId));
+    const wrong: string[] = [];
+    for (const r of rows) {
+      for (const cell of r.cells.slice(1)) {
+        let file: string | null = null;
+        for (const [, token] of cell.matchAll(/`([^`]+)`/g)) {
+          if (token.includes('/')) {
+            const p = /^(openapi|server|sdk-buyer|sdk-seller|scripts)\//.test(token) ? token : `server/src/${token}`;
+            file = p.endsWith('.ts') && fs.existsSync(path.join(ROOT, p)) ? p : null;
+          } else if (/^[A-Za-z_$][\w$]*$/.test(token)) {
+            const found = file ? new RegExp(`\\b${token}\\b`).test(read(file)) : ids.has(token);
+            if (!found) wrong.push(`${r.operationId}: ${token}${file ? ` in ${file}` : ''}`);
+          }
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('every relative link of the READMEs reaches a file of the repository, and every anchor a heading', () => {
+    const broken: string[] = [];
+    for (const doc of LINKED_DOCS) {
+      for (const [, target] of prose(read(doc)).matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^[a-z]+:/.test(target)) continue;
+        const [file, anchor] = target.split('#');
+        const resolved = file ? path.join(path.dirname(doc), file) : doc;
+        if (!fs.existsSync(path.join(ROOT, resolved))) broken.push(`${doc}: ${target}`);
+        else if (anchor && resolved.endsWith('.md') && !anchors(read(resolved)).has(anchor)) broken.push(`${doc}: ${target} (no such heading)`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('no README or markdown file points outside the repository', () => {
+    const outside: string[] = [];
+    const walk = (dir: string): string[] =>
+      fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+        const rel = path.join(dir, e.name);
+        if (e.isDirectory()) return ['node_modules', '.git', '.data', 'dist', 'coverage'].includes(e.name) ? [] : walk(rel);
+        return e.name.endsWith('.md') ? [rel] : [];
+      });
+    for (const doc of walk('.')) {
+      const text = read(doc);
+      for (const m of text.matchAll(/(?<![\w.-])(\.\.\/[^\s`'")\]]*|\/(?:work|home|tmp|root|usr|etc|var|opt|mnt|srv)\/[^\s`'")\]]*)/g)) {
+        const resolved = path.normalize(path.join(path.dirname(doc), m[1]));
+        if (m[1].startsWith('/') || resolved.startsWith('..')) outside.push(`${doc}: ${m[1]}`);
+      }
+    }
+    expect(outside).toEqual([]);
   });
 });
