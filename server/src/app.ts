@@ -21,7 +21,7 @@ import { docsRouter } from './http/docs';
 import { dashboardRouter } from './http/dashboard';
 import { idempotency } from './http/idempotency';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
-import { mcpRouter } from './mcp/mount';
+import { mcpRouter } from './http/mcp/mount';
 
 export interface AppDeps {
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */

@@ -16,10 +16,10 @@ import { retentionWorker } from './jobs/retention-worker';
 import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
-import { createDnsTxtResolver, createSafeFetcher } from './domain/sellers/domain-verification';
+import { createDnsTxtResolver, createSafeFetcher } from './net';
 import { healthReport, failedCheck } from './domain/operations/health';
 import { createMetrics, type Metrics } from './metrics/registry';
-import { NetworkRegistry } from './ledger/network-registry';
+import { NetworkRegistry } from './domain/network-registry';
 import { createHandlers } from './http/handlers';
 import { createSellerReceiptKeyRepository } from './data/seller-receipt-key-repository';
 import { createSellerReceiptKeyService } from './domain/sellers/seller-receipt-keys';
@@ -32,7 +32,7 @@ import { createPaymentRepository } from './data/payment-repository';
 import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
-import { x402Handlers } from './x402';
+import { x402Handlers } from './http/x402';
 import { createBazaar } from './domain/discovery/bazaar';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
 import type { Logger } from './logger';
@@ -158,7 +158,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });
-  // The x402 v2 facilitator API: translation onto the facilitator's use cases (server/src/x402).
+  // The x402 v2 facilitator API: translation onto the facilitator's use cases (server/src/http/x402).
   const x402 = x402Handlers({
     facilitator: facilitator.service,
     networks: opts.networks,

@@ -6,22 +6,8 @@ import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './logger';
 import { DEFAULT_POOL_MAX, MAX_POOL_MAX } from './data/database';
 
-export type NetworkId = 'stellar:testnet' | 'stellar:pubnet';
-export const NETWORK_IDS: readonly NetworkId[] = ['stellar:testnet', 'stellar:pubnet'];
-
-export interface AssetConfig {
-  code: string;
-  issuer: string;
-}
-
-export interface NetworkConfig {
-  network: NetworkId;
-  passphrase: string;
-  /** Soroban RPC URL; null when the network is the in-process local network (filled in at start). */
-  rpcUrl: string | null;
-  assets: AssetConfig[];
-  settlementEnabled: boolean;
-}
+export { NETWORK_IDS, type NetworkId, type AssetConfig, type NetworkConfig } from './domain/network-registry';
+import type { NetworkId, NetworkConfig, AssetConfig } from './domain/network-registry';
 
 export interface Config {
   environment: string;
@@ -93,13 +79,8 @@ export interface Config {
   };
 }
 
-export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
-export const PUBNET_PASSPHRASE = 'Public Global Stellar Network ; September 2015';
-/** Circle's USDC issuers, the default asset of each network. */
-export const DEFAULT_USDC_ISSUER: Record<NetworkId, string> = {
-  'stellar:testnet': 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5',
-  'stellar:pubnet': 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
-};
+export { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from './domain/network-registry';
+import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from './domain/network-registry';
 
 export class ConfigError extends Error {
   constructor(public readonly problems: string[]) {

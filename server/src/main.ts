@@ -11,11 +11,11 @@ import type { Server } from 'node:http';
 import { loadConfig, ConfigError, type Config } from './config';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './data/embedded-database';
 import { migrate } from './data/database';
-import { NetworkRegistry } from './ledger/network-registry';
+import { NetworkRegistry } from './domain/network-registry';
 import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
-import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './domain/sellers/domain-verification';
+import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './net';
 import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './domain/receipts/receipt-signer';
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 import { detectLocalSimulators } from './ledger/simulator-detection';
@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   const simulators = detectLocalSimulators(registry, logger);
   await Promise.race([simulators.settled, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
 
-  // LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1 (domain-verification/local-dev.ts).
+  // LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1 (net/local-dev-domain-check.ts).
   const localDev = config.localDevDomains.enabled
     ? createLocalDevDomainCheck({ port: config.localDevDomains.port, real: { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() } })
     : null;

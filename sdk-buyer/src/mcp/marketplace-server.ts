@@ -4,7 +4,7 @@
  *
  * - by the stdio bin of this package (`paid-api-marketplace-mcp`, src/bin/marketplace-mcp.ts) on the buyer's
  *   machine, with the buyer's wallet and budget: all five tools;
- * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/mcp): the four read-only tools. The service
+ * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/http/mcp): the four read-only tools. The service
  *   never holds a buyer's wallet, so it has no `call_paid_resource`.
  *
  * Tools (names are part of the contract):

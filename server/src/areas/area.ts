@@ -1,6 +1,6 @@
 import type { Sequelize } from 'sequelize';
 import type { Handlers } from '../http/operation-types';
-import type { NetworkRegistry } from '../ledger/network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 import type { Metrics } from '../metrics/registry';
 import type { Logger } from '../logger';
 import type { JobSystem, WorkerDefinition } from '../jobs/job-system';

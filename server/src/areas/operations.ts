@@ -10,7 +10,7 @@ import { createConformanceRunner, type FacilitatorPort } from '../domain/conform
 import type { ProbeFetch } from '../domain/conformance/probe-402';
 import type { ConformanceRun } from '../domain/conformance/types';
 import { bindAvailability, probeRpc } from '../ledger/rpc-health';
-import { createSafeFetcher } from '../domain/sellers/domain-verification';
+import { createSafeFetcher } from '../net';
 import { networkHealthWorker } from '../jobs/network-health-worker';
 import { conformanceRunnerWorker, CONFORMANCE_RUNNER_WORKER } from '../jobs/conformance-runner-worker';
 import { operationsDataHandlers } from '../http/handlers/operations-data';

@@ -1,6 +1,6 @@
 import type { WorkerDefinition } from './job-system';
 import type { SearchIndexRepository } from '../data/search-index-repository';
-import type { NetworkRegistry } from '../ledger/network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 import type { DiscoveryMetrics } from '../metrics/discovery';
 import type { Logger } from '../logger';
 import { buildSearchDocument, type IndexSnapshot } from '../domain/discovery/indexing';

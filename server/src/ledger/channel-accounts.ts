@@ -6,7 +6,7 @@ import { DomainError } from '../domain/errors';
 import type { AcquireOptions, ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { ChannelLeaseRepository } from '../data/payment-repository';
-import type { NetworkRegistry } from './network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 
 /**
  * Channel accounts: the facilitator's own source accounts that pay the fees of settlement transactions. Stellar

@@ -1,4 +1,4 @@
-import type { NetworkRegistry } from './network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 
 /** What one probe of a network's Soroban RPC saw. `error` is the raw error text: never shown, not logged (it can hold the RPC URL and a provider key). */
 export interface RpcProbe {

@@ -1,5 +1,5 @@
 import type { Logger } from '../logger';
-import type { NetworkRegistry } from './network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 import { rpcCall } from './rpc-health';
 
 /** What this service's local network simulator answers in getVersionInfo (local-network/rpc-methods.ts). */

@@ -10,7 +10,7 @@ import type {
 } from '../domain/facilitator/types';
 import { DomainError } from '../domain/errors';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
-import type { NetworkRegistry } from './network-registry';
+import type { NetworkRegistry } from '../domain/network-registry';
 import type { LeasedChannel } from './channel-accounts';
 import { networkKnownDown } from './rpc-health';
 import { JsonRpcClient } from './json-rpc-client';

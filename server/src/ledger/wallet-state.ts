@@ -1,5 +1,5 @@
 import { Asset, Keypair, xdr } from '@stellar/stellar-sdk';
-import type { NetworkRegistry, RegisteredAsset } from './network-registry';
+import type { NetworkRegistry, RegisteredAsset } from '../domain/network-registry';
 import { networkKnownDown } from './rpc-health';
 import type { WalletState } from '../domain/catalog/payto-readiness';
 

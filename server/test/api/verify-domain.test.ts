@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { startTestService, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
-import { createSafeFetcher } from '../../src/domain/sellers/domain-verification';
+import { createSafeFetcher } from '../../src/net';
 import { DEFAULT_USDC_ISSUER } from '../../src/config';
 
 /** A seller's web server on loopback: serves whatever each test puts in `files`. */

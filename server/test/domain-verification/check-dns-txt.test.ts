@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import {
   DomainCheckError,
   checkDomain,
-  createDnsTxtResolver,
   newChallengeToken,
   type DomainCheckPorts,
 } from '../../src/domain/sellers/domain-verification';
+import { createDnsTxtResolver } from '../../src/net';
 import { WALLET } from './local-server';
 
 const DOMAIN = 'shop.example.com';

@@ -1,10 +1,10 @@
 import http from 'node:http';
 import {
   checkDomain,
-  createSafeFetcher,
   newChallengeToken,
   type DomainCheckPorts,
 } from '../../src/domain/sellers/domain-verification';
+import { createSafeFetcher } from '../../src/net';
 import { OTHER_WALLET, WALLET, routes, startLocalServer, type LocalServer } from './local-server';
 
 const DOMAIN = 'shop.example.com';

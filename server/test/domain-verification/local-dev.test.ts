@@ -4,7 +4,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher, checkDomain } from '../../src/domain/sellers/domain-verification';
+import { checkDomain } from '../../src/domain/sellers/domain-verification';
+import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from '../../src/net';
 
 describe('local-development domain checks', () => {
   let server: http.Server;

@@ -3,7 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { DomainCheckError, createSafeFetcher } from '../../src/domain/sellers/domain-verification';
+import { DomainCheckError } from '../../src/domain/sellers/domain-verification';
+import { createSafeFetcher } from '../../src/net';
 import { startLocalServer, type LocalServer } from './local-server';
 
 async function reasonOf(promise: Promise<unknown>): Promise<string> {

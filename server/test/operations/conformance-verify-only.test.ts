@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
-import { NetworkRegistry } from '../../src/ledger/network-registry';
+import { NetworkRegistry } from '../../src/domain/network-registry';
 import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../../src/config';
 import { startTestService, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { bearer } from '../support/fixtures';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Asset, Keypair } from '@stellar/stellar-sdk';
 import { startTestService, type TestService } from '../support/test-service';
-import { NetworkRegistry } from '../../src/ledger/network-registry';
+import { NetworkRegistry } from '../../src/domain/network-registry';
 import { signTransfer } from '../../src/domain/conformance/sign-transfer';
 import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../../src/config';
 

@@ -1,5 +1,5 @@
 import { createService, type Service, type ServiceOptions } from '../../src/compose';
-import { NetworkRegistry } from '../../src/ledger/network-registry';
+import { NetworkRegistry } from '../../src/domain/network-registry';
 import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../../src/config';
 import { createLogger } from '../../src/logger';
 import { createTestDatabase } from './database';

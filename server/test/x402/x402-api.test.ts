@@ -13,7 +13,7 @@ import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactStellarClient } from '@x402/stellar/exact/client';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { ERROR_CODES } from '../../src/domain/errors';
-import { X402_REASONS, x402Reason } from '../../src/x402';
+import { X402_REASONS, x402Reason } from '../../src/http/x402';
 import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { httpsRpcFront } from '../../../test/support/marketplace';

@@ -1,4 +1,4 @@
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../network-registry';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import { checkExtensions, mcpToolName } from './extension-rules';
 

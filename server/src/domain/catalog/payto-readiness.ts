@@ -1,4 +1,4 @@
-import type { RegisteredAsset } from '../../ledger/network-registry';
+import type { RegisteredAsset } from '../network-registry';
 import type { ValidationIssue } from './resource-rules';
 
 /**

@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../errors';
 import { isAmount, toStroops } from '../amount';
-import type { NetworkRegistry } from '../../ledger/network-registry';
-import { isPayToAddress } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../network-registry';
+import { isPayToAddress } from '../network-registry';
 import { checkRouteTemplate, checkUrlPlaceholders, pathMatchesTemplate } from './route-template';
 import { checkJsonSchema } from './json-schema';
 

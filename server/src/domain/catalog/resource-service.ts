@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import { normalizeAmount } from '../amount';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit, type Page, type PageRequest } from '../pagination';
-import type { NetworkRegistry, RegisteredAsset } from '../../ledger/network-registry';
+import type { NetworkRegistry, RegisteredAsset } from '../network-registry';
 import type { Seller } from '../sellers/types';
 import { resourceOwnershipIssues } from './catalog-rules';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';

@@ -1,6 +1,6 @@
 import { checkJsonSchema, compileSchema } from '../catalog/json-schema';
 import { urlHostProblem } from '../catalog/catalog-rules';
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../network-registry';
 
 /**
  * The Bazaar that learns (issue #21). A payment settled through /x402/settle whose payload carries the x402 `bazaar`

@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import { normalizeAmount } from '../amount';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit } from '../pagination';
-import { isPayToAddress, type NetworkRegistry } from '../../ledger/network-registry';
+import { isPayToAddress, type NetworkRegistry } from '../network-registry';
 import type { Seller } from '../sellers/types';
 import type { Resource, ResourceVersion } from '../catalog/types';
 import type { ResourceTerms, RuleResult, ValidationIssue } from '../catalog/resource-rules';

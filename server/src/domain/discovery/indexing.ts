@@ -1,4 +1,4 @@
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../network-registry';
 import type { Resource } from '../catalog/types';
 import { checkCatalogTerms } from '../catalog/catalog-rules';
 import { issueReason, type ValidationIssue } from '../catalog/resource-rules';

@@ -1,7 +1,7 @@
 import { DomainError, notFound } from '../errors';
 import { newId } from '../ids';
 import { newApiKey, assertActsFor, type Principal } from '../auth/principal';
-import { isAccountAddress } from '../../ledger/network-registry';
+import { isAccountAddress } from '../network-registry';
 import type { Seller, SellerRepository, VerificationStatus, DomainChallenge } from './types';
 import { CHALLENGE_TTL_MS as WALLET_CHALLENGE_TTL_MS, challengeMessage, newChallengeId, verifyWalletSignature } from './wallet-proof';
 import {

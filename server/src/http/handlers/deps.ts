@@ -3,7 +3,7 @@ import type { KeyService } from '../../domain/sellers/key-service';
 import type { ResourceService } from '../../domain/catalog/resource-service';
 import type { PaymentReadService } from '../../domain/payments/payment-read-service';
 import type { HealthReport } from '../../domain/operations/health';
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../../domain/network-registry';
 import type { Metrics } from '../../metrics/registry';
 import type { SellerReceiptKeyService } from '../../domain/sellers/seller-receipt-keys';
 

@@ -9,8 +9,8 @@ import { sellerReceiptKeyHandlers } from './seller-receipt-keys';
 import type { DiscoveryOperation } from '../../areas/discovery';
 import type { FacilitatorOperation } from '../../areas/facilitator';
 import type { OperationsOperation } from '../../areas/operations';
-import { mcpHandlers } from '../../mcp/mount';
-import type { X402Operation } from '../../x402';
+import { mcpHandlers } from '../mcp/mount';
+import type { X402Operation } from '../x402';
 
 export type { HandlerDeps } from './deps';
 

@@ -1,5 +1,5 @@
 import type { Handlers } from '../operation-types';
-import type { NetworkRegistry } from '../../ledger/network-registry';
+import type { NetworkRegistry } from '../../domain/network-registry';
 import type { ConformanceRunner } from '../../domain/conformance/runner';
 import type { ConformanceRun, ConformanceRunStore } from '../../domain/conformance/types';
 import type { Principal } from '../../domain/auth/principal';

@@ -1,5 +1,5 @@
 import { Asset, Networks } from '@stellar/stellar-sdk';
-import { DEFAULT_USDC_ISSUER } from '../../config';
+import { DEFAULT_USDC_ISSUER } from '../../domain/network-registry';
 
 /**
  * Circle's testnet USDC, the asset the local network hosts by default so that it is testnet's twin: resources,

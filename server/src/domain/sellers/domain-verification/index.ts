@@ -1,7 +1,7 @@
 /**
  * Seller domain verification: a seller proves control of its domain by publishing a challenge token through one of
  * three methods (SEP-1 stellar.toml, DNS TXT, an HTTPS well-known file). Pure domain code: the network is reached
- * only through the injectable ports (DomainCheckPorts); createSafeFetcher and createDnsTxtResolver are the real ones.
+ * only through the injectable ports (DomainCheckPorts); the real ones are adapters in server/src/net/.
  */
 export {
   DOMAIN_VERIFICATION_METHODS,
@@ -11,9 +11,6 @@ export {
   type DomainVerificationMethod,
 } from './challenge';
 export { checkDomain, type DomainCheckResult } from './check-domain';
-export { createDnsTxtResolver, type DnsTxtResolverOptions } from './dns-resolver';
 export { DOMAIN_CHECK_REASONS, DomainCheckError, type DomainCheckReason } from './errors';
 export type { DomainCheckInput, DomainCheckOptions, DomainCheckPorts } from './ports';
-export { createSafeFetcher, type ResolvedAddress, type SafeFetcherOptions } from './safe-fetcher';
 export { isValidSellerDomain } from './seller-domain';
-export { createLocalDevDomainCheck, isLocalDevDomain, LOCAL_DEV_SUFFIX, type LocalDevDomainCheck } from './local-dev';

@@ -18,12 +18,12 @@
 import express, { type Router } from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
-import { createMarketplaceMcpServer, type MarketplacePort } from '../../../sdk-buyer/src/mcp/marketplace-server';
-import type { Handlers } from '../http/operation-types';
-import type { McpMetrics } from '../metrics/mcp';
-import { PUBLIC, assertScopeAllows, type Principal } from '../domain/auth/principal';
-import { DomainError } from '../domain/errors';
-import type { ChargeRequest } from '../http/rate-limit';
+import { createMarketplaceMcpServer, type MarketplacePort } from '../../../../sdk-buyer/src/mcp/marketplace-server';
+import type { Handlers } from '../operation-types';
+import type { McpMetrics } from '../../metrics/mcp';
+import { PUBLIC, assertScopeAllows, type Principal } from '../../domain/auth/principal';
+import { DomainError } from '../../domain/errors';
+import type { ChargeRequest } from '../rate-limit';
 
 export interface McpMountDeps {
   handlers: Handlers;

@@ -3,8 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { isPublicAddress } from './address-policy';
-import { DomainCheckError, errorCode } from './errors';
+import { isPublicAddress } from '../domain/sellers/domain-verification/address-policy';
+import { DomainCheckError, errorCode } from '../domain/sellers/domain-verification/errors';
 
 export interface FetchTextResult {
   status: number;

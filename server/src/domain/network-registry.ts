@@ -1,6 +1,31 @@
 import { Asset, StrKey } from '@stellar/stellar-sdk';
-import type { NetworkConfig, NetworkId } from '../config';
-import type { EvidenceLabel } from '../domain/payments/types';
+import type { EvidenceLabel } from './payments/types';
+
+/** The networks the service knows (the configuration's shape; config.ts reads them from the environment). */
+export type NetworkId = 'stellar:testnet' | 'stellar:pubnet';
+export const NETWORK_IDS: readonly NetworkId[] = ['stellar:testnet', 'stellar:pubnet'];
+
+export interface AssetConfig {
+  code: string;
+  issuer: string;
+}
+
+export interface NetworkConfig {
+  network: NetworkId;
+  passphrase: string;
+  /** Soroban RPC URL; null when the network is the in-process local network (filled in at start). */
+  rpcUrl: string | null;
+  assets: AssetConfig[];
+  settlementEnabled: boolean;
+}
+
+export const TESTNET_PASSPHRASE = 'Test SDF Network ; September 2015';
+export const PUBNET_PASSPHRASE = 'Public Global Stellar Network ; September 2015';
+/** Circle's USDC issuers, the default asset of each network. */
+export const DEFAULT_USDC_ISSUER: Record<NetworkId, string> = {
+  'stellar:testnet': 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5',
+  'stellar:pubnet': 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
+};
 
 export interface RegisteredAsset {
   code: string;

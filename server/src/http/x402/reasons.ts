@@ -1,4 +1,4 @@
-import type { ErrorCode } from '../domain/errors';
+import type { ErrorCode } from '../../domain/errors';
 
 /**
  * Our error codes -> x402 reason strings (`invalidReason` of verify, `errorReason` of settle). The one table; the

@@ -1,8 +1,8 @@
-import { DomainError } from '../domain/errors';
-import { fromStroops } from '../domain/amount';
-import { addressOf, decodePayment } from '../domain/facilitator/rules/decode';
-import type { PaymentPayloadInput, PaymentRequirementsInput } from '../domain/facilitator/verify-payment';
-import type { NetworkRegistry, RegisteredAsset } from '../ledger/network-registry';
+import { DomainError } from '../../domain/errors';
+import { fromStroops } from '../../domain/amount';
+import { addressOf, decodePayment } from '../../domain/facilitator/rules/decode';
+import type { PaymentPayloadInput, PaymentRequirementsInput } from '../../domain/facilitator/verify-payment';
+import type { NetworkRegistry, RegisteredAsset } from '../../domain/network-registry';
 
 /** x402 v2 wire shapes (as @x402/core 2.x sends them). */
 export interface X402Requirements {

@@ -1,4 +1,4 @@
-import type { DomainCheckPorts } from './ports';
+import type { DomainCheckPorts } from '../domain/sellers/domain-verification/ports';
 import { createSafeFetcher, type FetchText } from './safe-fetcher';
 
 /**

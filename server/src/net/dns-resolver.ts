@@ -1,5 +1,5 @@
 import dns from 'node:dns';
-import { DomainCheckError, errorCode } from './errors';
+import { DomainCheckError, errorCode } from '../domain/sellers/domain-verification/errors';
 
 export type ResolveTxt = (name: string) => Promise<string[][]>;
 

@@ -1,13 +1,13 @@
-import type { Handlers } from '../http/operation-types';
-import { DomainError } from '../domain/errors';
-import { x402ReasonOfRule } from '../domain/facilitator/rules/catalog';
-import type { FacilitatorService } from '../domain/facilitator/facilitator-service';
+import type { Handlers } from '../operation-types';
+import { DomainError } from '../../domain/errors';
+import { x402ReasonOfRule } from '../../domain/facilitator/rules/catalog';
+import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
 
-import type { SignedReceipts } from '../domain/receipts/signed-receipts';
-import type { NetworkRegistry } from '../ledger/network-registry';
+import type { SignedReceipts } from '../../domain/receipts/signed-receipts';
+import type { NetworkRegistry } from '../../domain/network-registry';
 import { x402Reason } from './reasons';
 import { toAtomic, translate, type X402Payload, type X402Requirements } from './translate';
-import { clampPaging, type Bazaar } from '../domain/discovery/bazaar';
+import { clampPaging, type Bazaar } from '../../domain/discovery/bazaar';
 
 export type X402Operation = 'getSupportedKinds' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources' | 'getReceiptKeys';
 export type X402Handlers = Pick<Handlers, X402Operation>;
