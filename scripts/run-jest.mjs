@@ -24,6 +24,7 @@ const SUITES = {
       'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load
       'server/test/reliability/two-processes.test.ts', // two server processes on one database
       'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms
+      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds
       'server/test/main/cluster.test.ts', // several server processes
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
       'server/test/domain-verification/check-dns-txt.test.ts', // bounds a wall-clock time
