@@ -25,6 +25,8 @@ const SUITES = {
       'server/test/reliability/two-processes.test.ts', // two server processes on one database
       'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms
       'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds
+      'server/test/facilitator/channel-pool.test.ts', // two instances settling in parallel against 40 ms ledgers
+      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic
       'server/test/main/cluster.test.ts', // several server processes
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
       'server/test/domain-verification/check-dns-txt.test.ts', // bounds a wall-clock time
