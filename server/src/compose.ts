@@ -28,11 +28,9 @@ import { createDiscoveryArea } from './areas/discovery';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
 import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
-import { createPaymentRepository } from './data/payment-repository';
 import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
-import { x402Handlers } from './http/x402';
 import { createBazaar } from './domain/discovery/bazaar';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
 import type { Logger } from './logger';
@@ -134,7 +132,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   // judges the network by (the local network's own interval when it runs embedded), else the spec's 5 s.
   const ledgerSeconds = opts.facilitator?.ledgerSeconds ?? (opts.operations?.ledgerCloseMs ? opts.operations.ledgerCloseMs / 1000 : undefined);
   const facilitator = createFacilitatorArea(ctx, { ...opts.facilitator, ledgerSeconds });
-  const operations = createOperationsArea(ctx, facilitator.service, { ...opts.operations, health: async () => health() });
+  const operations = createOperationsArea(ctx, facilitator.service, opts.operations);
   const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
   jobs.define(retentionWorker({ db, metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
@@ -143,7 +141,6 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
   });
 
-  const paymentRepo = createPaymentRepository(db);
   const receiptSigner = await createReceiptSigner(opts.receiptSigning ?? { privateKeyPem: generateReceiptKeyPem() });
   const receiptKeys = createReceiptKeyRepository(db);
   // Every process publishes its current public key, so the key set of any process verifies every process's receipts.
@@ -151,23 +148,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const signedReceipts = createSignedReceipts({
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
-    partiesOf: async (id) => {
-      const a = await paymentRepo.findAttempt(id);
-      return a ? { payer: a.payer, payTo: a.payTo } : null;
-    },
+    partiesOf: (id) => facilitator.partiesOf(id),
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });
-  // The x402 v2 facilitator API: translation onto the facilitator's use cases (server/src/http/x402).
-  const x402 = x402Handlers({
-    facilitator: facilitator.service,
-    networks: opts.networks,
-    signers: (network) => [...facilitator.facilitatorAddresses(network)],
-    listDiscovery: discovery.handlers.listDiscoveryResources,
-    receipts: signedReceipts,
-    bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
-  });
-
   const health = () =>
     healthReport(
       {
@@ -188,39 +172,25 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
       startedAt,
     );
 
-  const handlers = createHandlers(
-    {
+  const handlers = createHandlers({
     sellers,
     keys,
+    sellerReceiptKeys: createSellerReceiptKeyService({ repository: createSellerReceiptKeyRepository(db), assertSellerExists: async (id) => void (await sellers.get(id)) }),
     resources,
+    resourceConformance: operations.resourceConformance,
     payments,
+    discovery: discovery.service,
+    bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
+    facilitator: facilitator.service,
+    facilitatorAddresses: facilitator.facilitatorAddresses,
+    receipts: signedReceipts,
+    conformance: operations.conformance,
+    dashboard: operations.dashboard,
     networks: opts.networks,
     metrics,
     health,
     version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
-    sellerReceiptKeys: createSellerReceiptKeyService({ repository: createSellerReceiptKeyRepository(db), assertSellerExists: async (id) => void (await sellers.get(id)) }),
-    },
-    { ...discovery.handlers, ...facilitator.handlers, ...operations.handlers, ...x402 },
-  );
-  handlers.getResource = operations.decorateResourceRead(handlers.getResource);
-  // A confirmed settlement answers the receipt's seller (our paywall calls with the seller's key) and the operator
-  // with the signed receipt, which the paywall passes on to the payer; an anonymous caller gets none.
-  const settleOnce = handlers.settlePayment;
-  handlers.settlePayment = async (ctx) => {
-    const res = await settleOnce(ctx);
-    if (res.status !== 200 || res.body.status !== 'settled') return res;
-    const receipt = await paymentRepo.findReceipt(res.body.receiptId);
-    const jws = receipt ? await signedReceipts.forReader(ctx.principal, receipt) : null;
-    return jws ? { ...res, body: { ...res.body, attestation: jws } } : res;
-  };
-  // The receipt's seller and the operator also get the signed receipt; an anonymous read never does (it names the payer).
-  const readReceipt = handlers.getReceipt;
-  handlers.getReceipt = async (ctx) => {
-    const res = await readReceipt(ctx);
-    if (res.status !== 200) return res;
-    const jws = await signedReceipts.forReader(ctx.principal, { ...res.body, settledAt: res.body.settledAt ? new Date(res.body.settledAt) : null });
-    return jws ? { ...res, body: { ...res.body, attestation: jws } } : res;
-  };
+  });
 
   const app = createApp({
     spec,

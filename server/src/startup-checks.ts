@@ -6,7 +6,8 @@
  */
 import net from 'node:net';
 import pg from 'pg';
-import { rpcCall, rpcOrigin } from './ledger/rpc-health';
+import { rpcCall } from './ledger/rpc-health';
+import { rpcOrigin } from './domain/network-registry';
 
 /** Exit codes: 2 = bad configuration (config.ts), 3 = something the configuration names cannot be used. */
 export const STARTUP_FAILURE_EXIT_CODE = 3;

@@ -1,5 +1,4 @@
 import type { Sequelize } from 'sequelize';
-import type { Handlers } from '../http/operation-types';
 import type { NetworkRegistry } from '../domain/network-registry';
 import type { Metrics } from '../metrics/registry';
 import type { Logger } from '../logger';
@@ -20,9 +19,8 @@ export interface AreaContext {
   resources: ResourceService;
 }
 
-/** An area contributes handlers for its operations, its background workers, and optional start/stop steps. */
-export interface Area<K extends keyof Handlers> {
-  handlers: Pick<Handlers, K>;
+/** An area is wiring: it builds its services (which the handlers call) and its background workers, with optional start/stop steps. */
+export interface Area {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   workers: WorkerDefinition<any>[];
   start?(): Promise<void>;

@@ -3,15 +3,13 @@ import { createDiscoveryRepository } from '../data/discovery-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
 import { createWalletStateReader } from '../ledger/wallet-state';
-import { createDiscoveryService } from '../domain/discovery/discovery-service';
+import { createDiscoveryService, type DiscoveryService } from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
-import { discoveryHandlers } from '../http/handlers/discovery';
 import { createLocalIndexer, createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
 import { createSearchSyncWorker } from '../jobs/search-sync-worker';
 
-export type DiscoveryOperation = 'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource';
-
-export interface DiscoveryArea extends Area<DiscoveryOperation> {
+export interface DiscoveryArea extends Area {
+  service: DiscoveryService;
   /** Called after every catalog change (create, update, delete, catalog): queues search indexing. */
   onCatalogChange(resourceId: string): Promise<void>;
 }
@@ -79,7 +77,7 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
   m.bindSnapshot(() => index.counts());
 
   return {
-    handlers: discoveryHandlers(service),
+    service,
     workers: [
       createResourceIndexingWorker(indexing),
       createSearchSyncWorker({ index, requeue: (resourceId) => queue({ resourceId }), logger: ctx.logger }),

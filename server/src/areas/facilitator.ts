@@ -3,15 +3,12 @@ import { createFacilitatorService, type FacilitatorService } from '../domain/fac
 import { createChannelLeaseRepository, createPaymentRepository } from '../data/payment-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
-import { facilitatorHandlers } from '../http/handlers/payments';
 import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-worker';
 import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
 import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
 import type { ResourceTermsRef } from '../domain/facilitator/types';
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
-
-export type FacilitatorOperation = 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'listSellerFees';
 
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
@@ -52,11 +49,13 @@ export interface FacilitatorOptions {
   afterClaim?(attemptId: string): void | Promise<void>;
 }
 
-export interface FacilitatorArea extends Area<FacilitatorOperation> {
+export interface FacilitatorArea extends Area {
   service: FacilitatorService;
   channels: ChannelAccountPool;
   /** The facilitator's own addresses on a network (channels and the fee account): /x402/supported's signers. */
   facilitatorAddresses(network: string): ReadonlySet<string>;
+  /** The payer and payTo of a payment attempt (what an attestation names); null when unknown. */
+  partiesOf(paymentAttemptId: string): Promise<{ payer: string; payTo: string } | null>;
 }
 
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
@@ -137,7 +136,10 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     service,
     channels,
     facilitatorAddresses,
-    handlers: facilitatorHandlers(service),
+    async partiesOf(id) {
+      const a = await repo.findAttempt(id);
+      return a ? { payer: a.payer, payTo: a.payTo } : null;
+    },
     workers: [
       settlementConfirmationWorker({ repo, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
       receiptFinalizerWorker({ repo, versionAtSettlement: (resourceId, at) => repo.versionAt(resourceId, at) }),

@@ -1,6 +1,5 @@
 import { Client } from 'pg';
 import { API_KEY_CHANNEL } from './seller-repository';
-import type { ApiKeyCache } from '../http/authenticate';
 import type { Logger } from '../logger';
 
 const RECONNECT_MS = 1_000;
@@ -12,7 +11,17 @@ const RECONNECT_MS = 1_000;
  * is suspended again when the connection is lost (every request then looks its key up) until a reconnect, tried
  * every RECONNECT_MS.
  */
-export async function listenForApiKeyChanges(databaseUrl: string, cache: ApiKeyCache, logger: Logger): Promise<{ close(): Promise<void>; listening(): boolean }> {
+/** What a key cache offers the listener (http/authenticate.ts's ApiKeyCache). */
+export interface ApiKeyCacheControl {
+  /** Drops a revoked key. */
+  forget(key: string): void;
+  /** Stops serving from the cache (not listening: every request looks its key up). */
+  suspend(): void;
+  /** Serves from the cache again (listening). */
+  resume(): void;
+}
+
+export async function listenForApiKeyChanges(databaseUrl: string, cache: ApiKeyCacheControl, logger: Logger): Promise<{ close(): Promise<void>; listening(): boolean }> {
   let client: Client | null = null;
   let closed = false;
   let timer: NodeJS.Timeout | null = null;

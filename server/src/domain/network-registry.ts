@@ -106,3 +106,17 @@ export function isAccountAddress(value: string): boolean {
 export function isPayToAddress(value: string): boolean {
   return StrKey.isValidEd25519PublicKey(value) || StrKey.isValidContract(value);
 }
+
+/**
+ * Only the scheme and host of an RPC URL: providers put API keys in the path or query (and sometimes in user
+ * info), so a URL is never shown whole.
+ */
+export function rpcOrigin(rpcUrl: string | null): string | null {
+  if (!rpcUrl) return null;
+  try {
+    const u = new URL(rpcUrl);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return null;
+  }
+}

@@ -1,5 +1,5 @@
 import type { WorkerDefinition } from './job-system';
-import type { SearchIndexRepository } from '../data/search-index-repository';
+import type { SearchIndexRepository } from '../domain/discovery/indexing';
 import type { NetworkRegistry } from '../domain/network-registry';
 import type { DiscoveryMetrics } from '../metrics/discovery';
 import type { Logger } from '../logger';

@@ -1,5 +1,5 @@
 import type { WorkerDefinition } from './job-system';
-import type { SearchIndexRepository } from '../data/search-index-repository';
+import type { SearchIndexRepository } from '../domain/discovery/indexing';
 import type { Logger } from '../logger';
 
 export const SEARCH_SYNC_WORKER = 'search-sync-worker';

@@ -6,6 +6,7 @@ import { DomainError } from '../domain/errors';
 import type { AcquireOptions, ChannelLease, ChannelLeaser } from '../domain/facilitator/types';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { ChannelLeaseRepository } from '../data/payment-repository';
+import { localNetworkClient } from './local-network-client';
 import type { NetworkRegistry } from '../domain/network-registry';
 
 /**
@@ -213,12 +214,6 @@ export interface ChannelSetup {
   channelSeedFile?: string;
 }
 
-/** The local network's friendbot lives on its base URL: the RPC URL without its `/rpc` path. */
-export function friendbotUrl(rpcUrl: string, address: string): string {
-  const base = rpcUrl.replace(/\/rpc\/?$/, '').replace(/\/$/, '');
-  return `${base}/friendbot?addr=${encodeURIComponent(address)}`;
-}
-
 /** The seed the local network's channel keypairs derive from: given, else the data folder's file (created once). */
 export function channelSeed(setup: Pick<ChannelSetup, 'channelSeed' | 'channelSeedFile'>): string {
   if (setup.channelSeed) return setup.channelSeed;
@@ -259,9 +254,9 @@ export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkR
             () => false,
           );
           if (exists) return; // another process (or an earlier start) funded it
-          const res = await fetch(friendbotUrl(n.rpcUrl as string, k.publicKey()));
-          if (!res.ok && !(await server.getAccount(k.publicKey()).then(() => true, () => false))) {
-            throw new Error(`friendbot could not fund a channel account on ${n.network} (HTTP ${res.status})`);
+          const funded = await localNetworkClient(n.rpcUrl as string).fund(k.publicKey()).then(() => null, (err: Error) => err);
+          if (funded && !(await server.getAccount(k.publicKey()).then(() => true, () => false))) {
+            throw new Error(`friendbot could not fund a channel account on ${n.network} (${funded.message})`);
           }
         }),
       );

@@ -58,20 +58,6 @@ export async function probeRpc(rpcUrl: string, timeoutMs = 3000): Promise<RpcPro
 }
 
 /**
- * Only the scheme and host of an RPC URL: providers put API keys in the path or query (and sometimes in user
- * info), so a URL is never shown whole.
- */
-export function rpcOrigin(rpcUrl: string | null): string | null {
-  if (!rpcUrl) return null;
-  try {
-    const u = new URL(rpcUrl);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return null;
-  }
-}
-
-/**
  * Which networks are known down, as the network-health records say. The facilitator's ledger adapter asks this
  * before every RPC call so a settle on a dead network fails fast with SERVICE_UNAVAILABLE instead of waiting for the
  * RPC timeout. It is keyed by the NetworkRegistry instance the adapter already holds, so no constructor changes;

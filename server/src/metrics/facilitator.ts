@@ -28,6 +28,11 @@ export interface FacilitatorMetrics {
   confirmationDelay: client.Histogram<'network'>;
   channelsBusy: client.Gauge<'network'>;
   channelsTotal: client.Gauge<'network'>;
+  /**
+   * Every series the alert rules divide by, at zero per configured network from the start (outcomes, replays,
+   * expiries, mismatches), and the RPC series of each network with an RPC URL.
+   */
+  initNetworks(networks: Array<{ network: string; rpcUrl: string | null }>): void;
 }
 
 const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -35,7 +40,7 @@ const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 export function defineFacilitatorMetrics(registry: client.Registry): FacilitatorMetrics {
   const registers = [registry];
   const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new client.Counter<L>({ name, help, labelNames, registers });
-  return {
+  const m: Omit<FacilitatorMetrics, 'initNetworks'> = {
     requests: counter('facilitator_requests_total', 'Facilitator requests by operation (verify, settle, supported, reads)', ['network', 'operation']),
     verifyOutcomes: counter('facilitator_verify_total', 'Verify outcomes (success rate = success / total)', ['network', 'outcome']),
     settleOutcomes: counter('facilitator_settle_total', 'Settle outcomes (success rate = success / total; pending counts as success)', ['network', 'outcome']),
@@ -64,5 +69,28 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
     }),
     channelsBusy: new client.Gauge({ name: 'facilitator_channel_accounts_busy', help: 'Channel accounts with a transaction in flight', labelNames: ['network'], registers }),
     channelsTotal: new client.Gauge({ name: 'facilitator_channel_accounts', help: 'Channel accounts in the pool', labelNames: ['network'], registers }),
+  };
+  return {
+    ...m,
+    initNetworks(networks) {
+      for (const { network, rpcUrl } of networks) {
+        for (const outcome of ['success', 'failure']) {
+          m.verifyOutcomes.inc({ network, outcome }, 0);
+          m.settleOutcomes.inc({ network, outcome }, 0);
+        }
+        for (const operation of ['verify', 'settle']) {
+          m.replayDetected.inc({ network, operation }, 0);
+          m.authExpired.inc({ network, operation }, 0);
+        }
+        for (const c of [m.amountMismatch, m.assetMismatch, m.recipientMismatch, m.trustlineFailures]) c.inc({ network }, 0);
+        if (!rpcUrl) continue;
+        m.rpcUp.set({ network }, 0);
+        m.latestLedger.set({ network }, 0);
+        for (const method of ['getHealth', 'getLatestLedger']) {
+          m.rpcErrors.inc({ network, method }, 0);
+          m.rpcRequests.inc({ network, method }, 0);
+        }
+      }
+    },
   };
 }

@@ -16,7 +16,7 @@ export interface OperationsMetrics {
   conformanceLastRun: client.Gauge<'network'>;
   resourceProbes: client.Counter<'network' | 'outcome'>;
   contractErrors: client.Counter<'network' | 'code'>;
-  initNetworks(networks: Array<{ network: string; settlementEnabled: boolean }>): void;
+  initNetworks(networks: Array<{ network: string; settlementEnabled: boolean; rpcUrl?: string | null }>): void;
 }
 
 export function defineOperationsMetrics(registry: client.Registry): OperationsMetrics {
@@ -33,9 +33,10 @@ export function defineOperationsMetrics(registry: client.Registry): OperationsMe
     conformanceLastRun: gauge('conformance_last_run_timestamp_seconds', 'Unix time the latest conformance run of the network finished', ['network']),
     resourceProbes: counter('conformance_resource_probes_total', 'Probes of cataloged http resources (unpaid request must answer 402 with the cataloged terms), by outcome', ['network', 'outcome']),
     contractErrors: counter('contract_errors_total', 'Errors of the upto session contract by code (the upto scheme is disabled: stays absent until it is integrated)', ['network', 'code']),
-    initNetworks(networks: Array<{ network: string; settlementEnabled: boolean }>) {
+    initNetworks(networks: Array<{ network: string; settlementEnabled: boolean; rpcUrl?: string | null }>) {
       for (const n of networks) {
         m.settlementEnabled.set({ network: n.network }, n.settlementEnabled ? 1 : 0);
+        if (n.rpcUrl) m.ledgerStale.set({ network: n.network }, 0);
         for (const status of ['passed', 'failed']) m.conformanceRuns.inc({ network: n.network, status }, 0);
         for (const outcome of ['passed', 'failed']) m.resourceProbes.inc({ network: n.network, outcome }, 0);
       }

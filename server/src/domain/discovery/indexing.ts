@@ -171,3 +171,44 @@ export function schemaCompleteness(r: Resource): number {
 }
 
 const round = (n: number) => Math.round(n * 10000) / 10000;
+
+/** The search index's port (implemented by data/search-index-repository.ts). */
+export type IndexOutcome = 'indexed' | 'rejected' | 'removed';
+
+/**
+ * Writes of the search index. `indexResource` runs in one transaction under a per-resource advisory lock: it reads
+ * the resource and every fact the anti-poisoning rules need, lets the caller build the document, writes (or
+ * deletes) it, refreshes its ranking signals and marks the resource's catalog events indexed. Running it twice
+ * gives the same result (idempotent).
+ */
+export interface SearchIndexRepository {
+  resourceOfEvent(catalogEventId: string): Promise<string | null>;
+  indexResource(resourceId: string, build: (snap: IndexSnapshot) => SearchDocument | null): Promise<IndexOutcome>;
+  /**
+   * indexResource for several resources in one transaction (one lock statement, one snapshot read, one upsert, one
+   * signal refresh, one catalog-event update and one lag recompute for the whole batch).
+   */
+  indexResources(resourceIds: string[], build: (snap: IndexSnapshot) => SearchDocument | null): Promise<Map<string, IndexOutcome>>;
+  /** Resources with catalog events left unindexed for at least `olderThanSeconds` (lost or failed jobs). */
+  staleResources(olderThanSeconds: number, limit: number): Promise<string[]>;
+  /**
+   * Refreshes seller verification, settlement success (30 days) and uptime of one document, or of every document
+   * whose signals changed (a full pass; it also records the pass in search_signal_sync). Returns rows written.
+   */
+  refreshSignals(resourceId?: string): Promise<number>;
+  /**
+   * Recounts the vocabulary's document frequencies from the index (ts_stat) when the last recount is older than
+   * `olderThanSeconds` (0: now). Returns whether it ran.
+   */
+  refreshVocabulary(olderThanSeconds: number): Promise<boolean>;
+  /** Deletes observed Bazaar resources without a payment for 30 days (they already left the list). Returns rows deleted. */
+  purgeObserved(): Promise<number>;
+  /** Records that the index is behind (a catalog change was recorded); a no-op while it already is. */
+  markBehind(): Promise<void>;
+  /**
+   * Recomputes when the oldest unindexed catalog event was recorded (search_index_state, read by every search). Every
+   * indexResource does it as its last step; the search-sync pass calls this. Writes only when the value changes.
+   */
+  recordLag(): Promise<void>;
+  counts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number; volume: Array<{ network: string; asset: string; amount: number }> }>;
+}

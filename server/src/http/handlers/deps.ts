@@ -1,20 +1,40 @@
 import type { SellerService } from '../../domain/sellers/seller-service';
 import type { KeyService } from '../../domain/sellers/key-service';
+import type { SellerReceiptKeyService } from '../../domain/sellers/seller-receipt-keys';
 import type { ResourceService } from '../../domain/catalog/resource-service';
 import type { PaymentReadService } from '../../domain/payments/payment-read-service';
+import type { DiscoveryService } from '../../domain/discovery/discovery-service';
+import type { Bazaar } from '../../domain/discovery/bazaar';
+import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
+import type { SignedReceipts } from '../../domain/receipts/signed-receipts';
+import type { ConformanceRunner } from '../../domain/conformance/runner';
+import type { ConformanceRunStore, ResourceConformance } from '../../domain/conformance/types';
+import type { OperationsDashboard } from '../../domain/operations/dashboard';
 import type { HealthReport } from '../../domain/operations/health';
 import type { NetworkRegistry } from '../../domain/network-registry';
 import type { Metrics } from '../../metrics/registry';
-import type { SellerReceiptKeyService } from '../../domain/sellers/seller-receipt-keys';
 
-export interface HandlerDeps {
+/** The services the handlers call: every operation's handler reaches its use case in one hop (compose.ts builds them). */
+export interface HandlerServices {
   sellers: SellerService;
   keys: KeyService;
+  sellerReceiptKeys: SellerReceiptKeyService;
   resources: ResourceService;
+  /** The per-resource conformance state GET /v1/resources/{id} shows. */
+  resourceConformance(resourceId: string): Promise<ResourceConformance>;
   payments: PaymentReadService;
+  discovery: DiscoveryService;
+  /** The Bazaar that learns (absent: the x402 Bazaar list shows cataloged resources only). */
+  bazaar?: Bazaar;
+  facilitator: FacilitatorService;
+  /** The facilitator's own addresses on a network (channels, fee account): /x402/supported's signers. */
+  facilitatorAddresses(network: string): Iterable<string>;
+  /** Attestations of settled receipts, and the key set that verifies them. */
+  receipts: SignedReceipts;
+  conformance: { runner: ConformanceRunner; store: ConformanceRunStore; enqueueRuns(runIds: string[]): Promise<void> };
+  dashboard: Pick<OperationsDashboard, 'stats' | 'dashboard'>;
   networks: NetworkRegistry;
   metrics: Metrics;
   health(): Promise<HealthReport>;
   version: { version: string; commit: string | null; contractVersion: string };
-  sellerReceiptKeys: SellerReceiptKeyService;
 }

@@ -1,11 +1,11 @@
 import type { Handlers } from '../operation-types';
-import type { DiscoveryService } from '../../domain/discovery/discovery-service';
+import type { HandlerServices } from './deps';
 import { presentCatalogResult, presentDiscoveryPage, presentSearchPage } from '../presenters-discovery';
 
 type DiscoveryHandlers = Pick<Handlers, 'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource'>;
 
-/** Thin handlers: typed request -> one discovery use case -> status + body. */
-export function discoveryHandlers(discovery: DiscoveryService): DiscoveryHandlers {
+/** The Discovery tag: listing, ranked search, validation and cataloging; typed request -> one use case -> status + body. */
+export function discoveryHandlers({ discovery }: HandlerServices): DiscoveryHandlers {
   return {
     async listDiscoveryResources({ query }) {
       const { cursor, limit, ...filters } = query;

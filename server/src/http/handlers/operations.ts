@@ -1,12 +1,54 @@
 import type { Handlers } from '../operation-types';
-import type { HandlerDeps } from './deps';
+import type { HandlerServices } from './deps';
 import { DomainError } from '../../domain/errors';
-import { rpcOrigin } from '../../ledger/rpc-health';
+import { rpcOrigin, type NetworkRegistry } from '../../domain/network-registry';
 import type { Check } from '../../domain/operations/health';
+import type { ConformanceRun } from '../../domain/conformance/types';
+import type { Principal } from '../../domain/auth/principal';
 
-type OperationHandlers = Pick<Handlers, 'getHealth' | 'getVersion' | 'listNetworks' | 'getMetrics'>;
+type OperationHandlers = Pick<
+  Handlers,
+  | 'getHealth'
+  | 'getVersion'
+  | 'listNetworks'
+  | 'getMetrics'
+  | 'getStats'
+  | 'listConformanceRuns'
+  | 'createConformanceRun'
+  | 'getConformanceRun'
+  | 'getOperationsDashboard'
+  | 'listSellerFees'
+>;
+type Network = 'stellar:testnet' | 'stellar:pubnet';
+type Evidence = Parameters<NetworkRegistry['settlementEvidence']> extends [string] ? ReturnType<NetworkRegistry['settlementEvidence']> | 'testnet_verification' | 'mainnet_verification' : never;
 
-export function operationHandlers({ health, version, networks, metrics }: HandlerDeps): OperationHandlers {
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+function summary(r: ConformanceRun) {
+  return { id: r.id, network: r.network as Network, status: r.status, evidence: r.evidence as Evidence, startedAt: iso(r.startedAt), finishedAt: iso(r.finishedAt) };
+}
+
+function presentRun(r: ConformanceRun) {
+  return {
+    ...summary(r),
+    trigger: r.trigger,
+    createdAt: r.createdAt.toISOString(),
+    checks: r.checks.map((c) => ({ name: c.name, outcome: c.outcome, reason: c.reason, ...(c.resourceId ? { resourceId: c.resourceId } : {}), ...(c.durationMs === undefined ? {} : { durationMs: c.durationMs }) })),
+  };
+}
+
+function operatorOnly(principal: Principal): void {
+  if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'The operator key is required');
+  if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'This operation is for the operator key only');
+}
+
+/**
+ * The Operations tag: health, version, networks, metrics, public stats (cached 5 s in this process), conformance
+ * runs, the dashboard's data and the sellers' network fees.
+ */
+export function operationHandlers({ health, version, networks, metrics, dashboard, conformance, facilitator }: HandlerServices): OperationHandlers {
+  let cached: { at: number; body: Awaited<ReturnType<OperationHandlers['getStats']>>['body'] } | null = null;
+  const startedAt = Date.now();
   return {
     async getHealth() {
       const report = await health();
@@ -41,6 +83,70 @@ export function operationHandlers({ health, version, networks, metrics }: Handle
     async getMetrics({ principal }) {
       if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Metrics are for the operator key only');
       return { status: 200, body: await metrics.registry.metrics() };
+    },
+    async getStats() {
+      if (!cached || Date.now() - cached.at > 5000) {
+        const s = await dashboard.stats();
+        cached = {
+          at: Date.now(),
+          body: {
+            generatedAt: new Date().toISOString(),
+            uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
+            api: s.api,
+            catalog: s.catalog,
+            networks: s.networks.map((n) => ({ ...n, network: n.network as Network, evidence: n.evidence as Evidence })),
+            conformance: { latest: s.latest ? summary(s.latest) : null },
+          },
+        };
+      }
+      return { status: 200, body: cached.body, headers: { 'Cache-Control': 'public, max-age=5' } };
+    },
+    async listConformanceRuns({ principal, query }) {
+      operatorOnly(principal);
+      const limit = query.limit ?? 20;
+      let before: string | undefined;
+      if (query.cursor) {
+        before = Buffer.from(query.cursor, 'base64url').toString('utf8');
+        if (!/^cfr_[0-9A-HJKMNP-TV-Z]{26}$/.test(before)) throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [{ field: 'cursor', message: 'not a conformance run cursor' }]);
+      }
+      const rows = await conformance.store.listRuns(limit + 1, before);
+      const page = rows.slice(0, limit);
+      return { status: 200, body: { items: page.map(presentRun), nextCursor: rows.length > limit ? Buffer.from(page[page.length - 1].id, 'utf8').toString('base64url') : null } };
+    },
+    async createConformanceRun({ principal, body }) {
+      operatorOnly(principal);
+      const runs = await conformance.runner.queue('manual', body?.network);
+      if (runs.length) await conformance.enqueueRuns(runs.map((r) => r.id));
+      return { status: 202, body: { items: runs.map(presentRun), nextCursor: null } };
+    },
+    async getConformanceRun({ principal, params }) {
+      operatorOnly(principal);
+      const run = await conformance.store.findRun(params.runId);
+      if (!run) throw new DomainError('NOT_FOUND', `No conformance run with id ${params.runId}`);
+      return { status: 200, body: presentRun(run) };
+    },
+    async getOperationsDashboard({ principal }) {
+      operatorOnly(principal);
+      const d = await dashboard.dashboard();
+      const h = await health();
+      return {
+        status: 200,
+        body: {
+          generatedAt: new Date().toISOString(),
+          sampleIntervalSeconds: d.intervalSeconds,
+          api: { status: h.status, uptimeSeconds: h.uptimeSeconds, ...d.api },
+          workers: d.workers,
+          settlement: d.settlement,
+          networks: d.networks.map((n) => ({ ...n, network: n.network as Network, evidence: n.evidence as Evidence, reason: n.reason as never })),
+          searchIndex: d.searchIndex,
+          conformance: { latest: d.conformance.map(summary) },
+          series: d.samples.map((s) => ({ ...s })),
+        },
+      };
+    },
+    async listSellerFees({ principal, query }) {
+      const report = await facilitator.sellerFees(principal, query.day);
+      return { status: 200, body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as Network })) } };
     },
   };
 }

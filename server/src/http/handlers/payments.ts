@@ -1,50 +1,32 @@
 import type { Handlers } from '../operation-types';
-import type { HandlerDeps } from './deps';
+import type { HandlerServices } from './deps';
 import { presentPage, presentPayment } from '../presenters';
-import { presentPaymentDetail, presentReceipt, presentSettle, presentSettlement, presentVerify } from '../presenters-payments';
-import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
+import { presentPaymentDetail, presentReceipt, presentSettlement } from '../presenters-payments';
 
-type PaymentHandlers = Pick<Handlers, 'listPayments'>;
+type PaymentHandlers = Pick<Handlers, 'listPayments' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'getReceiptKeys'>;
 
-export function paymentHandlers({ payments }: HandlerDeps): PaymentHandlers {
+/** The Payments tag: payment attempts, settlements, receipts (with their attestation for those it may show) and the receipt keys. */
+export function paymentHandlers({ payments, facilitator, receipts }: HandlerServices): PaymentHandlers {
   return {
     async listPayments({ principal, query }) {
       const { cursor, limit, ...filters } = query;
       return { status: 200, body: presentPage(await payments.list(principal, filters, { cursor, limit }), presentPayment) };
     },
-  };
-}
-
-export type FacilitatorHandlers = Pick<Handlers, 'getSupported' | 'verifyPayment' | 'settlePayment' | 'getPayment' | 'getSettlement' | 'getReceipt' | 'listSellerFees'>;
-
-/** The facilitator's operations (built by the facilitator area): typed request -> one domain call -> status + body. */
-export function facilitatorHandlers(svc: FacilitatorService): FacilitatorHandlers {
-  return {
-    async getSupported() {
-      return { status: 200, body: svc.supported() as FacilitatorBody<'getSupported'> };
-    },
-    async verifyPayment({ body }) {
-      return { status: 200, body: presentVerify(await svc.verify(body)) };
-    },
-    async settlePayment({ body, principal }) {
-      const outcome = await svc.settle({ ...body, principal });
-      return { status: outcome.status === 'settled' ? 200 : 202, body: presentSettle(outcome) };
-    },
     async getPayment({ principal, params }) {
-      const { attempt, settlement, receipt } = await svc.payment(principal, params.paymentId);
+      const { attempt, settlement, receipt } = await facilitator.payment(principal, params.paymentId);
       return { status: 200, body: presentPaymentDetail(attempt, settlement, receipt) };
     },
     async getSettlement({ params }) {
-      return { status: 200, body: presentSettlement(await svc.settlement(params.transactionHash)) };
+      return { status: 200, body: presentSettlement(await facilitator.settlement(params.transactionHash)) };
     },
-    async listSellerFees({ principal, query }) {
-      const report = await svc.sellerFees(principal, query.day);
-      return { status: 200, body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as 'stellar:testnet' | 'stellar:pubnet' })) } };
+    /** The receipt's seller and the operator also get the attestation; an anonymous read never does (it names the payer). */
+    async getReceipt({ principal, params }) {
+      const receipt = await facilitator.receipt(params.receiptId);
+      const attestation = await receipts.forReader(principal, receipt);
+      return { status: 200, body: { ...presentReceipt(receipt), ...(attestation ? { attestation } : {}) } };
     },
-    async getReceipt({ params }) {
-      return { status: 200, body: presentReceipt(await svc.receipt(params.receiptId)) };
+    async getReceiptKeys() {
+      return { status: 200, body: await receipts.jwks() };
     },
   };
 }
-
-type FacilitatorBody<K extends keyof FacilitatorHandlers> = Extract<Awaited<ReturnType<FacilitatorHandlers[K]>>, { status: 200 }>['body'];

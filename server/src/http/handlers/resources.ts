@@ -1,5 +1,6 @@
 import type { Handlers } from '../operation-types';
-import type { HandlerDeps } from './deps';
+import type { HandlerServices } from './deps';
+import type { ResourceConformance } from '../../domain/conformance/types';
 import { isOperatorOrSeller, type Principal } from '../../domain/auth/principal';
 import { notFound } from '../../domain/errors';
 import { presentPage, presentResource, presentResourceDetail, presentVersion } from '../presenters';
@@ -12,7 +13,14 @@ function visible<R extends { id: string; sellerId: string; status: string }>(pri
 
 type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'getResource' | 'updateResource' | 'deleteResource' | 'listResourceVersions'>;
 
-export function resourceHandlers({ resources }: HandlerDeps): ResourceHandlers {
+const presentConformance = (rc: ResourceConformance) => ({
+  ...rc,
+  checkedAt: rc.checkedAt ? rc.checkedAt.toISOString() : null,
+  uptime: rc.uptime === null ? null : Math.round(rc.uptime * 1000) / 1000,
+});
+
+/** The Resources tag: a seller's catalog entries and their versions; a read shows the resource's conformance state. */
+export function resourceHandlers({ resources, resourceConformance }: HandlerServices): ResourceHandlers {
   return {
     async listResources({ principal, query }) {
       const { cursor, limit, ...filters } = query;
@@ -22,7 +30,8 @@ export function resourceHandlers({ resources }: HandlerDeps): ResourceHandlers {
       return { status: 201, body: presentResourceDetail(await resources.create(principal, { ...body, extensions: body.extensions ?? {} })) };
     },
     async getResource({ principal, params }) {
-      return { status: 200, body: presentResourceDetail(visible(principal, await resources.get(params.id))) };
+      const detail = presentResourceDetail(visible(principal, await resources.get(params.id)));
+      return { status: 200, body: { ...detail, conformance: presentConformance(await resourceConformance(params.id)) } };
     },
     async updateResource({ principal, params, body }) {
       return { status: 200, body: presentResourceDetail(await resources.update(principal, params.id, body)) };

@@ -104,13 +104,3 @@ export function mcpRouter(deps: McpMountDeps): Router {
   });
   return router;
 }
-
-/**
- * The spec operation `sendMcpMessage` is served by mcpRouter, mounted before the operation routes; this handler
- * completes the typed handler object and answers only if the router were ever bypassed.
- */
-export const mcpHandlers: Pick<Handlers, 'sendMcpMessage'> = {
-  async sendMcpMessage() {
-    throw new DomainError('INTERNAL_ERROR', 'POST /mcp is served by the MCP transport');
-  },
-};

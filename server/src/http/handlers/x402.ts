@@ -1,29 +1,13 @@
 import type { Handlers } from '../operation-types';
+import type { HandlerServices } from './deps';
 import { DomainError } from '../../domain/errors';
 import { x402ReasonOfRule } from '../../domain/facilitator/rules/catalog';
-import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
+import { x402Reason } from '../x402/reasons';
+import { toAtomic, translate, type X402Payload, type X402Requirements } from '../x402/translate';
+import { presentDiscoveryPage } from '../presenters-discovery';
+import { clampPaging } from '../../domain/discovery/bazaar';
 
-import type { SignedReceipts } from '../../domain/receipts/signed-receipts';
-import type { NetworkRegistry } from '../../domain/network-registry';
-import { x402Reason } from './reasons';
-import { toAtomic, translate, type X402Payload, type X402Requirements } from './translate';
-import { clampPaging, type Bazaar } from '../../domain/discovery/bazaar';
-
-export type X402Operation = 'getSupportedKinds' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources' | 'getReceiptKeys';
-export type X402Handlers = Pick<Handlers, X402Operation>;
-
-type DiscoveryList = Handlers['listDiscoveryResources'];
-
-export interface X402Deps {
-  facilitator: FacilitatorService;
-  networks: NetworkRegistry;
-  /** The facilitator's addresses (channel accounts, fee account) on a network. */
-  signers(network: string): string[];
-  listDiscovery: DiscoveryList;
-  receipts: SignedReceipts;
-  /** The Bazaar that learns (issue #21, domain/discovery/bazaar.ts): observes settled payments, lists observed resources. */
-  bazaar?: Bazaar;
-}
+type X402Handlers = Pick<Handlers, 'getSupportedKinds' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources'>;
 
 /** How many catalog entries the Bazaar list walks at most (offset pagination over our cursor pages). */
 const BAZAAR_WINDOW = 1000;
@@ -36,11 +20,11 @@ function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: st
 }
 
 /**
- * The x402 v2 facilitator API (`/x402/*`): translation only. verify and settle run the same use cases as
- * /v1/verify and /v1/settle, so attempts, settlements, receipts, replay protection and the one-winner claim are
+ * The x402 tag: the x402 v2 facilitator API (`/x402/*`), translation only (../x402/translate.ts). verify and settle
+ * run the same use cases as /v1/verify and /v1/settle, so attempts, settlements, receipts, replay protection and the one-winner claim are
  * the same records and guarantees.
  */
-export function x402Handlers(deps: X402Deps): X402Handlers {
+export function x402Handlers(deps: HandlerServices): X402Handlers {
   return {
     async getSupportedKinds() {
       const kinds = deps.networks
@@ -49,7 +33,7 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
         .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true } }));
       const signers: Record<string, string[]> = {};
       for (const n of deps.networks.list()) {
-        const addresses = deps.signers(n.network);
+        const addresses = [...deps.facilitatorAddresses(n.network)];
         if (addresses.length > 0) signers[n.network] = addresses;
       }
       return { status: 200, body: { kinds, extensions: ['bazaar'], signers } };
@@ -101,13 +85,9 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
     async listBazaarResources(ctx) {
       const { type } = ctx.query;
       const { limit, offset } = clampPaging(ctx.query.limit, ctx.query.offset); // issue #21: clamped, never refused
-      const walked: Array<Awaited<ReturnType<typeof page>>["resources"][number]> = [];
+      const page = async (c: string | undefined) => presentDiscoveryPage(await deps.discovery.list(type ? { type } : {}, { cursor: c, limit: 100 }));
+      const walked: Awaited<ReturnType<typeof page>>['resources'] = [];
       let cursor: string | undefined;
-      async function page(c: string | undefined) {
-        const res = await deps.listDiscovery({ ...ctx, query: { ...(type ? { type } : {}), limit: 100, ...(c ? { cursor: c } : {}) } } as Parameters<DiscoveryList>[0]);
-        if (res.status !== 200) throw new DomainError('SERVICE_UNAVAILABLE', 'The discovery index is unavailable');
-        return res.body;
-      }
       for (;;) {
         const body = await page(cursor);
         walked.push(...body.resources);
@@ -133,9 +113,6 @@ export function x402Handlers(deps: X402Deps): X402Handlers {
       return { status: 200, body: { x402Version: X402_VERSION, items: [...items, ...observed.items], pagination: { limit, offset, total: window.length + observed.total } } };
     },
 
-    async getReceiptKeys() {
-      return { status: 200, body: await deps.receipts.jwks() };
-    },
   };
 }
 
