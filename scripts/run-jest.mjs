@@ -28,6 +28,7 @@ const SUITES = {
       'server/test/facilitator/channel-pool.test.ts', // two instances settling in parallel against 40 ms ledgers
       'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic
       'server/test/main/cluster.test.ts', // several server processes
+      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
       'server/test/domain-verification/check-dns-txt.test.ts', // bounds a wall-clock time
       'server/test/domain-verification/safe-fetcher.test.ts', // bounds a wall-clock time
