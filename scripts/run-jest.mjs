@@ -58,11 +58,12 @@ const serial = suite.serial === 'all' ? [] : suite.serial.map(escape);
 const outDir = path.join(root, '.data');
 fs.mkdirSync(outDir, { recursive: true });
 
+// The caller's arguments go first: Jest's array options (--testPathIgnorePatterns) would swallow path patterns after them.
 function jestRun(name, args) {
   const outputFile = path.join(outDir, `${suite.results}-${name}.json`);
   fs.rmSync(outputFile, { force: true });
   const started = Date.now();
-  const r = spawnSync(process.execPath, [jest, '-c', path.join(root, suite.config), '--forceExit', '--passWithNoTests', '--json', `--outputFile=${outputFile}`, ...args, ...extra], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [jest, '-c', path.join(root, suite.config), ...extra, '--forceExit', '--passWithNoTests', '--json', `--outputFile=${outputFile}`, ...args], { cwd: root, stdio: 'inherit' });
   console.error(`${suiteName} suite, ${name} run: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${r.status}`);
   return fs.existsSync(outputFile) ? JSON.parse(fs.readFileSync(outputFile, 'utf8')) : null;
 }
