@@ -11,7 +11,8 @@ import { createTemplateDatabase } from './database';
  *
  * The embedded server gets its own data folder per run (named after the suite's folder), so suites (and the
  * server suite's parallel and serial halves) never share one; its max_connections is raised for parallel workers
- * (each file's service opens pools), and durability the tests do not need (fsync) is off.
+ * (each file's service opens pools). Durability stays on: with fsync/synchronous_commit off,
+ * reliability/shutdown-under-load.test.ts found an Agenda job still locked after SIGTERM (every time).
  */
 export default async function globalSetup(_globalConfig: unknown, projectConfig: { rootDir: string }): Promise<void> {
   let adminUrl = process.env.DATABASE_URL;
@@ -21,7 +22,7 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
     const db = await startEmbeddedDatabase({
       dataDir,
       persistent: false,
-      settings: { max_connections: 500, fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' },
+      settings: { max_connections: 500 },
     });
     (globalThis as { __EMBEDDED_DB__?: unknown }).__EMBEDDED_DB__ = db;
     adminUrl = db.adminUrl;
