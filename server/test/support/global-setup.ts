@@ -11,8 +11,7 @@ import { createTemplateDatabase } from './database';
  *
  * The embedded server gets its own data folder per run (named after the suite's folder), so suites (and the
  * server suite's parallel and serial halves) never share one; its max_connections is raised for parallel workers
- * (each file's service opens pools). Durability stays on: with fsync/synchronous_commit off,
- * reliability/shutdown-under-load.test.ts found an Agenda job still locked after SIGTERM (every time).
+ * (each file's service opens pools). Durability settings stay as PostgreSQL ships them.
  */
 export default async function globalSetup(_globalConfig: unknown, projectConfig: { rootDir: string }): Promise<void> {
   let adminUrl = process.env.DATABASE_URL;
