@@ -1,13 +1,16 @@
 /**
- * The Jest configuration shared by the SDK suites and the end-to-end suite: TypeScript through SWC (agenda and its
- * backends are ESM-only, so they are transformed too), `.js` suffixes of ESM-style relative imports mapped back to
- * the .ts sources, and a real embedded PostgreSQL per run (test/support/global-setup.ts).
- * `forceExit`: Agenda's drain() leaves its scheduling timers behind (see server/jest.config.js).
+ * The one Jest configuration shared by every suite (server/jest.config.js, sdk-buyer, sdk-seller and the end-to-end
+ * suite test/jest.config.js): TypeScript through SWC (agenda and its backends are ESM-only, so they are transformed
+ * too), `.js` suffixes of ESM-style relative imports mapped back to the .ts sources (the MCP mount imports the buyer
+ * SDK's sources), and a real PostgreSQL per run with one migrated template database that each test file clones
+ * (server/test/support/global-setup.ts).
+ * `forceExit`: Agenda 6's drain() leaves its per-job scheduling timers behind, which keeps a finished run alive
+ * (seen on the job-system tests). The server itself exits explicitly on SIGTERM.
  */
 const path = require('node:path');
 
 /** @returns {import('jest').Config} */
-module.exports = function sharedJestConfig(rootDir, testsDir) {
+module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
   return {
     rootDir,
     testEnvironment: 'node',
@@ -23,9 +26,10 @@ module.exports = function sharedJestConfig(rootDir, testsDir) {
       '^@paid-api-marketplace/sdk-buyer/mcp$': path.join(__dirname, '../sdk-buyer/src/mcp/marketplace-server.ts'),
     },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
-    globalSetup: path.join(__dirname, 'support/global-setup.ts'),
+    globalSetup: path.join(__dirname, '../server/test/support/global-setup.ts'),
     globalTeardown: path.join(__dirname, '../server/test/support/global-teardown.ts'),
     testTimeout: 120000,
     forceExit: true,
+    ...overrides,
   };
 };

@@ -42,7 +42,11 @@ async function loadEmbeddedPostgres() {
   return mod.default;
 }
 
-export async function startEmbeddedDatabase(opts: { dataDir: string; port?: number; persistent: boolean }): Promise<EmbeddedDatabase> {
+/**
+ * `settings`: server settings passed as `-c name=value` (the test suites raise max_connections for parallel workers
+ * and turn off durability they do not need).
+ */
+export async function startEmbeddedDatabase(opts: { dataDir: string; port?: number; persistent: boolean; settings?: Record<string, string | number> }): Promise<EmbeddedDatabase> {
   const port = opts.port ?? (await freePort());
   const dataDir = path.resolve(opts.dataDir);
   const fresh = !fs.existsSync(path.join(dataDir, 'PG_VERSION'));
@@ -68,6 +72,7 @@ export async function startEmbeddedDatabase(opts: { dataDir: string; port?: numb
     createPostgresUser: runningAsRoot,
     onLog: () => undefined,
     onError: () => undefined,
+    postgresFlags: Object.entries(opts.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
   });
   if (fresh) await pg.initialise();
   await pg.start();

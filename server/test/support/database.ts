@@ -3,27 +3,75 @@ import { Client } from 'pg';
 import { migrate } from '../../src/data/database';
 
 /**
+ * The test databases. globalSetup (global-setup.ts) migrates ONE template database per Jest run
+ * (TEST_TEMPLATE_DATABASE); each test file then clones it with `CREATE DATABASE ... TEMPLATE`, which copies the
+ * migrated schema in milliseconds instead of running every migration again. Without a template (a script that sets
+ * TEST_ADMIN_DATABASE_URL itself), the database is created empty and migrated.
+ */
+
+function databaseUrl(adminUrl: string, name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(adminUrl: string, fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Creates the run's template database and migrates it (globalSetup). Returns its name. */
+export async function createTemplateDatabase(adminUrl: string): Promise<string> {
+  const name = `test_template_${crypto.randomBytes(6).toString('hex')}`;
+  await withAdmin(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
+  await migrate(databaseUrl(adminUrl, name));
+  // Nobody connects to the template again: a clone fails while any session is connected to its source.
+  await withAdmin(adminUrl, (c) => c.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`));
+  return name;
+}
+
+/** Drops the run's template database (globalTeardown; matters when DATABASE_URL is an external server). */
+export async function dropTemplateDatabase(adminUrl: string, name: string): Promise<void> {
+  await withAdmin(adminUrl, async (c) => {
+    await c.query(`ALTER DATABASE ${name} WITH IS_TEMPLATE false`);
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  });
+}
+
+async function cloneTemplate(admin: Client, name: string, template: string): Promise<void> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+      return;
+    } catch (err) {
+      // 55006 object_in_use: the migration's session on the template had not quite ended yet.
+      if ((err as { code?: string }).code !== '55006' || attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/**
  * A fresh, migrated database on the test PostgreSQL (embedded, or DATABASE_URL's server) for one test file, so
  * files never see each other's rows. Dropped by `drop()`.
  */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = process.env.TEST_ADMIN_DATABASE_URL;
   if (!adminUrl) throw new Error('TEST_ADMIN_DATABASE_URL is unset: run the tests through jest (globalSetup)');
+  const template = process.env.TEST_TEMPLATE_DATABASE;
   const name = `test_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  await migrate(url.toString());
+  await withAdmin(adminUrl, (admin) => (template ? cloneTemplate(admin, name, template) : admin.query(`CREATE DATABASE ${name}`).then(() => undefined)));
+  const url = databaseUrl(adminUrl, name);
+  if (!template) await migrate(url);
   return {
-    url: url.toString(),
+    url,
     async drop() {
-      const c = new Client({ connectionString: adminUrl });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
+      await withAdmin(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }
