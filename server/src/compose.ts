@@ -13,6 +13,7 @@ import { createKeyService } from './domain/sellers/key-service';
 import { ApiKeyCache, type OperatorKeys } from './http/authenticate';
 import { listenForApiKeyChanges } from './data/api-key-changes';
 import { retentionWorker } from './jobs/retention-worker';
+import { createRetentionRepository } from './data/retention-repository';
 import { createResourceService } from './domain/catalog/resource-service';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
@@ -135,7 +136,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const operations = createOperationsArea(ctx, facilitator.service, opts.operations);
   const areas = [discovery, facilitator, operations];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
-  jobs.define(retentionWorker({ db, metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
+  jobs.define(retentionWorker({ store: createRetentionRepository(db), metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,

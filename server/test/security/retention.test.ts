@@ -2,6 +2,7 @@
 // table row counts are metrics.
 import request from 'supertest';
 import { retentionWorker } from '../../src/jobs/retention-worker';
+import { createRetentionRepository } from '../../src/data/retention-repository';
 import { createLogger } from '../../src/logger';
 import { startTestService, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { bearer, signUpSeller } from '../support/fixtures';
@@ -15,7 +16,7 @@ afterAll(async () => {
 });
 
 const count = async (sql: string) => ((await svc.db.query(sql)) as [Array<{ n: number }>, unknown])[0][0].n;
-const worker = () => retentionWorker({ db: svc.db, metrics: svc.metrics.abuse, logger: createLogger({ silent: true }), failedAttemptsDays: 30 });
+const worker = () => retentionWorker({ store: createRetentionRepository(svc.db), metrics: svc.metrics.abuse, logger: createLogger({ silent: true }), failedAttemptsDays: 30 });
 
 async function attempt(id: string, status: string, ageDays: number, sellerId: string | null): Promise<void> {
   await svc.db.query(
