@@ -60,11 +60,12 @@ async function createBackend(opts: JobSystemOptions): Promise<{ backend: AgendaB
 }
 
 export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem> {
+  const agendaName = `marketplace-${process.pid}`;
   const { backend, pool } = await createBackend(opts);
   const newAgenda = () =>
     new Agenda({
       backend,
-      name: `marketplace-${process.pid}`,
+      name: agendaName,
       processEvery: opts.processEvery ?? '2 seconds',
       defaultConcurrency: 4,
       removeOnComplete: true,
@@ -157,6 +158,10 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
       if (started) {
         started = false;
         await agenda.drain({ timeout: timeoutMs, closeConnection: true });
+        // drain() waits for running jobs but leaves jobs this process had locked and not started (or locked by a
+        // query that finished during the drain) locked until their lock lifetime ends: release them, so another
+        // process takes them at once. A job still running past the timeout is released too; workers are idempotent.
+        if (pool && !pool.ended) await pool.query('UPDATE agenda_jobs SET locked_at = NULL WHERE locked_at IS NOT NULL AND last_modified_by = $1', [agendaName]).catch(() => undefined);
       } else {
         // Never started (enqueue-only, e.g. an API-only process): still close the backend's connections.
         await agenda.ready.catch(() => undefined);
