@@ -5,8 +5,10 @@
 //   node scripts/generate.mjs --check         regenerate in a temp dir and exit 1 listing every committed file
 //                                             that differs (stale, missing or unexpected); the tree is not touched
 //   node scripts/generate.mjs --bundle-only   lint and write the bundles in openapi/dist/ only
+//   node scripts/generate.mjs --shared-only   write the SDK core's copies only (no lint, no bundle): the root
+//                                             `prepare` (so `npm ci`) and the seller SDK's `prebuild` run it
 //
-// Outputs (all committed, all deterministic):
+// Outputs (all deterministic; all committed except the SDK core's copies, which are build output, see SHARED):
 //   openapi/dist/openapi.yaml, openapi/dist/openapi.json   the full bundle (the server's validator and the docs
 //                                                            read the JSON one)
 //   openapi/dist/buyer.json, openapi/dist/seller.json      operations whose x-audience contains buyer / seller,
@@ -21,7 +23,9 @@
 //   the one SDK core, copied (see SHARED below)              sdk-buyer/src/core/* and sdk-buyer/src/receipts/* are
 //                                                            the sources; sdk-seller/src/core/*,
 //                                                            sdk-seller/src/receipts/* and server/src/domain/amount.ts
-//                                                            are generated copies with a "do not edit" header
+//                                                            are generated copies with a "do not edit" header, not
+//                                                            committed (.gitignore): written by --shared-only at
+//                                                            install and build time, compared by --check
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -53,7 +57,9 @@ const TYPES = [
 // The one SDK core: each source file has a single home (the buyer SDK, which uses all of them) and is copied, with
 // a generated-file header, into the packages that need it. Each SDK stands alone when installed (no shared runtime
 // package), and the server's domain takes the amounts module without depending on an SDK.
-// A folder is copied whole (every file in it, so a file added to the source folder is copied too).
+// A folder is copied whole (every file in it, so a file added to the source folder is copied too). The copies are
+// build output like dist/: ignored by git, so the tree holds one copy of each file; `npm ci` writes them (root
+// `prepare`), and the seller SDK's build writes them again before it compiles.
 const SHARED = [
   { from: 'sdk-buyer/src/core', to: 'sdk-seller/src/core' },
   { from: 'sdk-buyer/src/receipts', to: 'sdk-seller/src/receipts' },
@@ -67,9 +73,10 @@ const EXPECTED_OPERATIONS = 44; // 26 + operations (stats, conformance runs x3, 
 const args = new Set(process.argv.slice(2));
 const CHECK = args.has('--check');
 const BUNDLE_ONLY = args.has('--bundle-only');
+const SHARED_ONLY = args.has('--shared-only');
 for (const a of args) {
-  if (!['--check', '--bundle-only'].includes(a)) {
-    process.stderr.write(`generate: unknown argument ${a}\nusage: node scripts/generate.mjs [--check] [--bundle-only]\n`);
+  if (!['--check', '--bundle-only', '--shared-only'].includes(a)) {
+    process.stderr.write(`generate: unknown argument ${a}\nusage: node scripts/generate.mjs [--check] [--bundle-only | --shared-only]\n`);
     process.exit(2);
   }
 }
@@ -280,6 +287,16 @@ async function sync(stage, dirs) {
 }
 
 const stage = await mkdtemp(join(tmpdir(), 'generate-'));
+if (SHARED_ONLY) {
+  try {
+    await copyShared(stage);
+    const changed = await sync(stage, SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to));
+    if (changed.length) process.stdout.write(`generate --shared-only: wrote ${changed.length} file(s) of the SDK core copies\n`);
+  } finally {
+    await rm(stage, { recursive: true, force: true });
+  }
+  process.exit(process.exitCode ?? 0);
+}
 try {
   await timed('lint', lint);
   await timed('bundle', () => bundle(stage));
