@@ -30,9 +30,6 @@ const SUITES = {
       'server/test/main/cluster.test.ts', // several server processes
       'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
-      'server/test/security/api-keys.test.ts', // compares whole pg results: a pool connection idled out under load differs
-      'server/test/domain-verification/check-dns-txt.test.ts', // bounds a wall-clock time
-      'server/test/domain-verification/safe-fetcher.test.ts', // bounds a wall-clock time
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger

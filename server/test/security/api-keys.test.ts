@@ -184,7 +184,8 @@ describe('key scopes: a payments key verifies, settles and reads its own payment
   });
 
   it('a payments key may not create resources, manage keys, verify the domain, or call anything else (403 FORBIDDEN, nothing written)', async () => {
-    const before = await svc.db.query(`SELECT count(*)::int AS n FROM resources WHERE seller_id = :id`, { replacements: { id: seller.id } });
+    const resourceCount = async () => (await svc.db.query(`SELECT count(*)::int AS n FROM resources WHERE seller_id = :id`, { replacements: { id: seller.id } }))[0];
+    const before = await resourceCount();
     const attempts: Array<[string, request.Test]> = [
       ['create resource', request(svc.app).post('/v1/resources').set(bearer(payments)).send(resourceInput(seller))],
       ['create key', request(svc.app).post(keysUrl(seller.id)).set(bearer(payments)).send({ name: 'escalate', scope: 'admin' })],
@@ -197,7 +198,7 @@ describe('key scopes: a payments key verifies, settles and reads its own payment
       const res = await req;
       expect([what, res.status, res.body.error?.code]).toEqual([what, 403, 'FORBIDDEN']);
     }
-    expect(await svc.db.query(`SELECT count(*)::int AS n FROM resources WHERE seller_id = :id`, { replacements: { id: seller.id } })).toEqual(before);
+    expect(await resourceCount()).toEqual(before);
   });
 });
 
@@ -238,14 +239,14 @@ describe('revocation reaches every server process within a second (PostgreSQL LI
     const created = await createKey(svc.app, seller, { name: 'missed notification', scope: 'admin' });
     expect((await request(second.app).get(keysUrl(seller.id)).set(bearer(created.body.secret))).status).toBe(200);
     // cut every listening connection, then revoke behind the service's back (no notification at all)
-    await svc.db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes'`);
+    await svc.db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes' AND datname = current_database()`);
     await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE id = :id`, { replacements: { id: created.body.id } });
     const refused = await within(3_000, async () => (await request(second.app).get(keysUrl(seller.id)).set(bearer(created.body.secret))).status === 401);
     expect(refused).toBe(true);
     // and the listener comes back: a later revocation is heard again
     const next = await createKey(svc.app, seller, { name: 'after reconnect', scope: 'admin' });
     expect(await within(5_000, async () => {
-      const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes'`)) as [Array<{ n: number }>, unknown];
+      const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace-key-changes' AND datname = current_database()`)) as [Array<{ n: number }>, unknown];
       return n >= 2;
     })).toBe(true);
     expect((await request(second.app).get(keysUrl(seller.id)).set(bearer(next.body.secret))).status).toBe(200);
