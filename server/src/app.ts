@@ -23,6 +23,7 @@ import { idempotency } from './http/idempotency';
 import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { mcpRouter } from './http/mcp/mount';
+import { responseValidation } from './http/response-validation';
 
 export interface AppDeps {
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
@@ -78,12 +79,13 @@ export function createApp(deps: AppDeps): Express {
     OpenApiValidator.middleware({
       apiSpec: structuredClone(deps.spec) as never,
       validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
-      validateResponses: deps.responseValidation ? { removeAdditional: false } : false,
+      validateResponses: false, // see http/response-validation.ts
       validateSecurity: false,
       validateFormats: true,
       ignoreUndocumented: false,
     }),
   );
+  if (deps.responseValidation) app.use(responseValidation(deps.spec as never));
   app.use(challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics }));
   app.use(idempotency(createIdempotencyRepository(deps.db)));
   app.use(mountOperations(deps.spec as never, deps.handlers));
