@@ -7,14 +7,21 @@ import { Asset, Keypair, rpc } from '@stellar/stellar-sdk';
 import { TESTNET_PASSPHRASE } from '../../../src/config';
 import type { FacilitatorEnv } from '../../facilitator/helpers';
 
+/** A port free now, picked below Linux's ephemeral range (32768-60999), so that the outgoing connections of other test
+ * files (which take their local ports from that range) do not take it before the child process binds it. */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
+  for (;;) {
+    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(candidate, '127.0.0.1', () => srv.close(() => resolve(true)));
     });
-  });
+    if (free) return candidate;
+  }
 }
+
+const PORT_TAKEN = 'is already in use by another program';
 
 /** `server/src/main.ts` in a child process, with its own local network, on the given database. */
 export interface MainProcess {
@@ -31,9 +38,19 @@ export interface MainProcess {
   cleanup(): Promise<void>;
 }
 
+/** Starts main.ts on a free port; when another program took the port before main.ts bound it, again on another. */
 export async function startMainProcess(opts: { databaseUrl: string; env?: Record<string, string> }): Promise<MainProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startMainProcessOn(await freePort(), opts);
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes(PORT_TAKEN)) throw err;
+    }
+  }
+}
+
+async function startMainProcessOn(port: number, opts: { databaseUrl: string; env?: Record<string, string> }): Promise<MainProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-main-'));
-  const port = await freePort();
   const operatorKey = `op_key_reliability_${Keypair.random().publicKey().slice(1, 20)}`;
   // `node --import tsx`, not the `tsx` CLI: the CLI relays SIGTERM to its own child process and SIGKILLs it when the
   // child does not acknowledge within ~30 ms, which a busy server under load does not (exit 143, requests dropped).
@@ -84,7 +101,10 @@ export async function startMainProcess(opts: { databaseUrl: string; env?: Record
         if (!logs.includes(text)) reject(new Error(`main.ts exited (${code}) before logging ${text}; logs:\n${logs.slice(-3000)}`));
       });
     });
-  await waitForLog('"msg":"listening"');
+  await waitForLog('"msg":"listening"').catch((err: unknown) => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  });
   const started = logs.split('\n').find((l) => l.includes('local network started'));
   const rpcUrl = started ? (JSON.parse(started) as { rpcUrl: string }).rpcUrl : '';
   return {
