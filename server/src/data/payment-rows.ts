@@ -24,9 +24,9 @@ export function toAttempt(row: Record<string, unknown>): AttemptRecord {
   return { ...toPaymentAttempt(row), nonce: row.nonce as string };
 }
 
-export function toSettlement(row: Record<string, unknown>): SettlementRecord {
+/** The fields a settlement and its receipt share: what moved on the ledger, and the evidence for it. */
+function toLedgerFields(row: Record<string, unknown>) {
   return {
-    id: row.id as string,
     paymentAttemptId: row.paymentAttemptId as string,
     transactionHash: row.transactionHash as string,
     ledger: (row.ledger as number | null) ?? null,
@@ -34,11 +34,18 @@ export function toSettlement(row: Record<string, unknown>): SettlementRecord {
     amount: normalizeAmount(String(row.amount)),
     assetCode: row.assetCode as string,
     assetIssuer: row.assetIssuer as string,
-    status: row.status as SettlementRecord['status'],
     evidence: row.evidence as EvidenceLabel,
-    channelAccount: (row.channelAccount as string | null) ?? null,
     settledAt: (row.settledAt as Date | null) ?? null,
     createdAt: row.createdAt as Date,
+  };
+}
+
+export function toSettlement(row: Record<string, unknown>): SettlementRecord {
+  return {
+    id: row.id as string,
+    ...toLedgerFields(row),
+    status: row.status as SettlementRecord['status'],
+    channelAccount: (row.channelAccount as string | null) ?? null,
     validUntil: (row.validUntil as Date | null) ?? null,
     txSequence: row.txSequence === null || row.txSequence === undefined ? null : String(row.txSequence),
     sellerId: (row.sellerId as string | null) ?? null,
@@ -50,22 +57,13 @@ export function toSettlement(row: Record<string, unknown>): SettlementRecord {
 export function toReceipt(row: Record<string, unknown>): ReceiptRecord {
   return {
     id: row.id as string,
-    paymentAttemptId: row.paymentAttemptId as string,
+    ...toLedgerFields(row),
     settlementId: row.settlementId as string,
     resourceId: row.resourceId as string,
     sellerId: row.sellerId as string,
     versionId: row.versionId as string,
-    transactionHash: row.transactionHash as string,
-    ledger: (row.ledger as number | null) ?? null,
-    network: row.network as string,
-    amount: normalizeAmount(String(row.amount)),
-    assetCode: row.assetCode as string,
-    assetIssuer: row.assetIssuer as string,
     status: row.status as ReceiptRecord['status'],
-    evidence: row.evidence as EvidenceLabel,
     failureCode: (row.failureCode as ReceiptRecord['failureCode']) ?? null,
     failureReason: (row.failureReason as string | null) ?? null,
-    settledAt: (row.settledAt as Date | null) ?? null,
-    createdAt: row.createdAt as Date,
   };
 }
