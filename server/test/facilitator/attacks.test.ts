@@ -347,6 +347,9 @@ describe('facilitator attacks (issue #18): channels, time bounds, fees', () => {
     crashAfterSubmit = true;
     const { res } = await settleCataloged();
     expect(res.status).toBe(500);
+    // The submission is applied by the next ledger (the channel reaches its sequence); without this close the worker
+    // could run first and rightly fail a transaction whose channel never reached its sequence.
+    await env.network.closeLedger();
     const s = (await env.svc.db.query("SELECT id, transaction_hash FROM settlements ORDER BY created_at DESC LIMIT 1", { plain: true })) as { id: string; transaction_hash: string };
     // The process stayed away longer than the RPC keeps history: the submission predates its oldest ledger.
     await env.svc.db.query("UPDATE settlements SET created_at = now() - interval '30 days', valid_until = now() - interval '30 days' + interval '20 seconds', transaction_hash = :fake WHERE id = :id", {
