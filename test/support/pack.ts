@@ -4,15 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** The newest modification time of the files below `dir`. */
-function newestFile(dir: string): number {
-  return Math.max(0, ...fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => fs.statSync(path.join(dir, f)).mtimeMs));
-}
-
 /**
  * `npm pack --ignore-scripts` the package's dist/ (esm + cjs, built by its `build` script: at `npm ci` by the root
- * `prepare`, or here when a file in src/ is newer than the build) and install the tarball into an empty temp
- * project. Packing does not rebuild, so the SDK suites can run side by side while the other reads this dist/. The install is `npm install --offline --no-audit <tarball>` from the local npm cache; when the cache
+ * `prepare`, and again by `npm test`'s pretest when src/ is newer, scripts/build-sdks-if-stale.mjs) and install the
+ * tarball into an empty temp project. Packing does not rebuild, so suites can run side by side while others read
+ * this dist/. The install is `npm install --offline --no-audit <tarball>` from the local npm cache; when the cache
  * lacks a packument (a fresh machine), it falls back to `--prefer-offline`, which fetches only what is missing.
  * Nothing is taken from the monorepo's node_modules, so this proves the tarball's own dependency list is complete.
  */
@@ -20,8 +16,6 @@ export function packAndInstall(packageDir: string): { dir: string; tarball: stri
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-pack-'));
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
   const env = { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-  const built = fs.statSync(path.join(packageDir, 'dist/cjs/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
-  if (newestFile(path.join(packageDir, 'src')) > built) execFileSync(npm, ['run', 'build'], { cwd: packageDir, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = execFileSync(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: packageDir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const filename = (JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>)[0].filename.replace(/^@/, '').replace(/\//, '-');
   const tarball = path.join(dir, filename);
