@@ -39,8 +39,8 @@ const SUITES = {
   // counts on 200 ms ledgers (validForLedgers 40: 8 s) and their clients by rate-limit windows, and beside other
   // files on 2 shared cores those expired (measured: buyer-attacks.test.ts "authorization expired" and client.test.ts's
   // 429 test failed on 3 workers at load 12-18). The two SDK suites run side by side (`npm run test:sdk`,
-  // scripts/run-parallel.mjs: one file each at a time, one per core); the end-to-end suite runs after them, alone:
-  // e2e/clone-install.test.ts rebuilds both SDKs' dist/ that the SDK suites import (the package tests only pack it).
+  // scripts/run-parallel.mjs: one file each at a time, one per core); the end-to-end suite runs beside the type check
+  // (no test rebuilds an SDK's dist/: npm test's pretest does, scripts/build-sdks-if-stale.mjs).
   'sdk-buyer': { config: 'sdk-buyer/jest.config.js', results: 'jest-sdk-buyer', serial: 'all' },
   'sdk-seller': { config: 'sdk-seller/jest.config.js', results: 'jest-sdk-seller', serial: 'all' },
   e2e: { config: 'test/jest.config.js', results: 'jest-e2e', serial: 'all' },

@@ -573,7 +573,7 @@ export interface paths {
         /**
          * Verify a payment
          * @description Checks a payment payload against the requirements without moving money: the x402 `exact` Stellar rule list
-         *     (README "Payment guarantees"; each refusal names its rule in `error.details[0].code`). Offline rules first:
+         *     (server/README.md "Payment guarantees"; each refusal names its rule in `error.details[0].code`). Offline rules first:
          *     shape (`INVALID_PAYMENT_PAYLOAD`), supported network (`UNSUPPORTED_NETWORK`) and asset (`UNSUPPORTED_ASSET`),
          *     exact amount (`AMOUNT_MISMATCH`), asset contract (`ASSET_MISMATCH`), exact recipient (`RECIPIENT_MISMATCH`),
          *     auth entries (address credentials, one entry for the payer, no sub-invocations), facilitator safety, payer not

@@ -2,7 +2,7 @@ import type { Rule } from './rule';
 
 /**
  * The rule list: the x402 `exact` Stellar scheme's "Facilitator Verification Rules (MUST)" (sections 1-5, in the
- * spec's order), then the accountability rules of this marketplace. The README's "Payment guarantees" table is
+ * spec's order), then the accountability rules of this marketplace. server/README.md's "Payment guarantees" table is
  * this list; server/test/facilitator/exact-rules.test.ts refuses a payload for each rule (attacks.test.ts and
  * verify-errors.test.ts for the rules that need ledger state).
  */

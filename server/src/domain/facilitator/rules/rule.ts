@@ -11,7 +11,7 @@ export interface Rule {
   code: ErrorCode;
   /** x402 `invalidReason` / `errorReason` (the reference facilitator's strings where one exists). */
   x402Reason: string;
-  /** What the rule requires, in the spec's words (README "Payment guarantees" lists these). */
+  /** What the rule requires, in the spec's words (server/README.md "Payment guarantees" lists these). */
   requires: string;
 }
 
