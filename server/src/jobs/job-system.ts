@@ -44,6 +44,33 @@ export interface JobSystemOptions {
   logger: Logger;
   /** How often to poll for due jobs (PostgreSQL LISTEN/NOTIFY wakes it sooner). */
   processEvery?: string | number;
+  /**
+   * How long a job's lock outlives the process that took it (default 30 s, DEFAULT_JOB_LOCK_MS): a process killed
+   * while it held a job (running, or locked ahead of its run) frees it within this time, so a recurring worker such
+   * as settlement confirmation resumes on the surviving processes. A running job renews its lock every third of it.
+   */
+  lockLifetimeMs?: number;
+}
+
+/** Agenda's own default is 10 minutes: a SIGKILL would stop the confirmation of pending settlements that long. */
+export const DEFAULT_JOB_LOCK_MS = 30_000;
+
+/**
+ * Runs `work` while renewing the job's lock every third of its lifetime (a run may outlast the lifetime without
+ * another process taking the job), and waits for a renewal in flight before returning, so that no renewal lands
+ * after Agenda has recorded the run's end (it would lock the finished job again).
+ */
+async function whileRenewingLock(job: Job<Record<string, unknown>>, lockLifetimeMs: number, work: () => Promise<void>): Promise<void> {
+  let renewal: Promise<void> = Promise.resolve();
+  const heartbeat = setInterval(() => {
+    renewal = renewal.then(() => job.touch()).catch(() => undefined);
+  }, Math.max(100, Math.floor(lockLifetimeMs / 3)));
+  try {
+    await work();
+  } finally {
+    clearInterval(heartbeat);
+    await renewal;
+  }
 }
 
 async function createBackend(opts: JobSystemOptions): Promise<{ backend: AgendaBackend; pool: Pool | null }> {
@@ -61,12 +88,14 @@ async function createBackend(opts: JobSystemOptions): Promise<{ backend: AgendaB
 
 export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem> {
   const agendaName = `marketplace-${process.pid}`;
+  const lockLifetimeMs = opts.lockLifetimeMs ?? DEFAULT_JOB_LOCK_MS;
   const { backend, pool } = await createBackend(opts);
   const newAgenda = () =>
     new Agenda({
       backend,
       name: agendaName,
       processEvery: opts.processEvery ?? '2 seconds',
+      defaultLockLifetime: lockLifetimeMs,
       defaultConcurrency: 4,
       removeOnComplete: true,
     });
@@ -107,7 +136,7 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
           const end = m.latency.startTimer({ worker: def.name });
           const started = Date.now();
           try {
-            await def.run(job.attrs.data ?? {});
+            await whileRenewingLock(job, lockLifetimeMs, () => def.run(job.attrs.data ?? {}));
             m.completed.inc({ worker: def.name });
             m.lastSuccess.set({ worker: def.name }, Date.now() / 1000);
             opts.logger.debug('job run', { worker: def.name, outcome: 'success', durationMs: Date.now() - started });

@@ -73,3 +73,58 @@ describe('the job system on the PostgreSQL backend', () => {
     expect(text).toMatch(/job_active\{worker="flaky-worker",environment="test"\} 0/);
   });
 });
+
+describe('job locks held by a process that died', () => {
+  const LOCK_MS = 1_500;
+  const started: JobSystem[] = [];
+  const jobSystem = () =>
+    createJobSystem({ databaseUrl: database.url, mongodbUrl: null, db, metrics: createMetrics('test').jobs, logger: createLogger({ silent: true }), processEvery: 200, lockLifetimeMs: LOCK_MS });
+  afterAll(async () => {
+    for (const s of started) await s.stop();
+  });
+
+  it('when a process was killed while it held a job, another process runs that job once the lock lifetime has passed (not after Agenda\'s 10 minutes)', async () => {
+    const survivor = await jobSystem();
+    started.push(survivor);
+    const runs: number[] = [];
+    survivor.define({ name: 'orphaned-worker', async run() { runs.push(Date.now()); } });
+    await survivor.enqueue('orphaned-worker');
+    // The row as a SIGKILLed process leaves it: locked, by a process that will never finish or release it.
+    const [, meta] = await db.query("UPDATE agenda_jobs SET locked_at = now(), last_modified_by = 'marketplace-killed' WHERE name = 'orphaned-worker'");
+    expect((meta as { rowCount: number }).rowCount).toBe(1);
+    const lockedAt = Date.now();
+    await survivor.start();
+    await until(() => runs.length > 0, 15_000);
+    expect(runs).toHaveLength(1);
+    // Not before the dead process's lock expired: the lock is honoured while it lives.
+    expect(runs[0] - lockedAt).toBeGreaterThanOrEqual(LOCK_MS - 250);
+  });
+
+  it('when a run outlasts the lock lifetime, its process keeps the lock: the job runs once, is not cancelled, and no other process takes it', async () => {
+    const a = await jobSystem();
+    const b = await jobSystem();
+    started.push(a, b);
+    const runs: string[] = [];
+    for (const [name, system] of [['a', a], ['b', b]] as const) {
+      system.define({
+        name: 'long-worker',
+        maxRetries: 0,
+        async run() {
+          runs.push(name);
+          await new Promise((r) => setTimeout(r, LOCK_MS * 3));
+        },
+      });
+    }
+    await a.start();
+    await b.start();
+    await a.enqueue('long-worker');
+    await until(async () => {
+      const [rows] = await db.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'long-worker'");
+      return runs.length > 0 && (rows as Array<{ n: number }>)[0].n === 0; // removed on completion
+    }, 20_000);
+    await new Promise((r) => setTimeout(r, LOCK_MS)); // room for a second taker, had the lock lapsed
+    expect(runs).toHaveLength(1);
+    const [dead] = await db.query("SELECT worker FROM dead_letter_jobs WHERE worker = 'long-worker'");
+    expect(dead).toEqual([]);
+  });
+});
