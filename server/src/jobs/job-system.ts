@@ -83,7 +83,14 @@ async function createBackend(opts: JobSystemOptions): Promise<{ backend: AgendaB
   // and so we close it ourselves after draining.
   const pool = new Pool({ connectionString: opts.databaseUrl, max: 5 });
   pool.on('error', (err) => opts.logger.warn('job backend connection lost', { error: err.message }));
-  return { backend: new PostgresBackend({ pool, tableName: 'agenda_jobs', channelName: 'agenda_jobs' }), pool };
+  const backend = new PostgresBackend({ pool, tableName: 'agenda_jobs', channelName: 'agenda_jobs' });
+  // The LISTEN connection's loss (a database restart terminates it) is re-emitted by the notification channel, which
+  // nobody else listens to: unhandled, that 'error' event would crash the process. The channel reconnects by itself;
+  // meanwhile Agenda still polls every `processEvery`.
+  backend.notificationChannel?.on('error', (err: Error & { code?: string }) =>
+    opts.logger.warn('job notification channel lost its connection; reconnecting', { code: err.code ?? err.name }),
+  );
+  return { backend, pool };
 }
 
 export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem> {

@@ -128,3 +128,25 @@ describe('job locks held by a process that died', () => {
     expect(dead).toEqual([]);
   });
 });
+
+describe('the job system when the database drops its connections', () => {
+  it('when PostgreSQL terminates every connection of the job system (as a restart does), the process keeps running and jobs run again', async () => {
+    const system = await createJobSystem({ databaseUrl: database.url, mongodbUrl: null, db, metrics: createMetrics('test').jobs, logger: createLogger({ silent: true }), processEvery: 200 });
+    const runs: number[] = [];
+    system.define({ name: 'after-restart-worker', async run() { runs.push(Date.now()); } });
+    await system.start();
+    try {
+      await system.enqueue('after-restart-worker');
+      await until(() => runs.length === 1);
+      const [terminated] = await db.query(
+        "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'",
+      );
+      expect((terminated as unknown[]).length).toBeGreaterThan(0); // the job system's LISTEN connection was cut
+      await new Promise((r) => setTimeout(r, 500)); // the 'error' events arrive; unhandled, one would fail this file
+      await system.enqueue('after-restart-worker');
+      await until(() => runs.length === 2);
+    } finally {
+      await system.stop();
+    }
+  });
+});
