@@ -1,25 +1,18 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase } from '../support/database';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../support/free-port';
 
 describe('the server process (main.ts)', () => {
   it('starts with the local network, serves /health, and on SIGTERM drains and exits 0', async () => {
     const database = await createTestDatabase();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'main-test-'));
     const port = await freePort();
-    const child = spawn(process.execPath, [require.resolve('tsx/cli'), 'src/main.ts'], {
+    // As `npm start` runs it (`node --import tsx`): the tsx CLI would relay SIGTERM to a child of its own and SIGKILL
+    // it when it does not acknowledge within ~30 ms, which a loaded machine does not (exit 143).
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(__dirname, '../..'),
       env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), DATA_DIR: dataDir, LOCAL_NETWORK_PORT: '0', LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000', OPERATOR_API_KEY: 'op_key_for_the_shutdown_test_0000' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,15 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../support/free-port';
 
 /** Runs main.ts with the given environment until it exits (at most 60 s); stdout and stderr separately. */
 async function runMain(env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {

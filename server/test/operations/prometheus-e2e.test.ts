@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Server } from 'node:http';
@@ -8,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { waitFor } from '../discovery/helpers';
+import { freePort } from '../support/free-port';
 
 const RULES = path.resolve(__dirname, '../../ops/prometheus/alerts.yml');
 
@@ -17,14 +17,6 @@ let server: Server;
 let prometheus: ChildProcess | null = null;
 let dir = '';
 let promUrl = '';
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 async function prom<T>(p: string): Promise<T> {
   const res = await fetch(`${promUrl}${p}`);

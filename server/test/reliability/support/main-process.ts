@@ -1,25 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Asset, Keypair, rpc } from '@stellar/stellar-sdk';
 import { TESTNET_PASSPHRASE } from '../../../src/config';
 import type { FacilitatorEnv } from '../../facilitator/helpers';
+import { freePort } from '../../support/free-port';
 
-/** A port free now, picked below Linux's ephemeral range (32768-60999), so that the outgoing connections of other test
- * files (which take their local ports from that range) do not take it before the child process binds it. */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const candidate = 20_000 + Math.floor(Math.random() * 12_000);
-    const free = await new Promise<boolean>((resolve) => {
-      const srv = net.createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(candidate, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-    if (free) return candidate;
-  }
-}
+export { freePort };
 
 const PORT_TAKEN = 'is already in use by another program';
 
