@@ -1,4 +1,4 @@
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Sequelize } from 'sequelize';
 import { DEFAULT_POOL_MAX } from './data/database';
@@ -22,7 +22,6 @@ import { dashboardRouter } from './http/dashboard';
 import { idempotency } from './http/idempotency';
 import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
-import { mcpRouter } from './http/mcp/mount';
 import { responseValidation } from './http/response-validation';
 
 export interface AppDeps {
@@ -70,6 +69,22 @@ function requestSideOf(spec: AppDeps['spec']): AppDeps['spec'] {
   return copy;
 }
 
+/**
+ * A router whose modules load on its first request: the MCP SDK and the marketplace MCP server (zod schemas) were
+ * ~0.18 s of CPU at every start of a process or test file that never speaks MCP. A failed load answers that request
+ * with the error handler and is tried again on the next.
+ */
+function builtOnFirstRequest(build: () => Promise<RequestHandler>): RequestHandler {
+  let router: Promise<RequestHandler> | null = null;
+  return (req, res, next) => {
+    router ??= build().catch((err: unknown) => {
+      router = null;
+      throw err;
+    });
+    router.then((handle) => handle(req, res, next), next);
+  };
+}
+
 /** Builds the Express app (no listen()), so tests create it with their own dependencies. */
 export function createApp(deps: AppDeps): Express {
   const app = express();
@@ -92,7 +107,8 @@ export function createApp(deps: AppDeps): Express {
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
   app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
-  app.use('/mcp', mcpRouter({ handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') }));
+  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
+  app.use('/mcp', builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: requestSideOf(deps.spec) as never,
