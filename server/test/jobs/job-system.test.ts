@@ -77,8 +77,8 @@ describe('the job system on the PostgreSQL backend', () => {
 describe('job locks held by a process that died', () => {
   const LOCK_MS = 1_500;
   const started: JobSystem[] = [];
-  const jobSystem = () =>
-    createJobSystem({ databaseUrl: database.url, mongodbUrl: null, db, metrics: createMetrics('test').jobs, logger: createLogger({ silent: true }), processEvery: 200, lockLifetimeMs: LOCK_MS });
+  const jobSystem = (lockLifetimeMs = LOCK_MS) =>
+    createJobSystem({ databaseUrl: database.url, mongodbUrl: null, db, metrics: createMetrics('test').jobs, logger: createLogger({ silent: true }), processEvery: 200, lockLifetimeMs });
   afterAll(async () => {
     for (const s of started) await s.stop();
   });
@@ -90,19 +90,21 @@ describe('job locks held by a process that died', () => {
     survivor.define({ name: 'orphaned-worker', async run() { runs.push(Date.now()); } });
     await survivor.enqueue('orphaned-worker');
     // The row as a SIGKILLed process leaves it: locked, by a process that will never finish or release it.
-    const [, meta] = await db.query("UPDATE agenda_jobs SET locked_at = now(), last_modified_by = 'marketplace-killed' WHERE name = 'orphaned-worker'");
-    expect((meta as { rowCount: number }).rowCount).toBe(1);
-    const lockedAt = Date.now();
+    const [locked] = await db.query("UPDATE agenda_jobs SET locked_at = now(), last_modified_by = 'marketplace-killed' WHERE name = 'orphaned-worker' RETURNING locked_at");
+    expect(locked).toHaveLength(1);
+    const lockedAt = new Date((locked as Array<{ locked_at: string }>)[0].locked_at).getTime();
     await survivor.start();
     await until(() => runs.length > 0, 15_000);
     expect(runs).toHaveLength(1);
-    // Not before the dead process's lock expired: the lock is honoured while it lives.
-    expect(runs[0] - lockedAt).toBeGreaterThanOrEqual(LOCK_MS - 250);
+    // Not before the dead process's lock expired (one system clock: PostgreSQL's now() and the process's Date.now()).
+    expect(runs[0] - lockedAt).toBeGreaterThanOrEqual(LOCK_MS - 5);
   });
 
   it('when a run outlasts the lock lifetime, its process keeps the lock: the job runs once, is not cancelled, and no other process takes it', async () => {
-    const a = await jobSystem();
-    const b = await jobSystem();
+    // A longer lifetime here (renewed every second): a second taker would need the renewals to stall for 3 s.
+    const lock = 3_000;
+    const a = await jobSystem(lock);
+    const b = await jobSystem(lock);
     started.push(a, b);
     const runs: string[] = [];
     for (const [name, system] of [['a', a], ['b', b]] as const) {
@@ -111,7 +113,7 @@ describe('job locks held by a process that died', () => {
         maxRetries: 0,
         async run() {
           runs.push(name);
-          await new Promise((r) => setTimeout(r, LOCK_MS * 3));
+          await new Promise((r) => setTimeout(r, lock * 2.5));
         },
       });
     }
@@ -122,7 +124,7 @@ describe('job locks held by a process that died', () => {
       const [rows] = await db.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'long-worker'");
       return runs.length > 0 && (rows as Array<{ n: number }>)[0].n === 0; // removed on completion
     }, 20_000);
-    await new Promise((r) => setTimeout(r, LOCK_MS)); // room for a second taker, had the lock lapsed
+    await new Promise((r) => setTimeout(r, lock)); // room for a second taker, had the lock lapsed
     expect(runs).toHaveLength(1);
     const [dead] = await db.query("SELECT worker FROM dead_letter_jobs WHERE worker = 'long-worker'");
     expect(dead).toEqual([]);
