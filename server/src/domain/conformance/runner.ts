@@ -1,6 +1,7 @@
 import { Asset, Keypair } from '@stellar/stellar-sdk';
 import { ulid } from 'ulid';
 import { DomainError } from '../errors';
+import { LEDGER_SKEW_TOLERANCE, maxExpiryLedgers } from '../facilitator/rules/simulation';
 import { signTransfer } from './sign-transfer';
 import { probe402, type ProbeFetch } from './probe-402';
 import type { ConformanceCheck, ConformanceRun, ConformanceRunStore } from './types';
@@ -20,6 +21,8 @@ export interface FacilitatorPort {
   verify(input: { paymentPayload: never; paymentRequirements: never; resourceId?: string }): Promise<{ id: string; status: string }>;
   settle(input: { paymentAttemptId: string; paymentPayload: never; resourceId: string }): Promise<unknown>;
   receipt(id: string): Promise<{ id: string }>;
+  /** The seconds per ledger verify converts maxTimeoutSeconds with: the runner's authorizations fit that window. */
+  ledgerSeconds(network: string): number;
 }
 
 export interface RunnerDeps {
@@ -42,6 +45,7 @@ export interface RunnerDeps {
 }
 
 const CYCLE_AMOUNT = '0.01';
+const CYCLE_TIMEOUT_SECONDS = 300;
 
 export function evidenceFor(n: RunnerNetwork): string {
   if (n.local) return 'local_simulation';
@@ -102,12 +106,15 @@ export function createConformanceRunner(deps: RunnerDeps) {
     }
     const payTo = settleTarget?.payTo ?? Keypair.random().publicKey();
     const latest = await deps.latestLedger(n.network);
+    // As a well-behaved client signs: valid for maxTimeoutSeconds at the facilitator's ledger pace, without leaning on
+    // the skew tolerance verify grants (a fixed +100 broke the expiry-window rule at 5 s ledgers: npm start's default).
+    const expiresAt = latest + maxExpiryLedgers(CYCLE_TIMEOUT_SECONDS, deps.facilitator.ledgerSeconds(n.network)) - LEDGER_SKEW_TOLERANCE;
     const sign = (o: { amount?: string; contractId?: string; expiration?: number } = {}) =>
-      signTransfer({ payer, contractId: o.contractId ?? asset.contractId, payTo, amount: o.amount ?? CYCLE_AMOUNT, expiration: o.expiration ?? latest + 100, passphrase: n.passphrase });
+      signTransfer({ payer, contractId: o.contractId ?? asset.contractId, payTo, amount: o.amount ?? CYCLE_AMOUNT, expiration: o.expiration ?? expiresAt, passphrase: n.passphrase });
     const payload = (entryXdr: string, expiresAtLedger: number, amount = CYCLE_AMOUNT) =>
       ({ x402Version: 2, scheme: 'exact', network: n.network, asset: { code: asset.code, issuer: asset.issuer }, amount, payTo, expiresAtLedger, authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr } }) as never;
     const requirements = (o: { amount?: string; payTo?: string; asset?: { code: string; issuer: string } } = {}) =>
-      ({ scheme: 'exact', network: n.network, amount: o.amount ?? CYCLE_AMOUNT, payTo: o.payTo ?? payTo, asset: o.asset ?? { code: asset.code, issuer: asset.issuer }, maxTimeoutSeconds: 300 }) as never;
+      ({ scheme: 'exact', network: n.network, amount: o.amount ?? CYCLE_AMOUNT, payTo: o.payTo ?? payTo, asset: o.asset ?? { code: asset.code, issuer: asset.issuer }, maxTimeoutSeconds: CYCLE_TIMEOUT_SECONDS }) as never;
 
     if (funding) {
       // Full cycle, local network only: the runner funds its own payer and recipient.
@@ -115,7 +122,7 @@ export function createConformanceRunner(deps: RunnerDeps) {
       let receiptId: string | null = null;
       let funded = false;
       const good = await sign();
-      const goodPayload = payload(good.toXDR('base64'), latest + 100);
+      const goodPayload = payload(good.toXDR('base64'), expiresAt);
       checks.push(
         await timed('fund_accounts', async () => {
           await funding.fund(payer.publicKey());
@@ -172,7 +179,7 @@ export function createConformanceRunner(deps: RunnerDeps) {
     checks.push(
       await timed('wrong_amount_refused', async () => {
         const e = await sign();
-        return expectCode('AMOUNT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), latest + 100), paymentRequirements: requirements({ amount: '0.02' }) }));
+        return expectCode('AMOUNT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements({ amount: '0.02' }) }));
       }),
     );
     checks.push(
@@ -180,13 +187,13 @@ export function createConformanceRunner(deps: RunnerDeps) {
         // Signed for another contract than the required asset's (the network's native asset contract).
         const other = n.assets.find((a) => a.contractId !== asset.contractId)?.contractId ?? nativeContractId(n.passphrase);
         const e = await sign({ contractId: other });
-        return expectCode('ASSET_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), latest + 100), paymentRequirements: requirements() }));
+        return expectCode('ASSET_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements() }));
       }),
     );
     checks.push(
       await timed('wrong_recipient_refused', async () => {
         const e = await sign();
-        return expectCode('RECIPIENT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), latest + 100), paymentRequirements: requirements({ payTo: Keypair.random().publicKey() }) }));
+        return expectCode('RECIPIENT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements({ payTo: Keypair.random().publicKey() }) }));
       }),
     );
     return checks;

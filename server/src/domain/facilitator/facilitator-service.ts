@@ -74,6 +74,9 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
 
     confirmOnce: settlePayment.confirmOnce,
 
+    /** The seconds per ledger verify converts a requirement's maxTimeoutSeconds with (its expiry-window rule). */
+    ledgerSeconds: (network: string): number => deps.policy.ledgerSeconds(network),
+
     async payment(principal: Principal, id: string): Promise<{ attempt: AttemptRecord; settlement: SettlementRecord | null; receipt: ReceiptRecord | null }> {
       if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
       const attempt = await deps.attempts.findAttempt(id);
