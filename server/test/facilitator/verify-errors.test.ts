@@ -156,6 +156,22 @@ describe('facilitator: each verify and settle check answers its stable code', ()
     expect(unknown.status).toBe(404);
   });
 
+  it('when a stranger sends settle a body off the contract (a number for the attempt id, an unknown field, an array), it is refused 400 INVALID_PAYMENT_PAYLOAD before any rule runs, and the verified attempt stays unsettled', async () => {
+    const payer = await fundedBuyer(env, '5');
+    const c = await paymentCase(env, payer, payTo, '0.5');
+    const v = await verifyFor(c);
+    expect(v.status).toBe(200);
+    const id = v.body.paymentAttemptId as string;
+    for (const body of [{ paymentAttemptId: 42, paymentPayload: c.payload, resourceId }, { paymentAttemptId: id, paymentPayload: c.payload, resourceId, payTo: Keypair.random().publicKey() }, [id]]) {
+      const res = await request(env.svc.app).post('/v1/settle').send(body as object);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ ok: false, error: { code: 'INVALID_PAYMENT_PAYLOAD', message: expect.any(String), details: expect.any(Array), requestId: expect.any(String) } });
+    }
+    const [row] = (await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id }, type: QueryTypes.SELECT })) as Array<{ status: string }>;
+    expect(row.status).toBe('verified');
+    expect(await env.svc.db.query('SELECT 1 FROM settlements WHERE payment_attempt_id = :id', { replacements: { id }, type: QueryTypes.SELECT })).toEqual([]);
+  });
+
   it('when the authorization expired before settle, settle fails with AUTH_EXPIRED and the attempt becomes expired', async () => {
     const payer = await fundedBuyer(env, '5');
     const c = await paymentCase(env, payer, payTo, '0.5', { sign: { expiration: env.network.latestLedger() + 3 } });
