@@ -3,7 +3,8 @@
  * as a buyer and as an agent, with nothing else configured. Both are the real programs: main.ts in its own process
  * and the quickstart's own files (examples/quickstart/, importing the built SDKs as a user's project would).
  */
-import { freePort, runNpmScript, startMain, type StartedMain } from '../support/main-process';
+import { freePort } from '../../server/test/support/free-port';
+import { runNpmScript, startMain, type StartedMain } from '../support/main-process';
 
 describe('npm run quickstart', () => {
   let main: StartedMain;

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { createTestDatabase } from '../../server/test/support/database';
 import { freePort } from '../../server/test/support/free-port';
 
-export { freePort };
 
 export interface StartedMain {
   baseUrl: string;

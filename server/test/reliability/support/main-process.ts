@@ -7,7 +7,6 @@ import { TESTNET_PASSPHRASE } from '../../../src/config';
 import type { FacilitatorEnv } from '../../facilitator/helpers';
 import { freePort } from '../../support/free-port';
 
-export { freePort };
 
 const PORT_TAKEN = 'is already in use by another program';
 
