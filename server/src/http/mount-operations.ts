@@ -41,6 +41,7 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
             principal,
             requestId: String(res.locals.requestId),
             header: (name) => req.get(name),
+            clientAddress: req.ip ?? req.socket.remoteAddress ?? 'unknown',
           });
           for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
           res.status(result.status);

@@ -41,6 +41,8 @@ export interface HandlerContext<K extends OperationId> {
   principal: Principal;
   requestId: string;
   header(name: string): string | undefined;
+  /** The caller's address as Express sees it (req.ip): the party a client-address budget or queue place is charged to. */
+  clientAddress: string;
 }
 
 export type Handler<K extends OperationId> = (ctx: HandlerContext<K>) => Promise<HandlerResult<K>>;

@@ -43,6 +43,8 @@ export interface SettleInput {
   paymentAttemptId?: string;
   /** Who asks: settling for a URL that is not cataloged needs the key of the seller it pays. */
   principal?: Principal;
+  /** The caller's address (HTTP: req.ip): anonymous callers' fee budget and capacity are charged to it. */
+  clientAddress?: string;
 }
 
 export interface SettleOutcome {

@@ -252,9 +252,19 @@ export interface LedgerPort {
   transaction(network: string, hash: string): Promise<TransactionState>;
 }
 
+/** Who a settle is for: the parties a channel or queue place is charged to (fair capacity, issue #29). */
+export interface SettleParty {
+  sellerId: string;
+  payer: string;
+  /** The caller's address (anonymous callers), or `key:<sellerId>` / `operator` for a keyed caller. */
+  client: string;
+}
+
 export interface AcquireOptions {
   /** Runs between two tries while every channel is busy; throwing stops the wait with that error. */
   whileWaiting?(): Promise<void>;
+  /** Who the channel is for: channels and queue places are shared fairly per seller, payer and client. */
+  party?: SettleParty;
 }
 
 export interface ChannelLeaser {

@@ -18,8 +18,8 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
      * A confirmed settlement answers the receipt's seller (the paywall calls with the seller's key) and the operator
      * with the attestation, which the paywall passes on to the payer; an anonymous caller gets none.
      */
-    async settlePayment({ body, principal }) {
-      const outcome = await facilitator.settle({ ...body, principal });
+    async settlePayment({ body, principal, clientAddress }) {
+      const outcome = await facilitator.settle({ ...body, principal, clientAddress });
       if (outcome.status !== 'settled') return { status: 202, body: presentSettle(outcome) };
       const attestation = await receipts.forReader(principal, outcome.receipt);
       return { status: 200, body: { ...presentSettle(outcome), ...(attestation ? { attestation } : {}) } };

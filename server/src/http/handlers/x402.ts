@@ -54,7 +54,7 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
       }
     },
 
-    async settlePaymentPayload({ body, principal }) {
+    async settlePaymentPayload({ body, principal, clientAddress }) {
       const payload = body.paymentPayload as unknown as X402Payload;
       const network = String(body.paymentRequirements.network);
       let payer: string | undefined;
@@ -63,7 +63,7 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
         payer = t.payer;
         // Settle verifies on its own against THESE requirements (an earlier verify is never trusted), charges the
         // seller the payTo belongs to, and needs that seller's key for a URL that is not cataloged.
-        const outcome = await deps.facilitator.settle({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements, principal });
+        const outcome = await deps.facilitator.settle({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements, principal, clientAddress });
         const settled = outcome.status === 'settled';
         const attestation = settled ? await deps.receipts.sign(outcome.receipt) : null;
         const extensions: Record<string, unknown> = {
