@@ -2,6 +2,7 @@
  * The only reader of process.env. Every setting has a safe local default and is validated once at start; a bad
  * value stops the process with one clear message per variable.
  */
+import { DEFAULT_FEE_BUDGETS } from './domain/facilitator/fee-budgets';
 import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './logger';
 import { DEFAULT_POOL_MAX, MAX_POOL_MAX } from './data/database';
@@ -64,8 +65,13 @@ export interface Config {
     feeAccountSecret: string | null;
     /** FACILITATOR_MIN_AMOUNT: the smallest amount the facilitator verifies or settles (decimal). */
     minAmount: string;
-    /** FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS: each seller's network-fee budget per UTC day and network; null: none. */
-    sellerDailyFeeBudgetStroops: number | null;
+    /**
+     * Daily network-fee budgets per UTC day and network, stroops (issue #29): each seller
+     * (FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS), each payer (FACILITATOR_PAYER_DAILY_FEE_BUDGET_STROOPS), each
+     * anonymous client address (FACILITATOR_CLIENT_DAILY_FEE_BUDGET_STROOPS) and all sponsored fees together
+     * (FACILITATOR_DAILY_FEE_CAP_STROOPS). null: unlimited, only when configured as 0.
+     */
+    feeBudgets: { seller: number | null; payer: number | null; client: number | null; global: number | null };
     /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound; settle waits at most this plus a grace. */
     txTimeoutSeconds: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
@@ -185,6 +191,10 @@ class Reader {
   }
 }
 
+function budgetOrUnlimited(stroops: number): number | null {
+  return stroops === 0 ? null : stroops;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const r = new Reader(env);
   const environment = r.str('APP_ENV', 'local');
@@ -275,7 +285,12 @@ export function loadConfig(env: Env = process.env): Config {
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
       feeAccountSecret: r.secrets('FACILITATOR_FEE_ACCOUNT_SECRET')[0] ?? null,
       minAmount: r.amount('FACILITATOR_MIN_AMOUNT', '0.0001'),
-      sellerDailyFeeBudgetStroops: r.optional('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS') === null ? null : r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', 0, 1, 1_000_000_000_000),
+      feeBudgets: {
+        seller: budgetOrUnlimited(r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.seller, 0, 1_000_000_000_000)),
+        payer: budgetOrUnlimited(r.int('FACILITATOR_PAYER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.payer, 0, 1_000_000_000_000)),
+        client: budgetOrUnlimited(r.int('FACILITATOR_CLIENT_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.client, 0, 1_000_000_000_000)),
+        global: budgetOrUnlimited(r.int('FACILITATOR_DAILY_FEE_CAP_STROOPS', DEFAULT_FEE_BUDGETS.global, 0, 1_000_000_000_000)),
+      },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
     },

@@ -12,6 +12,8 @@ import { receiptFinalizerWorker } from '../jobs/receipt-finalizer-worker';
 import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker';
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
+import { DEFAULT_FEE_BUDGETS } from '../domain/facilitator/fee-budgets';
+import type { FeeBudgets, FeeScope } from '../domain/facilitator/types';
 
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
@@ -34,8 +36,8 @@ export interface FacilitatorOptions {
   feeAccountSecret?: string | null;
   /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default 0.0001. */
   minAmount?: string;
-  /** FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS: each seller's network-fee budget per UTC day and network. Default none. */
-  sellerDailyFeeBudgetStroops?: number | null;
+  /** Daily fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). Defaults: config.ts DEFAULT_FEE_BUDGETS. */
+  feeBudgets?: Partial<Record<FeeScope, number | null>>;
   /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default 30 s. */
   txTimeoutSeconds?: number;
   /** How long past the time bound settle keeps asking for the transaction's fate before answering 202. Default 10 s. */
@@ -98,7 +100,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       minimumStroops: toStroops(opts.minAmount ?? '0.0001'),
       ledgerSeconds: () => opts.ledgerSeconds ?? 5,
     },
-    feeBudgetStroops: opts.sellerDailyFeeBudgetStroops ? BigInt(opts.sellerDailyFeeBudgetStroops) : null,
+    feeBudgets: feeBudgetsOf(opts.feeBudgets),
     confirmGraceMs: opts.confirmGraceMs ?? 10_000,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,
@@ -130,6 +132,12 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       feeCharged(network, stroops) {
         m.feesCharged.inc({ network: label(network) }, Number(stroops));
       },
+      feeBudgetRefused(network, scope) {
+        m.feeBudgetRefusals.inc({ network: label(network), scope });
+      },
+      sponsoredToday(network, stroops) {
+        m.sponsoredToday.set({ network: label(network) }, Number(stroops));
+      },
       confirmed(network, delay) {
         ctx.logger.debug('facilitator settlement confirmed', { network: label(network), delaySeconds: delay });
         m.confirmationDelay.observe({ network: label(network) }, delay);
@@ -138,6 +146,8 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   });
 
   const settlementNetworks = () => ctx.networks.list().filter((n) => n.rpcUrl).map((n) => n.network);
+  const globalCap = feeBudgetsOf(opts.feeBudgets).global;
+  for (const network of settlementNetworks()) m.sponsoredCap.set({ network }, globalCap === null ? 0 : Number(globalCap));
 
   return {
     service,
@@ -164,4 +174,13 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       }
     },
   };
+}
+
+/** The configured budgets as stroops (a scope not given takes its default; null stays unlimited). */
+function feeBudgetsOf(given: Partial<Record<FeeScope, number | null>> = {}): FeeBudgets {
+  const pick = (k: FeeScope): bigint | null => {
+    const v = k in given ? given[k] : DEFAULT_FEE_BUDGETS[k];
+    return v === null || v === undefined ? null : BigInt(v);
+  };
+  return { seller: pick('seller'), payer: pick('payer'), client: pick('client'), global: pick('global') };
 }

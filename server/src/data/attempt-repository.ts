@@ -76,15 +76,31 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
       }
     },
 
-    async claimForSettlement(id, resource) {
-      const n = await changed(
-        'attempt_claim',
-        `UPDATE payment_attempts SET status = 'settlement_pending',
-           resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
-         WHERE id = $1 AND status = 'verified'`,
-        [id, resource?.id ?? null, resource?.sellerId ?? null, resource?.versionId ?? null],
+    async claimForSettlement(id, resource, sellerId) {
+      try {
+        const n = await changed(
+          'attempt_claim',
+          `UPDATE payment_attempts SET status = 'settlement_pending',
+             resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
+           WHERE id = $1 AND status = 'verified'`,
+          [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null],
+        );
+        return n === 1 ? 'claimed' : 'lost';
+      } catch (err) {
+        // payment_attempts_one_in_flight_per_payer (migration 0043): the payer has another settlement in flight.
+        if ((err as { code?: string; constraint?: string }).code === '23505') return 'payer_busy';
+        throw err;
+      }
+    },
+
+    async payerHasSettlementInFlight(network, payer, assetCode, assetIssuer) {
+      const { rows } = await pgQuery(
+        db,
+        `SELECT 1 FROM payment_attempts WHERE network = $1 AND payer = $2 AND asset_code = $3 AND asset_issuer = $4 AND status = 'settlement_pending' LIMIT 1`,
+        [network, payer, assetCode, assetIssuer],
+        'attempt_payer_in_flight',
       );
-      return n === 1;
+      return rows.length > 0;
     },
 
     async expireAttempt(id, reason) {

@@ -132,3 +132,44 @@ export class PgCoalescer<P, A> {
     );
   }
 }
+
+/**
+ * Several statements in one transaction on one connection of Sequelize's pool (as pgQuery borrows it): `work` gets a
+ * query function; COMMIT when it resolves, ROLLBACK when it throws (or when it returns false: all or nothing without
+ * an exception). A connection-level failure destroys the connection and is thrown as ConnectionError.
+ */
+export async function pgTransaction<T>(
+  db: Sequelize,
+  work: (query: <R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]) => Promise<R[]>) => Promise<T>,
+): Promise<T> {
+  const pool = db.connectionManager;
+  const connection = await pool.getConnection({ type: 'write' });
+  if (!isPgClient(connection)) {
+    pool.releaseConnection(connection);
+    throw new Error('pgTransaction needs the postgres dialect');
+  }
+  let broken = false;
+  const query = async <R extends QueryResultRow>(text: string, values: unknown[]) => {
+    try {
+      return (await connection.query<R>({ text, values })).rows;
+    } catch (err) {
+      broken = isConnectionFailure(err);
+      throw err;
+    }
+  };
+  try {
+    await query('BEGIN', []);
+    const out = await work(query);
+    await query(out === false ? 'ROLLBACK' : 'COMMIT', []);
+    pool.releaseConnection(connection);
+    return out;
+  } catch (err) {
+    if (broken) {
+      await pool.destroyConnection(connection).catch(() => undefined);
+      throw new ConnectionError(err as Error);
+    }
+    await connection.query('ROLLBACK').catch(() => undefined);
+    pool.releaseConnection(connection);
+    throw err;
+  }
+}

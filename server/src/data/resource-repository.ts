@@ -161,7 +161,7 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
     async settlementStats(resourceId) {
       const [row] = await db.query<{ settled: string; failed: string; last: Date | null }>(
         `SELECT count(*) FILTER (WHERE status = 'settled') AS settled,
-                count(*) FILTER (WHERE status = 'settlement_failed') AS failed,
+                count(*) FILTER (WHERE status = 'settlement_failed' AND failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE') AS failed,
                 (SELECT max(s.settled_at) FROM settlements s JOIN payment_attempts p ON p.id = s.payment_attempt_id
                   WHERE p.resource_id = :resourceId AND s.status = 'settled') AS last
            FROM payment_attempts WHERE resource_id = :resourceId`,
@@ -210,25 +210,30 @@ export function createResourceTermsRepository(db: Sequelize): ResourceTermsRepos
 
     async findResourceByUrl(network, payTo, url) {
       // Indexed lookup (migration 0005): the exact URL, or resource URLs whose static prefix is one of the
-      // requested URL's path prefixes; then a cached path-to-regexp matcher on those few candidates.
-      if (url.length > MAX_LOOKUP_URL_LENGTH || !splitUrl(url)) return null;
+      // requested URL's path prefixes; then a cached path-to-regexp matcher on those few candidates. Every seller's
+      // listing of the URL is read (not only the payTo's): a payment naming a URL someone cataloged is judged
+      // against that listing (issue #29).
+      const none = { resource: null, listedWithOtherPayTo: false };
+      if (url.length > MAX_LOOKUP_URL_LENGTH || !splitUrl(url)) return none;
       const base = url.split(/[?#]/)[0];
-      const { rows } = await pgQuery<{ id: string; url: string; seller_id: string }>(
+      const { rows } = await pgQuery<{ id: string; url: string; seller_id: string; pay_to: string }>(
         db,
-        `SELECT id, url, seller_id FROM resources
-          WHERE status = 'active' AND network = $1 AND pay_to = $2 AND (url = ANY($3::text[]) OR url_match_key = ANY($4::text[]))
-          ORDER BY id LIMIT $5::int`,
-        [network, payTo, [...new Set([url, base])], candidateMatchKeys(base), MAX_URL_CANDIDATES],
-        'resource_by_url',
+        `SELECT id, url, seller_id, pay_to FROM resources
+          WHERE status = 'active' AND network = $1 AND (url = ANY($2::text[]) OR url_match_key = ANY($3::text[]))
+          ORDER BY id LIMIT $4::int`,
+        [network, [...new Set([url, base])], candidateMatchKeys(base), MAX_URL_CANDIDATES],
+        'resource_by_url_any_payee',
       );
       const exact = rows.filter((r) => r.url === url || r.url === base);
-      const hits = exact.length ? exact : rows.filter((r) => urlTemplateMatcher(r.url).call(null, url));
-      if (hits.length === 0) return null;
+      const matched = exact.length ? exact : rows.filter((r) => urlTemplateMatcher(r.url).call(null, url));
+      const hits = matched.filter((r) => r.pay_to === payTo);
+      const listedWithOtherPayTo = matched.length > hits.length;
+      if (hits.length === 0) return { resource: null, listedWithOtherPayTo };
       // Never attribute a payment to one of several sellers: ambiguity links nothing.
-      if (new Set(hits.map((h) => h.seller_id)).size > 1) return null;
+      if (new Set(hits.map((h) => h.seller_id)).size > 1) return { resource: null, listedWithOtherPayTo };
       // One seller: the most specific resource URL (longest static prefix) wins.
       const best = hits.reduce((a, b) => ((urlMatchKey(b.url) ?? b.url).length > (urlMatchKey(a.url) ?? a.url).length ? b : a));
-      return resourceRef(best.id);
+      return { resource: await resourceRef(best.id), listedWithOtherPayTo };
     },
 
     async versionAt(resourceId, at) {

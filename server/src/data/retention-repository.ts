@@ -19,8 +19,11 @@ export const RETAINED_TABLES = {
   rate_limits: `DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expire < (extract(epoch FROM now()) * 1000)::bigint LIMIT ${BATCH})`,
   /** Sign-up challenges once expired (used or not: a used one is kept until it expires, so a replay still reads as one). */
   seller_wallet_challenges: `DELETE FROM seller_wallet_challenges WHERE id IN (SELECT id FROM seller_wallet_challenges WHERE expires_at < now() LIMIT ${BATCH})`,
-  /** Failed payment attempts (verification_failed) older than RETENTION_FAILED_ATTEMPTS_DAYS; they have no settlement. */
-  payment_attempts: `DELETE FROM payment_attempts WHERE id IN (SELECT id FROM payment_attempts WHERE status = 'verification_failed' AND created_at < now() - make_interval(days => $1::int) LIMIT ${BATCH})`,
+  /**
+   * Failed payment attempts (verification_failed) and verified ones that expired unsettled (expired, issue #29) older
+   * than RETENTION_FAILED_ATTEMPTS_DAYS; neither has a settlement.
+   */
+  payment_attempts: `DELETE FROM payment_attempts WHERE id IN (SELECT id FROM payment_attempts WHERE status IN ('verification_failed', 'expired') AND created_at < now() - make_interval(days => $1::int) LIMIT ${BATCH})`,
 } as const;
 
 /** Tables whose row count is a metric (db_table_rows): the bounded ones, and the ones kept forever (for growth). */

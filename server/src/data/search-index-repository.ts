@@ -22,6 +22,7 @@ const SIGNALS_SQL = `
            (SELECT CASE WHEN count(*) > 0 THEN (count(*) FILTER (WHERE p.status = 'settled'))::float8 / count(*) END
               FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status IN ('settled', 'settlement_failed')
+               AND p.failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE' -- the payer's failure is not the payee's (issue #29)
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,

@@ -1,7 +1,12 @@
 import type { Sequelize } from 'sequelize';
-import { pgQuery } from './pg-query';
+import { pgQuery, pgTransaction } from './pg-query';
 import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
-import type { SettlementRepository } from '../domain/facilitator/types';
+import type { FeeParties, FeeScope, SettlementRepository } from '../domain/facilitator/types';
+
+/** The party rows a fee is committed against besides the seller's, in lock order (the client only for anonymous callers). */
+function partyRows(p: FeeParties): Array<[Exclude<FeeScope, 'seller'>, string]> {
+  return [['payer', p.payer], ...(p.client ? [['client', p.client] as ['client', string]] : []), ['global', '*']];
+}
 
 /**
  * The last CTE of both final-answer statements: the channel pinned to the settled transaction (CTE `s` returns its
@@ -55,9 +60,9 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
            RETURNING address
          ), settlement AS (
            INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
-             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence)
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence, fee_payer, fee_client)
            SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
-             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint, $35::text, $36::text
              FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
            RETURNING id
          ), receipt AS (
@@ -77,6 +82,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
           r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
           s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(), s.txSequence ?? null,
+          s.feePayer ?? null, s.feeClient ?? null,
         ],
         'settle_insert_pending',
       );
@@ -154,42 +160,95 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       return rows.map(toSettlement);
     },
 
-    async reserveFee(sellerId, network, fee, budget) {
-      const { rows } = await pgQuery<{ ok: number }>(
-        db,
-        `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
-           SELECT $1::text, $2::text, (now() AT TIME ZONE 'UTC')::date, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
-         ON CONFLICT (seller_id, network, day) DO UPDATE
-           SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
-           WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $4::bigint
-         RETURNING 1 AS ok`,
-        [sellerId, network, fee.toString(), budget === null ? null : budget.toString()],
-        'facilitator_reserve_fee',
-      );
-      return rows.length === 1;
+    async reserveFees(parties, network, fee, budgets) {
+      // All or nothing, in one transaction, rows locked in one order (seller, payer, client, global: no deadlock): each
+      // row's compare-and-set admits the fee only within its budget; the first one that does not rolls back the rest.
+      return pgTransaction(db, async (query) => {
+        const day = `(now() AT TIME ZONE 'UTC')::date`;
+        const seller = await query(
+          `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+             SELECT $1::text, $2::text, ${day}, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
+           ON CONFLICT (seller_id, network, day) DO UPDATE
+             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
+             WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $4::bigint
+           RETURNING 1`,
+          [parties.sellerId, network, fee.toString(), budgets.seller === null ? null : budgets.seller.toString()],
+        );
+        if (seller.length === 0) return { exhausted: 'seller' as const, globalUsed: null };
+        let globalUsed: bigint | null = null;
+        for (const [scope, party] of partyRows(parties)) {
+          const budget = budgets[scope];
+          const rows = await query<{ used: string }>(
+            `INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
+               SELECT $1::text, $2::text, $3::text, ${day}, $4::bigint, 1 WHERE $5::bigint IS NULL OR $4::bigint <= $5::bigint
+             ON CONFLICT (scope, party, network, day) DO UPDATE
+               SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
+               WHERE $5::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $5::bigint
+             RETURNING (committed_stroops + spent_stroops)::text AS used`,
+            [scope, party, network, fee.toString(), budget === null ? null : budget.toString()],
+          );
+          if (rows.length === 0) {
+            await query('ROLLBACK', []);
+            await query('BEGIN', []);
+            return { exhausted: scope, globalUsed: null };
+          }
+          if (scope === 'global') globalUsed = BigInt(rows[0].used);
+        }
+        return { exhausted: null, globalUsed };
+      });
     },
 
-    async releaseFee(sellerId, network, fee) {
+    async exhaustedFeeBudget(parties, network, budgets) {
+      // Before a settle queues for a channel: a budget already spent answers at once (no channel, no simulation).
+      const { rows } = await pgQuery<{ scope: FeeScope }>(
+        db,
+        `SELECT 'seller' AS scope FROM seller_fee_days
+           WHERE $5::bigint IS NOT NULL AND seller_id = $1 AND network = $4 AND day = (now() AT TIME ZONE 'UTC')::date AND committed_stroops + spent_stroops >= $5::bigint
+         UNION ALL
+         SELECT f.scope FROM party_fee_days f
+           JOIN (VALUES ('payer', $2::text, $6::bigint), ('client', $3::text, $7::bigint), ('global', '*', $8::bigint)) AS b(scope, party, budget)
+             ON f.scope = b.scope AND f.party = b.party
+          WHERE b.budget IS NOT NULL AND f.network = $4 AND f.day = (now() AT TIME ZONE 'UTC')::date AND f.committed_stroops + f.spent_stroops >= b.budget
+         LIMIT 1`,
+        [parties.sellerId, parties.payer, parties.client ?? '', network, ...(['seller', 'payer', 'client', 'global'] as const).map((k) => (budgets[k] === null || (k === 'client' && !parties.client) ? null : budgets[k]!.toString()))],
+        'facilitator_fee_budget_precheck',
+      );
+      return rows[0]?.scope ?? null;
+    },
+
+    async releaseFees(parties, network, fee) {
       await pgQuery(
         db,
-        `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
-          WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
-        [sellerId, network, fee.toString()],
-        'facilitator_release_fee',
+        `WITH seller AS (
+           UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+            WHERE seller_id = $1 AND network = $3 AND day = (now() AT TIME ZONE 'UTC')::date
+         )
+         UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - $4::bigint), settlements = GREATEST(0, f.settlements - 1), updated_at = now()
+           FROM (VALUES ('payer', $2::text), ('client', $5::text), ('global', '*')) AS p(scope, party)
+          WHERE f.scope = p.scope AND f.party = p.party AND f.network = $3 AND f.day = (now() AT TIME ZONE 'UTC')::date`,
+        [parties.sellerId, parties.payer, network, fee.toString(), parties.client ?? ''],
+        'facilitator_release_fees',
       );
     },
 
-    async settleFee(settlementId, charged) {
-      // Only the first final answer moves the fee (fee_charged_stroops is set once).
+    async settleFee(settlementId, charged, chargeTo = 'seller') {
+      // Only the first final answer moves the fee (fee_charged_stroops is set once). The committed maximum leaves
+      // every row it was committed against; what the ledger charged is spent by the payer, its client address and the
+      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer').
       await pgQuery(
         db,
         `WITH s AS (
            UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
-           RETURNING seller_id, network, (created_at AT TIME ZONE 'UTC')::date AS day, COALESCE(max_fee_stroops, 0) AS committed
+           RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE 'UTC')::date AS day, COALESCE(max_fee_stroops, 0) AS committed
+         ), seller AS (
+           UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
+               spent_stroops = f.spent_stroops + CASE WHEN $3::text = 'payer' THEN 0 ELSE $2::bigint END, updated_at = now()
+             FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day
          )
-         UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed), spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
-           FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day`,
-        [settlementId, charged.toString()],
+         UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed), spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
+           FROM s, LATERAL (VALUES ('payer', s.fee_payer), ('client', s.fee_client), ('global', '*')) AS p(scope, party)
+          WHERE p.party IS NOT NULL AND f.scope = p.scope AND f.party = p.party AND f.network = s.network AND f.day = s.day`,
+        [settlementId, charged.toString(), chargeTo],
         'facilitator_settle_fee',
       );
     },

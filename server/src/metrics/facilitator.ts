@@ -25,6 +25,9 @@ export interface FacilitatorMetrics {
   submissionFailures: client.Counter<'network' | 'reason'>;
   /** Network fees the ledger charged for settlements (stroops); per seller: GET /v1/operations/seller-fees. */
   feesCharged: client.Counter<'network'>;
+  feeBudgetRefusals: client.Counter<'network' | 'scope'>;
+  sponsoredToday: client.Gauge<'network'>;
+  sponsoredCap: client.Gauge<'network'>;
   confirmationDelay: client.Histogram<'network'>;
   channelsBusy: client.Gauge<'network'>;
   channelsTotal: client.Gauge<'network'>;
@@ -60,6 +63,9 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
     latestLedger: new client.Gauge({ name: 'ledger_latest_observed', help: 'Latest ledger sequence observed on the network', labelNames: ['network'], registers }),
     submissionFailures: counter('ledger_settlement_submission_failures_total', 'Settlement transactions rejected at submission or failed on the ledger', ['network', 'reason']),
     feesCharged: counter('facilitator_fees_charged_stroops_total', 'Network fees the ledger charged for settlement transactions, stroops', ['network']),
+    feeBudgetRefusals: counter('facilitator_fee_budget_refusals_total', 'Settles refused because a daily fee budget was spent, by budget (seller, payer, client, global)', ['network', 'scope']),
+    sponsoredToday: new client.Gauge({ name: 'facilitator_sponsored_fees_today_stroops', help: "Network fees committed or spent today (UTC) on the network, all sellers together, as of this process's last settle", labelNames: ['network'], registers }),
+    sponsoredCap: new client.Gauge({ name: 'facilitator_sponsored_fee_cap_stroops', help: 'FACILITATOR_DAILY_FEE_CAP_STROOPS (0: unlimited)', labelNames: ['network'], registers }),
     confirmationDelay: new client.Histogram({
       name: 'ledger_settlement_confirmation_delay_seconds',
       help: 'Time from settlement submission to the recorded confirmation',
@@ -83,6 +89,7 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
           m.authExpired.inc({ network, operation }, 0);
         }
         for (const c of [m.amountMismatch, m.assetMismatch, m.recipientMismatch, m.trustlineFailures]) c.inc({ network }, 0);
+        for (const scope of ['seller', 'payer', 'client', 'global']) m.feeBudgetRefusals.inc({ network, scope }, 0);
         if (!rpcUrl) continue;
         m.rpcUp.set({ network }, 0);
         m.latestLedger.set({ network }, 0);

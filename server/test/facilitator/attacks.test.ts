@@ -382,7 +382,7 @@ describe('facilitator attacks (issue #18): channels, time bounds, fees', () => {
 describe('facilitator attacks (issue #18): a seller\'s fee budget', () => {
   let env: FacilitatorEnv;
   beforeAll(async () => {
-    env = await startFacilitatorEnv({ facilitator: { sellerDailyFeeBudgetStroops: 1 } });
+    env = await startFacilitatorEnv({ facilitator: { feeBudgets: { seller: 1 } } });
   });
   afterAll(() => env.stop());
 

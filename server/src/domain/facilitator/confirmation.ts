@@ -21,8 +21,8 @@ export interface ConfirmationDeps {
   };
 }
 
-async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint): Promise<void> {
-  await deps.settlements.settleFee(s.id, fee);
+async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint, chargeTo: 'seller' | 'payer' = 'seller'): Promise<void> {
+  await deps.settlements.settleFee(s.id, fee, chargeTo);
   if (fee > 0n) deps.events.feeCharged?.(s.network, fee);
 }
 
@@ -33,9 +33,21 @@ const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 async function failed(deps: ConfirmationDeps, s: SettlementRecord, code: ErrorCode, reason: string, metricReason: string, fee: bigint): Promise<Fate> {
   if (await deps.settlements.finalizeFailed(s.id, code, shortReason(reason))) {
     deps.events.submissionFailed(s.network, metricReason);
-    await charge(deps, s, fee);
+    await charge(deps, s, fee, code === PAYER_FAILURE ? 'payer' : 'seller');
   }
   return 'failed';
+}
+
+/**
+ * The code a transaction that failed ON the ledger is recorded with. The transfer was simulated successfully just
+ * before submission and a payer has one transfer in flight at a time (settle-payment.ts), so a host function that
+ * traps at apply time failed because something the payer controls changed in between (its funds moved, its signers
+ * or trustline changed): the payer's failure (INSUFFICIENT_BALANCE), charged to the payer's fee budget and never
+ * counted against the payee's success rate or ranking. Any other ledger failure stays SETTLEMENT_FAILED.
+ */
+const PAYER_FAILURE: ErrorCode = 'INSUFFICIENT_BALANCE';
+export function ledgerFailureCode(reason: string): ErrorCode {
+  return /invokeHostFunctionTrapped/.test(reason) ? PAYER_FAILURE : 'SETTLEMENT_FAILED';
 }
 
 /** NOT_FOUND: final only once no later ledger can include the transaction. */
@@ -75,7 +87,7 @@ export async function confirmOnce(deps: ConfirmationDeps, s: SettlementRecord, a
     }
     return 'settled';
   }
-  if (state.status === 'FAILED') return failed(deps, s, 'SETTLEMENT_FAILED', state.reason, state.reason, state.feeCharged ?? s.maxFee ?? 0n);
+  if (state.status === 'FAILED') return failed(deps, s, ledgerFailureCode(state.reason), state.reason, state.reason, state.feeCharged ?? s.maxFee ?? 0n);
   return notFound(deps, s, state, attempt);
 }
 

@@ -1,6 +1,7 @@
+import type { FeeScope } from './types';
 import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
-import { createVerifyPayment, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
+import { createVerifyPayment, type PaymentInput, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
 import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
 import type { AttemptRecord, ReceiptRecord, ReceiptRepository, SettlementRecord } from './types';
 import { withSharedSimulations } from './check-payment';
@@ -12,6 +13,8 @@ export interface FacilitatorObserver {
   submissionFailed(network: string, reason: string): void;
   confirmed(network: string, delaySeconds: number): void;
   feeCharged(network: string, stroops: bigint): void;
+  feeBudgetRefused?(network: string, scope: FeeScope): void;
+  sponsoredToday?(network: string, stroops: bigint): void;
 }
 
 export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events' | 'receipts'> {
@@ -27,6 +30,8 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     submissionFailed: deps.observer.submissionFailed,
     confirmed: deps.observer.confirmed,
     feeCharged: deps.observer.feeCharged,
+    feeBudgetRefused: deps.observer.feeBudgetRefused,
+    sponsoredToday: deps.observer.sponsoredToday,
   };
   const ledger = withSharedSimulations(deps.ledger);
   const verifyPayment = createVerifyPayment({
@@ -64,8 +69,13 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       };
     },
 
-    verify(input: { paymentPayload: PaymentPayloadInput; paymentRequirements: PaymentRequirementsInput; resourceId?: string }): Promise<AttemptRecord> {
-      return timed('verify', input.paymentPayload.network, () => verifyPayment(input));
+    verify(input: PaymentInput): Promise<AttemptRecord> {
+      return timed('verify', input.paymentPayload.network, () => verifyPayment.verify(input));
+    },
+
+    /** /x402/verify: the same checks as verify, nothing recorded. */
+    check(input: PaymentInput): Promise<{ payer: string }> {
+      return timed('verify', input.paymentPayload.network, () => verifyPayment.check(input));
     },
 
     settle(input: SettleInput): Promise<SettleOutcome> {

@@ -8,7 +8,9 @@ import { checkExactBalanceChanges, checkSimulationSucceeded } from './rules/simu
 import type { CheckedPayment, RequiredTerms } from './rules/offline';
 import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
 import { attemptRecord, type FacilitatorEvents } from './verify-payment';
+import { resolveCatalogTerms } from './catalog-terms';
 import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
+import type { FeeBudgets, FeeParties, FeeScope, SettleParty } from './types';
 import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SubmitResult } from './types';
 import type { SellerRepository } from '../sellers/types';
 
@@ -22,9 +24,19 @@ export interface SettleDeps extends CheckDeps {
   /** The current terms of a cataloged resource (by id, or by URL for the seller paid); null when unknown. */
   resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
   sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
-  events: FacilitatorEvents & { submissionFailed(network: string, reason: string): void; confirmed(network: string, delaySeconds: number): void; feeCharged?(network: string, stroops: bigint): void };
-  /** Each seller's network-fee budget per UTC day and network, stroops; null: none. */
-  feeBudgetStroops: bigint | null;
+  events: FacilitatorEvents & {
+    submissionFailed(network: string, reason: string): void;
+    confirmed(network: string, delaySeconds: number): void;
+    feeCharged?(network: string, stroops: bigint): void;
+    /** A fee budget refused a settle (scope: seller, payer, client, global). */
+    feeBudgetRefused?(network: string, scope: FeeScope): void;
+    /** Today's sponsored fees on the network (committed + spent), after a reservation. */
+    sponsoredToday?(network: string, stroops: bigint): void;
+  };
+  /** Daily network-fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). */
+  feeBudgets: FeeBudgets;
+  /** How long a settle waits for the payer's previous settlement to reach its final answer (one transfer in flight per payer). */
+  payerTurnWaitMs?: number;
   /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
   confirmGraceMs: number;
   pollMs: number;
@@ -57,6 +69,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 /** Submission attempts answered TRY_AGAIN_LATER (the RPC did not take the envelope) before giving up. */
 const MAX_TRY_AGAIN = 10;
+/** How long a settle waits for the payer's settlement in flight to reach its final answer before 503. */
+export const DEFAULT_PAYER_TURN_WAIT_MS = 30_000;
 
 function replayed(attempt: AttemptRecord): DomainError {
   return new DomainError('REPLAY_DETECTED', `This payment was already claimed for settlement (payment attempt ${attempt.id}); one signed payment settles once`, [
@@ -82,9 +96,36 @@ function refuseUnlessVerified(attempt: AttemptRecord): void {
   }
 }
 
-function termsOf(r: ResourceTermsRef): PaymentRequirementsInput {
-  return { scheme: 'exact', network: r.network, amount: r.amount, payTo: r.payTo, asset: { code: r.assetCode, issuer: r.assetIssuer } };
+/** Who pays for what this settle spends: the seller, the payer, and the caller's address when it has no key. */
+function feePartiesOf(input: SettleInput, sellerId: string, payer: string): FeeParties {
+  const p = input.principal;
+  const keyed = p?.role === 'seller' || p?.role === 'operator';
+  return { sellerId, payer, client: keyed ? null : `ip:${input.clientAddress ?? 'unknown'}` };
 }
+
+function capacityParty(input: SettleInput, parties: FeeParties): SettleParty {
+  const p = input.principal;
+  const client = parties.client ?? (p?.role === 'seller' ? `key:${p.sellerId}` : 'operator');
+  return { sellerId: parties.sellerId, payer: parties.payer, client };
+}
+
+const BUDGET_WORDS: Record<FeeScope, string> = {
+  seller: "The seller's network-fee budget for today is spent",
+  payer: "This payer's network-fee budget for today is spent",
+  client: "This client address's network-fee budget for today is spent",
+  global: "The facilitator's network-fee budget for today is spent",
+};
+
+function budgetExhausted(scope: FeeScope): DomainError {
+  const now = new Date();
+  const retryAfter = Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000);
+  return new DomainError('FEE_BUDGET_EXHAUSTED', `${BUDGET_WORDS[scope]}; nothing was submitted`, [{ code: RULES.feeBudget.id, field: scope, message: `daily ${scope} fee budget` }], {
+    'Retry-After': String(retryAfter),
+  });
+}
+
+/** Thrown inside a channel's cycle when the payer's other settlement holds the payer's turn: settle waits and tries again. */
+class PayerBusy extends Error {}
 
 /**
  * POST /v1/settle and /x402/settle. Settle verifies on its own, against the requirements it is given (for /v1 and
@@ -100,16 +141,13 @@ export function createSettlePayment(deps: SettleDeps) {
   const watcher = new LedgerWatcher((n) => deps.ledger.latestLedger(n), Math.max(1, Math.min(deps.pollMs, 50)));
   const waiting = createChannelWaiting(deps);
 
-  async function requirementsOf(input: SettleInput): Promise<{ req: PaymentRequirementsInput; resource: ResourceTermsRef | null }> {
-    if (input.resourceId) {
-      const resource = await deps.resources.resourceRef(input.resourceId);
-      if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
-      return { req: { ...termsOf(resource), ...(input.paymentRequirements?.maxTimeoutSeconds ? { maxTimeoutSeconds: input.paymentRequirements.maxTimeoutSeconds } : {}) }, resource };
-    }
-    const req = input.paymentRequirements;
-    if (!req) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
-    const resource = req.resource && deps.networks.get(req.network) ? await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource) : null;
-    return { req, resource };
+  function requirementsOf(input: SettleInput) {
+    return resolveCatalogTerms(deps, {
+      resourceId: input.resourceId,
+      requirements: input.paymentRequirements,
+      networkKnown: (n) => deps.networks.get(n) !== undefined,
+      principal: input.principal,
+    });
   }
 
   /** The seller the settlement is charged to; an uncataloged URL is settled only when that seller asks. */
@@ -169,8 +207,8 @@ export function createSettlePayment(deps: SettleDeps) {
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
-    const lease = await waiting.acquire(attempt);
-    return settleOnChannel({ attempt, checked, required, resource, sellerId }, lease);
+    const parties = feePartiesOf(input, sellerId, checked.payer);
+    return settleInTurn({ attempt, checked, required, resource, sellerId, parties }, capacityParty(input, parties));
   }
 
   interface Claim {
@@ -179,6 +217,43 @@ export function createSettlePayment(deps: SettleDeps) {
     required: RequiredTerms;
     resource: ResourceTermsRef | null;
     sellerId: string;
+    /** Who this settlement's fee is charged to (seller, payer, anonymous client address). */
+    parties: FeeParties;
+  }
+
+  /**
+   * Budgets are checked before a settle queues (a spent budget answers at once: no channel, no simulation); then the
+   * payer's turn (one transfer in flight per payer and asset, so no settlement fails for lack of the funds of the one
+   * before it), then a channel. A claim that finds the payer's turn taken meanwhile gives its channel back and waits.
+   */
+  async function settleInTurn(c: Claim, party: SettleParty): Promise<SettleOutcome> {
+    const deadline = Date.now() + (deps.payerTurnWaitMs ?? DEFAULT_PAYER_TURN_WAIT_MS);
+    for (;;) {
+      const spent = await deps.settlements.exhaustedFeeBudget(c.parties, c.attempt.network, deps.feeBudgets);
+      if (spent) throw refusedByBudget(c.attempt.network, spent);
+      await waitForPayerTurn(c, deadline);
+      const lease = await waiting.acquire(c.attempt, party);
+      try {
+        return await settleOnChannel(c, lease);
+      } catch (err) {
+        if (!(err instanceof PayerBusy)) throw err;
+      }
+    }
+  }
+
+  function refusedByBudget(network: string, scope: FeeScope): DomainError {
+    deps.events.feeBudgetRefused?.(network, scope);
+    return budgetExhausted(scope);
+  }
+
+  async function waitForPayerTurn(c: Claim, deadline: number): Promise<void> {
+    const { network, payer, assetCode, assetIssuer } = c.attempt;
+    while (await deps.attempts.payerHasSettlementInFlight(network, payer, assetCode, assetIssuer)) {
+      ensure(RULES.payerTurn, Date.now() < deadline, 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly');
+      const now = await deps.attempts.findAttempt(c.attempt.id);
+      if (now) refuseUnlessVerified(now);
+      await sleep(Math.max(deps.pollMs, 100));
+    }
   }
 
   /** With a channel: prepare (simulated again, events checked), commit the fee, claim, record, submit, confirm. */
@@ -196,12 +271,13 @@ export function createSettlePayment(deps: SettleDeps) {
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
       checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
-      if (!(await deps.settlements.reserveFee(c.sellerId, c.attempt.network, prepared.maxFee, deps.feeBudgetStroops))) {
-        const retryAfter = Math.ceil((Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate() + 1) - Date.now()) / 1000);
-        throw new DomainError('FEE_BUDGET_EXHAUSTED', "The seller's network-fee budget for today is spent; nothing was submitted", [{ code: RULES.feeBudget.id, message: 'daily fee budget' }], { 'Retry-After': String(retryAfter) });
-      }
-      if (!(await deps.attempts.claimForSettlement(c.attempt.id, c.resource))) {
-        await deps.settlements.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+      const budget = await deps.settlements.reserveFees(c.parties, c.attempt.network, prepared.maxFee, deps.feeBudgets);
+      if (budget.exhausted) throw refusedByBudget(c.attempt.network, budget.exhausted);
+      if (budget.globalUsed !== null) deps.events.sponsoredToday?.(c.attempt.network, budget.globalUsed);
+      const claim = await deps.attempts.claimForSettlement(c.attempt.id, c.resource, c.sellerId);
+      if (claim !== 'claimed') {
+        await deps.settlements.releaseFees(c.parties, c.attempt.network, prepared.maxFee).catch(() => undefined);
+        if (claim === 'payer_busy') throw new PayerBusy();
         throw replayed(c.attempt);
       }
       return await submitClaimed(c, prepared, lease, handover);
@@ -224,7 +300,7 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,
@@ -268,7 +344,7 @@ export function createSettlePayment(deps: SettleDeps) {
       if (!recorded) {
         const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
         await deps.attempts.failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
-        await deps.settlements.releaseFee(c.sellerId, c.attempt.network, prepared.maxFee).catch(() => undefined);
+        await deps.settlements.releaseFees(c.parties, c.attempt.network, prepared.maxFee).catch(() => undefined);
       }
       throw err;
     }
@@ -335,11 +411,12 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
     return p;
   }
   return {
-    async acquire(attempt: AttemptRecord): Promise<ChannelLease> {
+    async acquire(attempt: AttemptRecord, party: SettleParty): Promise<ChannelLease> {
       let lastRead = Date.now();
       waitingAttempts.set(attempt.id, (waitingAttempts.get(attempt.id) ?? 0) + 1);
       try {
         return await deps.channels.acquire(attempt.network, {
+          party,
           whileWaiting: async () => {
             if (Date.now() - lastRead < checkEveryMs()) return;
             lastRead = Date.now();

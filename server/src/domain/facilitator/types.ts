@@ -57,6 +57,9 @@ export interface SettlementRecord {
   sellerId?: string | null;
   /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
   maxFee?: bigint | null;
+  /** The payer and the anonymous client address the fee was also committed against (issue #29). */
+  feePayer?: string | null;
+  feeClient?: string | null;
   /** The RPC's history no longer covers the transaction's window: an operator must reconcile it. */
   needsReconciliation?: boolean;
 }
@@ -105,7 +108,9 @@ export interface AttemptRepository {
   /** Inserts; answers 'replay' when the unique replay index already holds (network, payer, nonce). */
   insertAttempt(a: NewAttempt): Promise<'inserted' | 'replay'>;
   /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner. */
-  claimForSettlement(id: string, resource: ResourceTermsRef | null): Promise<boolean>;
+  claimForSettlement(id: string, resource: ResourceTermsRef | null, sellerId: string): Promise<'claimed' | 'lost' | 'payer_busy'>;
+  /** Whether the payer has a settlement in flight (claimed, not final) for this asset on this network. */
+  payerHasSettlementInFlight(network: string, payer: string, assetCode: string, assetIssuer: string): Promise<boolean>;
   /** verified -> expired with AUTH_EXPIRED. */
   expireAttempt(id: string, reason: string): Promise<void>;
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
@@ -141,11 +146,17 @@ export interface SettlementRepository {
    * Commits `fee` stroops against the seller's fees of today (UTC) on the network, only while committed + spent +
    * fee stays within `budget` (null: no budget). Compare-and-set: false (nothing written) when it would not.
    */
-  reserveFee(sellerId: string, network: string, fee: bigint, budget: bigint | null): Promise<boolean>;
+  reserveFees(parties: FeeParties, network: string, fee: bigint, budgets: FeeBudgets): Promise<{ exhausted: FeeScope | null; globalUsed: bigint | null }>;
+  /** The first budget of these parties already spent today (checked before a settle queues), or null. */
+  exhaustedFeeBudget(parties: FeeParties, network: string, budgets: FeeBudgets): Promise<FeeScope | null>;
   /** Gives back a reservation whose settlement was never recorded. */
-  releaseFee(sellerId: string, network: string, fee: bigint): Promise<void>;
-  /** A final answer's fee: the settlement's committed maximum becomes what it cost (`charged`; 0 if never included). */
-  settleFee(settlementId: string, charged: bigint): Promise<void>;
+  releaseFees(parties: FeeParties, network: string, fee: bigint): Promise<void>;
+  /**
+   * A final answer's fee: the settlement's committed maximum becomes what it cost (`charged`; 0 if never included),
+   * spent by the payer, its client address and the global figure, and by the seller unless `chargeTo` is 'payer'
+   * (a failure the payer caused).
+   */
+  settleFee(settlementId: string, charged: bigint, chargeTo?: 'seller' | 'payer'): Promise<void>;
   /** Fees per seller and network for one UTC day (YYYY-MM-DD), and the settlements awaiting reconciliation. */
   sellerFees(day: string): Promise<{ items: Array<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>; needingReconciliation: number }>;
 }
@@ -164,8 +175,12 @@ export interface ReceiptRepository {
 export interface ResourceTermsRepository {
   /** The current terms of an active resource; null when unknown. */
   resourceRef(id: string): Promise<ResourceTermsRef | null>;
-  /** The active resource of the seller paid at `payTo` whose URL (or route template) matches `url`; null when none or ambiguous. */
-  findResourceByUrl(network: string, payTo: string, url: string): Promise<ResourceTermsRef | null>;
+  /**
+   * The active resource of the seller paid at `payTo` whose URL (or route template) matches `url` (null when none or
+   * ambiguous), and whether the URL is cataloged on the network with another payTo (a payment naming it must not
+   * be settled on a stranger's terms).
+   */
+  findResourceByUrl(network: string, payTo: string, url: string): Promise<{ resource: ResourceTermsRef | null; listedWithOtherPayTo: boolean }>;
   /** The version of a resource that was current at `at` (for receipts written after the fact). */
   versionAt(resourceId: string, at: Date): Promise<string | null>;
 }
@@ -251,6 +266,19 @@ export interface LedgerPort {
   accountSequence(network: string, address: string): Promise<bigint | null>;
   transaction(network: string, hash: string): Promise<TransactionState>;
 }
+
+/** The budgets a sponsored fee is charged against (issue #29). */
+export type FeeScope = 'seller' | 'payer' | 'client' | 'global';
+
+/** The parties of one settlement's fee: the accountable seller, the payer, the anonymous caller's address (null for a keyed caller). */
+export interface FeeParties {
+  sellerId: string;
+  payer: string;
+  client: string | null;
+}
+
+/** Daily fee budgets in stroops per UTC day and network; null = unlimited (an explicit choice: 0 in configuration). */
+export type FeeBudgets = Record<FeeScope, bigint | null>;
 
 /** Who a settle is for: the parties a channel or queue place is charged to (fair capacity, issue #29). */
 export interface SettleParty {

@@ -18,6 +18,8 @@ import {
 } from './check-payment';
 import type { AttemptRecord, AttemptRepository, NewAttempt, ResourceTermsRef, ResourceTermsRepository } from './types';
 import type { SellerRepository } from '../sellers/types';
+import type { Principal } from '../auth/principal';
+import { resolveCatalogTerms } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
 export { DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS } from './check-payment';
@@ -39,39 +41,40 @@ export interface PaymentInput {
   paymentPayload: PaymentPayloadInput;
   paymentRequirements: PaymentRequirementsInput;
   resourceId?: string;
+  /** Who asks (an anonymous verify of an uncataloged URL is attributed to no seller). */
+  principal?: Principal;
+  /** false: check only, record nothing (/x402/verify commits nothing; settle records the attempt). Default true. */
+  persist?: boolean;
 }
 
-/** The requirements a /v1 caller states must be the cataloged resource's current terms. */
-function sameTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
-  if (r.network !== req.network) throw new DomainError('UNSUPPORTED_NETWORK', `The resource is sold on ${r.network}, not ${req.network}`);
-  if (toStroops(normalizeAmount(r.amount)) !== toStroops(req.amount)) throw new DomainError('AMOUNT_MISMATCH', 'The required amount differs from the resource price');
-  if (r.payTo !== req.payTo) throw new DomainError('RECIPIENT_MISMATCH', 'The required payTo differs from the resource payTo');
-  if (req.asset && (req.asset.code !== r.assetCode || req.asset.issuer !== r.assetIssuer)) throw new DomainError('ASSET_MISMATCH', 'The required asset differs from the resource asset');
-}
-
-/** The cataloged resource the payment is for (by id, else by URL) and the seller accountable for it. */
+/**
+ * The cataloged resource the payment is for (by id, else by URL; its current terms replace the caller's, which must
+ * equal them: catalog-terms.ts) and the seller accountable for it. A verify that names no cataloged resource is
+ * attributed to the payTo's seller only when that seller (its key) or the operator asks: an anonymous verify never
+ * writes into a seller's payment list (issue #29).
+ */
 export async function accountableParty(
-  deps: Pick<VerifyDeps, 'resources' | 'sellers'>,
+  deps: Pick<VerifyDeps, 'resources' | 'sellers' | 'networks'>,
   input: PaymentInput,
-): Promise<{ resource: ResourceTermsRef | null; sellerId: string | null }> {
-  const req = input.paymentRequirements;
-  let resource: ResourceTermsRef | null = null;
-  if (input.resourceId) {
-    resource = await deps.resources.resourceRef(input.resourceId);
-    if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${input.resourceId}`);
-    sameTerms(resource, req);
-  } else if (req.resource) {
-    resource = await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource);
-  }
-  return { resource, sellerId: resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo)) };
+): Promise<{ resource: ResourceTermsRef | null; sellerId: string | null; attributed: string | null; req: PaymentRequirementsInput }> {
+  const { req, resource } = await resolveCatalogTerms(deps, {
+    resourceId: input.resourceId,
+    requirements: input.paymentRequirements,
+    networkKnown: (n) => deps.networks.get(n) !== undefined,
+    principal: input.principal,
+  });
+  const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo));
+  const asker = input.principal;
+  const attributed = resource ? resource.sellerId : asker?.role === 'operator' || (asker?.role === 'seller' && asker.sellerId === sellerId) ? sellerId : null;
+  return { resource, sellerId, attributed, req };
 }
 
 /** Simulation errors that the host raises after the payer's authorization was checked: the payer really signed. */
 const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRUSTLINE_REQUIRED']);
 
 /**
- * POST /v1/verify and /x402/verify: the x402 `exact` Stellar rules (check-payment.ts), the accountable seller, and
- * the record. A valid verify costs one RPC call (the simulation, whose latest ledger serves the expiry window) and,
+ * POST /v1/verify and /x402/verify: the x402 `exact` Stellar rules (check-payment.ts), the catalog's terms
+ * (catalog-terms.ts), the accountable seller, and (on /v1 only) the record. A valid verify costs one RPC call (the simulation, whose latest ledger serves the expiry window) and,
  * besides the resource/seller lookup that runs during the simulation, one SQL statement: the insert that claims
  * the authorization (the unique replay index decides across processes: any later verify of it is REPLAY_DETECTED).
  *
@@ -80,7 +83,7 @@ const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRU
  * made-up signatures. Every failure is counted by code (metric).
  */
 export function createVerifyPayment(deps: VerifyDeps) {
-  return async function verify(input: PaymentInput): Promise<AttemptRecord> {
+  async function run(input: PaymentInput, persist: boolean): Promise<AttemptRecord | NewAttempt> {
     const { paymentPayload: payload, paymentRequirements: req } = input;
     let proven: { checked: CheckedPayment; required: RequiredTerms } | null = null;
     let resource: ResourceTermsRef | null = null;
@@ -99,7 +102,9 @@ export function createVerifyPayment(deps: VerifyDeps) {
       resource = found.resource;
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
       ensure(RULES.payeeIsSeller, found.sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this payment');
-      const claimed = await deps.attempts.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.sellerId }, null));
+      const record = attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.attributed }, null);
+      if (!persist) return record;
+      const claimed = await deps.attempts.insertVerifiedAttempt(record);
       if ('replayOf' in claimed) {
         throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', claimed.replayOf ? [{ field: 'paymentAttemptId', message: claimed.replayOf }] : []);
       }
@@ -107,12 +112,18 @@ export function createVerifyPayment(deps: VerifyDeps) {
     } catch (err) {
       if (err instanceof DomainError) {
         deps.events.failed('verify', payload.network, err.code);
-        if (proven && resource && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE') {
+        if (persist && proven && resource && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE') {
           await deps.attempts.insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err)).catch(() => undefined);
         }
       }
       throw err;
     }
+  }
+  return {
+    /** /v1/verify: checks and records the verified attempt (the unique replay index claims the authorization). */
+    verify: (input: PaymentInput) => run(input, true) as Promise<AttemptRecord>,
+    /** /x402/verify: the same checks, nothing recorded (settle records the attempt when it claims it). */
+    check: (input: PaymentInput) => run(input, false),
   };
 }
 

@@ -11,8 +11,8 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
     async getSupported() {
       return { status: 200, body: facilitator.supported() as SupportedBody };
     },
-    async verifyPayment({ body }) {
-      return { status: 200, body: presentVerify(await facilitator.verify(body)) };
+    async verifyPayment({ body, principal }) {
+      return { status: 200, body: presentVerify(await facilitator.verify({ ...body, principal })) };
     },
     /**
      * A confirmed settlement answers the receipt's seller (the paywall calls with the seller's key) and the operator

@@ -39,14 +39,15 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
       return { status: 200, body: { kinds, extensions: ['bazaar'], signers } };
     },
 
-    async verifyPaymentPayload({ body }) {
+    async verifyPaymentPayload({ body, principal }) {
       const payload = body.paymentPayload as unknown as X402Payload;
       let payer: string | undefined;
       try {
         const t = translate(payload, body.paymentRequirements as X402Requirements, deps.networks);
         payer = t.payer;
-        const attempt = await deps.facilitator.verify({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements });
-        return { status: 200, body: { isValid: true, payer: attempt.payer, extensions: { marketplace: { paymentAttemptId: attempt.id } } } };
+        // Verify commits nothing here: settle verifies again on its own and records the attempt when it claims it.
+        const checked = await deps.facilitator.check({ paymentPayload: t.paymentPayload, paymentRequirements: t.paymentRequirements, principal });
+        return { status: 200, body: { isValid: true, payer: checked.payer } };
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
         const f = failure(err, 'verify');

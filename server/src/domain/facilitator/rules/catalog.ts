@@ -45,7 +45,13 @@ export const RULES = {
   minimumAmount: rule('accountability.minimum_amount', 'AMOUNT_BELOW_MINIMUM', 'invalid_exact_stellar_payload_amount_below_minimum', 'the amount MUST be at least FACILITATOR_MIN_AMOUNT'),
   payeeIsSeller: rule('accountability.payee_is_seller', 'PAYEE_NOT_SELLER', 'invalid_payment_requirements', 'the payTo MUST be a signed-up seller\'s wallet (or the cataloged resource\'s payTo)'),
   sellerAsked: rule('accountability.uncataloged_needs_seller_key', 'UNAUTHORIZED', 'invalid_payment_requirements', 'settling a payment for a URL that is not cataloged MUST carry the API key of the seller it pays'),
-  feeBudget: rule('accountability.fee_budget', 'FEE_BUDGET_EXHAUSTED', 'settle_exact_stellar_fee_budget_exhausted', 'the seller\'s daily fee budget MUST cover the settlement\'s maximum fee'),
+  // Catalog terms on every entrance (issue #29): a payment naming a cataloged resource pays its current terms
+  catalogNetwork: rule('catalog.network_is_listed', 'UNSUPPORTED_NETWORK', 'network_mismatch', 'a payment naming a cataloged resource MUST be on the network it is listed on'),
+  catalogAmount: rule('catalog.amount_is_price', 'AMOUNT_MISMATCH', 'invalid_exact_stellar_payload_wrong_amount', "a payment naming a cataloged resource MUST pay the resource's current price"),
+  catalogPayTo: rule('catalog.pay_to_is_listed', 'RECIPIENT_MISMATCH', 'invalid_exact_stellar_payload_wrong_recipient', "a payment naming a cataloged resource MUST pay the listed payTo (only the owner of another payTo may settle its own uncataloged payment for that URL, linked to nothing)"),
+  catalogAsset: rule('catalog.asset_is_listed', 'ASSET_MISMATCH', 'invalid_exact_stellar_payload_wrong_asset', 'a payment naming a cataloged resource MUST pay in its listed asset'),
+  feeBudget: rule('accountability.fee_budget', 'FEE_BUDGET_EXHAUSTED', 'settle_exact_stellar_fee_budget_exhausted', "the daily fee budgets of the seller, the payer, the anonymous caller's address and the facilitator MUST each cover the settlement's maximum fee"),
+  payerTurn: rule('accountability.one_transfer_in_flight_per_payer', 'SERVICE_UNAVAILABLE', 'settle_exact_stellar_payer_busy', 'a payer MUST NOT have two submitted transfers of one asset in flight (a settle waits for the one before it, then simulates again)'),
 } as const satisfies Record<string, Rule>;
 
 export type RuleName = keyof typeof RULES;

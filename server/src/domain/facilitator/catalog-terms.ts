@@ -1,0 +1,92 @@
+import { DomainError } from '../errors';
+import { isAmount, normalizeAmount, toStroops } from '../amount';
+import type { Principal } from '../auth/principal';
+import type { SellerRepository } from '../sellers/types';
+import { RULES } from './rules/catalog';
+import { ensure, refuse } from './rules/rule';
+import type { PaymentRequirementsInput } from './check-payment';
+import type { ResourceTermsRef, ResourceTermsRepository } from './types';
+
+/**
+ * Catalog terms on every entrance (issue #29): a payment that names a cataloged resource (its id on /v1, its URL on
+ * /x402, the paid MCP tool through either) is verified and settled against that resource's CURRENT amount, asset,
+ * network and payTo, whoever calls. Requirements that state other terms are refused with the rule that fits
+ * (AMOUNT_MISMATCH, ASSET_MISMATCH, RECIPIENT_MISMATCH, UNSUPPORTED_NETWORK), and such a payment is never linked to
+ * the resource: not in settlements, receipts, attestations nor stats. Used by verify and settle alike, so whatever
+ * settle refuses on these grounds, verify refuses with the same reason.
+ */
+
+export interface CatalogDeps {
+  resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
+  sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
+}
+
+export interface CatalogQuestion {
+  resourceId?: string | null;
+  /** The requirements the caller states (/v1/verify, /x402); /v1/settle may give none. */
+  requirements?: PaymentRequirementsInput;
+  /** Configured networks: a URL is looked up only on a network this facilitator serves. */
+  networkKnown(network: string): boolean;
+  principal?: Principal;
+}
+
+export interface CatalogAnswer {
+  /** The terms the payment is judged against: the resource's when it names one, else the caller's. */
+  req: PaymentRequirementsInput;
+  resource: ResourceTermsRef | null;
+}
+
+/** The resource's current terms as requirements (the caller's maxTimeoutSeconds kept: the expiry rule caps it). */
+export function termsOf(r: ResourceTermsRef, maxTimeoutSeconds?: number): PaymentRequirementsInput {
+  return {
+    scheme: 'exact',
+    network: r.network,
+    amount: r.amount,
+    payTo: r.payTo,
+    asset: { code: r.assetCode, issuer: r.assetIssuer },
+    ...(maxTimeoutSeconds ? { maxTimeoutSeconds } : {}),
+  };
+}
+
+/** The requirements a caller states must be the cataloged resource's current terms (one named rule each). */
+export function checkCatalogTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
+  ensure(RULES.catalogNetwork, r.network === req.network, `The resource is sold on ${r.network}, not ${req.network}`);
+  const price = toStroops(normalizeAmount(r.amount));
+  const stated = isAmount(req.amount) ? toStroops(req.amount) : -1n;
+  ensure(RULES.catalogAmount, stated === price, `The resource's current price is ${normalizeAmount(r.amount)} ${r.assetCode}; requirements for ${req.amount} are not its terms`);
+  ensure(RULES.catalogPayTo, r.payTo === req.payTo, "The requirements' payTo is not the resource's payTo");
+  ensure(RULES.catalogAsset, !req.asset || (req.asset.code === r.assetCode && req.asset.issuer === r.assetIssuer), `The resource is sold in ${r.assetCode}`);
+}
+
+/**
+ * The terms a payment is judged against, and the cataloged resource it is linked to (or none). A URL cataloged only
+ * with another payTo is a stranger's listing: anonymous requirements naming it are refused (RECIPIENT_MISMATCH);
+ * the seller who owns the requirements' payTo (its key) or the operator may still settle its own uncataloged payment,
+ * which is then linked to nothing.
+ */
+export async function resolveCatalogTerms(deps: CatalogDeps, q: CatalogQuestion): Promise<CatalogAnswer> {
+  const req = q.requirements;
+  if (q.resourceId) {
+    const resource = await deps.resources.resourceRef(q.resourceId);
+    if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${q.resourceId}`);
+    if (req) checkCatalogTerms(resource, req);
+    return { req: termsOf(resource, req?.maxTimeoutSeconds), resource };
+  }
+  if (!req) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
+  if (!req.resource || !q.networkKnown(req.network)) return { req, resource: null };
+  const found = await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource);
+  if (found.resource) {
+    checkCatalogTerms(found.resource, req);
+    return { req: termsOf(found.resource, req.maxTimeoutSeconds), resource: found.resource };
+  }
+  if (found.listedWithOtherPayTo && !(await ownsPayTo(deps, q.principal, req.payTo))) {
+    throw refuse(RULES.catalogPayTo, `${req.resource} is cataloged with another payTo: a payment for it must pay the listed seller`);
+  }
+  return { req, resource: null };
+}
+
+async function ownsPayTo(deps: CatalogDeps, principal: Principal | undefined, payTo: string): Promise<boolean> {
+  if (principal?.role === 'operator') return true;
+  if (principal?.role !== 'seller') return false;
+  return (await deps.sellers.sellerIdByWallet(payTo)) === principal.sellerId;
+}
