@@ -109,9 +109,10 @@ describe('the x402 v2 facilitator API', () => {
     const payload = await signedPayment(payer, req, `https://elsewhere.example.net/paid/${Date.now()}`);
     const verified = await facilitator.verify(payload, req);
     expect(verified).toMatchObject({ isValid: true, payer: payer.publicKey() });
-    const attemptId = (verified.extensions as { marketplace: { paymentAttemptId: string } }).marketplace.paymentAttemptId;
-    const before = await request(svc.app).get(`/v1/payments/${attemptId}`).set(bearer(OPERATOR_KEY));
-    expect(before.body).toMatchObject({ resourceId: null, sellerId: seller.id, status: 'verified', payer: payer.publicKey() });
+    // /x402/verify commits nothing (issue #29): no row lands in the seller's payment list.
+    expect(verified.extensions).toBeUndefined();
+    const rows = await svc.db.query('SELECT count(*)::int AS n FROM payment_attempts WHERE payer = :p', { replacements: { p: payer.publicKey() }, plain: true });
+    expect(rows).toEqual({ n: 0 });
 
     const anonymous = await facilitator.settle(payload, req);
     expect(anonymous).toMatchObject({ success: false, errorReason: 'invalid_payment_requirements', errorMessage: expect.stringMatching(/^UNAUTHORIZED: /), transaction: '' });
@@ -124,7 +125,8 @@ describe('the x402 v2 facilitator API', () => {
     const settled = await asSellerClient.settle(payload, req);
     expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const ours = (settled.extensions as { marketplace: { paymentAttemptId: string; receiptId: string; attestation?: string } }).marketplace;
-    expect(ours.paymentAttemptId).toBe(attemptId);
+    const after = await request(svc.app).get(`/v1/payments/${ours.paymentAttemptId}`).set(bearer(OPERATOR_KEY));
+    expect(after.body).toMatchObject({ resourceId: null, sellerId: seller.id, status: 'settled', payer: payer.publicKey() });
     expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
     expect(Number(network.balance(payTo, 'USDC'))).toBeCloseTo(payToBefore + 0.25, 7);
     const claims = JSON.parse(Buffer.from(ours.attestation!.split('.')[1], 'base64url').toString('utf8'));
@@ -143,7 +145,7 @@ describe('the x402 v2 facilitator API', () => {
 
     const receipt = await request(svc.app).get(`/v1/receipts/${ours.receiptId}`).set(bearer(seller.apiKey));
     expect(receipt.status).toBe(200);
-    expect(receipt.body).toMatchObject({ id: ours.receiptId, resourceId: null, sellerId: seller.id, paymentAttemptId: attemptId, attestation: ours.attestation });
+    expect(receipt.body).toMatchObject({ id: ours.receiptId, resourceId: null, sellerId: seller.id, paymentAttemptId: ours.paymentAttemptId, attestation: ours.attestation });
     const fees = await svc.db.query('SELECT spent_stroops::text AS spent FROM seller_fee_days WHERE seller_id = :id', { replacements: { id: seller.id }, plain: true });
     expect(Number((fees as { spent: string }).spent)).toBeGreaterThan(0);
 
