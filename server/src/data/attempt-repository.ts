@@ -76,31 +76,39 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
       }
     },
 
-    async claimForSettlement(id, resource, sellerId) {
+    async claimForSettlement(id, resource, sellerId, payerTurnSince) {
+      // verified -> settlement_pending, only while the payer's turn is this settle's: no other transfer of the payer
+      // and asset in flight (the unique index, migration 0043) and none finished since `payerTurnSince` (the moment
+      // before this settle's simulation: a transfer finished after it may have spent what the simulation counted).
       try {
         const n = await changed(
           'attempt_claim',
-          `UPDATE payment_attempts SET status = 'settlement_pending',
+          `UPDATE payment_attempts p SET status = 'settlement_pending',
              resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
-           WHERE id = $1 AND status = 'verified'`,
-          [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null],
+           WHERE id = $1 AND status = 'verified'
+             AND NOT EXISTS (SELECT 1 FROM payment_attempts o
+                              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
+                                AND o.id <> p.id AND o.status IN ('settled', 'settlement_failed') AND o.updated_at >= $5::timestamptz)`,
+          [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
         );
-        return n === 1 ? 'claimed' : 'lost';
+        if (n === 1) return 'claimed';
       } catch (err) {
         // payment_attempts_one_in_flight_per_payer (migration 0043): the payer has another settlement in flight.
-        if ((err as { code?: string; constraint?: string }).code === '23505') return 'payer_busy';
+        if ((err as { code?: string }).code === '23505') return 'payer_busy';
         throw err;
       }
+      const { rows } = await pgQuery<{ status: string }>(db, `SELECT status FROM payment_attempts WHERE id = $1`, [id], 'attempt_status');
+      return rows[0]?.status === 'verified' ? 'payer_busy' : 'lost';
     },
 
-    async payerHasSettlementInFlight(network, payer, assetCode, assetIssuer) {
-      const { rows } = await pgQuery(
+    async payerTurn(network, payer, assetCode, assetIssuer) {
+      const { rows } = await pgQuery<{ at: Date; busy: boolean }>(
         db,
-        `SELECT 1 FROM payment_attempts WHERE network = $1 AND payer = $2 AND asset_code = $3 AND asset_issuer = $4 AND status = 'settlement_pending' LIMIT 1`,
+        `SELECT now() AS at, EXISTS (SELECT 1 FROM payment_attempts WHERE network = $1 AND payer = $2 AND asset_code = $3 AND asset_issuer = $4 AND status = 'settlement_pending') AS busy`,
         [network, payer, assetCode, assetIssuer],
-        'attempt_payer_in_flight',
+        'attempt_payer_turn',
       );
-      return rows.length > 0;
+      return rows[0];
     },
 
     async expireAttempt(id, reason) {

@@ -3,6 +3,22 @@ import { pgQuery, pgTransaction } from './pg-query';
 import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
 import type { FeeParties, FeeScope, SettlementRepository } from '../domain/facilitator/types';
 
+/**
+ * Runs a fee transaction again when PostgreSQL picked it as a deadlock victim (40P01) or a serialization failure
+ * (40001): its rows are locked in one order, so this is rare, and the transaction was rolled back whole.
+ */
+async function withDeadlockRetry<T>(work: () => Promise<T>, tries = 5): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await work();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (i >= tries || (code !== '40P01' && code !== '40001')) throw err;
+      await new Promise((r) => setTimeout(r, 5 * i + Math.random() * 10));
+    }
+  }
+}
+
 /** The party rows a fee is committed against besides the seller's, in lock order (the client only for anonymous callers). */
 function partyRows(p: FeeParties): Array<[Exclude<FeeScope, 'seller'>, string]> {
   return [['payer', p.payer], ...(p.client ? [['client', p.client] as ['client', string]] : []), ['global', '*']];
@@ -163,7 +179,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     async reserveFees(parties, network, fee, budgets) {
       // All or nothing, in one transaction, rows locked in one order (seller, payer, client, global: no deadlock): each
       // row's compare-and-set admits the fee only within its budget; the first one that does not rolls back the rest.
-      return pgTransaction(db, async (query) => {
+      return withDeadlockRetry(() => pgTransaction(db, async (query) => {
         const day = `(now() AT TIME ZONE 'UTC')::date`;
         const seller = await query(
           `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
@@ -195,7 +211,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           if (scope === 'global') globalUsed = BigInt(rows[0].used);
         }
         return { exhausted: null, globalUsed };
-      });
+      }));
     },
 
     async exhaustedFeeBudget(parties, network, budgets) {
@@ -217,39 +233,52 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async releaseFees(parties, network, fee) {
-      await pgQuery(
-        db,
-        `WITH seller AS (
-           UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
-            WHERE seller_id = $1 AND network = $3 AND day = (now() AT TIME ZONE 'UTC')::date
-         )
-         UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - $4::bigint), settlements = GREATEST(0, f.settlements - 1), updated_at = now()
-           FROM (VALUES ('payer', $2::text), ('client', $5::text), ('global', '*')) AS p(scope, party)
-          WHERE f.scope = p.scope AND f.party = p.party AND f.network = $3 AND f.day = (now() AT TIME ZONE 'UTC')::date`,
-        [parties.sellerId, parties.payer, network, fee.toString(), parties.client ?? ''],
-        'facilitator_release_fees',
+      await withDeadlockRetry(() =>
+        pgTransaction(db, async (query) => {
+          await query(
+            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+              WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
+            [parties.sellerId, network, fee.toString()],
+          );
+          for (const [scope, party] of partyRows(parties)) {
+            await query(
+              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+                WHERE scope = $1 AND party = $2 AND network = $3 AND day = (now() AT TIME ZONE 'UTC')::date`,
+              [scope, party, network, fee.toString()],
+            );
+          }
+        }),
       );
     },
 
     async settleFee(settlementId, charged, chargeTo = 'seller') {
       // Only the first final answer moves the fee (fee_charged_stroops is set once). The committed maximum leaves
       // every row it was committed against; what the ledger charged is spent by the payer, its client address and the
-      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer').
-      await pgQuery(
-        db,
-        `WITH s AS (
-           UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
-           RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE 'UTC')::date AS day, COALESCE(max_fee_stroops, 0) AS committed
-         ), seller AS (
-           UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
-               spent_stroops = f.spent_stroops + CASE WHEN $3::text = 'payer' THEN 0 ELSE $2::bigint END, updated_at = now()
-             FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day
-         )
-         UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed), spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
-           FROM s, LATERAL (VALUES ('payer', s.fee_payer), ('client', s.fee_client), ('global', '*')) AS p(scope, party)
-          WHERE p.party IS NOT NULL AND f.scope = p.scope AND f.party = p.party AND f.network = s.network AND f.day = s.day`,
-        [settlementId, charged.toString(), chargeTo],
-        'facilitator_settle_fee',
+      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer'). Rows
+      // are updated in the reservation's lock order (seller, payer, client, global): no deadlock with it.
+      await withDeadlockRetry(() =>
+        pgTransaction(db, async (query) => {
+          const [s] = await query<{ seller_id: string; network: string; fee_payer: string | null; fee_client: string | null; day: string; committed: string }>(
+            `UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
+             RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE 'UTC')::date::text AS day, COALESCE(max_fee_stroops, 0)::text AS committed`,
+            [settlementId, charged.toString()],
+          );
+          if (!s) return;
+          const sellerSpent = chargeTo === 'payer' ? '0' : charged.toString();
+          await query(
+            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), spent_stroops = spent_stroops + $5::bigint, updated_at = now()
+              WHERE seller_id = $1 AND network = $2 AND day = $3::date`,
+            [s.seller_id, s.network, s.day, s.committed, sellerSpent],
+          );
+          if (!s.fee_payer) return; // recorded before issue #29: only the seller's row was committed
+          for (const [scope, party] of partyRows({ sellerId: s.seller_id, payer: s.fee_payer, client: s.fee_client })) {
+            await query(
+              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $5::bigint), spent_stroops = spent_stroops + $6::bigint, updated_at = now()
+                WHERE scope = $1 AND party = $2 AND network = $3 AND day = $4::date`,
+              [scope, party, s.network, s.day, s.committed, charged.toString()],
+            );
+          }
+        }),
       );
     },
 

@@ -10,7 +10,7 @@ import { QueryTypes } from 'sequelize';
 import { bearer, signUpSeller } from '../support/fixtures';
 import { OPERATOR_KEY } from '../support/test-service';
 import { toStroops } from '../../src/domain/amount';
-import { asTransactionXdr, facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+import { asTransactionXdr, facilitatorWorker, fundedBuyer, metric, paymentCase, sellerWithResource, sendTransactions, startFacilitatorEnv, x402Body, type FacilitatorEnv, type PaymentCase } from './helpers';
 import { authPayload, classicTransaction, signAuthEntry } from '../local-network/helpers';
 
 /** The unsigned transfer(from, to, amount) entry on the env's USDC, with a fresh nonce. */
@@ -47,27 +47,6 @@ function caseOf(env: FacilitatorEnv, entry: xdr.SorobanAuthorizationEntry, payTo
     requirements: { scheme: 'exact', network: 'stellar:testnet', amount, payTo, asset, maxTimeoutSeconds: 300 },
   };
 }
-
-/** The x402 wire form of a payment case (the stock client's transaction envelope, atomic amounts, contract asset). */
-function x402Body(env: FacilitatorEnv, buyer: Keypair, c: PaymentCase, requirements: { amount: string; payTo: string }, url?: string) {
-  const atomic = (a: string) => toStroops(a).toString();
-  const accepted = { scheme: 'exact', network: 'stellar:testnet', asset: env.usdc.contractId, amount: atomic(c.payload.amount as string), payTo: c.payload.payTo as string, maxTimeoutSeconds: 300, extra: { areFeesSponsored: true } };
-  return {
-    x402Version: 2,
-    paymentPayload: { x402Version: 2, ...(url ? { resource: { url } } : {}), accepted, payload: { transaction: asTransactionXdr(env, buyer, c.entry) } },
-    paymentRequirements: { ...accepted, amount: atomic(requirements.amount), payTo: requirements.payTo },
-  };
-}
-
-async function metric(env: FacilitatorEnv, name: string, label: string): Promise<number> {
-  const text = await env.svc.metrics.registry.getSingleMetricAsString(name);
-  return text
-    .split('\n')
-    .filter((l) => l.startsWith(name) && l.includes(label))
-    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
-}
-
-const sendTransactions = (env: FacilitatorEnv) => metric(env, 'ledger_rpc_requests_total', 'method="sendTransaction"');
 
 describe('facilitator attacks (issue #18), each against the running service on the local network', () => {
   let env: FacilitatorEnv;

@@ -146,3 +146,25 @@ export function facilitatorWorker(env: Pick<FacilitatorEnv, 'svc' | 'network'>, 
   if (!worker) throw new Error(`no worker ${name}`);
   return worker;
 }
+
+/** The x402 wire form of a payment case (the stock client's transaction envelope, atomic amounts, contract asset). */
+export function x402Body(env: FacilitatorEnv, buyer: Keypair, c: PaymentCase, requirements: { amount: string; payTo: string }, url?: string) {
+  const atomic = (a: string) => toStroops(a).toString();
+  const accepted = { scheme: 'exact', network: 'stellar:testnet', asset: env.usdc.contractId, amount: atomic(c.payload.amount as string), payTo: c.payload.payTo as string, maxTimeoutSeconds: 300, extra: { areFeesSponsored: true } };
+  return {
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, ...(url ? { resource: { url } } : {}), accepted, payload: { transaction: asTransactionXdr(env, buyer, c.entry) } },
+    paymentRequirements: { ...accepted, amount: atomic(requirements.amount), payTo: requirements.payTo },
+  };
+}
+
+export async function metric(env: FacilitatorEnv, name: string, label: string): Promise<number> {
+  const text = await env.svc.metrics.registry.getSingleMetricAsString(name);
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name) && l.includes(label))
+    .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+}
+
+export const sendTransactions = (env: FacilitatorEnv) => metric(env, 'ledger_rpc_requests_total', 'method="sendTransaction"');
+

@@ -96,23 +96,22 @@ function refuseUnlessVerified(attempt: AttemptRecord): void {
   }
 }
 
-/** Who pays for what this settle spends: the seller, the payer, and the caller's address when it has no key. */
+/**
+ * Who pays for what this settle spends: the accountable seller, the payer, and the caller's address, keyed or not
+ * (one client with many free seller keys is still one client: its address's budget bounds them all).
+ */
 function feePartiesOf(input: SettleInput, sellerId: string, payer: string): FeeParties {
-  const p = input.principal;
-  const keyed = p?.role === 'seller' || p?.role === 'operator';
-  return { sellerId, payer, client: keyed ? null : `ip:${input.clientAddress ?? 'unknown'}` };
+  return { sellerId, payer, client: `ip:${input.clientAddress ?? 'unknown'}` };
 }
 
-function capacityParty(input: SettleInput, parties: FeeParties): SettleParty {
-  const p = input.principal;
-  const client = parties.client ?? (p?.role === 'seller' ? `key:${p.sellerId}` : 'operator');
-  return { sellerId: parties.sellerId, payer: parties.payer, client };
+function capacityParty(parties: FeeParties): SettleParty {
+  return { sellerId: parties.sellerId, payer: parties.payer, client: parties.client ?? 'unknown' };
 }
 
 const BUDGET_WORDS: Record<FeeScope, string> = {
   seller: "The seller's network-fee budget for today is spent",
   payer: "This payer's network-fee budget for today is spent",
-  client: "This client address's network-fee budget for today is spent",
+  client: "This client address's network-fee budget for today is spent (every seller key used from it counts together)",
   global: "The facilitator's network-fee budget for today is spent",
 };
 
@@ -208,7 +207,7 @@ export function createSettlePayment(deps: SettleDeps) {
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
     const parties = feePartiesOf(input, sellerId, checked.payer);
-    return settleInTurn({ attempt, checked, required, resource, sellerId, parties }, capacityParty(input, parties));
+    return settleInTurn({ attempt, checked, required, resource, sellerId, parties }, capacityParty(parties));
   }
 
   interface Claim {
@@ -231,12 +230,13 @@ export function createSettlePayment(deps: SettleDeps) {
     for (;;) {
       const spent = await deps.settlements.exhaustedFeeBudget(c.parties, c.attempt.network, deps.feeBudgets);
       if (spent) throw refusedByBudget(c.attempt.network, spent);
-      await waitForPayerTurn(c, deadline);
+      const turnSince = await waitForPayerTurn(c, deadline);
       const lease = await waiting.acquire(c.attempt, party);
       try {
-        return await settleOnChannel(c, lease);
+        return await settleOnChannel(c, lease, turnSince);
       } catch (err) {
         if (!(err instanceof PayerBusy)) throw err;
+        ensure(RULES.payerTurn, Date.now() < deadline, 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly');
       }
     }
   }
@@ -246,9 +246,12 @@ export function createSettlePayment(deps: SettleDeps) {
     return budgetExhausted(scope);
   }
 
-  async function waitForPayerTurn(c: Claim, deadline: number): Promise<void> {
+  /** Waits until the payer has no transfer of this asset in flight; answers the database time it saw that (the claim's turn mark). */
+  async function waitForPayerTurn(c: Claim, deadline: number): Promise<Date> {
     const { network, payer, assetCode, assetIssuer } = c.attempt;
-    while (await deps.attempts.payerHasSettlementInFlight(network, payer, assetCode, assetIssuer)) {
+    for (;;) {
+      const turn = await deps.attempts.payerTurn(network, payer, assetCode, assetIssuer);
+      if (!turn.busy) return turn.at;
       ensure(RULES.payerTurn, Date.now() < deadline, 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly');
       const now = await deps.attempts.findAttempt(c.attempt.id);
       if (now) refuseUnlessVerified(now);
@@ -257,7 +260,7 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   /** With a channel: prepare (simulated again, events checked), commit the fee, claim, record, submit, confirm. */
-  async function settleOnChannel(c: Claim, lease: ChannelLease): Promise<SettleOutcome> {
+  async function settleOnChannel(c: Claim, lease: ChannelLease, turnSince: Date): Promise<SettleOutcome> {
     const handover = { done: false };
     try {
       const prepared = await deps.ledger.prepareSettlement(c.attempt.network, lease, c.checked.entryXdr);
@@ -274,7 +277,7 @@ export function createSettlePayment(deps: SettleDeps) {
       const budget = await deps.settlements.reserveFees(c.parties, c.attempt.network, prepared.maxFee, deps.feeBudgets);
       if (budget.exhausted) throw refusedByBudget(c.attempt.network, budget.exhausted);
       if (budget.globalUsed !== null) deps.events.sponsoredToday?.(c.attempt.network, budget.globalUsed);
-      const claim = await deps.attempts.claimForSettlement(c.attempt.id, c.resource, c.sellerId);
+      const claim = await deps.attempts.claimForSettlement(c.attempt.id, c.resource, c.sellerId, turnSince);
       if (claim !== 'claimed') {
         await deps.settlements.releaseFees(c.parties, c.attempt.network, prepared.maxFee).catch(() => undefined);
         if (claim === 'payer_busy') throw new PayerBusy();

@@ -108,9 +108,9 @@ export interface AttemptRepository {
   /** Inserts; answers 'replay' when the unique replay index already holds (network, payer, nonce). */
   insertAttempt(a: NewAttempt): Promise<'inserted' | 'replay'>;
   /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner. */
-  claimForSettlement(id: string, resource: ResourceTermsRef | null, sellerId: string): Promise<'claimed' | 'lost' | 'payer_busy'>;
-  /** Whether the payer has a settlement in flight (claimed, not final) for this asset on this network. */
-  payerHasSettlementInFlight(network: string, payer: string, assetCode: string, assetIssuer: string): Promise<boolean>;
+  claimForSettlement(id: string, resource: ResourceTermsRef | null, sellerId: string, payerTurnSince: Date): Promise<'claimed' | 'lost' | 'payer_busy'>;
+  /** The database's time now, and whether the payer has a settlement in flight (claimed, not final) for this asset on this network. */
+  payerTurn(network: string, payer: string, assetCode: string, assetIssuer: string): Promise<{ at: Date; busy: boolean }>;
   /** verified -> expired with AUTH_EXPIRED. */
   expireAttempt(id: string, reason: string): Promise<void>;
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
@@ -270,7 +270,7 @@ export interface LedgerPort {
 /** The budgets a sponsored fee is charged against (issue #29). */
 export type FeeScope = 'seller' | 'payer' | 'client' | 'global';
 
-/** The parties of one settlement's fee: the accountable seller, the payer, the anonymous caller's address (null for a keyed caller). */
+/** The parties of one settlement's fee: the accountable seller, the payer, the caller's address (null: not counted). */
 export interface FeeParties {
   sellerId: string;
   payer: string;
