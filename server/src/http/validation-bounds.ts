@@ -9,13 +9,14 @@ import { MAX_ERROR_DETAILS } from './error-envelope';
  *
  * 1. `guardValidationWork` rewrites the request side of the spec given to the validator (never the spec responses are
  *    checked against): every closed object (`additionalProperties: false`) becomes
- *    `{ if: { maxProperties: K }, then: <the object>, else: { maxProperties: K } }` with K = its declared properties
- *    + UNKNOWN_FIELDS_CHECKED, and every array with `maxItems` and `items` becomes the same with `maxItems`. Within
+ *    `{ if: { maxProperties: K }, then: <the object>, else: false }` with K = its declared properties
+ *    + UNKNOWN_FIELDS_CHECKED, and every array with `maxItems` and `items` becomes the same with `maxItems` (its
+ *    `else` is `{ maxItems }`, so its one error is the contract's own). Within
  *    the bound Ajv checks the object or array as before (every problem, each named); beyond it Ajv only counts its
  *    keys (or reads its length) and reports one error, so its work no longer grows with what the caller sent.
  * 2. `unknownFieldsBeyondGuard` (an error middleware right after the validator) drops the guard's `if` errors and
  *    turns the one error of an object beyond its bound back into what a person can act on: its first MAX_ERROR_DETAILS unknown fields, each named,
- *    and how many there are (one pass over the object's keys, no allocation per key). The envelope then lists at
+ *    and how many there are (one pass over the object's keys). The envelope then lists at
  *    most MAX_ERROR_DETAILS details and the count of all (error-envelope.ts).
  */
 
@@ -40,13 +41,15 @@ function guard(node: Schema, seen: Set<Schema>): void {
   for (const k of SUBSCHEMA_MAPS) if (isObject(node[k])) for (const v of Object.values(node[k] as Schema)) if (isObject(v)) guard(v, seen);
   for (const k of SUBSCHEMA_LISTS) if (Array.isArray(node[k])) for (const v of node[k] as unknown[]) if (isObject(v)) guard(v, seen);
   const declared = closedProperties(node);
-  let bound: Schema | null = null;
-  if (declared) bound = { maxProperties: declared.length + UNKNOWN_FIELDS_CHECKED };
-  else if (typeof node.maxItems === 'number' && node.items !== undefined) bound = { maxItems: node.maxItems };
-  if (!bound) return;
+  // An object's `else` is `false` (one error, "false schema"), not its bound again: counting its keys twice would
+  // double the guard's work. An array's `else` repeats `maxItems` (reading a length): its error is the contract's own.
+  let guarded: { if: Schema; else: Schema | false } | null = null;
+  if (declared) guarded = { if: { maxProperties: declared.length + UNKNOWN_FIELDS_CHECKED }, else: false };
+  else if (typeof node.maxItems === 'number' && node.items !== undefined) guarded = { if: { maxItems: node.maxItems }, else: { maxItems: node.maxItems } };
+  if (!guarded) return;
   const original: Schema = { ...node };
   for (const key of Object.keys(node)) delete node[key];
-  Object.assign(node, { if: bound, then: original, else: bound });
+  Object.assign(node, { if: guarded.if, then: original, else: guarded.else });
   seen.add(original);
 }
 
@@ -118,8 +121,8 @@ function closedFieldsAt(schema: Schema, pointer: string[], resolve: Resolve, dep
 const unescapePointer = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~');
 
 /**
- * An error middleware placed right after the validator: each object beyond its guard (an error `maxProperties` on a
- * closed object holding more than its declared fields + UNKNOWN_FIELDS_CHECKED) is reported as its unknown fields,
+ * An error middleware placed right after the validator: each object beyond its guard (the `false schema` error of its
+ * `else`: a closed object holding more than its declared fields + UNKNOWN_FIELDS_CHECKED) is reported as its unknown fields,
  * the first MAX_ERROR_DETAILS named (`additionalProperties`, as the validator words them) and the rest counted in
  * `omittedErrors`. Its work: one pass over that object's keys.
  */
@@ -135,7 +138,8 @@ export function unknownFieldsBeyondGuard(spec: Schema): ErrorRequestHandler {
     // The guard's `if` reports "must match then/else schema" beside the errors of the branch it chose: noise (the
     // contract itself uses no if/then/else, so every `if` error is the guard's).
     err.errors = err.errors.filter((e) => !(e.errorCode ?? '').startsWith('if.'));
-    const guarded = err.errors.filter((e) => e.errorCode === 'maxProperties.openapi.validation' && (e.path ?? '').startsWith('/body'));
+    // The guard's `else: false` on an object beyond its bound (the contract has no `false` subschema of its own).
+    const guarded = err.errors.filter((e) => e.errorCode === 'false schema.openapi.validation');
     if (guarded.length === 0) return next(err);
     const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
     const operation = route ? (spec.paths as Record<string, Record<string, Schema>> | undefined)?.[route]?.[req.method.toLowerCase()] : undefined;
@@ -151,26 +155,25 @@ export function unknownFieldsBeyondGuard(spec: Schema): ErrorRequestHandler {
       const declared = closedFieldsAt(bodySchema, pointer, resolve);
       let value: unknown = req.body;
       for (const part of pointer) value = isObject(value) || Array.isArray(value) ? (value as Record<string, unknown>)[part] : undefined;
-      if (!declared || !isObject(value)) continue;
-      // One pass: the object's own keys counted, its first unknown ones named (only kept if it is beyond its guard).
-      let keys = 0;
+      if (!declared || !isObject(value) || !path.startsWith('/body')) {
+        e.message = 'has too many fields: remove the ones this operation does not define (see /docs)';
+        continue;
+      }
+      // One pass over the object's keys: its unknown ones counted, the first named.
       let unknown = 0;
       const first: string[] = [];
-      for (const key in value) {
-        if (!Object.hasOwn(value, key)) continue;
-        keys += 1;
+      for (const key of Object.keys(value)) {
         if (declared.has(key)) continue;
         unknown += 1;
         if (named.length + first.length < MAX_ERROR_DETAILS) first.push(key);
       }
-      if (keys <= declared.size + UNKNOWN_FIELDS_CHECKED) continue; // a maxProperties of the contract itself
       replaced.add(path);
       for (const key of first) named.push({ path: `${path}/${key}`, message: 'must NOT have additional properties', errorCode: 'additionalProperties.openapi.validation' });
       omitted += unknown - first.length;
     }
     if (replaced.size === 0) return next(err);
-    // The guard's own error on those objects (`maxProperties`) is replaced by their unknown fields.
-    const kept = err.errors.filter((e) => !(replaced.has(e.path ?? '') && (e.errorCode ?? '').startsWith('maxProperties.')));
+    // The guard's own error on those objects is replaced by their unknown fields.
+    const kept = err.errors.filter((e) => !(replaced.has(e.path ?? '') && e.errorCode === 'false schema.openapi.validation'));
     err.errors = [...kept, ...named];
     err.omittedErrors = (err.omittedErrors ?? 0) + omitted;
     next(err);
