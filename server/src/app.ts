@@ -23,6 +23,7 @@ import { idempotency } from './http/idempotency';
 import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { responseValidation } from './http/response-validation';
+import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
 
 export interface AppDeps {
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
@@ -66,6 +67,8 @@ function requestSideOf(spec: AppDeps['spec']): AppDeps['spec'] {
       if (HTTP_METHODS.has(method)) (operation as { responses: unknown }).responses = { default: { description: 'see response-validation.ts' } };
     }
   }
+  // Bounded refusal work: the validator's work and errors per closed object and array are bounded (validation-bounds.ts).
+  guardValidationWork(copy);
   return copy;
 }
 
@@ -123,6 +126,7 @@ export function createApp(deps: AppDeps): Express {
       ignoreUndocumented: false,
     }),
   );
+  app.use(unknownFieldsBeyondGuard(deps.spec));
   if (deps.responseValidation) app.use(responseValidation(deps.spec as never));
   app.use(challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics }));
   app.use(idempotency(createIdempotencyRepository(deps.db)));

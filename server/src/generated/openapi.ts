@@ -1501,10 +1501,19 @@ export interface components {
             ok: false;
             error: {
                 code: components["schemas"]["ErrorCode"];
-                /** @description Human-readable explanation. It may change between releases; never match on it. It never contains secrets, stack traces or SQL. */
+                /** @description Human-readable explanation (at most 8192 characters). It may change between releases; never match on it. It never contains secrets, stack traces or SQL. */
                 message: string;
-                /** @description Field-level problems, when there are any (validation failures list every one). */
+                /**
+                 * @description Field-level problems, when there are any. A validation failure reports every problem it found, and the
+                 *     answer lists the first 20 of them (each `field` at most 512 characters, each `message` at most 1024);
+                 *     when more were found, `detailsTotal` says how many. The work and the size of a refusal are bounded
+                 *     whatever the request holds: an object with more than 20 fields beyond the ones it defines is checked
+                 *     only for its unknown fields (its first 20 named, all counted in `detailsTotal`), and an array longer than
+                 *     its `maxItems` is refused with one detail, not one per item.
+                 */
                 details?: components["schemas"]["ErrorDetail"][];
+                /** @description How many problems were found in all, present only when there were more than the 20 listed in `details`. */
+                detailsTotal?: number;
                 /** @description Identifier of the request, also sent in the `X-Request-Id` response header. */
                 requestId: string;
             };

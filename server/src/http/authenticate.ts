@@ -9,8 +9,10 @@ const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/=]{16,512})$/;
 export type OperatorKeys = () => readonly string[];
 
 /**
- * Resolves `Authorization: Bearer <api key>` into a principal (res.locals.principal) and, for a valid key, its rate
- * limit bucket (res.locals.rateLimitKey). It never answers by itself: a malformed, unknown, revoked or expired key
+ * Resolves `Authorization: Bearer <api key>` into a principal (res.locals.principal) and, for a valid key, its
+ * principal's rate limit bucket (res.locals.rateLimitKey: `seller:<sellerId>` for every key of a seller, so minting
+ * more keys buys no more requests; `operator` for every operator key) and its idempotency scope
+ * (res.locals.idempotencyScope: the key, `key:<keyId>`, or `operator`). It never answers by itself: a malformed, unknown, revoked or expired key
  * is only marked (res.locals.credentialsRejected), so that the rate limiter counts it against the client IP first
  * and `rejectBadCredentials` answers 401 after it. A malformed header is not looked up at all.
  *
@@ -53,6 +55,7 @@ export function resolveCredentials(deps: { sellers: SellerRepository; operatorAp
     if (operator) {
       res.locals.principal = { role: 'operator' } satisfies Principal;
       res.locals.rateLimitKey = 'operator';
+      res.locals.idempotencyScope = 'operator';
       return next();
     }
     try {
@@ -68,7 +71,9 @@ export function resolveCredentials(deps: { sellers: SellerRepository; operatorAp
         return next();
       }
       res.locals.principal = { role: 'seller', sellerId: record.sellerId, keyId: record.id, scope: record.scope } satisfies Principal;
-      res.locals.rateLimitKey = `key:${record.id}`;
+      // The seller is the principal: all its keys share one budget (issue #29: a new key never resets the limit).
+      res.locals.rateLimitKey = `seller:${record.sellerId}`;
+      res.locals.idempotencyScope = `key:${record.id}`;
       touch(record.id);
       next();
     } catch (err) {

@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors';
-import { sendError } from './error-envelope';
+import { MAX_ERROR_DETAILS, sendError } from './error-envelope';
 import type { Logger } from '../logger';
 
 interface ValidatorError {
@@ -9,6 +9,8 @@ interface ValidatorError {
   type?: string;
   message?: string;
   errors?: Array<{ path?: string; message?: string; errorCode?: string }>;
+  /** Problems found and not listed in `errors` (validation-bounds.ts: the unknown fields of a huge object). */
+  omittedErrors?: number;
 }
 
 const FACILITATOR_PATHS = new Set(['/v1/verify', '/v1/settle']);
@@ -37,19 +39,22 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
   else if (status === 400) code = FACILITATOR_PATHS.has(path) ? 'INVALID_PAYMENT_PAYLOAD' : 'INVALID_REQUEST';
   else if (status >= 500) return null; // a response that breaks the contract: a bug, reported as INTERNAL_ERROR
   else code = 'INVALID_REQUEST';
+  const total = details.length + (err.omittedErrors ?? 0);
+  const listed = details.slice(0, MAX_ERROR_DETAILS).map((d) => (d.field ? `${d.field} ${d.message}` : d.message));
   const message =
     status === 404
       ? `No route ${path}`
       : status === 405
         ? 'Method not allowed on this route'
-        : `The request does not match the API contract: ${details.map((d) => (d.field ? `${d.field} ${d.message}` : d.message)).join('; ')}`;
+        : `The request does not match the API contract: ${listed.join('; ')}${total > listed.length ? `; and ${total - listed.length} more (${total} problems in all, the first ${listed.length} are in details)` : ''}`;
   return new DomainError(code, message, details);
 }
 
 /**
  * What a person can act on (issue #22): the contract's patterns as words with an example, never the raw regular
  * expression; every error of the request (the validator runs with allErrors), one detail per field; the combinator
- * noise of oneOf/anyOf dropped when a more precise error exists.
+ * noise of oneOf/anyOf dropped when a more precise error exists. The answer lists the first MAX_ERROR_DETAILS of
+ * them and counts the rest (error-envelope.ts, validation-bounds.ts: issue #29).
  */
 const PATTERN_WORDS: Array<[RegExp, string]> = [
   [/^\^\(0\|\[1-9\]/, 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5 (no comma, sign or exponent)'],
@@ -123,7 +128,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (res.headersSent) return;
     if (err instanceof DomainError) return sendError(res, err);
     const mapped = fromFrameworkError(err as ValidatorError, req.path);
-    if (mapped) return sendError(res, mapped);
+    if (mapped) return sendError(res, mapped, (err as ValidatorError).omittedErrors ?? 0);
     if (isDatabaseDown(err)) {
       logger.error('database unavailable', { requestId: res.locals.requestId, error: (err as Error).message });
       return sendError(res, new DomainError('SERVICE_UNAVAILABLE', 'A dependency of the service is unavailable; retry later', [], { 'Retry-After': '5' }));

@@ -47,7 +47,7 @@ export function idempotency(keys: IdempotencyStore): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (req.method !== 'POST' || !key) return next();
-    const scope = `${(res.locals.rateLimitKey as string | undefined) ?? `ip:${req.ip}`}`;
+    const scope = `${(res.locals.idempotencyScope as string | undefined) ?? `ip:${req.ip}`}`;
     const requestHash = crypto.createHash('sha256').update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`).digest('hex');
     try {
       const claimed = await keys.claim(scope, key, requestHash);

@@ -7,9 +7,10 @@ import type { Metrics } from '../metrics/registry';
 /**
  * Fixed-window rate limiting, counted in PostgreSQL so every server process shares the same counters. It runs before
  * anything else is done for a request (body parsing, validation, handlers, /health's checks, /metrics, /docs): the
- * only work before it is resolving the API key (authenticate.ts). The bucket is the valid API key
- * (`res.locals.rateLimitKey`); a request without a key, or with a malformed or unknown one, counts against its
- * client IP, so a flood of bad keys is limited like any other flood. Refusals are 429 RATE_LIMITED with
+ * only work before it is resolving the API key (authenticate.ts). The bucket is the principal of a valid key
+ * (`res.locals.rateLimitKey`): the seller (`seller:<sellerId>`, shared by all its keys, so minting a key never resets
+ * the limit) or the operator (`operator`, every operator key); a request without a key, or with a malformed or
+ * unknown one, counts against its client IP, so a flood of bad keys is limited like any other flood. Refusals are 429 RATE_LIMITED with
  * Retry-After and RateLimit-* headers. When the database cannot be reached, an in-process limiter with the same
  * budget takes over (so /health can still report the outage, and the limit still holds per process).
  *
