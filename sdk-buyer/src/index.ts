@@ -251,5 +251,6 @@ export {
   attestationClaims,
   type AttestationPayload,
   type SellerReceiptPayload,
+  type SellerReceiptExpectation,
   type SignedDocumentCheck,
 } from './receipts/attestation.js';

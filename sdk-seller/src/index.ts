@@ -12,6 +12,7 @@ import type { components, operations, paths } from './generated/openapi.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
 import { sellerKeys } from './keys.js';
+import { receiptKeyProof, type ReceiptKey } from './paywall/receipt-signer.js';
 
 export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
@@ -19,7 +20,7 @@ export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
-export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
+export { createReceiptKey, createReceiptSigner, receiptKeyProof, type ReceiptKey, type ReceiptKeyProof, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
 export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
@@ -124,13 +125,19 @@ export function createSellerClient(options: SellerClientOptions) {
     iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
       paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
     /**
-     * The seller's receipt keys (public JWKs of createReceiptKey()): `publish` replaces the set (admin key), `get`
-     * reads it (public). Buyers verify the paywall's signed receipts against it.
+     * The seller's receipt keys: `publish` replaces the set (admin key), `get` reads it (public). Buyers verify the
+     * paywall's signed receipts against it. Give `publish` the ReceiptKey of createReceiptKey() for each new key: it
+     * sends the public half and signs the proof of possession with the private half (which never leaves). A key
+     * already published may be given as its public JWK (no proof needed, e.g. a retired key kept for old receipts).
      */
     receiptKeys: {
       get: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
-      publish: (sellerId: string, input: Schemas['SellerReceiptKeysInput']): Promise<Schemas['SellerReceiptKeys']> =>
-        data(raw.PUT('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } }, body: input })),
+      publish: async (sellerId: string, input: { keys: Array<ReceiptKey | Schemas['SellerReceiptKey']>; proofs?: Schemas['ReceiptKeyProof'][] }): Promise<Schemas['SellerReceiptKeys']> => {
+        const isReceiptKey = (k: ReceiptKey | Schemas['SellerReceiptKey']): k is ReceiptKey => typeof (k as ReceiptKey).privateJwk === 'object' && (k as ReceiptKey).privateJwk !== null;
+        const keys = input.keys.map((k) => (isReceiptKey(k) ? k.publicJwk : k));
+        const proofs = [...(input.proofs ?? []), ...(await Promise.all(input.keys.filter(isReceiptKey).map((k) => receiptKeyProof(k.privateJwk, sellerId))))];
+        return data(raw.PUT('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } }, body: { keys, ...(proofs.length ? { proofs } : {}) } }));
+      },
     },
   };
 

@@ -79,7 +79,7 @@ describe('README examples', () => {
     expect(versions).toHaveLength(2);
 
     const receiptKey = await createReceiptKey(); // receiptKey.privateJwk stays secret, on the paywall host
-    await seller.sellers.receiptKeys.publish(me.id, { keys: [receiptKey.publicJwk] });
+    await seller.sellers.receiptKeys.publish(me.id, { keys: [receiptKey] }); // sends the public half and a proof of possession
     // The paywall host gets a payments-scoped key: it verifies, settles and reads this seller's payments, nothing else.
     const paymentsKey = await seller.keys.create(me.id, { name: 'paywall', scope: 'payments' }); // paymentsKey.secret is shown once
     const paywallClient = createSellerClient({ baseUrl, apiKey: paymentsKey.secret });

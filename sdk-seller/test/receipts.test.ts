@@ -45,7 +45,7 @@ describe('offline verification of the facilitator attestation', () => {
     expect((await buyerVerify(`${header}.${payload}.${flipped}`, jwks)).valid).toBe(false);
     expect(await sellerVerify('not-a-jws', jwks)).toEqual({ valid: false, reason: 'malformed' });
     // Not a seller receipt: the offer-and-receipt verifier finds no receipt payload in it.
-    expect(await verifySellerReceipt({ format: 'jws', signature: jws }, jwks)).toEqual({ valid: false, reason: 'bad_payload' });
+    expect(await verifySellerReceipt({ format: 'jws', signature: jws }, jwks, { network: 'stellar:testnet', url: 'https://shop.example/paid', amount: '1', asset: 'C', payTo: 'G' })).toEqual({ valid: false, reason: 'bad_payload' });
   });
 
   it('after a rotation the old key stays listed, so old attestations keep verifying; another key set refuses them', async () => {

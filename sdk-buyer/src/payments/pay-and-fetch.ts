@@ -19,6 +19,7 @@ import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner }
 import { Budget, type Commitment } from './budget.js';
 import { toStroops } from '../core/amounts.js';
 import type { LedgerReader } from './ledger-reads.js';
+import type { SellerReceiptExpectation } from '../receipts/attestation.js';
 
 export interface PaymentReceiptHeader {
   /** Settlement transaction hash (hex). */
@@ -39,6 +40,11 @@ export interface PaidFetchResult {
   payment: PaymentPayload | null;
   /** What was asked for, when the first answer was 402. */
   requirements: NormalizedRequirements | null;
+  /**
+   * What was paid, as a seller receipt must state it: `verifySellerReceipt(sellerReceiptOf(receipt), sellerKeys,
+   * receiptTerms)`. Null when nothing was paid.
+   */
+  receiptTerms: SellerReceiptExpectation | null;
 }
 
 /** A 402 the SDK could not satisfy (no payable requirement) or that the seller refused after payment. */
@@ -178,7 +184,7 @@ export function createPayAndFetch(deps: PayerDeps) {
     const url = typeof target === 'string' || target instanceof URL ? String(target) : target.url;
     if (/\{[^}]*\}/.test(url)) throw new Error(`${url} is a route template: pass the concrete URL to call`);
     const first = await fetchFn(url, requestInit);
-    if (first.status !== 402) return { response: first, paid: false, receipt: null, payment: null, requirements: null };
+    if (first.status !== 402) return { response: first, paid: false, receipt: null, payment: null, requirements: null, receiptTerms: null };
 
     const body = await first.clone().json().catch(() => undefined);
     let requirements = chooseRequirement(readPaymentRequired(first.headers, body), expect, body, url);
@@ -203,6 +209,9 @@ export function createPayAndFetch(deps: PayerDeps) {
       const message = typeof err === 'object' && err?.message ? err.message : `the seller refused the payment (${code})`;
       throw new PaymentFailedError(`Payment for ${url} was refused: ${message}`, code, 402, refusal);
     }
-    return { response, paid: receipt !== null, receipt, payment, requirements };
+    const receiptTerms: SellerReceiptExpectation | null = receipt
+      ? { network: requirements.network, url, amount: requirements.stroops.toString(), asset: requirements.asset.contractId, payTo: requirements.payTo, payer: signerPublicKey(deps.signer), transaction: receipt.transactionHash }
+      : null;
+    return { response, paid: receipt !== null, receipt, payment, requirements, receiptTerms };
   };
 }

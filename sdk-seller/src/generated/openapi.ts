@@ -779,6 +779,15 @@ export interface paths {
          *     `kid`). Keep a retired key in the set as long as receipts signed with it should verify. Private key material
          *     (`d`) is refused: the private half stays on the seller's paywall host (`createReceiptKey()` of the seller SDK).
          *
+         *     **Proof of possession.** Every key this seller has not published before needs a proof in `proofs`: a JWS
+         *     signed with that key's private half over this seller's id, the key, a fresh nonce and the time
+         *     (ReceiptKeyProof; `seller.sellers.receiptKeys.publish` of the seller SDK signs it). Without it anyone could
+         *     publish another seller's public key as its own, and that seller's receipts would verify as its. A key new to
+         *     the seller without a proof is refused `400 INVALID_REQUEST`; a proof that does not verify with the key, names
+         *     another seller or key, or is older than 5 minutes is refused `422 INVALID_SIGNATURE` / `AUTH_EXPIRED`.
+         *     **One seller per key:** a key (its `x`) published by another seller is refused `409 CONFLICT`, whoever holds
+         *     it. Nothing changes on a refusal.
+         *
          *     **Who may call:** the seller itself (an admin key), or the operator.
          */
         put: operations["updateSellerReceiptKeys"];
@@ -2834,7 +2843,27 @@ export interface components {
             updatedAt: string | null;
         };
         /**
-         * @description The seller's receipt keys to publish (replaces the current set).
+         * @description Proof that the publisher holds the PRIVATE half of one receipt key: a compact JWS signed with that key (protected
+         *     header `{alg: "EdDSA", kid, typ: "x402-receipt-key-proof+jws"}`), whose payload is the JSON
+         *     `{purpose: "seller-receipt-key-proof", sellerId, kid, x, nonce, iat}`: this seller's id (the path's), the key's
+         *     `kid` and `x`, a fresh random `nonce` (16 to 128 characters of base64url) and `iat`, the signing time in Unix
+         *     seconds (accepted within 5 minutes of the service's clock). The seller SDK's `receiptKeys.publish` signs it for
+         *     each key it is given with its private half.
+         * @example {
+         *       "kid": "Qm9JzE5mVtC1b8rQyLk2x3n4p5q6r7s8t9u0v1w2x3y",
+         *       "signature": "eyJhbGciOiJFZERTQSIsImtpZCI6IlFtOUp6RTVtVnRDMWI4clF5TGsyeDNuNHA1cTZyN3M4dDl1MHYxdzJ4M3kiLCJ0eXAiOiJ4NDAyLXJlY2VpcHQta2V5LXByb29mK2p3cyJ9.eyJwdXJwb3NlIjoic2VsbGVyLXJlY2VpcHQta2V5LXByb29mIn0.c2lnbmF0dXJl"
+         *     }
+         */
+        ReceiptKeyProof: {
+            /** @description The `kid` of the key in `keys` this proof is for. */
+            kid: string;
+            /** @description The compact JWS (`header.payload.signature`, base64url). */
+            signature: string;
+        };
+        /**
+         * @description The seller's receipt keys to publish (replaces the current set), with a proof of possession (`proofs`, one per
+         *     kid) for every key this seller has not published before. Keys already in the seller's set need none (a retired
+         *     key whose private half is gone can stay listed).
          * @example {
          *       "keys": [
          *         {
@@ -2845,11 +2874,19 @@ export interface components {
          *           "alg": "EdDSA",
          *           "use": "sig"
          *         }
+         *       ],
+         *       "proofs": [
+         *         {
+         *           "kid": "Qm9JzE5mVtC1b8rQyLk2x3n4p5q6r7s8t9u0v1w2x3y",
+         *           "signature": "eyJhbGciOiJFZERTQSIsImtpZCI6IlFtOUp6RTVtVnRDMWI4clF5TGsyeDNuNHA1cTZyN3M4dDl1MHYxdzJ4M3kiLCJ0eXAiOiJ4NDAyLXJlY2VpcHQta2V5LXByb29mK2p3cyJ9.eyJwdXJwb3NlIjoic2VsbGVyLXJlY2VpcHQta2V5LXByb29mIn0.c2lnbmF0dXJl"
+         *         }
          *       ]
          *     }
          */
         SellerReceiptKeysInput: {
             keys: components["schemas"]["SellerReceiptKey"][];
+            /** @description One proof of possession per key new to this seller (see ReceiptKeyProof). */
+            proofs?: components["schemas"]["ReceiptKeyProof"][];
         };
     };
     responses: {
@@ -2989,6 +3026,16 @@ export interface components {
         };
         /** @description The ledger rejected or failed the settlement transaction, or it could not be submitted (`SETTLEMENT_FAILED`). No money moved; the payment attempt is `settlement_failed`. */
         BadGateway: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description A receipt key's proof of possession does not hold: `INVALID_SIGNATURE` (it does not verify with the key, or names another seller, kid or key) or `AUTH_EXPIRED` (its `iat` is more than 5 minutes away from the service's clock; sign a new one). */
+        KeyProofRejected: {
             headers: {
                 "X-Request-Id": components["headers"]["RequestId"];
                 [name: string]: unknown;
@@ -4311,7 +4358,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["KeyProofRejected"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

@@ -150,7 +150,7 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
       const body = { error: { code: outcome.code, message: outcome.message, paymentAttemptId: outcome.paymentAttemptId } };
       return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
-    const response = await settlementResponse(outcome, verified.payer, { signer: config.receiptSigner, resourceUrl: resource.url, network: terms.network });
+    const response = await settlementResponse(outcome, verified.payer, { signer: config.receiptSigner, terms });
     return { ...result, _meta: { ...(result._meta ?? {}), [X402_PAYMENT_RESPONSE_META]: response } };
   };
 

@@ -14,7 +14,8 @@
  *    cut connection, `409` "still in progress" or `202 settlement_pending` make the paywall ask the service for the
  *    payment's outcome (bounded wait). Confirmed: `PAYMENT-RESPONSE` (base64 JSON: success, status "settled",
  *    transactionHash, receiptId, network, payer, the attestation, the seller's own receipt when a receiptSigner is
- *    given) is added and the response released. Definite failure: the content is dropped, 402 with the reason.
+ *    given: it binds the seller's configured resource URL and terms, never the request's Host header) is added and
+ *    the response released. Definite failure: the content is dropped, 402 with the reason.
  *    Still unknown when the wait ends: the content is dropped, 503 SETTLEMENT_UNCONFIRMED with the payment id (no
  *    PAYMENT-REQUIRED: the buyer must not pay again while the payment may still settle).
  *
@@ -32,7 +33,7 @@ import { ApiError } from '../core/errors.js';
 import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
 import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
-import type { ReceiptSigner } from './receipt-signer.js';
+import type { ReceiptPayload, ReceiptSigner } from './receipt-signer.js';
 
 type Schemas = components['schemas'];
 type Requirements = Schemas['ResourcePaymentRequirements'];
@@ -143,7 +144,7 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
           held.discard();
           return refuseOutcome(req, res, terms, outcome);
         }
-        res.setHeader('PAYMENT-RESPONSE', encode(await settlementResponse(outcome, verified.payer, receiptContext(req, terms))));
+        res.setHeader('PAYMENT-RESPONSE', encode(await settlementResponse(outcome, verified.payer, { signer: options.receiptSigner, terms })));
         held.release();
       });
       next();
@@ -161,9 +162,6 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
     answer(res, 503, { ok: false, error: { code: outcome.code, message: outcome.message, details: [{ field: 'paymentAttemptId', message: outcome.paymentAttemptId }] } });
   }
 
-  function receiptContext(req: IncomingMessage, terms: Requirements) {
-    return { signer: options.receiptSigner, resourceUrl: absoluteUrl(req), network: terms.network };
-  }
 
   function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): void {
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
@@ -240,20 +238,38 @@ export function facilitatorRequirements(terms: Requirements): Schemas['PaymentRe
 export async function settlementResponse(
   outcome: Extract<SettleOutcome, { kind: 'settled' }>,
   payer: string,
-  receipt?: { signer?: ReceiptSigner; resourceUrl: string; network: string },
+  receipt?: { signer?: ReceiptSigner; terms: Requirements },
 ) {
   const extensions: Record<string, unknown> = {};
   // The marketplace's attestation (not a seller receipt): the buyer checks it against GET /.well-known/jwks.json.
   if (outcome.attestation) extensions.marketplace = { attestation: outcome.attestation };
   if (receipt?.signer) {
-    const signature = await receipt.signer.sign({ version: 1, network: receipt.network, resourceUrl: receipt.resourceUrl, payer, issuedAt: Math.floor(Date.now() / 1000), transaction: outcome.transactionHash });
-    extensions['offer-receipt'] = { info: { receipt: { format: 'jws', signature } } };
+    extensions['offer-receipt'] = { info: { version: 1, receipt: { format: 'jws', signature: await receipt.signer.sign(sellerReceiptPayload(receipt.terms, payer, outcome.transactionHash)) } } };
   }
   return confirmedSettlementResponse(outcome, payer, {
     evidence: outcome.evidence,
     ...(outcome.attestation ? { attestation: outcome.attestation } : {}),
     ...(Object.keys(extensions).length ? { extensions } : {}),
   });
+}
+
+/**
+ * What the seller's receipt says: the seller's OWN terms (the configured resource URL, network, amount, asset,
+ * payTo), never anything the request carried (not its Host header), with the payer and transaction of the sale.
+ */
+export function sellerReceiptPayload(terms: Requirements, payer: string, transaction: string): ReceiptPayload {
+  return {
+    version: 1,
+    network: terms.network,
+    resourceUrl: terms.resource,
+    payer,
+    issuedAt: Math.floor(Date.now() / 1000),
+    transaction,
+    scheme: 'exact',
+    amount: toStroops(terms.amount).toString(),
+    asset: terms.asset.contractId,
+    payTo: terms.payTo,
+  };
 }
 
 export function errorBody(err: unknown, fallback: string) {

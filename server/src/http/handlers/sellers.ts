@@ -66,7 +66,7 @@ export function sellerHandlers({ sellers, resources, payments, keys, sellerRecei
       return { status: 200, body: presentReceiptKeys(await sellerReceiptKeys.get(params.sellerId)) };
     },
     async updateSellerReceiptKeys({ principal, params, body }) {
-      return { status: 200, body: presentReceiptKeys(await sellerReceiptKeys.put(principal, params.sellerId, body.keys)) };
+      return { status: 200, body: presentReceiptKeys(await sellerReceiptKeys.put(principal, params.sellerId, body.keys, body.proofs)) };
     },
   };
 }
