@@ -5,7 +5,8 @@
  * URL is not cataloged (issue #18: an uncataloged settle needs the payTo seller's key, and the payTo must be a
  * signed-up seller's wallet) — is paid by a stock `@x402/fetch` buyer on the local network (local simulation).
  * After the settled payment, the stock Bazaar client (`withBazaar(...).extensions.discovery.listResources()`) finds
- * the resource, labelled observed, linked to the seller, with its usage; paging is clamped, never refused.
+ * the resource, labelled observed, linked to the seller, with its usage; paging is clamped, never refused. The seller
+ * has verified its domain: the Bazaar learns only on proven hosts (issue #29).
  */
 import { Keypair } from '@stellar/stellar-sdk';
 import express from 'express';
@@ -37,6 +38,9 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
     const signup = createSellerClient({ baseUrl: m.baseUrl });
     const { seller, apiKey } = await signup.sellers.signUp({ displayName: 'Learning Shop', domain: 'learning-shop.test', wallet });
     sellerId = seller.id;
+    // Issue #29: the Bazaar learns only on a host the paid seller has proven. The domain check itself is tested in
+    // server/test/api/verify-domain.test.ts; here the seller is marked verified as that check would.
+    await m.service.db.query(`UPDATE sellers SET domain_verified_at = now() WHERE id = '${sellerId}'`);
 
     const facilitator = new HTTPFacilitatorClient({
       url: `${m.baseUrl}/x402`,
@@ -98,6 +102,8 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
       metadata: expect.objectContaining({
         observed: true,
         trust: 'observed',
+        hostVerified: true,
+        untrusted: true,
         sellerId,
         description: 'Tide times for Porto harbour',
         usage: expect.objectContaining({ settledCalls30d: 2, uniquePayers30d: 2 }),

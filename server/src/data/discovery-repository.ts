@@ -4,6 +4,7 @@ import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
 import { toSeller } from './seller-repository';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository, RankedItem, SearchAfter, SearchOptions } from '../domain/discovery/types';
+import { PROVEN_HOST_TIER } from '../domain/discovery/ranking';
 import { parseQuery, planSearch, synonymWords, type ParsedQuery, type ResolvedQuery, type ResolvedWord } from '../domain/discovery/query';
 
 
@@ -11,7 +12,7 @@ type Row = Record<string, unknown>;
 
 const ITEM_COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.name, d.description, d.url,
   d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
-  d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status`;
+  d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status, d.host_verified AS "hostVerified"`;
 
 const toRanked = (row: Row): RankedItem => ({ ...toItem(row), score: String(row.scoreText), signalsFresh: Boolean(row.signalsFresh) });
 
@@ -30,16 +31,18 @@ function toItem(row: Row): DiscoveryItem {
     assetIssuer: row.assetIssuer as string,
     amount: normalizeAmount(String(row.amount)),
     status: row.status as DiscoveryItem['status'],
+    hostVerified: Boolean(row.hostVerified),
   };
 }
 
 /**
  * WHERE clauses of the shared filters, over search_documents aliased `d`. Prices compare as NUMERIC. The index holds
  * only active resources (the indexing worker removes a deleted or disabled resource's document), so no probe into
- * `resources` per row.
+ * `resources` per row. A document whose host another seller has since proven (`host_claimed`, refreshed with the
+ * signals; migration 0050) is never served, even before its next indexing rejects it.
  */
 function filterSql(filters: DiscoveryFilters, replacements: Record<string, unknown>): string {
-  const where = ['d.discoverable'];
+  const where = ['d.discoverable', 'NOT d.host_claimed'];
   if (filters.network) (where.push('d.network = :network'), (replacements.network = filters.network));
   if (filters.asset) (where.push('d.asset_code = :asset'), (replacements.asset = filters.asset));
   if (filters.type) (where.push('d.type = :type'), (replacements.type = filters.type));
@@ -52,7 +55,7 @@ function filterSql(filters: DiscoveryFilters, replacements: Record<string, unkno
 
 /** filterSql with positional parameters (appended to `values`), for the search statements run through pgQuery. */
 function filterPositional(filters: DiscoveryFilters, values: unknown[]): string {
-  const where = ['d.discoverable'];
+  const where = ['d.discoverable', 'NOT d.host_claimed'];
   const add = (sql: (n: number) => string, v: unknown) => (values.push(v), where.push(sql(values.length)));
   if (filters.network) add((n) => `d.network = $${n}`, filters.network);
   if (filters.asset) add((n) => `d.asset_code = $${n}`, filters.asset);
@@ -95,7 +98,7 @@ const TIER_REFRESH_MS = 60_000;
 export const RARE_BUDGET = 1000;
 /** The most rare-concept matches read (the vocabulary's counts may lag the index). */
 const RARE_CAP = 1500;
-/** Weight of the name's trigram similarity to the whole query, and of usage (unique payers over 30 days). */
+/** Weight of the name's trigram similarity to the whole query, and of usage (payers weighted by what they paid at the cataloged price, 30 days). */
 const NAME_SIMILARITY_WEIGHT = 0.1;
 const USAGE_WEIGHT = 0.05;
 
@@ -157,7 +160,8 @@ function searchSql(where: string, plan: SearchPlan, tiered: boolean, paged: bool
                 FROM concepts k) / CAST($${p.idfSum} AS float8)
            + ${NAME_SIMILARITY_WEIGHT} * similarity(lower(d.name), $${p.text})
            + d.static_score
-           + ${USAGE_WEIGHT} * LEAST(1.0, ln(1 + d.unique_payers) / ln(101)) AS float8) AS score
+           + ${USAGE_WEIGHT} * LEAST(1.0, ln(1 + d.paid_payers) / ln(101))
+           + CASE WHEN d.host_verified THEN ${PROVEN_HOST_TIER} ELSE 0.0 END AS float8) AS score
        FROM cand c JOIN search_documents d ON d.resource_id = c.resource_id
        ${tiered ? `WHERE (SELECT n FROM counted) >= $${p.candidates}` : ''}
      )
@@ -380,7 +384,7 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
       return rows[0] ?? null;
     },
 
-    async catalogFacts(sellerId, payTo) {
+    async catalogFacts(sellerId, payTo, url) {
       const {
         rows: [row],
       } = await pgQuery<Row>(
@@ -388,13 +392,14 @@ export function createDiscoveryRepository(db: Sequelize, opts: DiscoveryReposito
         `SELECT s.id, s.display_name AS "displayName", s.wallet_address AS "walletAddress", s.domain, s.domain_verified_at AS "domainVerifiedAt",
                 s.created_at AS "createdAt", s.updated_at AS "updatedAt",
                 (SELECT o.id FROM sellers o WHERE o.wallet_address = $2) AS "payToOwner",
-                EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL) AS "domainVerifiedByOther"
+                EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL) AS "domainVerifiedByOther",
+                host_owner(url_host($3)) AS "hostOwner"
            FROM sellers s WHERE s.id = $1`,
-        [sellerId, payTo],
+        [sellerId, payTo, url],
         'catalog_facts',
       );
-      if (!row) return { seller: null, payToOwner: null, domainVerifiedByOther: false };
-      return { seller: toSeller(row), payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther) };
+      if (!row) return { seller: null, payToOwner: null, domainVerifiedByOther: false, hostOwner: null };
+      return { seller: toSeller(row), payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther), hostOwner: (row.hostOwner as string | null) ?? null };
     },
 
     async catalog(write) {

@@ -7,12 +7,18 @@ type Row = Record<string, unknown>;
 
 export type { SearchIndexRepository };
 
+/** A payer counts fully in the usage signal once it paid this much (in the asset's units) at the cataloged price. */
+export const PAYER_UNIT = '0.01';
+
 const SIGNALS_SQL = `
   UPDATE search_documents d SET
     seller_verified = st.verified,
     settlement_success = st.rate,
     settlement_count = st.settled,
     unique_payers = st.payers,
+    paid_payers = st.paid_payers,
+    host_verified = st.host_verified,
+    host_claimed = st.host_claimed,
     last_payment_at = st.last_paid,
     uptime = st.uptime, -- share of passed 402 probes over 7 days (conformance runner); NULL, neutral, before the first
     signals_refreshed_at = now()
@@ -26,12 +32,25 @@ const SIGNALS_SQL = `
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,
-           (SELECT count(DISTINCT p.payer) FROM payment_attempts p
-             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days')::int AS payers,
+           u.payers, u.paid_payers,
+           (h.owner IS NOT DISTINCT FROM d2.seller_id) AS host_verified,
+           (h.owner IS NOT NULL AND h.owner <> d2.seller_id) AS host_claimed,
            (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND p.status = 'settled') AS last_paid,
            (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
              WHERE pr.resource_id = d2.resource_id AND pr.checked_at > now() - interval '7 days') AS uptime
-      FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
+      FROM search_documents d2
+      -- the seller that proved the URL's host (migration 0050): its own (host_verified), another (host_claimed), none
+      CROSS JOIN LATERAL (SELECT host_owner(url_host(d2.url)) AS owner) h
+      -- usage: payers whose settled payment paid at least the cataloged price (same network and asset, not the payTo
+      -- itself), each weighted by what it paid at that price over PAYER_UNIT (0.01 of the asset), at most 1
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS payers, COALESCE(sum(LEAST(1.0, q.at_price / ${PAYER_UNIT})), 0)::float8 AS paid_payers
+          FROM (SELECT p.payer, count(*) * d2.amount AS at_price FROM payment_attempts p
+                 WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days'
+                   AND p.amount >= d2.amount AND p.network = d2.network AND p.asset_code = d2.asset_code
+                   AND p.asset_issuer = d2.asset_issuer AND p.payer <> d2.pay_to
+                 GROUP BY p.payer) q) u
+      WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
   ) st
   WHERE st.resource_id = d.resource_id
     -- a full pass rewrites only documents whose signals changed (one resource: always, it was just indexed)
@@ -40,6 +59,9 @@ const SIGNALS_SQL = `
          OR d.settlement_success IS DISTINCT FROM st.rate
          OR d.settlement_count IS DISTINCT FROM st.settled
          OR d.unique_payers IS DISTINCT FROM st.payers
+         OR d.paid_payers IS DISTINCT FROM st.paid_payers
+         OR d.host_verified IS DISTINCT FROM st.host_verified
+         OR d.host_claimed IS DISTINCT FROM st.host_claimed
          OR d.last_payment_at IS DISTINCT FROM st.last_paid)`;
 
 /** The batch's snapshot: one row per requested id (resource columns named as toResource reads them). */
@@ -54,7 +76,8 @@ const SNAPSHOT_SQL = `
          cd.seller_id AS "dSellerId", cd.declared_pay_to AS "dPayTo", cd.trusted AS "dTrusted",
          (SELECT o.id FROM sellers o WHERE o.wallet_address = r.pay_to LIMIT 1) AS "payToOwner",
          (s.id IS NOT NULL AND EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL)) AS "domainVerifiedByOther",
-         t.id AS "toolOwnerId", t.seller_id AS "toolOwnerSellerId"
+         t.id AS "toolOwnerId", t.seller_id AS "toolOwnerSellerId",
+         host_owner(url_host(r.url)) AS "hostOwner"
     FROM unnest(CAST($1 AS text[])) AS ids(k)
     LEFT JOIN resources r ON r.id = ids.k
     LEFT JOIN sellers s ON s.id = r.seller_id
@@ -93,8 +116,8 @@ const UPSERT_SQL = `
 
 /** SIGNALS_SQL for the documents of one indexing batch (always rewritten: they were just indexed). */
 const SIGNALS_BATCH_SQL = SIGNALS_SQL.replace(
-  "FROM search_documents d2 WHERE (:resourceId = '' OR d2.resource_id = :resourceId)",
-  'FROM search_documents d2 WHERE d2.resource_id = ANY(CAST($1 AS text[]))',
+  "WHERE (:resourceId = '' OR d2.resource_id = :resourceId)",
+  'WHERE d2.resource_id = ANY(CAST($1 AS text[]))',
 ).replace(/AND \(:resourceId <> '' OR [\s\S]*$/, '');
 
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
@@ -149,7 +172,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           const resourceId = row.requestedId as string;
           if (row.maxEvent) events.push({ id: resourceId, maxEvent: row.maxEvent as string });
           const resource = row.id ? toResource(row) : null;
-          let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null };
+          let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null, hostOwner: null };
           if (resource && resource.status === 'active') {
             snap = {
               resource,
@@ -158,6 +181,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
               payToOwner: (row.payToOwner as string | null) ?? null,
               domainVerifiedByOther: Boolean(row.domainVerifiedByOther),
               mcpToolOwner: row.toolOwnerId ? { resourceId: row.toolOwnerId as string, sellerId: row.toolOwnerSellerId as string } : null,
+              hostOwner: (row.hostOwner as string | null) ?? null,
             };
           }
           const doc = build(snap);

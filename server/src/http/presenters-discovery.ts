@@ -20,6 +20,7 @@ export function presentDiscoveryResource(r: DiscoveryItem): S['DiscoveryResource
     assetIssuer: r.assetIssuer,
     amount: r.amount,
     status: r.status,
+    hostVerified: r.hostVerified,
   };
 }
 

@@ -9,7 +9,7 @@ import { checkJsonSchema, compileSchema } from '../../src/domain/catalog/json-sc
 import { catalog, draft, LONG, waitFor, waitIndexed } from './helpers';
 
 /**
- * Search over a bounded candidate set (pg-fts-recall-v3): the stored static score, the candidate bound, the
+ * Search over a bounded candidate set (pg-fts-recall-v4): the stored static score, the candidate bound, the
  * index lag the workers record, the process-local indexing fast path, and the schema-check cache.
  */
 let svc: TestService;
@@ -119,7 +119,7 @@ describe('the candidate bound', () => {
   it('with fewer matches than the bound every match is ranked (the HTTP search returns all five)', async () => {
     const res = await search({ q: 'serval', limit: 50 });
     expect(res.status).toBe(200);
-    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-recall-v3' });
+    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-recall-v4' });
     expect(ids(res).sort()).toEqual([...made].sort());
   });
 });

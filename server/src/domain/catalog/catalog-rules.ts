@@ -12,7 +12,10 @@ import { checkExtensions, mcpToolName } from './extension-rules';
  * - `payTo` is not the seller's wallet and the seller did not declare it (`payToDeclared`), or it is the wallet of
  *   another seller (declared or not);
  * - the URL's host is neither the seller's domain nor a subdomain of it;
- * - the seller's domain is verified by another seller.
+ * - the seller's domain is verified by another seller;
+ * - the URL's host is under a domain another seller verified (`hostOwner`: the seller whose verified domain is the
+ *   most specific one covering the host): one proven host belongs to one seller, so nobody lists or teaches the
+ *   Bazaar a URL on a host that another seller has proven, even as a subdomain of its own unproven claim.
  */
 export interface CatalogFacts {
   networks: NetworkRegistry;
@@ -24,6 +27,11 @@ export interface CatalogFacts {
   /** Id of the seller whose wallet address is payTo, if any. */
   payToOwner: string | null;
   domainVerifiedByOther: boolean;
+  /**
+   * The seller whose verified domain is the most specific one covering the URL's host (the host itself or a parent
+   * domain), or null when no seller has proven it. Undefined: not looked up.
+   */
+  hostOwner?: string | null;
   /** Id of another active resource with the same MCP server URL and tool name, if any. */
   mcpToolConflict: string | null;
 }
@@ -56,6 +64,8 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
     const hostProblem = urlHostProblem(terms.url, seller.domain);
     if (hostProblem) forged(`${FIELD_PREFIX}url`, hostProblem);
     if (facts.domainVerifiedByOther) forged('sellerId', `the domain ${seller.domain.toLowerCase().replace(/\.$/, '')} is verified by another seller`);
+    const claimed = hostClaimedByOther(terms.url, seller.id, facts.hostOwner);
+    if (claimed) forged(`${FIELD_PREFIX}url`, claimed);
   }
 
   const ext = checkExtensions(terms, FIELD_PREFIX);
@@ -82,6 +92,12 @@ export function urlHostProblem(url: string, sellerDomain: string): string | null
   const domain = sellerDomain.toLowerCase().replace(/\.$/, '');
   if (host !== null && host !== domain && !host.endsWith(`.${domain}`)) return `the URL's host ${host} is not the seller's domain ${domain} or a subdomain of it`;
   return null;
+}
+
+/** Why a URL's host is not the seller's to list: another seller proved it (hostOwner), or null. */
+export function hostClaimedByOther(url: string, sellerId: string, hostOwner: string | null | undefined): string | null {
+  if (hostOwner === undefined || hostOwner === null || hostOwner === sellerId) return null;
+  return `the URL's host ${hostOf(url) ?? url} is under a domain another seller has verified: one proven host belongs to one seller`;
 }
 
 /**

@@ -1,5 +1,7 @@
 import { checkJsonSchema, compileSchema } from '../catalog/json-schema';
-import { urlHostProblem } from '../catalog/catalog-rules';
+import { hostClaimedByOther, urlHostProblem } from '../catalog/catalog-rules';
+import { checkExtensions } from '../catalog/extension-rules';
+import type { ResourceTerms } from '../catalog/resource-rules';
 import type { NetworkRegistry } from '../network-registry';
 
 /**
@@ -14,9 +16,17 @@ import type { NetworkRegistry } from '../network-registry';
  *   extension's `routeTemplate` when it passes the spec's rules, else the concrete path (query and fragment dropped);
  * - `info` validates against the extension's `schema`, which must itself pass our JSON Schema bounds (draft 2020-12,
  *   size, no external $ref); `info.input.type` is http or mcp, an MCP tool names `tool` (the key is URL + tool);
- * - when the payTo is a seller's wallet, the URL's host is that seller's domain or a subdomain (a seller cannot
- *   teach the Bazaar another seller's endpoint), and no other seller verified that domain;
+ * - proven hosts only (issue #29): the payTo is a seller's wallet, that seller has verified its domain, the URL's
+ *   host is that domain or a subdomain of it (catalog-rules `urlHostProblem`), and no other seller proved a more
+ *   specific domain covering the host (catalog-rules `hostClaimedByOther`): a stranger paying itself dust to its
+ *   own wallet for another company's URL teaches the Bazaar nothing;
+ * - the extension passes the catalog's extension rules (catalog/extension-rules `checkExtensions`: the Bazaar
+ *   shape, `info.input` type and method, MCP tool names), as a cataloged resource's would;
  * - a URL already cataloged by a seller is not recorded again (its usage comes from its payment attempts).
+ *
+ * What the Bazaar serves of an observed resource is the seller's words: it is labelled `trust: "observed"` and
+ * `untrusted: true` (a client shows it as data and never follows it as instructions), and its usage counts payers
+ * weighted by what they paid at the resource's price (`weightedPayers30d`, data/observed-resource-repository.ts).
  */
 export interface SettledPayment {
   network: string;
@@ -67,12 +77,18 @@ export interface ObservedResource {
   sellerId: string | null;
   lastPaymentAt: Date;
   settledCalls30d: number;
+  /** Distinct payers over 30 days whose payment paid at least the resource's price. */
   uniquePayers30d: number;
+  /** Those payers, each weighted by what it paid at the price over 0.01 of the asset, at most 1 (the ranking's usage). */
+  weightedPayers30d: number;
 }
 
 export interface ObservedResourceRepository {
-  /** The seller whose wallet is `address`, with its domain and whether another seller verified that domain. */
-  walletSeller(address: string): Promise<{ id: string; domain: string; domainVerifiedByOther: boolean } | null>;
+  /**
+   * The seller whose wallet is `address`: its domain, whether it verified it, and which seller proved `host` (the
+   * most specific verified domain covering it; null: nobody).
+   */
+  walletSeller(address: string, host: string): Promise<{ id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null>;
   isCataloged(urls: string[]): Promise<boolean>;
   /** Upserts the observed resource and records the payment (once per transaction). */
   record(write: ObservedResourceWrite): Promise<string>;
@@ -135,6 +151,25 @@ export function readObservation(p: SettledPayment): { ok: true; value: Omit<Obse
   };
 }
 
+/**
+ * Proven hosts only (issue #29): why the Bazaar must not learn `url` for the seller whose wallet was paid, or null.
+ * The catalog's own rules decide the host (urlHostProblem, hostClaimedByOther); the Bazaar adds that the domain is
+ * verified, since nothing else (no catalog entry, no key) vouches for an observed resource.
+ */
+export function provenHostProblem(url: string, seller: { id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null): string | null {
+  if (!seller) return 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers';
+  if (!seller.domainVerified) return `the seller's domain ${seller.domain} is not verified: the Bazaar learns URLs only on a domain the paid seller has verified`;
+  return urlHostProblem(url, seller.domain) ?? hostClaimedByOther(url, seller.id, seller.hostOwner);
+}
+
+/** The catalog's extension rules (checkExtensions) on the learned `bazaar` extension, as on a cataloged resource's. */
+function extensionProblem(v: Omit<ObservedResourceWrite, 'sellerId'>): string | null {
+  const extensions: Obj = { bazaar: v.bazaar, ...(v.type === 'mcp' ? { mcp: { toolName: v.toolName } } : {}) };
+  const terms = { type: v.type, extensions, inputSchema: {}, outputSchema: {} } as unknown as ResourceTerms;
+  const { errors } = checkExtensions(terms, '');
+  return errors.length ? errors.map((e) => `${e.field} ${e.message}`).join('; ') : null;
+}
+
 const X402_VERSION = 2;
 const ANNOUNCED_TIMEOUT_SECONDS = 300;
 
@@ -150,13 +185,10 @@ export function createBazaar(deps: { repo: ObservedResourceRepository; networks:
         const read = readObservation(p);
         if (!read.ok) return { status: 'rejected', reason: read.reason };
         if (await deps.repo.isCataloged([read.value.resourceUrl, String(p.resourceUrl)])) return { status: 'cataloged' };
-        const seller = await deps.repo.walletSeller(p.payTo);
-        if (seller) {
-          const hostProblem = urlHostProblem(read.value.resourceUrl, seller.domain);
-          if (hostProblem) return { status: 'rejected', reason: hostProblem };
-          if (seller.domainVerifiedByOther) return { status: 'rejected', reason: `the domain ${seller.domain} is verified by another seller` };
-        }
-        const id = await deps.repo.record({ ...read.value, sellerId: seller?.id ?? null });
+        const seller = await deps.repo.walletSeller(p.payTo, read.host);
+        const problem = provenHostProblem(read.value.resourceUrl, seller) ?? extensionProblem(read.value);
+        if (problem || !seller) return { status: 'rejected', reason: problem ?? 'the payTo is not a seller' };
+        const id = await deps.repo.record({ ...read.value, sellerId: seller.id });
         return { status: 'recorded', id };
       } catch (err) {
         deps.onError?.(err);
@@ -181,10 +213,13 @@ export function createBazaar(deps: { repo: ObservedResourceRepository; networks:
             observedResourceId: o.id,
             ...(o.sellerId ? { sellerId: o.sellerId } : {}),
             ...(o.toolName ? { tool: o.toolName } : {}),
+            // Issue #29: learned only on a proven host; the description and bazaar metadata are the seller's words.
+            hostVerified: true,
+            untrusted: true,
             description: o.description,
             ...(o.mimeType ? { mimeType: o.mimeType } : {}),
             bazaar: o.bazaar,
-            usage: { settledCalls30d: o.settledCalls30d, uniquePayers30d: o.uniquePayers30d, lastPaymentAt: o.lastPaymentAt.toISOString() },
+            usage: { settledCalls30d: o.settledCalls30d, uniquePayers30d: o.uniquePayers30d, weightedPayers30d: o.weightedPayers30d, lastPaymentAt: o.lastPaymentAt.toISOString() },
           },
         })),
       };

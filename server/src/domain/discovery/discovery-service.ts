@@ -79,8 +79,9 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
     const [facts, toolOwner, wallet] = await Promise.all([
       // One read where the repository offers it (seller, payTo owner, domain verified by another seller).
       repo.catalogFacts
-        ? repo.catalogFacts(req.sellerId, terms.payTo)
+        ? repo.catalogFacts(req.sellerId, terms.payTo, terms.url)
         : deps.findSeller(req.sellerId).then(async (s) => ({
+            hostOwner: undefined,
             seller: s,
             payToOwner: s ? await repo.walletOwner(terms.payTo) : null,
             domainVerifiedByOther: s ? await deps.domainVerifiedByOther(s.domain, s.id) : false,
@@ -88,7 +89,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       toolName ? repo.mcpToolOwner(terms.url, toolName, excludeResourceId) : Promise.resolve(null),
       walletRead,
     ]);
-    const { seller, payToOwner, domainVerifiedByOther } = facts;
+    const { seller, payToOwner, domainVerifiedByOther, hostOwner } = facts;
     // Validating a resource the seller already cataloged would collide with itself: only a warning there.
     const ownToolOnValidate = mode === 'validate' && toolOwner !== null && seller !== null && toolOwner.sellerId === seller.id;
     const result = checkCatalogTerms(terms, {
@@ -99,6 +100,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       payToDeclared: req.payToDeclared ?? false,
       payToOwner,
       domainVerifiedByOther,
+      hostOwner,
       mcpToolConflict: toolOwner && !ownToolOnValidate ? toolOwner.resourceId : null,
     });
     if (ownToolOnValidate && toolOwner) {

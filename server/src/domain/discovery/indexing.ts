@@ -20,6 +20,8 @@ export interface IndexSnapshot {
   domainVerifiedByOther: boolean;
   /** The oldest other active resource offering the same MCP tool on the same URL. */
   mcpToolOwner: { resourceId: string; sellerId: string } | null;
+  /** The seller whose verified domain most specifically covers the URL's host (migration 0050 host_owner), or null. */
+  hostOwner: string | null;
 }
 
 export interface SearchDocument {
@@ -64,6 +66,7 @@ export function buildSearchDocument(snap: IndexSnapshot, networks: NetworkRegist
     payToDeclared: snap.declaration?.payTo === r.payTo,
     payToOwner: snap.payToOwner,
     domainVerifiedByOther: snap.domainVerifiedByOther,
+    hostOwner: snap.hostOwner,
     // The first resource to offer a tool on a server keeps it; later ones are ambiguous.
     mcpToolConflict: snap.mcpToolOwner && snap.mcpToolOwner.resourceId < r.id ? snap.mcpToolOwner.resourceId : null,
   });

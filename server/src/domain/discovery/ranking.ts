@@ -2,9 +2,15 @@ import type { RankingWeights } from './types';
 import { DomainError } from '../errors';
 
 /**
- * Ranking strategy pg-fts-recall-v3 (ranked recall).
+ * Ranking strategy pg-fts-recall-v4 (ranked recall, proven hosts first).
  *
- *   score = text * W.text + 0.1 * nameSimilarity + static_score + 0.05 * usage
+ *   score = text * W.text + 0.1 * nameSimilarity + static_score + 0.05 * usage + PROVEN_HOST_TIER * hostVerified
+ *
+ * - hostVerified (issue #29, "proven hosts only"): 1 when the resource's seller verified the domain that most
+ *   specifically covers the URL's host (POST /v1/sellers/{id}/verify-domain; migration 0050 host_owner). Every other
+ *   term sums to at most W.text + 0.1 + 0.5 + 0.05 = 1.65 < PROVEN_HOST_TIER, so among the results of one query a
+ *   resource on an unproven host never outranks one on a proven host; within each tier the order is v3's. A listing
+ *   whose host another seller proved is not served at all.
  *
  * - text, in [0, 1]: the query is a list of concepts (its words, each with its synonyms from synonyms.json, typo
  *   corrections from the vocabulary and, for the last word, a prefix: query.ts). A result need not match every
@@ -15,7 +21,11 @@ import { DomainError } from '../errors';
  * - nameSimilarity: pg_trgm similarity of the name to the query's words.
  * - static_score: the nine query-independent signals below, stored per document (migration 0009), weights summing
  *   to 0.5.
- * - usage: ln(1 + unique payers over 30 days) / ln(101), capped at 1 (settled payment attempts; search-sync worker).
+ * - usage: ln(1 + P) / ln(101), capped at 1, where P = sum over the distinct payers of the last 30 days whose settled
+ *   payment paid at least the cataloged price (same network and asset, payer not the payTo) of
+ *   min(1, payments at that price * cataloged price / PAYER_UNIT), PAYER_UNIT = 0.01 of the asset
+ *   (data/search-index-repository.ts; refreshed by indexing and the search-sync worker). Dust from fresh wallets
+ *   adds nothing; a payer counts fully once it paid a cent's worth at the cataloged price.
  *
  * Signals of static_score:
  * - metadataQuality, schemaCompleteness: computed at indexing time, in [0, 1] (see indexing.ts).
@@ -40,9 +50,15 @@ import { DomainError } from '../errors';
  * neither repeat nor skip while the ranking inputs stay the same. Cursors of the earlier strategies (same (score,
  * id) shape) are accepted and continue at the same position.
  */
-export const RANKING_STRATEGY = 'pg-fts-recall-v3';
-/** Earlier strategies whose cursors still decode (same (score, id) position). */
-const PREVIOUS_STRATEGIES = ['pg-fts-candidates-v2', 'pg-fts-weighted-v1'];
+export const RANKING_STRATEGY = 'pg-fts-recall-v4';
+/**
+ * Earlier strategies whose cursors still decode (same (score, id) position). A v3 cursor's score has no proven-host
+ * tier, so it continues among the unproven results (a client restarting without cursor sees the proven ones first).
+ */
+const PREVIOUS_STRATEGIES = ['pg-fts-recall-v3', 'pg-fts-candidates-v2', 'pg-fts-weighted-v1'];
+
+/** Added to the score of a result whose host is proven: above every other term's sum (1.65), see the formula above. */
+export const PROVEN_HOST_TIER = 2;
 
 /** How many matches (the best by static score) a search ranks by text relevance: the bound on its results. */
 export const SEARCH_CANDIDATES = 300;

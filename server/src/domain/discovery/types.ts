@@ -12,12 +12,14 @@ export interface DiscoveryFilters {
   extension?: 'bazaar' | 'mcp';
 }
 
-/** A listing item: the resource fields without schemas, extensions and timestamps. */
-/** A listing item: the contract's resource fields without schemas, extensions and timestamps. */
+/**
+ * A listing item: the contract's resource fields without schemas, extensions and timestamps, and whether its host is
+ * proven (its seller verified the domain that most specifically covers the URL's host; migration 0050).
+ */
 export type DiscoveryItem = Pick<
   Resource,
   'id' | 'sellerId' | 'type' | 'name' | 'description' | 'url' | 'routeTemplate' | 'network' | 'payTo' | 'assetCode' | 'assetIssuer' | 'amount' | 'status'
->;
+> & { hostVerified: boolean };
 
 export interface RankedItem extends DiscoveryItem {
   /** The score as PostgreSQL prints it (float8 text round-trips exactly), kept for the cursor. */
@@ -99,6 +101,9 @@ export interface DiscoveryRepository {
   mcpToolOwner(url: string, toolName: string, excludeResourceId: string | null): Promise<{ resourceId: string; sellerId: string } | null>;
   declaration(resourceId: string): Promise<{ payTo: string | null; trusted: boolean } | null>;
   catalog(write: CatalogWrite): Promise<CatalogWriteOutcome>;
-  /** The seller, who owns the payTo wallet and whether another seller verified the seller's domain, in one read. */
-  catalogFacts?(sellerId: string, payTo: string): Promise<{ seller: Seller | null; payToOwner: string | null; domainVerifiedByOther: boolean }>;
+  /**
+   * The seller, who owns the payTo wallet, whether another seller verified the seller's domain and which seller proved
+   * the URL's host (the most specific verified domain covering it), in one read.
+   */
+  catalogFacts?(sellerId: string, payTo: string, url: string): Promise<{ seller: Seller | null; payToOwner: string | null; domainVerifiedByOther: boolean; hostOwner?: string | null }>;
 }

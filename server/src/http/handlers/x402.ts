@@ -106,7 +106,8 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
             ? [{ scheme: 'exact', network: r.network, asset: asset.contractId, amount: toAtomic(r.amount), payTo: r.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }]
             : [],
           lastUpdated: ulidTime(r.id),
-          metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status },
+          // Issue #29: whether the host is proven, and the seller's words labelled as untrusted data.
+          metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status, hostVerified: r.hostVerified, untrusted: true },
         };
       });
       // Issue #21: after the cataloged window, the observed resources (learned from settled payments), by usage.
