@@ -16,6 +16,7 @@ import { migration as m0022 } from './0022-search-ranked-recall';
 import { migration as m0023 } from './0023-search-vocabulary-index';
 import { migration as m0032 } from './0032-api-key-lifecycle-and-retention';
 import { migration as m0042 } from './0042-seller-receipt-keys';
+import { migration as m0075 } from './0075-channel-lease-parties';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
-export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0032, m0022, m0014, m0042, m0023];
+export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0032, m0022, m0014, m0042, m0023, m0075];

@@ -9,7 +9,7 @@ import type { CheckedPayment, RequiredTerms } from './rules/offline';
 import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
 import { attemptRecord, type FacilitatorEvents } from './verify-payment';
 import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
-import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SubmitResult } from './types';
+import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SettleParty, SubmitResult } from './types';
 import type { SellerRepository } from '../sellers/types';
 
 export interface SettleDeps extends CheckDeps {
@@ -169,7 +169,7 @@ export function createSettlePayment(deps: SettleDeps) {
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
-    const lease = await waiting.acquire(attempt);
+    const lease = await waiting.acquire(attempt, { sellerId, payer: checked.payer, client: input.clientAddress ?? 'unknown' });
     return settleOnChannel({ attempt, checked, required, resource, sellerId }, lease);
   }
 
@@ -335,11 +335,12 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
     return p;
   }
   return {
-    async acquire(attempt: AttemptRecord): Promise<ChannelLease> {
+    async acquire(attempt: AttemptRecord, party?: SettleParty): Promise<ChannelLease> {
       let lastRead = Date.now();
       waitingAttempts.set(attempt.id, (waitingAttempts.get(attempt.id) ?? 0) + 1);
       try {
         return await deps.channels.acquire(attempt.network, {
+          party,
           whileWaiting: async () => {
             if (Date.now() - lastRead < checkEveryMs()) return;
             lastRead = Date.now();
