@@ -34,6 +34,8 @@ export interface LeasedChannel extends ChannelLease {
 
 interface Waiter {
   party: SettleParty | null;
+  /** The payment attempt it settles: duplicates of one payment share one waiting place. */
+  key: string | null;
   /** Set by the dispatcher: the channel this waiter was given, or the error its take met. */
   lease: LeasedChannel | null;
   error: unknown;
@@ -155,9 +157,9 @@ export class ChannelAccountPool implements ChannelLeaser {
       const took = await this.leases.takeFor(network, [...known.keys()], token, this.leaseSeconds, this.claim(network, party));
       if (took.address !== null) return this.leased(network, known, took.address, token, party);
     }
-    const refused = q.fair.refusal(party, this.places);
+    const refused = q.fair.refusal(party, this.places, opts.attemptId ?? null);
     if (refused) throw this.queueFull(network, refused.bound, refused.limit);
-    const me: Waiter = { party, lease: null, error: null, gone: false, notify: () => undefined };
+    const me: Waiter = { party, key: opts.attemptId ?? null, lease: null, error: null, gone: false, notify: () => undefined };
     q.fair.push(me);
     this.dispatch(network);
     const deadline = Date.now() + this.acquireTimeoutMs;

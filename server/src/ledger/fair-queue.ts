@@ -25,9 +25,16 @@ function keysOf(party: SettleParty | null): string[] {
   return party ? PARTY_KINDS.map((k) => partyKey(k, party)) : [];
 }
 
-export class FairQueue<W extends { party: SettleParty | null }> {
+/**
+ * A waiter: its party, and the payment it settles (`key`: duplicates of one payment share one waiting place, since
+ * only one of them can settle; the others end REPLAY_DETECTED once it is claimed).
+ */
+export class FairQueue<W extends { party: SettleParty | null; key: string | null }> {
   private readonly entries: Array<{ w: W; seq: number }> = [];
   private readonly waitingPer = new Map<string, number>();
+  /** Waiters per payment key; a payment holds one place whatever its number of duplicates. */
+  private readonly perKey = new Map<string, number>();
+  private places = 0;
   private readonly heldPer = new Map<string, number>();
   private readonly lastServed = new Map<string, number>();
   private seq = 0;
@@ -38,8 +45,9 @@ export class FairQueue<W extends { party: SettleParty | null }> {
   }
 
   /** The bound a new waiter of `party` would go beyond (and that bound's size), or null when it may wait. */
-  refusal(party: SettleParty | null, places: QueuePlaces): { bound: 'total' | PartyKind; limit: number } | null {
-    if (this.entries.length >= places.total) return { bound: 'total', limit: places.total };
+  refusal(party: SettleParty | null, places: QueuePlaces, key: string | null = null): { bound: 'total' | PartyKind; limit: number } | null {
+    if (key !== null && this.perKey.has(key)) return null;
+    if (this.places >= places.total) return { bound: 'total', limit: places.total };
     if (!party) return null;
     for (const kind of PARTY_KINDS) {
       if ((this.waitingPer.get(partyKey(kind, party)) ?? 0) >= places[kind]) return { bound: kind, limit: places[kind] };
@@ -49,6 +57,12 @@ export class FairQueue<W extends { party: SettleParty | null }> {
 
   push(w: W): void {
     this.entries.push({ w, seq: ++this.seq });
+    if (w.key !== null && this.perKey.has(w.key)) {
+      bump(this.perKey, w.key, 1);
+      return;
+    }
+    if (w.key !== null) this.perKey.set(w.key, 1);
+    this.places++;
     for (const k of keysOf(w.party)) this.waitingPer.set(k, (this.waitingPer.get(k) ?? 0) + 1);
   }
 
@@ -57,6 +71,11 @@ export class FairQueue<W extends { party: SettleParty | null }> {
     const i = this.entries.findIndex((e) => e.w === w);
     if (i < 0) return false;
     this.entries.splice(i, 1);
+    if (w.key !== null) {
+      bump(this.perKey, w.key, -1);
+      if (this.perKey.has(w.key)) return true; // a duplicate still waits in this payment's place
+    }
+    this.places--;
     for (const k of keysOf(w.party)) bump(this.waitingPer, k, -1);
     return true;
   }

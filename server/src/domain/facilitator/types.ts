@@ -281,6 +281,8 @@ export interface AcquireOptions {
   whileWaiting?(): Promise<void>;
   /** Who the channel is for: channels and queue places are shared fairly per seller, payer and client. */
   party?: SettleParty;
+  /** The payment attempt settled: duplicates of one payment waiting together take one queue place. */
+  attemptId?: string;
 }
 
 export interface ChannelLeaser {
