@@ -206,7 +206,7 @@ export class ChannelAccountPool implements ChannelLeaser {
     return new DomainError(
       'SERVICE_UNAVAILABLE',
       `Every channel account of ${network} this settle may use is busy and its waiting places are taken (at most ${limit} ${who} wait); the payment was not used: retry the same settle after Retry-After`,
-      [{ code: `settle_queue_per_${bound}`, message: `at most ${limit} ${who} may wait for a channel of ${network} in one service process` }],
+      [{ code: bound === 'total' ? 'settle_queue_total' : `settle_queue_per_${bound}`, message: `at most ${limit} ${who} may wait for a channel of ${network} in one service process` }],
       { 'Retry-After': this.retryAfter() },
     );
   }
