@@ -3,9 +3,10 @@ import { pgQuery } from './pg-query';
 import type { ChannelLeaseRepository } from '../domain/facilitator/types';
 
 /**
- * The shared channel pool's lease table (migration 0005). A free row is one with no holder (or an expired holder)
- * and no pinned transaction; it is taken with FOR UPDATE SKIP LOCKED, so processes never wait on one another and
- * never take the same row. Query style: parameterised SQL through pgQuery (prepared statements): every change is a
+ * The shared channel pool's lease table (migration 0005; lease parties: 0075). A free row is one with no holder (or
+ * an expired holder) and no pinned transaction. `take` takes one with FOR UPDATE SKIP LOCKED, so processes never wait
+ * on one another and never take the same row; `takeFor` (what the pool uses) locks the network's rows to count each
+ * party's busy channels first (fair capacity, issue #29). Query style: parameterised SQL through pgQuery (prepared statements): every change is a
  * compare-and-set on the holder, the take a row lock.
  */
 export function createChannelLeaseRepository(db: Sequelize): ChannelLeaseRepository {

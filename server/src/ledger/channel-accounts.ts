@@ -15,7 +15,8 @@ import { sorobanRpc } from './soroban-rpc';
  * admits one transaction per source account per ledger, so throughput comes from a pool.
  *
  * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
- * 0005). A lease is a row taken with FOR UPDATE SKIP LOCKED, stamped with this lease's token and a short expiry
+ * 0005; the party a lease is for, migration 0075). A lease is a row taken under the network's row locks (each
+ * seller, payer and client at most its cap of busy channels: fair capacity, issue #29), stamped with this lease's token and a short expiry
  * (`leaseSeconds`, default 15 s), renewed by a heartbeat (every third of it) for as long as the holder keeps it: a
  * process that dies without releasing its leases frees its unpinned channels within `leaseSeconds`. Once the settlement transaction is built its hash is pinned on
  * the lease in the same database transaction as the pending settlement; from then on the channel is not handed out
