@@ -76,6 +76,18 @@ export interface Config {
     txTimeoutSeconds: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
+    /**
+     * Fair capacity (issue #29): FACILITATOR_CHANNELS_PER_SELLER / _PER_PAYER / _PER_CLIENT, the channels of a network
+     * one seller, payer, client holds at once across every process (null: half the pool, at least 1).
+     */
+    channelsPerSeller: number | null;
+    channelsPerPayer: number | null;
+    channelsPerClient: number | null;
+    /** FACILITATOR_SETTLE_QUEUE_PER_SELLER / _PER_PAYER / _PER_CLIENT / _TOTAL: settles waiting for a channel per process. */
+    settleQueuePerSeller: number;
+    settleQueuePerPayer: number;
+    settleQueuePerClient: number;
+    settleQueueTotal: number;
   };
   /** Operations: network-health and conformance-runner schedules, expected ledger close interval. */
   operations: {
@@ -293,6 +305,13 @@ export function loadConfig(env: Env = process.env): Config {
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
+      channelsPerSeller: r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_SELLER', 1, 1, 256),
+      channelsPerPayer: r.optional('FACILITATOR_CHANNELS_PER_PAYER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_PAYER', 1, 1, 256),
+      channelsPerClient: r.optional('FACILITATOR_CHANNELS_PER_CLIENT') === null ? null : r.int('FACILITATOR_CHANNELS_PER_CLIENT', 1, 1, 256),
+      settleQueuePerSeller: r.int('FACILITATOR_SETTLE_QUEUE_PER_SELLER', 4, 0, 10_000),
+      settleQueuePerPayer: r.int('FACILITATOR_SETTLE_QUEUE_PER_PAYER', 4, 0, 10_000),
+      settleQueuePerClient: r.int('FACILITATOR_SETTLE_QUEUE_PER_CLIENT', 4, 0, 10_000),
+      settleQueueTotal: r.int('FACILITATOR_SETTLE_QUEUE_TOTAL', 64, 0, 100_000),
     },
     operations: {
       networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,

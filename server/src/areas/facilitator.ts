@@ -28,6 +28,16 @@ export interface FacilitatorOptions {
   channelLeaseSeconds?: number;
   /** How long settle waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
   channelAcquireTimeoutMs?: number;
+  /** Channels of a network one seller / payer / client may hold at once, across processes. Default: half the pool, at least 1. */
+  channelsPerSeller?: number | null;
+  channelsPerPayer?: number | null;
+  channelsPerClient?: number | null;
+  /** Settles of one seller / payer / client that may wait for a channel in one process (beyond: 503 at once). Default 4 each. */
+  settleQueuePerSeller?: number;
+  settleQueuePerPayer?: number;
+  settleQueuePerClient?: number;
+  /** Settles that may wait for a channel of a network in one process, in all. Default 64. */
+  settleQueueTotal?: number;
   /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s. */
   abandonedClaimSeconds?: number;
   /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
@@ -72,7 +82,17 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const resourceTerms = createResourceTermsRepository(ctx.db);
   const feeAccount = opts.feeAccountSecret ? Keypair.fromSecret(opts.feeAccountSecret) : null;
   const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: opts.txTimeoutSeconds ?? 30, feeAccount });
-  const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, { leaseSeconds: opts.channelLeaseSeconds ?? 15, acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000 });
+  const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, {
+    leaseSeconds: opts.channelLeaseSeconds ?? 15,
+    acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000,
+    channelsPerSeller: opts.channelsPerSeller,
+    channelsPerPayer: opts.channelsPerPayer,
+    channelsPerClient: opts.channelsPerClient,
+    queuePerSeller: opts.settleQueuePerSeller,
+    queuePerPayer: opts.settleQueuePerPayer,
+    queuePerClient: opts.settleQueuePerClient,
+    queueTotal: opts.settleQueueTotal,
+  });
   // Metric labels carry only configured networks: anything a caller sends is counted as 'unsupported'.
   const label = (network: string) => (ctx.networks.get(network) ? network : 'unsupported');
 

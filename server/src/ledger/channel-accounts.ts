@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
-import type { AcquireOptions, ChannelLease, ChannelLeaseRepository, ChannelLeaser } from '../domain/facilitator/types';
+import type { AcquireOptions, ChannelLease, ChannelLeaseRepository, ChannelLeaser, LeaseClaim, LeaseTake, PartyKind, SettleParty } from '../domain/facilitator/types';
+import { FairQueue, PARTY_KINDS, partyKey, type QueuePlaces } from './fair-queue';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import { localNetworkClient } from './local-network-client';
 import type { NetworkRegistry } from '../domain/network-registry';
@@ -14,7 +15,8 @@ import { sorobanRpc } from './soroban-rpc';
  * admits one transaction per source account per ledger, so throughput comes from a pool.
  *
  * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
- * 0005). A lease is a row taken with FOR UPDATE SKIP LOCKED, stamped with this lease's token and a short expiry
+ * 0005; the party a lease is for, migration 0075). A lease is a row taken under the network's row locks (each
+ * seller, payer and client at most its cap of busy channels: fair capacity, issue #29), stamped with this lease's token and a short expiry
  * (`leaseSeconds`, default 15 s), renewed by a heartbeat (every third of it) for as long as the holder keeps it: a
  * process that dies without releasing its leases frees its unpinned channels within `leaseSeconds`. Once the settlement transaction is built its hash is pinned on
  * the lease in the same database transaction as the pending settlement; from then on the channel is not handed out
@@ -32,15 +34,33 @@ export interface LeasedChannel extends ChannelLease {
 }
 
 interface Waiter {
-  wake(): void;
-  /** A channel was released in this process since this waiter last tried: it asks the lease table at once. */
-  granted: boolean;
-  /** Asking the lease table now. */
-  trying: boolean;
+  party: SettleParty | null;
+  /** The payment attempt it settles: duplicates of one payment share one waiting place. */
+  key: string | null;
+  /** Set by the dispatcher: the channel this waiter was given, or the error its take met. */
+  lease: LeasedChannel | null;
+  error: unknown;
+  /** The waiter left (timed out, or its `whileWaiting` threw): a channel taken for it is given back. */
+  gone: boolean;
+  /** Ends the waiter's current pause. */
+  notify(): void;
 }
 
-/** How often a settle waiting for a channel (not at the head of the queue) runs its `whileWaiting` check. */
+/** One network's waiting settles in this process and their dispatcher. */
+interface NetworkQueue {
+  fair: FairQueue<Waiter>;
+  /** The dispatcher is asking the lease table. */
+  running: boolean;
+  /** A channel was released while it ran: it runs again at once. */
+  again: boolean;
+  timer: NodeJS.Timeout | null;
+  /** Current pause between two asks while every channel is busy (doubles up to `pollMs`). */
+  backoff: number;
+}
+
+/** How often a settle waiting for a channel runs its `whileWaiting` check. */
 const WAITER_CHECK_MS = 200;
+const FIRST_BACKOFF_MS = 10;
 
 export interface ChannelPoolOptions {
   /** Expiry of a lease without a pinned transaction (renewed every third of it while held). Default 15 s. */
@@ -49,25 +69,49 @@ export interface ChannelPoolOptions {
   acquireTimeoutMs?: number;
   /** Wait between two tries while every channel is busy. Default 50 ms. */
   pollMs?: number;
+  /**
+   * Channels of a network one seller, one payer, one client may hold at once, across every process (counted in the
+   * lease table). null or absent: half the network's pool, at least 1.
+   */
+  channelsPerSeller?: number | null;
+  channelsPerPayer?: number | null;
+  channelsPerClient?: number | null;
+  /** Settles of one seller, payer, client that may wait for a channel of a network in this process. Default 4 each. */
+  queuePerSeller?: number;
+  queuePerPayer?: number;
+  queuePerClient?: number;
+  /** Settles that may wait for a channel of a network in this process, in all. Default 64. */
+  queueTotal?: number;
 }
+
+/** Defaults of the fair-capacity bounds (documented in server/README.md, Configuration). */
+export const FAIR_CAPACITY_DEFAULTS = { queuePerParty: 4, queueTotal: 64 } as const;
 
 export class ChannelAccountPool implements ChannelLeaser {
   private readonly keys = new Map<string, Map<string, Keypair>>();
   private readonly held = new Map<string, number>();
-  /** Settles of this process waiting for a channel, per network, in arrival order. */
-  private readonly waiting = new Map<string, Waiter[]>();
+  /** Settles of this process waiting for a channel, per network, served in fair order (fair-queue.ts). */
+  private readonly waiting = new Map<string, NetworkQueue>();
   private readonly leaseSeconds: number;
   private readonly acquireTimeoutMs: number;
   private readonly pollMs: number;
+  private readonly places: QueuePlaces;
 
   constructor(
     private readonly leases: ChannelLeaseRepository,
     private readonly metrics?: FacilitatorMetrics,
-    opts: ChannelPoolOptions = {},
+    private readonly opts: ChannelPoolOptions = {},
   ) {
     this.leaseSeconds = opts.leaseSeconds ?? 15;
     this.acquireTimeoutMs = opts.acquireTimeoutMs ?? 30_000;
     this.pollMs = opts.pollMs ?? 50;
+    const perParty = FAIR_CAPACITY_DEFAULTS.queuePerParty;
+    this.places = {
+      total: opts.queueTotal ?? FAIR_CAPACITY_DEFAULTS.queueTotal,
+      seller: opts.queuePerSeller ?? perParty,
+      payer: opts.queuePerPayer ?? perParty,
+      client: opts.queuePerClient ?? perParty,
+    };
   }
 
   async add(network: string, keypairs: Keypair[]): Promise<void> {
@@ -86,91 +130,164 @@ export class ChannelAccountPool implements ChannelLeaser {
     return [...(this.keys.get(network)?.keys() ?? [])];
   }
 
+  /** The channels of a network one party may hold at once: as configured, else half the pool (at least 1). */
+  caps(network: string): Record<PartyKind, number> {
+    const half = Math.max(1, Math.floor(this.size(network) / 2));
+    return { seller: this.opts.channelsPerSeller ?? half, payer: this.opts.channelsPerPayer ?? half, client: this.opts.channelsPerClient ?? half };
+  }
+
   /**
-   * Takes a free channel. When none is free, the caller joins this process's queue for the network: only the head of
-   * the queue asks the database again (backing off up to `pollMs`), and each channel released in this process wakes
-   * one more waiter at once (the first not already asking), so waiting settles do not poll the lease table each, and
-   * channels freed together (one ledger's final answers) are taken by as many waiters in parallel, not one by one. Others in the queue run `opts.whileWaiting` every
-   * WAITER_CHECK_MS (it may throw to stop waiting: the settle whose attempt was claimed by another). Gives up after
-   * `acquireTimeoutMs` with SERVICE_UNAVAILABLE and Retry-After. The queue only orders this process's own tries: the
-   * lease itself is always decided by the database.
+   * Takes a free channel for `opts.party`. With nobody waiting in this process it asks the lease table at once (a
+   * burst's arrivals all ask concurrently; as many as channels are free, and their parties' caps allow, win). Else,
+   * or when none could be taken, the settle waits in this process's fair queue, if a place is left for it: beyond
+   * the places of its seller, payer or client, or the total, it is refused at once with SERVICE_UNAVAILABLE, the
+   * bound named in the details, and Retry-After. One dispatcher per network serves the queue (FairQueue's order),
+   * asking the lease table again at each channel released in this process and otherwise every `pollMs` at most
+   * (backing off from 10 ms): a party at its cap of channels is skipped, never blocking those behind it. A waiting
+   * settle runs `opts.whileWaiting` every WAITER_CHECK_MS (it may throw to stop waiting: the settle whose attempt
+   * was claimed by another) and gives up after `acquireTimeoutMs` with SERVICE_UNAVAILABLE and Retry-After. The
+   * queue only orders this process's own tries: the lease and the caps are always decided by the database.
    */
   async acquire(network: string, opts: AcquireOptions = {}): Promise<LeasedChannel> {
     const known = this.keys.get(network);
     if (!known || known.size === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
-    const token = crypto.randomUUID();
-    const addresses = [...known.keys()];
-    const queue = this.queueOf(network);
-    // Nobody waiting here: try at once (a burst's arrivals all try concurrently, as many as channels are free win).
-    if (queue.length === 0) {
-      const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
-      if (address) return this.leased(network, known, address, token);
+    const party = opts.party ?? null;
+    const q = this.queueOf(network);
+    if (q.fair.size === 0) {
+      const token = crypto.randomUUID();
+      const took = await this.leases.takeFor(network, [...known.keys()], token, this.leaseSeconds, this.claim(network, party));
+      if (took.address !== null) return this.leased(network, known, took.address, token, party);
     }
+    const refused = q.fair.refusal(party, this.places, opts.attemptId ?? null);
+    if (refused) throw this.queueFull(network, refused.bound, refused.limit);
+    const me: Waiter = { party, key: opts.attemptId ?? null, lease: null, error: null, gone: false, notify: () => undefined };
+    q.fair.push(me);
+    this.dispatch(network);
     const deadline = Date.now() + this.acquireTimeoutMs;
-    const me: Waiter = { wake: () => undefined, granted: false, trying: false };
-    queue.push(me);
-    let wait = Math.min(this.pollMs, 10);
-    let checked = Date.now();
     try {
       for (;;) {
-        const head = queue[0] === me;
-        if (head || me.granted) {
-          me.granted = false;
-          me.trying = true;
-          try {
-            const address = await this.leases.take(network, addresses, token, this.leaseSeconds);
-            if (address) return this.leased(network, known, address, token);
-          } finally {
-            me.trying = false;
-          }
-        }
+        if (me.lease) return me.lease;
+        if (me.error) throw me.error;
         const left = deadline - Date.now();
         if (left <= 0) {
           throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`, [], {
-            'Retry-After': String(Math.max(1, Math.ceil(this.leaseSeconds / 3))),
+            'Retry-After': this.retryAfter(),
           });
         }
-        const pause = head ? wait * (0.5 + Math.random()) : WAITER_CHECK_MS;
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(pause, left));
-          me.wake = () => {
+          const timer = setTimeout(resolve, Math.min(WAITER_CHECK_MS, left));
+          me.notify = () => {
             clearTimeout(timer);
             resolve();
           };
         });
-        me.wake = () => undefined;
-        if (head) wait = Math.min(wait * 2, this.pollMs);
-        if (opts.whileWaiting && (queue[0] === me || Date.now() - checked >= WAITER_CHECK_MS)) {
-          checked = Date.now();
-          await opts.whileWaiting();
-        }
+        me.notify = () => undefined;
+        if (me.lease || me.error) continue;
+        if (opts.whileWaiting) await opts.whileWaiting();
       }
-    } finally {
-      const i = queue.indexOf(me);
-      if (i >= 0) queue.splice(i, 1);
-      // The next in line tries at once: the head leaving may mean more channels are free, or it is simply its turn.
-      if (i === 0) queue[0]?.wake();
-      // Woken for a released channel but leaving without asking (its attempt was claimed elsewhere): pass it on.
-      if (me.granted) this.grantOne(network);
+    } catch (err) {
+      me.gone = true;
+      q.fair.remove(me);
+      // Given a channel while `whileWaiting` ran and threw: it goes back (and to the next in line).
+      if (me.lease) await me.lease.release().catch(() => undefined);
+      throw err;
     }
   }
 
-  /** Wakes the first waiter of the network that is not asking the lease table already (nor woken for it). */
-  private grantOne(network: string): void {
-    const w = this.queueOf(network).find((x) => !x.trying && !x.granted);
-    if (!w) return;
-    w.granted = true;
-    w.wake();
+  private claim(network: string, party: SettleParty | null): LeaseClaim | null {
+    return party ? { party, caps: this.caps(network) } : null;
   }
 
-  private queueOf(network: string): Waiter[] {
+  private retryAfter(): string {
+    return String(Math.max(1, Math.ceil(this.leaseSeconds / 3)));
+  }
+
+  private queueFull(network: string, bound: 'total' | PartyKind, limit: number): DomainError {
+    const who = bound === 'total' ? 'settles in all' : `settles of one ${bound}`;
+    return new DomainError(
+      'SERVICE_UNAVAILABLE',
+      `Every channel account of ${network} this settle may use is busy and its waiting places are taken (at most ${limit} ${who} wait); the payment was not used: retry the same settle after Retry-After`,
+      [{ code: bound === 'total' ? 'settle_queue_total' : `settle_queue_per_${bound}`, message: `at most ${limit} ${who} may wait for a channel of ${network} in one service process` }],
+      { 'Retry-After': this.retryAfter() },
+    );
+  }
+
+  /** Runs the network's dispatcher now (or again right after its current run). */
+  private dispatch(network: string): void {
+    const q = this.queueOf(network);
+    if (q.running) {
+      q.again = true;
+      return;
+    }
+    if (q.timer) clearTimeout(q.timer);
+    q.timer = null;
+    if (q.fair.size === 0) return;
+    q.running = true;
+    q.again = false;
+    void this.serve(network, q).finally(() => {
+      q.running = false;
+      if (q.fair.size === 0) return;
+      if (q.again) return this.dispatch(network);
+      // Nothing could be given now: ask again after a pause (channels freed by other processes, or by the
+      // confirmation of a pinned transaction, wake nobody here).
+      const pause = q.backoff * (0.5 + Math.random());
+      q.backoff = Math.min(q.backoff * 2, this.pollMs);
+      q.timer = setTimeout(() => {
+        q.timer = null;
+        this.dispatch(network);
+      }, pause);
+      q.timer.unref();
+    });
+  }
+
+  /** Gives channels to waiters in fair order until none is free or every waiter left is at its parties' caps. */
+  private async serve(network: string, q: NetworkQueue): Promise<void> {
+    const known = this.keys.get(network) as Map<string, Keypair>;
+    const addresses = [...known.keys()];
+    const caps = this.caps(network);
+    const capped = new Set<string>();
+    const skip = (w: Waiter) => w.party !== null && PARTY_KINDS.some((k) => capped.has(partyKey(k, w.party!)) || q.fair.held(k, w.party!) >= caps[k]);
+    for (;;) {
+      const w = q.fair.next(skip);
+      if (!w) return;
+      const token = crypto.randomUUID();
+      let took: LeaseTake;
+      try {
+        took = await this.leases.takeFor(network, addresses, token, this.leaseSeconds, this.claim(network, w.party));
+      } catch (err) {
+        // The database failed this ask: the waiter it was for answers with that error (as its own ask would).
+        if (q.fair.remove(w)) {
+          w.error = err;
+          w.notify();
+        }
+        continue;
+      }
+      if (took.address !== null) {
+        q.backoff = FIRST_BACKOFF_MS;
+        const lease = this.leased(network, known, took.address, token, w.party);
+        if (w.gone || !q.fair.remove(w)) {
+          void lease.release().catch(() => undefined);
+          continue;
+        }
+        w.lease = lease;
+        w.notify();
+        continue;
+      }
+      if (took.full === 'pool') return;
+      capped.add(partyKey(took.full, w.party as SettleParty));
+    }
+  }
+
+  private queueOf(network: string): NetworkQueue {
     let q = this.waiting.get(network);
-    if (!q) this.waiting.set(network, (q = []));
+    if (!q) this.waiting.set(network, (q = { fair: new FairQueue<Waiter>(), running: false, again: false, timer: null, backoff: FIRST_BACKOFF_MS }));
     return q;
   }
 
-  private leased(network: string, known: Map<string, Keypair>, address: string, token: string): LeasedChannel {
+  private leased(network: string, known: Map<string, Keypair>, address: string, token: string, party: SettleParty | null): LeasedChannel {
     this.count(network, +1);
+    const q = this.queueOf(network);
+    q.fair.hold(party, 1);
     let released = false;
     const renew = () => this.leases.renew(network, address, token, this.leaseSeconds);
     // Heartbeat: the lease stays ours while this process lives; its expiry only matters once the process is gone.
@@ -185,12 +302,14 @@ export class ChannelAccountPool implements ChannelLeaser {
         released = true;
         clearInterval(heartbeat);
         this.count(network, -1);
+        q.fair.hold(party, -1);
         try {
           if (!opts?.freed) await this.leases.release(network, address, token);
         } finally {
-          // A channel of this pool may be free now (this one, or the one the final answer of its transaction freed):
-          // one more waiter asks for it at once.
-          this.grantOne(network);
+          // A channel of this pool may be free now (this one, or the one the final answer of its transaction freed),
+          // and this party holds one less: the dispatcher asks at once.
+          q.backoff = FIRST_BACKOFF_MS;
+          this.dispatch(network);
         }
       },
       renew,

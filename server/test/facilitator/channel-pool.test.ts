@@ -12,6 +12,8 @@ import { OPERATOR_KEY, testNetworks } from '../support/test-service';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
 
 const SEED = 'channel-pool-test-seed-0123456789abcdef';
+/** These tests are about the shared lease table, not fair capacity: one seller may use the whole pool and wait in numbers. */
+const WHOLE_POOL = { channelsPerSeller: 2, channelsPerPayer: 2, channelsPerClient: 2, settleQueuePerSeller: 16, settleQueuePerPayer: 16, settleQueuePerClient: 16 };
 
 describe('one channel pool shared by two service instances through the database', () => {
   let env: FacilitatorEnv;
@@ -24,7 +26,7 @@ describe('one channel pool shared by two service instances through the database'
   const networks = () => testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) });
 
   beforeAll(async () => {
-    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20 } });
+    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20, ...WHOLE_POOL } });
     // The second instance knows only the first channel of the same seed: a channel both instances use.
     second = await createService({
       databaseUrl: env.svc.databaseUrl,
@@ -43,6 +45,7 @@ describe('one channel pool shared by two service instances through the database'
         confirmGraceMs: 5_000,
         pollMs: 20,
         channelAcquireTimeoutMs: 60_000,
+        ...WHOLE_POOL,
         afterSubmit: () => {
           if (crashAfterSubmit) throw new Error('simulated crash between submit and record');
         },

@@ -420,6 +420,7 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
       try {
         return await deps.channels.acquire(attempt.network, {
           party,
+          attemptId: attempt.id,
           whileWaiting: async () => {
             if (Date.now() - lastRead < checkEveryMs()) return;
             lastRead = Date.now();

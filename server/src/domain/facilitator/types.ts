@@ -198,7 +198,23 @@ export interface ChannelLeaseRepository {
   release(network: string, address: string, token: string): Promise<void>;
   /** Busy channels of the network (held or pinned), for the metric. */
   busy(network: string): Promise<number>;
+  /**
+   * Takes a free channel among `addresses` for `claim.party` unless that party (its seller, payer or client) already
+   * holds its cap of the network's busy channels, counted across every process under the network's row locks.
+   */
+  takeFor(network: string, addresses: string[], token: string, ttlSeconds: number, claim: LeaseClaim | null): Promise<LeaseTake>;
 }
+
+/** Fair capacity: who a lease is for and how many busy channels of the network each of its parties may hold. */
+export interface LeaseClaim {
+  party: SettleParty;
+  caps: Record<PartyKind, number>;
+}
+
+export type PartyKind = 'seller' | 'payer' | 'client';
+
+/** A lease taken, or why not: no channel free ('pool'), or the party kind that holds its cap already. */
+export type LeaseTake = { address: string } | { address: null; full: 'pool' | PartyKind };
 
 /** Ledger port (see ledger/soroban-ledger.ts). */
 export interface AssetRef {
@@ -293,6 +309,8 @@ export interface AcquireOptions {
   whileWaiting?(): Promise<void>;
   /** Who the channel is for: channels and queue places are shared fairly per seller, payer and client. */
   party?: SettleParty;
+  /** The payment attempt settled: duplicates of one payment waiting together take one queue place. */
+  attemptId?: string;
 }
 
 export interface ChannelLeaser {
