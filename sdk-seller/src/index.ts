@@ -17,6 +17,7 @@ export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
+export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
 export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
 export { createReceiptKey, createReceiptSigner, type ReceiptKey, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
