@@ -19,6 +19,7 @@ import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
 import { dashboardRouter } from './http/dashboard';
+import { homePage } from './http/home';
 import { idempotency } from './http/idempotency';
 import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(enforceKeyScope(deps.spec.paths));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
+  app.get('/', homePage());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
   app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));

@@ -3045,7 +3045,10 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
-            /** @description Settlements confirmed on this network. */
+            /**
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
+             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */
             latestTransactionHashes: components["schemas"]["TransactionHash"][];
@@ -3249,7 +3252,12 @@ export interface components {
                 /** @description Settle latency over the last hour (until confirmed or answered pending). */
                 p50Ms: number | null;
                 p95Ms: number | null;
-                /** @description Settle calls that succeeded since this process started. */
+                /**
+                 * @description Settle calls that succeeded in THIS process since it started (a process metric: it restarts at 0 and
+                 *     each process of a cluster counts its own). `/v1/stats` `networks[].successfulSettlements` counts every
+                 *     settlement recorded in the database, all time and every process, so the two differ after a restart or
+                 *     with `WEB_CONCURRENCY` > 1; the dashboard labels this one "since this process started".
+                 */
                 settled: number;
                 failed: number;
             };
