@@ -26,6 +26,8 @@ import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { responseValidation } from './http/response-validation';
 
 export interface AppDeps {
+  /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
+  localDevDomains?: boolean;
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
   spec: { paths: Record<string, Record<string, never>> } & Record<string, unknown>;
   handlers: Handlers;
@@ -109,7 +111,7 @@ export function createApp(deps: AppDeps): Express {
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
   app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
-  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
+  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, localDevDomains: deps.localDevDomains ?? false, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
   app.use('/mcp', builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))));
   app.use(
     OpenApiValidator.middleware({

@@ -69,6 +69,8 @@ export interface ServiceOptions {
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
   domainCheck?: DomainCheckPorts;
   domainUrlBase?: (domain: string) => string;
+  /** LOCAL_DEV_DOMAINS: parts that reach sellers (the /mcp server's paid calls) reach `*.test` names on 127.0.0.1. */
+  localDevDomains?: boolean;
   mongodbUrl?: string | null;
   /** Process background jobs in this process (main: yes; tests: only those that exercise workers). */
   runJobs?: boolean;
@@ -216,6 +218,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     admission: opts.admission,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
+    localDevDomains: opts.localDevDomains,
   });
   for (const area of areas) await area.start?.();
   if (opts.runJobs) await jobs.start();

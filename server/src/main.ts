@@ -166,6 +166,7 @@ async function main(): Promise<void> {
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
       : localDev?.ports,
     domainUrlBase: localDev?.urlBase,
+    localDevDomains: config.localDevDomains.enabled,
   });
 
   // Express 5 hands a listen error (EADDRINUSE: another program took the port since the check) to this callback.
