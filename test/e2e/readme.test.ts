@@ -41,7 +41,7 @@ const quickstartEnd = README.indexOf('\n## ', quickstartStart + 1);
 const inQuickstart = (b: { doc: string; at: number }) => b.doc === 'README.md' && b.at > quickstartStart && b.at < quickstartEnd;
 // "REST in six requests" (issue 32) is one sh block of curl lines that test/e2e/rest-route.test.ts runs as it is.
 const restStart = README.indexOf('### REST in six requests');
-const restEnd = README.indexOf('\n#', restStart + 1);
+const restEnd = README.indexOf('\n##', restStart + 1);
 const inRestSection = (b: { doc: string; at: number }) => restStart >= 0 && b.doc === 'README.md' && b.at > restStart && b.at < restEnd;
 
 describe('README.md code blocks', () => {

@@ -13,7 +13,7 @@ const ROOT = path.resolve(__dirname, '../..');
 function restBlock(): string {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const start = readme.indexOf('### REST in six requests');
-  const end = readme.indexOf('\n#', start + 1);
+  const end = readme.indexOf('\n##', start + 1);
   const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(start, end));
   if (start < 0 || !block) throw new Error('README.md has no "REST in six requests" sh block');
   return block[1];
@@ -52,7 +52,8 @@ describe('REST in six requests (root README)', () => {
     if (run.code !== 0) throw new Error(`the REST block failed (exit ${run.code}):\n${run.stdout}\n${run.stderr}\n${main.logs().slice(-3000)}`);
     const read = (f: string) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
     expect(read('seller.json').seller).toMatchObject({ domain: 'rest-weather.test', verificationStatus: 'unverified' });
-    expect(read('resource.json')).toMatchObject({ amount: '0.01', warnings: [] });
+    expect(read('resource.json')).toMatchObject({ amount: '0.01', warnings: [{ code: 'CATALOG_VALIDATION_FAILED', field: 'url', message: expect.stringContaining('plain http') }] });
+    expect(read('search.json').resources).toEqual(expect.any(Array));
     expect(read('verified.json')).toMatchObject({ ok: true, paymentAttemptId: expect.stringMatching(/^pay_/) });
     expect(read('settled.json')).toMatchObject({ ok: true, status: 'settled', evidence: 'local_simulation', receiptId: expect.stringMatching(/^rcp_/) });
     expect(run.stdout).toMatch(/^settled [0-9a-f]{64} rcp_\S+ \(local_simulation\)$/m);
