@@ -87,7 +87,7 @@ describe('the seller route from packed SDKs in an empty project', () => {
     const out = JSON.parse(await runIn(dir, 'seller.cjs', SCRIPT, { MARKETPLACE_URL: main.baseUrl, LOCAL_NETWORK_URL: main.localNetworkUrl }));
     expect(out.localhost).toMatch(/\.test.*LOCAL_DEV_DOMAINS=true/);
     expect(out.tooCheap).toContain('must be at least 0.0001 USDC');
-    expect(out.warnings).toEqual(['TRUSTLINE_REQUIRED payTo']);
+    expect(out.warnings).toEqual(['TRUSTLINE_REQUIRED payTo', 'CATALOG_VALIDATION_FAILED url']); // the readiness warning first; a local seller is plain http
     expect(out.typo).toMatch(/^PaywallConfigurationError: .*refused this paywall's API key/);
     expect(out.unpaid).toBe(402);
     expect(out.paid).toEqual({ paid: true, status: 200, body: { city: 'Porto', temperatureC: 20 }, receipt: 'settled' });
