@@ -4,21 +4,28 @@
  *
  * - by the stdio bin of this package (`paid-api-marketplace-mcp`, src/bin/marketplace-mcp.ts) on the buyer's
  *   machine, with the buyer's wallet and budget: all five tools;
- * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/http/mcp): the four read-only tools. The service
- *   never holds a buyer's wallet, so it has no `call_paid_resource`.
+ * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/http/mcp): the four read-only tools and
+ *   `call_paid_resource` paid by the AGENT's wallet with the x402 MCP transport (`forwardPayments`, see
+ *   registerForwardingCall). The service never holds a buyer's wallet.
  *
  * Tools (names are part of the contract):
  * - `search_resources`: discovery with its filters (ranked search when `q` is given, else the newest first);
  * - `inspect_resource`: one resource: payment requirements, input/output schemas, seller trust, conformance state;
  * - `list_supported_networks`: the networks, their assets and what the facilitator settles;
  * - `get_receipt`: a receipt (evidence of a paid call);
- * - `call_paid_resource` (only with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
- *   payAndCallTool, within the configured budget, and answers with the result and the receipt.
+ * - `call_paid_resource` (with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
+ *   payAndCallTool, within the configured budget, and answers with the result and the receipt; (remote, without a
+ *   wallet) answers the seller's PaymentRequired, then forwards the agent's signed payment;
+ * - `get_budget` (only with a wallet): the per-call limit, total, committed, spent, released and remaining.
+ *
+ * Every tool declares an outputSchema and the server gives `instructions` (issue 32). Sellers listed under `*.test`
+ * are reached only with `localDevDomains` (the service's LOCAL_DEV_DOMAINS switch), else refused naming it.
  *
  * Every tool answers `structuredContent` (and the same JSON as text). A failure is a tool result with `isError`
  * and `structuredContent.error = { code, message, details? }`; codes are the API's stable codes plus
- * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR and
- * INVALID_REQUEST. Messages never carry secrets: unexpected errors answer a fixed text.
+ * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR,
+ * ADDRESS_NOT_ALLOWED, TERMS_CHANGED, INVALID_PAYMENT_PAYLOAD and INVALID_REQUEST; a payment required (remote form)
+ * is the x402 PaymentRequired itself, not an error object. Messages never carry secrets: unexpected errors answer a fixed text.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
