@@ -7,7 +7,8 @@
  * - `localDevFetch`: seller domains must be real domain names (the marketplace refuses `localhost` and IPs), so the
  *   quickstart's seller uses a name under `.test` (RFC 2606, reserved for testing). Nothing resolves `.test`, so this
  *   fetch sends `*.test` hosts to 127.0.0.1, where the quickstart's seller app listens. Everything else goes out
- *   unchanged. Give it to the buyer SDK as `fetch`; a real seller on a real domain needs nothing like it.
+ *   unchanged. Give it to the buyer SDK as `fetch`; a real seller on a real domain needs nothing like it. Both SDKs
+ *   export it (`import { localDevFetch } from '@paid-api-marketplace/sdk-buyer'`, or `.../sdk-seller`).
  */
 
 /** Where the local network's friendbot and faucet answer (`npm start` runs it on 127.0.0.1:8000). */
@@ -26,14 +27,8 @@ export async function fundWallet(address: string, usdc?: string): Promise<void> 
   if (!faucet.ok) throw new Error(`faucet answered HTTP ${faucet.status}: ${await faucet.text()}`);
 }
 
-/** fetch, with `*.test` hosts sent to 127.0.0.1 (same port, same path). */
-export function localDevFetch(input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
-  const request = input instanceof Request ? input : new Request(input, init);
-  const url = new URL(request.url);
-  if (!url.hostname.endsWith('.test')) return fetch(request);
-  url.hostname = '127.0.0.1';
-  return fetch(new Request(url, request));
-}
+/** fetch, with `*.test` hosts sent to 127.0.0.1 (same port, same path): both SDKs export it. */
+export { localDevFetch } from '@paid-api-marketplace/sdk-buyer';
 
 /** Prints one step: what it does and which API call(s) it makes. */
 export function step(n: number | string, what: string, calls: string): void {

@@ -122,10 +122,10 @@ async function main(): Promise<void> {
     if (!offlineValid || !onLedger.ok) throw new Error('the receipt did not verify');
 
     // ---------------------------------------------------------------- the agent (MCP)
-    // allowPrivateNetworks only because this seller runs on this machine (127.0.0.1): by default call_paid_resource
-    // refuses loopback, private and link-local addresses (ADDRESS_NOT_ALLOWED).
+    // localDevDomains only because this seller is a local *.test name on this machine (the service's LOCAL_DEV_DOMAINS
+    // switch): by default call_paid_resource refuses *.test names and loopback, private and link-local addresses.
     step(14, "The same as an agent: the marketplace's MCP tools, with the buyer's wallet and budget", 'MCP tools/call search_resources (GET /v1/discovery/search)');
-    const mcpServer = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: '0.05', fetch: localDevFetch, allowPrivateNetworks: true });
+    const mcpServer = createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, perCallLimit: '0.05', localDevDomains: true });
     const agent = new Client({ name: 'quickstart-agent', version: '1.0.0' });
     const [agentSide, serverSide] = InMemoryTransport.createLinkedPair();
     await Promise.all([mcpServer.connect(serverSide), agent.connect(agentSide)]);

@@ -19,7 +19,8 @@ export interface SellerApp {
 export async function startSellerApp(paywallClient: SellerClient): Promise<SellerApp> {
   const app = express();
   const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    // QUICKSTART_SELLER_PORT: where the quickstart's seller listens on 127.0.0.1 (default 0: any free port).
+    const s = app.listen(Number(process.env.QUICKSTART_SELLER_PORT ?? 0), '127.0.0.1', () => resolve(s));
   });
   return {
     port: (server.address() as AddressInfo).port,

@@ -75,7 +75,7 @@ describe('the marketplace MCP server over stdio (paid-api-marketplace-mcp)', () 
 
   it('with a wallet it lists the five tools, call_paid_resource among them', async () => {
     const { tools } = await bin.client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['call_paid_resource', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['call_paid_resource', 'get_budget', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
   });
 
   it('search -> inspect -> call_paid_resource pays the endpoint: the answer, a settled receipt, balances moved by the price', async () => {

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
-import { createBuyerClient, ApiError, FileBudgetStore } from '../src';
+import { createBuyerClient, ApiError, FileBudgetStore, localDevFetch } from '../src';
 import { readmeBlocks, normalize } from '../../test/support/readme';
 import { eventually, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../../test/support/marketplace';
 
@@ -39,7 +39,7 @@ describe('README examples', () => {
   it('every ts block of README.md is in this file', () => {
     const self = normalize(fs.readFileSync(__filename, 'utf8'));
     const blocks = readmeBlocks(path.resolve(__dirname, '../README.md'));
-    expect(blocks.length).toBe(4);
+    expect(blocks.length).toBe(5);
     for (const block of blocks) expect(self).toContain(block);
   });
 
@@ -82,6 +82,19 @@ describe('README examples', () => {
     }
     expect(paid).toBe(true);
     expect(log).toHaveBeenLastCalledWith({ city: 'Lisbon', temperatureC: 21.5 }, 'settled', true);
+  });
+
+  it('Paying a local seller (*.test)', async () => {
+    const localSellerUrl = endpoint.url.replace('{city}', 'Porto');
+    expect(new URL(localSellerUrl).hostname).toBe('readme-weather.test');
+    const local = createBuyerClient({
+      baseUrl,
+      fetch: localDevFetch, // *.test hosts go to 127.0.0.1: local development only
+      payment: { signer: Keypair.fromSecret(secret), budget: { perCall: '0.5', total: '5' } },
+    });
+    const localCall = await local.payAndFetch(localSellerUrl); // e.g. http://shop.test:8402/v1/forecast/Porto
+    console.log(localCall.paid, localCall.response.status);
+    expect(log).toHaveBeenLastCalledWith(true, 200);
   });
 
   it('What you can lose at most', async () => {

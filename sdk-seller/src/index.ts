@@ -9,6 +9,7 @@
 import type { Client } from 'openapi-fetch';
 import { Keypair, hash } from '@stellar/stellar-sdk';
 import type { components, operations, paths } from './generated/openapi.js';
+import { checkWalletReadiness, type WalletReadiness } from './wallet/readiness.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
 import { sellerKeys } from './keys.js';
@@ -18,7 +19,9 @@ export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
-export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient } from './paywall/paywall.js';
+export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
+export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient, type PaywallMiddleware } from './paywall/paywall.js';
+export { PaywallConfigurationError } from './paywall/seller-checks.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
 export { createReceiptKey, createReceiptSigner, receiptKeyProof, type ReceiptKey, type ReceiptKeyProof, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
@@ -142,8 +145,9 @@ export function createSellerClient(options: SellerClientOptions) {
   };
 
   const resources = {
-    create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceDetail']> =>
-      data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceDetail']>,
+    /** The created resource and its readiness `warnings` (e.g. TRUSTLINE_REQUIRED on payTo: the wallet cannot receive yet). */
+    create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceCreated']> =>
+      data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceCreated']>,
     get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
     /** The public read of a resource, sent without the API key (what buyers see; used by paywall and paidTool). */
     getPublic: (id: string): Promise<Schemas['ResourceDetail']> => data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
@@ -216,6 +220,11 @@ export function createSellerClient(options: SellerClientOptions) {
     receipts,
     facilitator,
     networks,
+    /** Whether a wallet can receive the marketplace's assets (checkWalletReadiness on this client's marketplace). */
+    wallet: {
+      readiness: (walletAddress: string, network?: string): Promise<WalletReadiness> =>
+        checkWalletReadiness({ baseUrl: options.baseUrl, walletAddress, network, fetch: options.fetch }),
+    },
     /** A client with the same options and another API key (e.g. the one `sellers.create` returned). */
     withApiKey: (apiKey: string) => createSellerClient({ ...options, apiKey }),
     /** The typed openapi-fetch client for anything else (errors still throw ApiError). */

@@ -19,6 +19,7 @@ import { mountOperations } from './http/mount-operations';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { docsRouter } from './http/docs';
 import { dashboardRouter } from './http/dashboard';
+import { homePage } from './http/home';
 import { idempotency } from './http/idempotency';
 import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
@@ -26,6 +27,8 @@ import { responseValidation } from './http/response-validation';
 import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
 
 export interface AppDeps {
+  /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
+  localDevDomains?: boolean;
   /** The bundled spec (openapi/dist/openapi.json). The validator must get the bundle, never the split files. */
   spec: { paths: Record<string, Record<string, never>> } & Record<string, unknown>;
   handlers: Handlers;
@@ -106,11 +109,12 @@ export function createApp(deps: AppDeps): Express {
   app.use(enforceKeyScope(deps.spec.paths));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
+  app.get('/', homePage());
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
   app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
-  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
+  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, localDevDomains: deps.localDevDomains ?? false, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
   app.use('/mcp', builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))));
   app.use(
     OpenApiValidator.middleware({

@@ -15,6 +15,7 @@ import { listenForApiKeyChanges } from './data/api-key-changes';
 import { retentionWorker } from './jobs/retention-worker';
 import { createRetentionRepository } from './data/retention-repository';
 import { createResourceService } from './domain/catalog/resource-service';
+import { createWalletStateReader } from './ledger/wallet-state';
 import { createPaymentReadService } from './domain/payments/payment-read-service';
 import type { DomainCheckPorts } from './domain/sellers/domain-verification';
 import { createDnsTxtResolver, createSafeFetcher } from './net';
@@ -34,6 +35,9 @@ import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './do
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { createBazaar } from './domain/discovery/bazaar';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
+
+/** FACILITATOR_MIN_AMOUNT's default (config.ts), for callers of compose that give no facilitator options. */
+const DEFAULT_MIN_AMOUNT = '0.0001';
 import type { Logger } from './logger';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */
@@ -65,6 +69,8 @@ export interface ServiceOptions {
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
   domainCheck?: DomainCheckPorts;
   domainUrlBase?: (domain: string) => string;
+  /** LOCAL_DEV_DOMAINS: parts that reach sellers (the /mcp server's paid calls) reach `*.test` names on 127.0.0.1. */
+  localDevDomains?: boolean;
   mongodbUrl?: string | null;
   /** Process background jobs in this process (main: yes; tests: only those that exercise workers). */
   runJobs?: boolean;
@@ -125,8 +131,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     findSeller: (id) => sellerRepo.findById(id),
     networks: opts.networks,
     onCatalogChange: (id) => onCatalogChange(id),
+    minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT,
+    walletState: createWalletStateReader(opts.networks),
   });
-  const ctx: AreaContext = { db, networks: opts.networks, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
+  const ctx: AreaContext = { db, networks: opts.networks, minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
   const discovery = createDiscoveryArea(ctx);
   onCatalogChange = (id) => discovery.onCatalogChange(id);
   // The ledger pace verify converts maxTimeoutSeconds with: configured, else the close interval the operations area
@@ -210,6 +218,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     admission: opts.admission,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
+    localDevDomains: opts.localDevDomains,
   });
   for (const area of areas) await area.start?.();
   if (opts.runJobs) await jobs.start();

@@ -19,6 +19,8 @@ export interface Config {
   webConcurrency: number;
   databaseUrl: string | null;
   embeddedDatabaseDir: string;
+  /** EMBEDDED_POSTGRES_PORT: where the embedded PostgreSQL listens on 127.0.0.1 (0: a free port chosen at start). */
+  embeddedDatabasePort: number;
   mongodbUrl: string | null;
   operatorApiKey: string | null;
   /** OPERATOR_API_KEY_PREVIOUS: accepted beside OPERATOR_API_KEY during a rotation through the environment. */
@@ -247,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     webConcurrency: r.int('WEB_CONCURRENCY', 1, 1, 64),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     embeddedDatabaseDir: path.join(dataDir, 'postgres'),
+    embeddedDatabasePort: r.int('EMBEDDED_POSTGRES_PORT', 0, 0, 65535),
     mongodbUrl: r.url('MONGODB_URL', ['mongodb:', 'mongodb+srv:']),
     operatorApiKey,
     operatorApiKeyPrevious,

@@ -73,6 +73,7 @@ async function main(): Promise<void> {
   // Fail loudly before anything starts: a taken port, an unreachable DATABASE_URL or configured RPC (one line, exit 3).
   await checkPortFree(config.port, config.host);
   if (config.localNetwork.enabled && config.localNetwork.port !== 0) await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
+  if (!config.databaseUrl && config.embeddedDatabasePort !== 0) await checkPortFree(config.embeddedDatabasePort, '127.0.0.1', 'EMBEDDED_POSTGRES_PORT');
   if (config.databaseUrl) await checkDatabase(config.databaseUrl);
   await checkRpcs(
     config.networks.filter((n) => n.rpcUrl).map((n) => ({ variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`, rpcUrl: n.rpcUrl! })),
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
     logger.info('DATABASE_URL is unset: starting the embedded PostgreSQL', { dataDir: config.embeddedDatabaseDir });
-    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true });
+    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true, port: config.embeddedDatabasePort || undefined });
     databaseUrl = await embedded.urlFor('marketplace');
   }
   const applied = await migrate(databaseUrl);
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
       : localDev?.ports,
     domainUrlBase: localDev?.urlBase,
+    localDevDomains: config.localDevDomains.enabled,
   });
 
   // Express 5 hands a listen error (EADDRINUSE: another program took the port since the check) to this callback.

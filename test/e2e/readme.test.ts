@@ -5,7 +5,7 @@
  *   test/e2e/quickstart.test.ts runs against a real `npm start`; the x402 stock-packages block and the
  *   createAuthHeaders block of server/README.md appear verbatim (modulo indentation) below and run;
  * - ```sh blocks name only npm scripts this repository has (and `npm start` / `npm run quickstart` are run by
- *   quickstart.test.ts);
+ *   quickstart.test.ts), except the block of "REST in six requests", which rest-route.test.ts runs with bash;
  * - ```json blocks are MCP client configs: the clone form is started exactly as written (path and values filled in)
  *   and answers MCP; the published form names the same bin and settings.
  * A block in any other language fails the first test: it would be neither run nor checked.
@@ -39,6 +39,10 @@ const blocks = DOCS.flatMap((doc) =>
 const quickstartStart = README.indexOf('## Quickstart');
 const quickstartEnd = README.indexOf('\n## ', quickstartStart + 1);
 const inQuickstart = (b: { doc: string; at: number }) => b.doc === 'README.md' && b.at > quickstartStart && b.at < quickstartEnd;
+// "REST in six requests" (issue 32) is one sh block of curl lines that test/e2e/rest-route.test.ts runs as it is.
+const restStart = README.indexOf('### REST in six requests');
+const restEnd = README.indexOf('\n##', restStart + 1);
+const inRestSection = (b: { doc: string; at: number }) => restStart >= 0 && b.doc === 'README.md' && b.at > restStart && b.at < restEnd;
 
 describe('README.md code blocks', () => {
   it('every block is of a kind this file runs or checks (ts, sh, json)', () => {
@@ -77,7 +81,7 @@ describe('README.md code blocks', () => {
     const scripts = Object.keys((JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
     const builtin = ['ci', 'install', 'test', 'start'];
     const commands = blocks
-      .filter((b) => b.lang === 'sh')
+      .filter((b) => b.lang === 'sh' && !inRestSection(b))
       .flatMap((b) => b.code.split('\n'))
       .map((l) => l.replace(/#.*$/, '').trim())
       .filter(Boolean)
@@ -183,7 +187,7 @@ describe('README.md code blocks', () => {
       await client.connect(transport);
       try {
         const tools = (await client.listTools()).tools.map((t) => t.name).sort();
-        expect(tools).toEqual(['call_paid_resource', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
+        expect(tools).toEqual(['call_paid_resource', 'get_budget', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
         const networks = await client.callTool({ name: 'list_supported_networks', arguments: {} });
         expect(networks.isError).toBeFalsy();
       } finally {

@@ -1422,7 +1422,10 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
-            /** @description Settlements confirmed on this network. */
+            /**
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
+             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */
             latestTransactionHashes: components["schemas"]["TransactionHash"][];

@@ -4,21 +4,28 @@
  *
  * - by the stdio bin of this package (`paid-api-marketplace-mcp`, src/bin/marketplace-mcp.ts) on the buyer's
  *   machine, with the buyer's wallet and budget: all five tools;
- * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/http/mcp): the four read-only tools. The service
- *   never holds a buyer's wallet, so it has no `call_paid_resource`.
+ * - by the service at `/mcp` (Streamable HTTP, stateless; server/src/http/mcp): the four read-only tools and
+ *   `call_paid_resource` paid by the AGENT's wallet with the x402 MCP transport (`forwardPayments`, see
+ *   registerForwardingCall). The service never holds a buyer's wallet.
  *
  * Tools (names are part of the contract):
  * - `search_resources`: discovery with its filters (ranked search when `q` is given, else the newest first);
  * - `inspect_resource`: one resource: payment requirements, input/output schemas, seller trust, conformance state;
  * - `list_supported_networks`: the networks, their assets and what the facilitator settles;
  * - `get_receipt`: a receipt (evidence of a paid call);
- * - `call_paid_resource` (only with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
- *   payAndCallTool, within the configured budget, and answers with the result and the receipt.
+ * - `call_paid_resource` (with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
+ *   payAndCallTool, within the configured budget, and answers with the result and the receipt; (remote, without a
+ *   wallet) answers the seller's PaymentRequired, then forwards the agent's signed payment;
+ * - `get_budget` (only with a wallet): the per-call limit, total, committed, spent, released and remaining.
+ *
+ * Every tool declares an outputSchema and the server gives `instructions` (issue 32). Sellers listed under `*.test`
+ * are reached only with `localDevDomains` (the service's LOCAL_DEV_DOMAINS switch), else refused naming it.
  *
  * Every tool answers `structuredContent` (and the same JSON as text). A failure is a tool result with `isError`
  * and `structuredContent.error = { code, message, details? }`; codes are the API's stable codes plus
- * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR and
- * INVALID_REQUEST. Messages never carry secrets: unexpected errors answer a fixed text.
+ * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR,
+ * ADDRESS_NOT_ALLOWED, TERMS_CHANGED, INVALID_PAYMENT_PAYLOAD and INVALID_REQUEST; a payment required (remote form)
+ * is the x402 PaymentRequired itself, not an error object. Messages never carry secrets: unexpected errors answer a fixed text.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -27,13 +34,14 @@ import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/
 import { z } from 'zod';
 import type { components } from '../generated/openapi.js';
 import { BudgetExceededError } from '../payments/budget.js';
-import { AMOUNT_PATTERN, toStroops } from '../core/amounts.js';
+import { AMOUNT_PATTERN, fromStroops, toStroops } from '../core/amounts.js';
 import { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayAndFetchInit } from '../payments/pay-and-fetch.js';
-import { BlockedAddressError, safeFetch } from '../payments/safe-fetch.js';
+import { BlockedAddressError, LOCAL_DEV_DOMAINS_OFF, safeFetch } from '../payments/safe-fetch.js';
+import { isLocalDevHost } from '../core/local-dev-fetch.js';
 import { assetContractId, normalizeNetwork } from '../payments/requirements.js';
 import { ApiError } from '../core/errors.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { PaidToolCallResult, PayAndCallToolOptions } from './pay-and-call-tool.js';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolCallResult, type PayAndCallToolOptions } from './pay-and-call-tool.js';
 import { safeCode, safeNetwork, type MarketplaceToolName, type McpMetricsSink } from './metrics.js';
 
 type Schemas = components['schemas'];
@@ -99,6 +107,22 @@ export interface MarketplaceMcpOptions {
   allowPrivateNetworks?: boolean;
   /** Name resolution for that address check. Default: the system resolver (every address of the name). */
   lookup?: (hostname: string) => Promise<string[]>;
+  /**
+   * Local development domains, the service's LOCAL_DEV_DOMAINS switch: sellers listed under `*.test` are reached on
+   * 127.0.0.1 (localDevFetch). Off (default), such a seller is refused with a message naming the switch.
+   */
+  localDevDomains?: boolean;
+  /** The payer's total budget (decimal), shown by `get_budget` as `total` and `remaining`. */
+  totalLimit?: string;
+  /**
+   * The remote form (the service's /mcp): `call_paid_resource` without a payer, by the x402 MCP transport binding
+   * (specs/transports-v2/mcp.md). The first call answers a tool error whose structuredContent is the seller's x402
+   * PaymentRequired; the agent's client signs with its own wallet and calls again with the payment in
+   * `params._meta["x402/payment"]`; the server forwards it to the seller (PAYMENT-SIGNATURE), which verifies and
+   * settles through the marketplace, and answers the seller's result with `_meta["x402/payment-response"]`. The
+   * server never holds a buyer key.
+   */
+  forwardPayments?: boolean;
   metrics?: McpMetricsSink;
   /** Server name and version announced to MCP clients. */
   name?: string;
@@ -140,6 +164,51 @@ const resourceId = z.string().regex(/^res_[0-9A-HJKMNP-TV-Z]{26}$/, 'a resource 
 const receiptId = z.string().regex(/^rcp_[0-9A-HJKMNP-TV-Z]{26}$/, 'a receipt id (rcp_...)');
 const shortText = z.string().max(1_000);
 
+// ---- output schemas (issue 32) ----------------------------------------------------------------------------------
+// Every tool declares what its structuredContent holds. A stock MCP client checks structuredContent against the
+// outputSchema even on a tool error, so each schema also admits the error answer ({ error: { code, message } }) and
+// the x402 PaymentRequired (`x402Version`, `accepts`, `error` as a string): success fields are optional, extra
+// fields are allowed.
+const toolError = z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }).passthrough();
+const errorField = z.union([z.string(), toolError]).optional().describe('On a failed call: { code, message, details? } (an x402 PaymentRequired: its reason string)');
+const page = z
+  .object({ resources: z.array(z.record(z.unknown())).optional(), items: z.array(z.record(z.unknown())).optional(), nextCursor: z.string().nullable().optional(), error: errorField })
+  .passthrough();
+const resourceOut = z
+  .object({ id: z.string().optional(), type: z.enum(['http', 'mcp']).optional(), name: z.string().optional(), url: z.string().optional(), amount: z.string().optional(), network: z.string().optional(), paymentRequirements: z.record(z.unknown()).optional(), error: errorField })
+  .passthrough();
+const networksOut = z.object({ networks: z.array(z.record(z.unknown())).optional(), supported: z.record(z.unknown()).optional(), error: errorField }).passthrough();
+const receiptOut = z.object({ id: z.string().optional(), status: z.string().optional(), transactionHash: z.string().nullable().optional(), network: z.string().optional(), error: errorField }).passthrough();
+const callOut = z
+  .object({
+    resourceId: z.string().optional(),
+    type: z.enum(['http', 'mcp']).optional(),
+    paid: z.boolean().optional(),
+    amount: z.string().optional(),
+    settlement: z.record(z.unknown()).nullable().optional(),
+    receipt: z.record(z.unknown()).nullable().optional(),
+    result: z.record(z.unknown()).optional(),
+    x402Version: z.number().optional().describe('Payment required (remote /mcp): sign one of `accepts` and call again with it in _meta["x402/payment"]'),
+    accepts: z.array(z.record(z.unknown())).optional(),
+    error: errorField,
+  })
+  .passthrough();
+const budgetOut = z
+  .object({
+    perCall: z.string().nullable().optional().describe('Most one call may pay'),
+    total: z.string().nullable().optional().describe('Most this agent may pay in all'),
+    committed: z.string().optional().describe('Signed, not yet settled or proven unusable'),
+    spent: z.string().optional().describe('Settled'),
+    released: z.string().optional().describe('Signed, then proven unusable (no longer counted)'),
+    remaining: z.string().nullable().optional().describe('total - committed - spent; null without a total'),
+    error: errorField,
+  })
+  .passthrough();
+
+/** What the servers tell an agent at initialize (MCP `instructions`). */
+export const MARKETPLACE_INSTRUCTIONS_READ =
+  'A marketplace of paid HTTP endpoints and paid MCP tools, paid per call in USDC on Stellar (x402). Find with search_resources, read the full terms (price, network, payTo, input schema) with inspect_resource, check a paid call with get_receipt.';
+
 const searchInput = {
   q: z.string().min(1).max(200).optional().describe('What you are looking for (ranked text search). Omit to list the newest resources.'),
   network: network.optional().describe('Only resources paid on this network'),
@@ -163,17 +232,26 @@ const callInput = {
   maxAmount: amount.optional().describe('Most this call may pay; it can lower, never raise, the configured per-call budget'),
 };
 
+/** The instructions of a server with these options: what it offers and how paying works there. */
+export function marketplaceInstructions(options: Pick<MarketplaceMcpOptions, 'payer' | 'forwardPayments'>): string {
+  if (options.payer)
+    return `${MARKETPLACE_INSTRUCTIONS_READ} call_paid_resource calls a resource and pays from this server's wallet within its budget (BUDGET_EXCEEDED before anything is signed; it pays only the terms inspect_resource shows); get_budget tells what is left. Errors are tool results with structuredContent.error = { code, message }.`;
+  if (options.forwardPayments)
+    return `${MARKETPLACE_INSTRUCTIONS_READ} call_paid_resource is paid by YOUR wallet with the x402 MCP transport (specs/transports-v2/mcp.md): the first call answers isError with the seller's PaymentRequired (x402Version, accepts) in structuredContent; sign one of accepts (an exact Stellar authorization) and call again with the same arguments and the payment in params._meta["x402/payment"]; the answer carries the seller's result and _meta["x402/payment-response"] (the settlement). This server never holds your key. Errors are tool results with structuredContent.error = { code, message }.`;
+  return MARKETPLACE_INSTRUCTIONS_READ;
+}
+
 export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpServer {
   const port = marketplacePortOf(options.marketplace);
-  const server = new McpServer({ name: options.name ?? 'paid-api-marketplace', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} } });
+  const server = new McpServer({ name: options.name ?? 'paid-api-marketplace', version: options.version ?? '0.1.0' }, { capabilities: { tools: {} }, instructions: marketplaceInstructions(options) });
   const metrics = options.metrics;
   // Registered through a plainly typed view of registerTool: the SDK's generic signature (zod 3/4 compatible shape
   // inference) is costly for the compiler and adds nothing here, where the SDK validates the arguments at run time
   // against these schemas and each tool body states the type it reads.
   const register = server.registerTool.bind(server) as unknown as (
     name: MarketplaceToolName,
-    config: { title: string; description: string; inputSchema?: Record<string, z.ZodTypeAny>; annotations: ToolAnnotations },
-    callback: (args: never) => Promise<CallToolResult>,
+    config: { title: string; description: string; inputSchema?: Record<string, z.ZodTypeAny>; outputSchema: z.ZodTypeAny; annotations: ToolAnnotations },
+    callback: (args: never, extra: { _meta?: Record<string, unknown> }) => Promise<CallToolResult>,
   ) => void;
   const sellerFetch = options.fetch ?? globalThis.fetch;
 
@@ -206,6 +284,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       description:
         'Find paid HTTP endpoints and paid MCP tools in the marketplace. With `q`, results are ranked for the text; without it, the newest first. Every result shows its price (amount, asset), network, payTo and type; use inspect_resource for the full terms.',
       inputSchema: searchInput,
+      outputSchema: page,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     tool('search_resources', (a: { network?: string }) => a.network, async (args) => {
@@ -221,6 +300,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       title: 'Inspect a paid resource',
       description: 'The full record of one resource: its current payment requirements, input and output schemas, seller trust (domain verification), conformance state where known and settlement statistics.',
       inputSchema: { resourceId },
+      outputSchema: resourceOut,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     tool('inspect_resource', () => undefined, async ({ resourceId: id }: { resourceId: string }, note) => {
@@ -235,6 +315,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     {
       title: 'Supported networks',
       description: 'The ledger networks of the marketplace, their accepted assets and evidence label, and the payment schemes its facilitator verifies and settles.',
+      outputSchema: networksOut,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     tool('list_supported_networks', () => undefined, async () => {
@@ -249,6 +330,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       title: 'Read a receipt',
       description: 'A receipt: the evidence of a paid call (resource, seller, amount, asset, transaction hash, ledger, status, evidence label).',
       inputSchema: { receiptId },
+      outputSchema: receiptOut,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     tool('get_receipt', () => undefined, async ({ receiptId: id }: { receiptId: string }, note) => {
@@ -267,6 +349,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
         description:
           'Calls a paid resource and pays its price from the configured wallet, within the configured budget (per call and in total; BUDGET_EXCEEDED before anything is signed). Pays only the terms inspect_resource shows: a higher live price or another recipient, asset or network is refused before signing (TERMS_CHANGED). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. Answers with the result, what was actually paid (`amount`), the settlement, the receipt and the budget.',
         inputSchema: callInput,
+        outputSchema: callOut,
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
       },
       tool('call_paid_resource', () => undefined, async (args: CallArgs, note) => {
@@ -293,6 +376,26 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     );
   }
 
+  if (payer) {
+    register(
+      'get_budget',
+      {
+        title: 'Remaining budget',
+        description: "What this agent's wallet may still pay: the per-call limit, the total, what is committed (signed, not settled yet), spent, released, and remaining (total - committed - spent). Amounts in units of the asset.",
+        outputSchema: budgetOut,
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      tool('get_budget', () => undefined, async () => {
+        const b = payer.budget;
+        const committed = b?.committed ?? '0.0000000';
+        const spent = b?.spent ?? payer.spent;
+        const total = options.totalLimit ?? null;
+        const left = total === null ? null : toStroops(total) - toStroops(committed) - toStroops(spent);
+        return { perCall: options.perCallLimit ?? null, total, committed, spent, released: b?.released ?? '0.0000000', remaining: left === null ? null : fromStroops(left > 0n ? left : 0n) };
+      }),
+    );
+  }
+
   interface CallArgs {
     resourceId: string;
     arguments?: Record<string, unknown>;
@@ -310,7 +413,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   };
   type Outcome = { paid: boolean; amount: string | null; receipt: Record<string, unknown> | null; result: Record<string, unknown> };
 
-  const guardedFetch = safeFetch(sellerFetch, { allowPrivateNetworks: options.allowPrivateNetworks ?? false, maxRedirects: 3, lookup: options.lookup });
+  const guardedFetch = safeFetch(sellerFetch, { allowPrivateNetworks: options.allowPrivateNetworks ?? false, localDevDomains: options.localDevDomains ?? false, maxRedirects: 3, lookup: options.lookup });
 
   /** The terms inspect_resource showed: the live 402 may ask less, never more, nor pay anyone or anything else. */
   function inspectedTerms(detail: Schemas['ResourceDetail']): ExpectedTerms {
@@ -329,7 +432,9 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
       if (err instanceof ToolError || err instanceof BudgetExceededError || err instanceof PaymentFailedError || err instanceof ApiError) throw err;
       if (err instanceof McpError) throw new ToolError('UPSTREAM_ERROR', `The MCP server of resource ${detail.id} failed: ${err.message.slice(0, 300)}`);
       if (err instanceof TypeError || (err as { cause?: unknown })?.cause) {
-        throw new ToolError('UPSTREAM_ERROR', `Could not reach the seller of resource ${detail.id} (${new URL(detail.url).host}): ${describeCause(err)}`, { cause: describeCause(err) });
+        const host = new URL(detail.url).host;
+        const hint = isLocalDevHost(new URL(detail.url).hostname) && !options.localDevDomains ? ` (${host}: ${LOCAL_DEV_DOMAINS_OFF})` : '';
+        throw new ToolError('UPSTREAM_ERROR', `Could not reach the seller of resource ${detail.id} (${host}): ${describeCause(err)}${hint}`, { cause: describeCause(err) });
       }
       throw err;
     }
@@ -385,7 +490,108 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     }
   }
 
+  /**
+   * The remote `call_paid_resource` (options.forwardPayments): the x402 MCP transport binding, the agent's own wallet.
+   * Without `_meta["x402/payment"]` the seller's 402 comes back as a tool error whose structuredContent is its
+   * PaymentRequired; with it, the payment goes to the seller as PAYMENT-SIGNATURE (an mcp resource: as the same
+   * `_meta` on the seller's tool call) and the seller's answer comes back with `_meta["x402/payment-response"]`.
+   */
+  function registerForwardingCall(): void {
+    register(
+      'call_paid_resource',
+      {
+        title: 'Call a paid resource, paid by your wallet (x402 MCP)',
+        description:
+          'Calls a paid resource; YOUR wallet pays, by the x402 MCP transport. First call: the answer is isError with the seller\'s PaymentRequired in structuredContent (x402Version, accepts: amount in atomic units, asset contract, payTo, network). Sign one of accepts (exact scheme on Stellar) and call again with the same arguments and the payment payload in params._meta["x402/payment"]. The answer carries the result and _meta["x402/payment-response"] (transaction, receipt). http resources: fill `pathParams` for the {placeholders}; mcp resources: pass the tool `arguments`. This server never holds your key.',
+        inputSchema: callInput,
+        outputSchema: callOut,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      },
+      async (args: CallArgs, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult> => {
+        const started = process.hrtime.bigint();
+        let network: string | undefined;
+        let code: string | null = null;
+        try {
+          const detail = await port.getResource(args.resourceId);
+          network = detail.network;
+          if (detail.status !== 'active') throw new ToolError('RESOURCE_NOT_FOUND', `Resource ${detail.id} is not active`);
+          const payment = extra._meta?.[X402_PAYMENT_META];
+          if (payment !== undefined && (typeof payment !== 'object' || payment === null || Array.isArray(payment))) throw new ToolError('INVALID_PAYMENT_PAYLOAD', `_meta["${X402_PAYMENT_META}"] must be an x402 PaymentPayload object`);
+          const out = detail.type === 'mcp' ? await forwardMcp(detail, args, payment as Record<string, unknown> | undefined) : await forwardHttp(detail, args, payment as Record<string, unknown> | undefined);
+          if (out.isError) code = 'PAYMENT_REQUIRED';
+          return out;
+        } catch (err) {
+          const error = toToolError(err);
+          code = error.code;
+          const payload = { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } };
+          return { isError: true, structuredContent: payload, content: [{ type: 'text', text: JSON.stringify(payload) }] };
+        } finally {
+          metrics?.toolCall({ tool: 'call_paid_resource', network: safeNetwork(network), code, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+        }
+      },
+    );
+  }
+
+  async function forwardHttp(detail: Schemas['ResourceDetail'], args: CallArgs, payment: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const url = new URL(fillTemplate(detail.url, args.pathParams ?? {}));
+    for (const [k, v] of Object.entries(args.query ?? {})) url.searchParams.set(k, v);
+    const method = args.method ?? 'GET';
+    const headers: Record<string, string> = { accept: 'application/json' };
+    let body: string | undefined;
+    if (method === 'POST') {
+      body = JSON.stringify(args.body ?? {});
+      if (body.length > MAX_BODY_CHARS) throw new ToolError('INVALID_REQUEST', 'body is too large');
+      headers['content-type'] = 'application/json';
+    }
+    if (payment) headers['payment-signature'] = Buffer.from(JSON.stringify(payment), 'utf8').toString('base64');
+    const response = await upstream(detail, () => guardedFetch(url.toString(), { method, headers, body }));
+    const { text, truncated } = await readBounded(response, MAX_BODY_BYTES);
+    if (response.status === 402) {
+      const required = decodeHeaderJson(response.headers.get('payment-required')) ?? parseJson(text);
+      if (!required || typeof required !== 'object' || !Array.isArray((required as { accepts?: unknown }).accepts)) throw new ToolError('UPSTREAM_ERROR', `The seller of resource ${detail.id} answered 402 without an x402 PaymentRequired`);
+      const doc = { ...(required as Record<string, unknown>), resourceId: detail.id };
+      return { isError: true, structuredContent: doc, content: [{ type: 'text', text: JSON.stringify(doc) }] };
+    }
+    const contentType = response.headers.get('content-type') ?? '';
+    const parsed = /json/i.test(contentType) && !truncated ? (parseJson(text) ?? text) : text;
+    const settlement = decodeHeaderJson(response.headers.get('payment-response')) as Record<string, unknown> | null;
+    if (!response.ok) throw new ToolError('UPSTREAM_ERROR', `The resource answered HTTP ${response.status}`, { status: response.status, paid: false, body: parsed });
+    const data = { resourceId: detail.id, type: detail.type, paid: settlement !== null, settlement, result: { status: response.status, contentType, body: parsed, truncated } };
+    return { structuredContent: data, content: [{ type: 'text', text: JSON.stringify(data) }], ...(settlement ? { _meta: { [X402_PAYMENT_RESPONSE_META]: settlement } } : {}) };
+  }
+
+  async function forwardMcp(detail: Schemas['ResourceDetail'], args: CallArgs, payment: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
+    const toolName = typeof ext.mcp?.toolName === 'string' ? ext.mcp.toolName : typeof ext.mcp?.tool === 'string' ? ext.mcp.tool : null;
+    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const client = new Client({ name: 'paid-api-marketplace', version: '0.1.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
+    try {
+      await upstream(detail, () => client.connect(transport));
+      const params = { name: toolName, arguments: args.arguments ?? {}, ...(payment ? { _meta: { [X402_PAYMENT_META]: payment } } : {}) };
+      // The seller's answer as it is: its PaymentRequired (isError), or its result with _meta["x402/payment-response"].
+      return (await upstream(detail, () => client.request({ method: 'tools/call', params }, CallToolResultSchema))) as CallToolResult;
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  }
+
+  if (!payer && options.forwardPayments) registerForwardingCall();
   return server;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** A base64 JSON header (PAYMENT-REQUIRED, PAYMENT-RESPONSE), or null. */
+function decodeHeaderJson(value: string | null): unknown {
+  if (!value || value.length > 65_536) return null;
+  return parseJson(Buffer.from(value, 'base64').toString('utf8'));
 }
 
 /** Reads at most `limit` bytes of a response body (then cancels the stream), so a huge answer cannot exhaust memory. */

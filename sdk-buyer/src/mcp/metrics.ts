@@ -8,7 +8,7 @@
  * `none`), an error code (UPPER_SNAKE, else INTERNAL_ERROR) and the budget limit. No argument, query text, URL,
  * address, secret or payment credential is ever a label or a log field.
  */
-export const MARKETPLACE_TOOLS = ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt', 'call_paid_resource'] as const;
+export const MARKETPLACE_TOOLS = ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt', 'call_paid_resource', 'get_budget'] as const;
 export type MarketplaceToolName = (typeof MARKETPLACE_TOOLS)[number];
 
 export interface ToolCallEvent {

@@ -10,7 +10,12 @@
  * between); IP literals are checked exactly.
  */
 import dns from 'node:dns/promises';
+import { createLocalDevFetch, isLocalDevHost } from '../core/local-dev-fetch.js';
 import net from 'node:net';
+
+/** Why a `*.test` seller cannot be reached with local development domains off, naming the switch (issue 32). */
+export const LOCAL_DEV_DOMAINS_OFF =
+  'a local development name (*.test) that resolves nowhere while local development domains are off. To reach local sellers, turn them on: LOCAL_DEV_DOMAINS=true (the service and the paid-api-marketplace-mcp bin) or localDevDomains: true (createMarketplaceMcpServer)';
 
 export class BlockedAddressError extends Error {
   override readonly name = 'BlockedAddressError';
@@ -20,6 +25,11 @@ export class BlockedAddressError extends Error {
 export interface SafeFetchOptions {
   /** Allow loopback, private and link-local addresses (local development only). Default false. */
   allowPrivateNetworks?: boolean;
+  /**
+   * Local development domains (the service's LOCAL_DEV_DOMAINS switch): `*.test` hosts are sent to 127.0.0.1 over
+   * localDevFetch. Off (default), a `*.test` host is refused with a message naming the switch.
+   */
+  localDevDomains?: boolean;
   /** Default 3. */
   maxRedirects?: number;
   /** Name resolution (tests). Default: the system resolver, every address. */
@@ -70,9 +80,17 @@ const defaultLookup = async (hostname: string) => (await dns.lookup(hostname, { 
 /** Throws BlockedAddressError unless every address of the URL's host is public (or private ones are allowed). */
 export async function assertPublicUrl(url: URL, options: SafeFetchOptions = {}): Promise<void> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new BlockedAddressError(`Only http(s) URLs are fetched, not ${url.protocol}`);
-  if (options.allowPrivateNetworks) return;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = net.isIP(host) ? [host] : await (options.lookup ?? defaultLookup)(host);
+  const localName = isLocalDevHost(host);
+  if (localName && options.localDevDomains) return; // sent to 127.0.0.1 by localDevFetch (safeFetch below)
+  if (options.allowPrivateNetworks) return;
+  const addresses = net.isIP(host)
+    ? [host]
+    : await (options.lookup ?? defaultLookup)(host).catch((err: unknown) => {
+        // *.test never resolves: say which switch reaches it instead of a bare ENOTFOUND.
+        if (localName) throw new BlockedAddressError(`${url.host}: ${LOCAL_DEV_DOMAINS_OFF}`);
+        throw err;
+      });
   const bad = addresses.find(isPrivateAddress);
   if (bad !== undefined || addresses.length === 0) {
     throw new BlockedAddressError(`${url.host} resolves to ${bad ?? 'no address'}, a private, loopback or link-local address: refused (set allowPrivateNetworks for local development)`);
@@ -80,8 +98,9 @@ export async function assertPublicUrl(url: URL, options: SafeFetchOptions = {}):
 }
 
 /** A fetch that checks every hop (see the module comment). */
-export function safeFetch(base: typeof globalThis.fetch, options: SafeFetchOptions = {}): typeof globalThis.fetch {
+export function safeFetch(fetchImpl: typeof globalThis.fetch, options: SafeFetchOptions = {}): typeof globalThis.fetch {
   const maxRedirects = options.maxRedirects ?? 3;
+  const base = options.localDevDomains ? createLocalDevFetch(fetchImpl) : fetchImpl;
   return (async (input: RequestInfo | URL, init?: RequestInit) => {
     let request = input instanceof Request ? input : new Request(input, init);
     for (let hop = 0; ; hop++) {

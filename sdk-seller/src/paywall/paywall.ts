@@ -34,6 +34,7 @@ import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
 import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
 import type { ReceiptPayload, ReceiptSigner } from './receipt-signer.js';
+import { createKeyCheck, MISCONFIGURED_MESSAGE, trustlineMessage, type KeyCheckClient, type ReadinessClient } from './seller-checks.js';
 
 type Schemas = components['schemas'];
 type Requirements = Schemas['ResourcePaymentRequirements'];
@@ -44,7 +45,11 @@ export interface PaywallClient extends SettlingClient {
    * The resource's terms. `getPublic` (the seller client's anonymous read) is preferred, so the paywall's key needs
    * no catalog permission: a payments-scoped key (verify, settle, read own payments) is enough.
    */
-  resources: { get(id: string): Promise<{ id: string; paymentRequirements: Requirements }>; getPublic?(id: string): Promise<{ id: string; paymentRequirements: Requirements }> };
+  resources: { get(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }>; getPublic?(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }> };
+  /** The seller's own payments: the key check reads one (createSellerClient has it; without it the key is not checked). */
+  payments?: SettlingClient['payments'] & KeyCheckClient['payments'];
+  /** Wallet readiness: tells a buyer whose wallet lacks a trustline (createSellerClient has it). */
+  wallet?: ReadinessClient['wallet'];
   facilitator: SettlingClient['facilitator'] & {
     verify(input: Schemas['VerifyRequest']): Promise<Schemas['VerifyResponse']>;
   };
@@ -69,7 +74,15 @@ export interface PaywallOptions {
   settle?: SettleWait;
   /** Signs the seller's own offer-and-receipt receipt for each confirmed sale (see createReceiptSigner). */
   receiptSigner?: ReceiptSigner;
+  /**
+   * Told once, in words, when the seller's setup is wrong: the marketplace refused the paywall's key, or the seller's
+   * wallet cannot receive the asset. Default: console.error. (See seller-checks.ts.)
+   */
+  onMisconfigured?: (message: string) => void;
 }
+
+/** The middleware, and `ready()`: resolves once the marketplace accepted the paywall's key, rejects (PaywallConfigurationError) when it refused it. */
+export type PaywallMiddleware = ((req: IncomingMessage, res: ServerResponse, next: Next) => void) & { ready(): Promise<void> };
 
 /** What the handler finds in `res.locals.payment` (Express) once the payment is verified. */
 export interface PaywallPayment {
@@ -84,11 +97,14 @@ const PASSPHRASES: Record<string, string> = {
   'stellar:pubnet': 'Public Global Stellar Network ; September 2015',
 };
 
-export function paywall(options: PaywallOptions): (req: IncomingMessage, res: ServerResponse, next: Next) => void {
+export function paywall(options: PaywallOptions): PaywallMiddleware {
   if (!options.resourceId) throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
   const problem = options.requirements ? amountProblem(options.requirements.amount) : null;
   if (problem) throw new RangeError(`paywall: requirements.amount: ${problem}`);
   const requirements = requirementsSource(options);
+  const report = options.onMisconfigured ?? ((message: string) => console.error(message));
+  const keyCheck = createKeyCheck(options.client, options.resourceId, report);
+  void keyCheck.ready().catch(() => undefined); // at start: a refused key is reported before the first buyer comes
 
   function paymentRequired(req: IncomingMessage, terms: Requirements, error: string) {
     return paymentRequiredFor(terms, options.resourceId, { url: absoluteUrl(req), description: options.description ?? '', mimeType: options.mimeType ?? 'application/json' }, error);
@@ -101,8 +117,10 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
     res.end(JSON.stringify(body));
   }
 
-  return (req, res, next) => {
+  const middleware = (req: IncomingMessage, res: ServerResponse, next: Next) => {
     void (async () => {
+      await keyCheck.ready().catch(() => undefined);
+      if (keyCheck.refused()) return misconfigured(res);
       let terms: Requirements;
       try {
         terms = await requirements();
@@ -150,9 +168,16 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
       next();
     })().catch(next);
   };
+  return Object.assign(middleware, { ready: () => keyCheck.ready() });
+
+  /** The seller's key was refused: the buyer is told the seller is misconfigured (503, no PAYMENT-REQUIRED: do not pay). */
+  function misconfigured(res: ServerResponse): void {
+    res.setHeader('Retry-After', '60');
+    answer(res, 503, { ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: MISCONFIGURED_MESSAGE } });
+  }
 
   /** Settlement not confirmed: a definite failure is 402 with its reason; an unknown outcome is 503 (do not pay again). */
-  function refuseOutcome(req: IncomingMessage, res: ServerResponse, terms: Requirements, outcome: Exclude<SettleOutcome, { kind: 'settled' }>): void {
+  function refuseOutcome(req: IncomingMessage, res: ServerResponse, terms: Requirements, outcome: Exclude<SettleOutcome, { kind: 'settled' }>): void | Promise<void> {
     if (outcome.kind === 'failed') {
       if (outcome.error) return refuse(req, res, terms, outcome.error);
       const body = { ...paymentRequired(req, terms, outcome.code), ok: false, error: { code: outcome.code, message: outcome.message } };
@@ -162,8 +187,16 @@ export function paywall(options: PaywallOptions): (req: IncomingMessage, res: Se
     answer(res, 503, { ok: false, error: { code: outcome.code, message: outcome.message, details: [{ field: 'paymentAttemptId', message: outcome.paymentAttemptId }] } });
   }
 
+  /** TRUSTLINE_REQUIRED, said for the side that lacks it (the seller is warned when it is its own wallet). */
+  async function whoseTrustline(terms: Requirements, err: ApiError): Promise<ApiError> {
+    const said = await trustlineMessage(options.client, terms);
+    if (said.side === 'seller') report(`paywall(${options.resourceId}): ${said.message} Buyers cannot pay until the wallet ${terms.payTo} adds the trustline.`);
+    return new ApiError({ status: err.status, code: err.code, message: said.message, requestId: err.requestId ?? undefined, details: err.details, method: err.method, url: err.url });
+  }
 
-  function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): void {
+  async function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): Promise<void> {
+    if (keyCheck.refusedBy(err)) return misconfigured(res);
+    if (err instanceof ApiError && err.code === 'TRUSTLINE_REQUIRED') err = await whoseTrustline(terms, err);
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
     const body = { ...paymentRequired(req, terms, err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED'), ...errorBody(err, 'Payment failed') };
     // A payment already used is not a request for payment: 409, without PAYMENT-REQUIRED (paying again is the

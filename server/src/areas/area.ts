@@ -11,6 +11,8 @@ import type { SellerRepository } from '../domain/sellers/types';
 export interface AreaContext {
   db: Sequelize;
   networks: NetworkRegistry;
+  /** FACILITATOR_MIN_AMOUNT (decimal): the catalog refuses prices below what the facilitator settles. */
+  minimumAmount: string;
   metrics: Metrics;
   logger: Logger;
   jobs: JobSystem;

@@ -52,6 +52,7 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
     findResource: (id) => resources.findById(id),
     findActiveEndpoint: (sellerId, url, method) => resources.findActiveEndpoint(sellerId, url, method),
     walletState: createWalletStateReader(ctx.networks),
+    minimumAmount: ctx.minimumAmount,
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
     queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
     observe: {

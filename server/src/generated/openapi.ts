@@ -25,7 +25,7 @@ export interface paths {
          * Create a resource
          * @description Registers a paid resource for a seller and stores its first version. The service checks ownership (the key's
          *     seller must be `sellerId`), the schema, the route template, the payment terms (network and asset configured,
-         *     amount greater than zero, valid recipient) and the extensions. The resource is active at once and queued for
+         *     amount at least the facilitator's minimum `FACILITATOR_MIN_AMOUNT`, valid recipient) and the extensions. The resource is active at once and queued for
          *     search indexing. To ask for trusted catalog status, use `POST /v1/discovery/catalog` instead. A seller has at
          *     most one active http resource per method (the Bazaar `info.input.method`, GET when absent) and URL: a second one
          *     is `409 DUPLICATE_RESOURCE`, naming the first (a database constraint holds this under concurrent requests).
@@ -1740,6 +1740,28 @@ export interface components {
             conformance?: components["schemas"]["ResourceConformance"];
         };
         /**
+         * @description One problem found by catalog validation.
+         * @example {
+         *       "code": "ROUTE_TEMPLATE_INVALID",
+         *       "field": "resource.routeTemplate",
+         *       "message": "Placeholder {city} appears twice"
+         *     }
+         */
+        ValidationIssue: {
+            code: components["schemas"]["ErrorCode"];
+            /** @description Path of the field the issue is about, for example `resource.routeTemplate` or `sellerId`. */
+            field: string;
+            message: string;
+        };
+        /**
+         * @description The created resource (as `GET /v1/resources/{id}` shows it) and what the listing still lacks: the same readiness
+         *     warnings `POST /v1/discovery/validate` gives, for example `TRUSTLINE_REQUIRED` on `payTo` when the seller's wallet
+         *     cannot receive the asset yet (every payment would be refused until it can). The resource is created anyway.
+         */
+        ResourceCreated: components["schemas"]["ResourceDetail"] & {
+            warnings: components["schemas"]["ValidationIssue"][];
+        };
+        /**
          * @description Result of deleting a resource. `soft`: the resource has payment attempts or receipts, so it is kept with
          *     status `deleted` (hidden from discovery, no longer payable, still readable by id). `hard`: it had none and was
          *     removed with its versions.
@@ -2455,20 +2477,6 @@ export interface components {
             resource: components["schemas"]["ResourceDraft"];
         };
         /**
-         * @description One problem found by catalog validation.
-         * @example {
-         *       "code": "ROUTE_TEMPLATE_INVALID",
-         *       "field": "resource.routeTemplate",
-         *       "message": "Placeholder {city} appears twice"
-         *     }
-         */
-        ValidationIssue: {
-            code: components["schemas"]["ErrorCode"];
-            /** @description Path of the field the issue is about, for example `resource.routeTemplate` or `sellerId`. */
-            field: string;
-            message: string;
-        };
-        /**
          * @description Outcome of catalog validation. `ok` is true when there are no errors; warnings (for example a missing output
          *     schema description or Bazaar metadata) do not block cataloging.
          * @example {
@@ -3078,7 +3086,10 @@ export interface components {
             network: components["schemas"]["Network"];
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
-            /** @description Settlements confirmed on this network. */
+            /**
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
+             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */
             latestTransactionHashes: components["schemas"]["TransactionHash"][];
@@ -3282,7 +3293,12 @@ export interface components {
                 /** @description Settle latency over the last hour (until confirmed or answered pending). */
                 p50Ms: number | null;
                 p95Ms: number | null;
-                /** @description Settle calls that succeeded since this process started. */
+                /**
+                 * @description Settle calls that succeeded in THIS process since it started (a process metric: it restarts at 0 and
+                 *     each process of a cluster counts its own). `/v1/stats` `networks[].successfulSettlements` counts every
+                 *     settlement recorded in the database, all time and every process, so the two differ after a restart or
+                 *     with `WEB_CONCURRENCY` > 1; the dashboard labels this one "since this process started".
+                 */
                 settled: number;
                 failed: number;
             };
@@ -4068,7 +4084,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The resource was created. */
+            /** @description The resource was created, with its readiness `warnings` (empty when it can be paid as listed). */
             201: {
                 headers: {
                     /** @description URL of the new resource, `/v1/resources/{id}`. */
@@ -4076,7 +4092,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ResourceDetail"];
+                    "application/json": components["schemas"]["ResourceCreated"];
                 };
             };
             400: components["responses"]["BadRequest"];

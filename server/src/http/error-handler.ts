@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { DomainError, type ErrorCode, type ErrorDetail } from '../domain/errors';
 import { MAX_ERROR_DETAILS, sendError } from './error-envelope';
 import type { Logger } from '../logger';
+import { LOCAL_DOMAIN_HINT } from '../domain/sellers/domain-verification';
 
 interface ValidatorError {
   status?: number;
@@ -62,7 +63,7 @@ const PATTERN_WORDS: Array<[RegExp, string]> = [
   [/^\^C\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar contract address: C followed by 55 characters (A-Z, 2-7)'],
   [/^\^\[GC\]\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account (G...) or contract (C...) address of 56 characters'],
   [/^\^\[A-Za-z0-9\]\{1,12\}\$$/, 'must be an asset code of 1 to 12 letters or digits, e.g. USDC'],
-  [/^\^\(\[a-z0-9\]/, 'must be a lowercase domain name such as weather.example.com (no scheme, port or path)'],
+  [/^\^\(\[a-z0-9\]/, `must be a lowercase domain name such as weather.example.com (no scheme, port or path); ${LOCAL_DOMAIN_HINT}`],
   [/^\^\[-a-z0-9\]\{3,8\}:/, 'must be a network id: stellar:testnet or stellar:pubnet'],
   [/^\^https\?:/, 'must be an absolute http(s) URL without spaces, e.g. https://api.example.com/v1/forecast/{city}'],
   [/^\^\[0-9a-f\]\{64\}\$$/, 'must be 64 lowercase hexadecimal characters (a transaction hash)'],

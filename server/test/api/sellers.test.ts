@@ -56,6 +56,17 @@ describe('POST /v1/sellers', () => {
     }
   });
 
+  it('when the domain is localhost or *.localhost, the refusal names the *.test rule and LOCAL_DEV_DOMAINS', async () => {
+    for (const domain of ['localhost', 'shop.localhost', '127.0.0.1']) {
+      const keypair = Keypair.random();
+      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: keypair.publicKey(), domain, walletProof: await walletProof(svc.app, keypair) });
+      expect(res.status).toBe(400);
+      const detail = res.body.error.details.find((d: { field?: string }) => d.field === 'domain');
+      expect(detail.message).toMatch(/\.test/);
+      expect(detail.message).toContain('LOCAL_DEV_DOMAINS=true');
+    }
+  });
+
   it('when required fields are missing, the validator answers INVALID_REQUEST in the one envelope with a request id', async () => {
     const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X' });
     expect(res.status).toBe(400);

@@ -40,10 +40,13 @@ afterAll(async () => {
 });
 
 describe('the marketplace MCP server at /mcp', () => {
-  it('lists exactly the four read-only tools, each with an input schema, and no paying tool', async () => {
+  it('lists the four read-only tools and call_paid_resource (paid by the agent\'s own wallet, x402 MCP), each with input and output schemas, and gives instructions', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['call_paid_resource', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
     for (const t of tools) expect(t.inputSchema.type).toBe('object');
+    for (const t of tools) expect(t.outputSchema?.type).toBe('object');
+    expect(client.getInstructions()).toMatch(/x402\/payment/);
+    expect(client.getInstructions()).toMatch(/never holds your key/);
     expect(tools.find((t) => t.name === 'search_resources')!.inputSchema.properties).toEqual(
       expect.objectContaining({ q: expect.any(Object), network: expect.objectContaining({ enum: ['stellar:testnet', 'stellar:pubnet'] }), maxPrice: expect.any(Object), limit: expect.any(Object) }),
     );

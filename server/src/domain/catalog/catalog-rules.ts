@@ -34,12 +34,14 @@ export interface CatalogFacts {
   hostOwner?: string | null;
   /** Id of another active resource with the same MCP server URL and tool name, if any. */
   mcpToolConflict: string | null;
+  /** FACILITATOR_MIN_AMOUNT: a price below it is refused (validate and catalog; see resource-rules.ts). */
+  minimumAmount?: string;
 }
 
 export const FIELD_PREFIX = 'resource.';
 
 export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): RuleResult {
-  const base = checkResourceTerms(terms, { networks: facts.networks, seller: facts.seller, trusted: facts.trusted, fieldPrefix: FIELD_PREFIX });
+  const base = checkResourceTerms(terms, { networks: facts.networks, seller: facts.seller, trusted: facts.trusted, fieldPrefix: FIELD_PREFIX, minimumAmount: facts.minimumAmount });
   const errors: ValidationIssue[] = [...base.errors];
   // The base rules only warn about a foreign payTo; here it is an error unless declared (below).
   const warnings: ValidationIssue[] = base.warnings.filter((w) => w.field !== `${FIELD_PREFIX}payTo`);

@@ -1,5 +1,5 @@
 import type { ErrorCode } from '../errors';
-import { isAmount, toStroops } from '../amount';
+import { formatAmount, isAmount, toStroops } from '../amount';
 import type { NetworkRegistry } from '../network-registry';
 import { isPayToAddress } from '../network-registry';
 import { checkRouteTemplate, checkUrlPlaceholders, pathMatchesTemplate } from './route-template';
@@ -73,6 +73,11 @@ export interface RuleContext {
   trusted: boolean;
   /** Prefix of field paths in issues, e.g. "resource." for the discovery endpoints. */
   fieldPrefix?: string;
+  /**
+   * The facilitator's minimum (FACILITATOR_MIN_AMOUNT, decimal units of the asset): a price below it is refused here,
+   * where the seller can fix it, instead of listed and then refused on every payment (issue 32).
+   */
+  minimumAmount?: string;
 }
 
 export interface RuleResult {
@@ -112,6 +117,9 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
 
   if (!isAmount(terms.amount) || toStroops(terms.amount) <= 0n) {
     err('CATALOG_VALIDATION_FAILED', 'amount', 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5');
+  } else if (ctx.minimumAmount && toStroops(terms.amount) < toStroops(ctx.minimumAmount)) {
+    const minimum = formatAmount(toStroops(ctx.minimumAmount));
+    err('CATALOG_VALIDATION_FAILED', 'amount', `must be at least ${minimum} ${terms.assetCode}: the facilitator refuses smaller payments (FACILITATOR_MIN_AMOUNT)`);
   }
   if (!isPayToAddress(terms.payTo)) {
     err('CATALOG_VALIDATION_FAILED', 'payTo', 'must be a valid Stellar account (G...) or contract (C...) address');

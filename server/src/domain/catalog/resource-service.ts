@@ -6,6 +6,8 @@ import { decodeCursor, pageLimit, type Page, type PageRequest } from '../paginat
 import type { NetworkRegistry, RegisteredAsset } from '../network-registry';
 import type { Seller } from '../sellers/types';
 import { resourceOwnershipIssues } from './catalog-rules';
+import { needsTrustline, readinessWarnings, type WalletStateReader } from './payto-readiness';
+import { isPayToAddress } from '../network-registry';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
 import { guardDuplicateEndpoint } from './endpoint';
@@ -38,6 +40,10 @@ export interface ResourceServiceDeps {
   /** Called after every catalog change so the search index can be refreshed (queues indexing). */
   onCatalogChange?: (resourceId: string) => void | Promise<void>;
   onValidationFailure?: (issues: ValidationIssue[]) => void;
+  /** FACILITATOR_MIN_AMOUNT (decimal): create and update refuse a price below it. */
+  minimumAmount?: string;
+  /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
+  walletState?: WalletStateReader;
 }
 
 /** How long a buyer's signed authorization may take to reach settlement, announced in the payment requirements. */
@@ -75,17 +81,27 @@ export function createResourceService(deps: ResourceServiceDeps) {
     return seller;
   }
 
-  function check(terms: ResourceTerms, seller: Seller): void {
+  function check(terms: ResourceTerms, seller: Seller): ValidationIssue[] {
     const result = checkResourceTerms(terms, {
       networks,
       seller: { id: seller.id, walletAddress: seller.walletAddress, domainVerified: seller.domainVerifiedAt !== null },
       trusted: false,
+      minimumAmount: deps.minimumAmount,
     });
     // Same ownership rules as the catalog (catalog-rules.ts): the seller's domain and the seller's own wallet.
     result.errors.push(...resourceOwnershipIssues(terms, seller).filter((i) => !result.errors.some((e) => e.field === i.field)));
     result.warnings = result.warnings.filter((w) => w.field !== 'payTo');
     if (result.errors.length) deps.onValidationFailure?.(result.errors);
     throwIfInvalid(result);
+    return result.warnings;
+  }
+
+  /** What `create` warns about (issue 32): the payTo wallet that cannot receive the asset yet, as validate says it. */
+  async function readiness(terms: ResourceTerms): Promise<ValidationIssue[]> {
+    const asset = networks.asset(terms.network, terms.assetCode, terms.assetIssuer);
+    if (!asset || !deps.walletState || !isPayToAddress(terms.payTo) || !needsTrustline(terms.payTo, asset)) return [];
+    const state = await deps.walletState(terms.network, terms.payTo, asset).catch(() => null);
+    return readinessWarnings(state, { network: terms.network, payTo: terms.payTo, asset, fieldPrefix: '' });
   }
 
   async function load(id: string): Promise<Resource> {
@@ -132,12 +148,14 @@ export function createResourceService(deps: ResourceServiceDeps) {
   }
 
   return {
-    async create(principal: Principal, input: ResourceTerms & { sellerId: string }): Promise<ResourceDetail> {
+    /** The created resource and its warnings (readiness of the payTo wallet first; the resource is created anyway). */
+    async create(principal: Principal, input: ResourceTerms & { sellerId: string }): Promise<ResourceDetail & { warnings: Array<Pick<ValidationIssue, 'code' | 'field' | 'message'>> }> {
       assertActsFor(principal, input.sellerId);
       const seller = await sellerFor(input.sellerId);
       const { sellerId, ...rawTerms } = input;
       const terms: ResourceTerms = { ...rawTerms, extensions: rawTerms.extensions ?? {} };
-      check(terms, seller);
+      const warnings = check(terms, seller);
+      const walletWarnings = readiness(terms);
       const now = new Date();
       const resource: Resource = {
         ...terms,
@@ -154,7 +172,8 @@ export function createResourceService(deps: ResourceServiceDeps) {
         resources.insert(resource, versionOf(resource, seller, resource.versionId, now), { id: newId('catalogEvent'), kind: 'created' }),
       );
       await notify(resource.id);
-      return detail(resource);
+      const issues = [...(await walletWarnings), ...warnings].map(({ code, field, message }) => ({ code, field, message }));
+      return { ...(await detail(resource)), warnings: issues };
     },
 
     async get(id: string): Promise<ResourceDetail> {

@@ -29,6 +29,8 @@ export interface DiscoveryServiceDeps {
   findActiveEndpoint(sellerId: string, url: string, method: string): Promise<string | null>;
   domainVerifiedByOther(domain: string, sellerId: string): Promise<boolean>;
   queueIndexing(catalogEventId: string, resourceId: string): Promise<void>;
+  /** FACILITATOR_MIN_AMOUNT (decimal): validate and catalog refuse a price below it. */
+  minimumAmount?: string;
   /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
   walletState?: WalletStateReader;
   observe: DiscoveryObserver;
@@ -102,6 +104,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       domainVerifiedByOther,
       hostOwner,
       mcpToolConflict: toolOwner && !ownToolOnValidate ? toolOwner.resourceId : null,
+      minimumAmount: deps.minimumAmount,
     });
     if (ownToolOnValidate && toolOwner) {
       result.warnings.push({

@@ -8,6 +8,7 @@ import {
   challengeInstructions,
   checkDomain,
   isValidSellerDomain,
+  LOCAL_DOMAIN_HINT,
   newChallengeToken,
   type DomainCheckPorts,
   type DomainVerificationMethod,
@@ -91,7 +92,7 @@ export function createSellerService(deps: SellerServiceDeps) {
       const domain = input.domain.toLowerCase();
       const details = [];
       if (!isAccountAddress(input.walletAddress)) details.push({ field: 'walletAddress', message: 'must be a valid Stellar account address (G...)' });
-      if (!isValidSellerDomain(domain)) details.push({ field: 'domain', message: 'must be a public DNS hostname such as api.example.com' });
+      if (!isValidSellerDomain(domain)) details.push({ field: 'domain', message: `must be a public DNS hostname such as api.example.com; ${LOCAL_DOMAIN_HINT}` });
       if (!input.displayName.trim()) details.push({ field: 'displayName', message: 'must not be blank' });
       if (!input.walletProof || typeof input.walletProof.challengeId !== 'string' || typeof input.walletProof.signature !== 'string') {
         details.push({ field: 'walletProof', message: 'is required: sign a challenge from POST /v1/sellers/challenges with the wallet' });

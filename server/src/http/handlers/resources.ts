@@ -27,7 +27,8 @@ export function resourceHandlers({ resources, resourceConformance }: HandlerServ
       return { status: 200, body: presentPage(await resources.list(principal, filters, { cursor, limit }), presentResource) };
     },
     async createResource({ principal, body }) {
-      return { status: 201, body: presentResourceDetail(await resources.create(principal, { ...body, extensions: body.extensions ?? {} })) };
+      const created = await resources.create(principal, { ...body, extensions: body.extensions ?? {} });
+      return { status: 201, body: { ...presentResourceDetail(created), warnings: created.warnings } };
     },
     async getResource({ principal, params }) {
       const detail = presentResourceDetail(visible(principal, await resources.get(params.id)));

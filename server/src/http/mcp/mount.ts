@@ -4,8 +4,12 @@
  * through the package's `./mcp` export (a workspace dependency). tsc and tsx (`npm start`) map that export to its
  * source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
  * (server/jest.config.js), so none of them sees a stale build; node resolves it to the package's built dist (root
- * `prepare` builds it). The service never holds a buyer's wallet:
- * no payer is given, so there is no `call_paid_resource`.
+ * `prepare` builds it). The service never holds a buyer's wallet: no payer is given. Its `call_paid_resource`
+ * (issue 32) is the x402 MCP transport binding (`forwardPayments`): the first call answers the seller's
+ * PaymentRequired as a tool error, the agent's own client signs and calls again with `_meta["x402/payment"]`, and
+ * the server forwards that payment to the seller (which verifies and settles through this service) and answers the
+ * seller's result with `_meta["x402/payment-response"]`. Sellers are reached by the buyer SDK's address-checked
+ * fetch: public addresses only, `*.test` names on 127.0.0.1 only with LOCAL_DEV_DOMAINS=true.
  *
  * The tools read through the service's own operation handlers (MarketplacePort below), as a public caller: the same
  * use cases and presenters as /v1, without a second HTTP hop. The MCP POST itself went through the app's request
@@ -32,6 +36,8 @@ export interface McpMountDeps {
   version: string;
   /** Charges more rate-limit points to the request's bucket: each JSON-RPC message of a batch pays one. */
   charge?: ChargeRequest;
+  /** LOCAL_DEV_DOMAINS: call_paid_resource reaches sellers listed under `*.test` on 127.0.0.1 (local development). */
+  localDevDomains?: boolean;
 }
 
 /** JSON-RPC messages in one POST at most (MCP clients send one; the 2025-06-18 protocol dropped batches). */
@@ -83,6 +89,9 @@ export function mcpRouter(deps: McpMountDeps): Router {
     const server = createMarketplaceMcpServer({
       marketplace: marketplaceFromHandlers(deps.handlers, String(res.locals.requestId)),
       metrics: deps.metrics.sink,
+      // call_paid_resource by the x402 MCP transport: the agent's wallet signs, the seller settles through us.
+      forwardPayments: true,
+      localDevDomains: deps.localDevDomains ?? false,
       name: 'paid-api-marketplace',
       version: deps.version,
     });

@@ -13,4 +13,4 @@ export {
 export { checkDomain, type DomainCheckResult } from './check-domain';
 export { DOMAIN_CHECK_REASONS, DomainCheckError, type DomainCheckReason } from './errors';
 export type { DomainCheckInput, DomainCheckOptions, DomainCheckPorts } from './ports';
-export { isValidSellerDomain } from './seller-domain';
+export { isValidSellerDomain, LOCAL_DOMAIN_HINT } from './seller-domain';
