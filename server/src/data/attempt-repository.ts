@@ -1,5 +1,5 @@
 import type { Sequelize } from 'sequelize';
-import { pgQuery } from './pg-query';
+import { pgQuery, pgTransaction } from './pg-query';
 import { ATTEMPT_COLUMNS, toAttempt } from './payment-rows';
 import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types';
 
@@ -80,25 +80,37 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
       // verified -> settlement_pending, only while the payer's turn is this settle's: no other transfer of the payer
       // and asset in flight (the unique index, migration 0043) and none finished since `payerTurnSince` (the moment
       // before this settle's simulation: a transfer finished after it may have spent what the simulation counted).
+      // Two statements: the first locks the payer's transfers in flight, so it waits for a final answer being
+      // written right now; the second (a new snapshot under READ COMMITTED) then sees that answer.
       try {
-        const n = await changed(
-          'attempt_claim',
-          `UPDATE payment_attempts p SET status = 'settlement_pending',
-             resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
-           WHERE id = $1 AND status = 'verified'
-             AND NOT EXISTS (SELECT 1 FROM payment_attempts o
-                              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
-                                AND o.id <> p.id AND o.status IN ('settled', 'settlement_failed') AND o.updated_at >= $5::timestamptz)`,
-          [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
-        );
-        if (n === 1) return 'claimed';
+        return await pgTransaction(db, async (query) => {
+          const inFlight = await query(
+            `SELECT o.id FROM payment_attempts o JOIN payment_attempts p ON p.id = $1
+              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
+                AND o.id <> p.id AND o.status = 'settlement_pending'
+              FOR UPDATE OF o`,
+            [id],
+          );
+          if (inFlight.length > 0) return 'payer_busy' as const;
+          const claimed = await query(
+            `UPDATE payment_attempts p SET status = 'settlement_pending',
+               resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
+             WHERE id = $1 AND status = 'verified'
+               AND NOT EXISTS (SELECT 1 FROM payment_attempts o
+                                WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
+                                  AND o.id <> p.id AND o.status IN ('settled', 'settlement_failed') AND o.updated_at >= $5::timestamptz)
+             RETURNING id`,
+            [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
+          );
+          if (claimed.length === 1) return 'claimed' as const;
+          const [row] = await query<{ status: string }>(`SELECT status FROM payment_attempts WHERE id = $1`, [id]);
+          return row?.status === 'verified' ? ('payer_busy' as const) : ('lost' as const);
+        });
       } catch (err) {
-        // payment_attempts_one_in_flight_per_payer (migration 0043): the payer has another settlement in flight.
+        // payment_attempts_one_in_flight_per_payer (migration 0043): the payer's other transfer was claimed meanwhile.
         if ((err as { code?: string }).code === '23505') return 'payer_busy';
         throw err;
       }
-      const { rows } = await pgQuery<{ status: string }>(db, `SELECT status FROM payment_attempts WHERE id = $1`, [id], 'attempt_status');
-      return rows[0]?.status === 'verified' ? 'payer_busy' : 'lost';
     },
 
     async payerTurn(network, payer, assetCode, assetIssuer) {

@@ -110,7 +110,6 @@ describe('strangers against sellers (issue #29), each attack against the running
       }
       const sends = await sendTransactions(env);
       const answers = await Promise.all(cases.map((c, i) => settleV1(ids[i], c, resource.id)));
-      if (process.env.DEBUG_A3) console.log(JSON.stringify(await env.svc.db.query(`SELECT p.id, p.status, p.failure_code, p.updated_at, s.status AS s_status, s.created_at AS s_created, s.channel_account FROM payment_attempts p LEFT JOIN settlements s ON s.payment_attempt_id = p.id WHERE p.payer = :p ORDER BY p.updated_at`, { replacements: { p: payer.publicKey() }, type: QueryTypes.SELECT }), null, 1), answers.map((a) => a.status));
       expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
       for (const a of answers.filter((x) => x.status !== 200)) expect(a.body.error.code + ' ' + a.body.error.message).toMatch(/^INSUFFICIENT_BALANCE /);
       expect(await sendTransactions(env)).toBe(sends + 1);
