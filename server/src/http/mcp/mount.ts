@@ -1,10 +1,11 @@
 /**
  * The service's mount of the marketplace MCP server at /mcp: Streamable HTTP, stateless (a fresh McpServer and
  * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's, imported
- * through the package's `./mcp` export (a workspace dependency). tsc and tsx (`npm start`) map that export to its
- * source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
- * (server/jest.config.js), so none of them sees a stale build; node resolves it to the package's built dist (root
- * `prepare` builds it). The service never holds a buyer's wallet:
+ * through the package's `./mcp` export (a workspace dependency). The type check and tsx (`npm run dev`) map that
+ * export to its source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
+ * (server/jest.config.js), so none of them sees a stale build; the server's build (tsconfig.build.json, no `paths`)
+ * and node running it (`npm start`) resolve it to the package's built dist (root `prepare` builds it, and
+ * `npm start` rebuilds it when stale). The service never holds a buyer's wallet:
  * no payer is given, so there is no `call_paid_resource`.
  *
  * The tools read through the service's own operation handlers (MarketplacePort below), as a public caller: the same
