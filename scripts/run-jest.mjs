@@ -35,6 +35,7 @@ const SUITES = {
       'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic
       'server/test/main/cluster.test.ts', // several server processes
       'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
+      'server/test/main/compiled-start.test.ts', // compiles the server (tsc) and starts the build
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
     ],
   },

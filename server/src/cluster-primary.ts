@@ -1,7 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from './config';
 import type { Logger } from './logger';
-import { migrate } from './data/database';
 
 /**
  * WEB_CONCURRENCY > 1: this process becomes the primary of a node:cluster and runs that many service processes
@@ -15,35 +14,41 @@ import { migrate } from './data/database';
  * files once (`prepare`) before the workers start, so they never race on them; each worker runs the jobs as a
  * single process does (Agenda locks jobs in the database).
  *
- * Only with an external database and no in-process local network: those are started by (and belong to) one
- * process; with either of them WEB_CONCURRENCY is ignored (logged) and one process serves.
+ * The embedded PostgreSQL (DATABASE_URL unset) and the in-process local network (LOCAL_NETWORK on) belong to the
+ * primary, which starts them before the workers and stops them after the last worker has stopped; each worker is
+ * handed their addresses (DATABASE_URL, LOCAL_NETWORK_PRIMARY_RPC_URL in its environment) and connects to them as
+ * it would to external ones. So `npm start` with WEB_CONCURRENCY=2 uses two cores with nothing else configured.
  *
  * A worker that exits unexpectedly is replaced (at most once per second). SIGTERM/SIGINT on the primary stop the
  * workers gracefully (each drains its requests and jobs, as a single process does) and then the primary.
  */
-export function clusterWanted(config: Config, logger: Logger): boolean {
-  if (config.webConcurrency <= 1 || !cluster.isPrimary) return false;
-  if (!config.databaseUrl || config.localNetwork.enabled) {
-    logger.info('WEB_CONCURRENCY ignored: several processes need DATABASE_URL and LOCAL_NETWORK=false (one process serves)', {
-      webConcurrency: config.webConcurrency,
-    });
-    return false;
-  }
-  return true;
+export function clusterWanted(config: Config): boolean {
+  return config.webConcurrency > 1 && cluster.isPrimary;
 }
 
-export async function runClusterPrimary(config: Config, logger: Logger, prepare: () => Promise<void>): Promise<void> {
-  const applied = await migrate(config.databaseUrl!);
-  if (applied.length) logger.info('migrations applied', { applied });
-  await prepare();
+export interface ClusterPrimaryOptions {
+  /** The database every worker connects to (the external one, or the embedded one the primary started). */
+  databaseUrl: string;
+  /** The RPC of the local network the primary runs, or null when it runs none. */
+  localNetworkRpcUrl: string | null;
+  /** Runs once before the first worker starts (generated key files). */
+  prepare: () => Promise<void>;
+  /** Stops what the primary owns (local network, embedded database), after the last worker has stopped. */
+  stopOwned: () => Promise<void>;
+}
 
-  let stopping = false;
+export async function runClusterPrimary(config: Config, logger: Logger, opts: ClusterPrimaryOptions): Promise<void> {
+  await opts.prepare();
+  const workerEnv: Record<string, string> = { DATABASE_URL: opts.databaseUrl };
+  if (opts.localNetworkRpcUrl) workerEnv.LOCAL_NETWORK_PRIMARY_RPC_URL = opts.localNetworkRpcUrl;
+
   let lastFork = 0;
-  const fork = (): Worker => cluster.fork();
+  const fork = (): Worker => cluster.fork(workerEnv);
   for (let i = 0; i < config.webConcurrency; i++) fork();
   lastFork = Date.now();
   logger.info('service processes started', { processes: config.webConcurrency });
 
+  let stopping = false;
   cluster.on('exit', (worker, code, signal) => {
     if (stopping) return;
     logger.error('a service process exited; starting another', { pid: worker.process.pid, code, signal });
@@ -79,10 +84,16 @@ export async function runClusterPrimary(config: Config, logger: Logger, prepare:
             w.process.kill(signal);
           }),
       ),
-    ).then(() => {
-      logger.info('stopped');
-      process.exit(failed ? 1 : 0);
-    });
+    )
+      .then(() => opts.stopOwned())
+      .catch((err: unknown) => {
+        failed = true;
+        logger.error('stopping the local network or the embedded database failed', { error: (err as Error).message });
+      })
+      .then(() => {
+        logger.info('stopped');
+        process.exit(failed ? 1 : 0);
+      });
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

@@ -42,7 +42,11 @@ export interface Config {
   statementTimeoutMs: number;
   /** Connections in the service's database pool (DATABASE_POOL_MAX). */
   databasePoolMax: number;
-  localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string };
+  /**
+   * `primaryRpcUrl`: set by a cluster's primary for its service processes only (LOCAL_NETWORK_PRIMARY_RPC_URL): the
+   * RPC of the local network the primary runs, which they connect to instead of starting one.
+   */
+  localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string; primaryRpcUrl: string | null };
   networks: NetworkConfig[];
   domainVerificationTestMode: boolean;
   /** LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1:LOCAL_DEV_DOMAINS_PORT (local development only). */
@@ -281,6 +285,7 @@ export function loadConfig(env: Env = process.env): Config {
       port: r.int('LOCAL_NETWORK_PORT', 8000, 0, 65535),
       ledgerCloseMs: r.int('LOCAL_NETWORK_LEDGER_CLOSE_MS', 5000, 0, 600_000),
       dataFile: path.resolve(r.str('LOCAL_NETWORK_DATA_FILE', path.join(dataDir, 'local-network.json'))),
+      primaryRpcUrl: r.url('LOCAL_NETWORK_PRIMARY_RPC_URL', ['http:', 'https:']),
     },
     networks,
     domainVerificationTestMode: r.bool('DOMAIN_VERIFICATION_TEST_MODE', false),

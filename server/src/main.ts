@@ -58,6 +58,66 @@ async function receiptSigning(config: Config): Promise<{ privateKeyPem: string; 
   return { privateKeyPem, previous };
 }
 
+async function preStartChecks(config: Config): Promise<void> {
+  await checkPortFree(config.port, config.host);
+  if (config.localNetwork.enabled && config.localNetwork.port !== 0) await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
+  if (!config.databaseUrl && config.embeddedDatabasePort !== 0) await checkPortFree(config.embeddedDatabasePort, '127.0.0.1', 'EMBEDDED_POSTGRES_PORT');
+  if (config.databaseUrl) await checkDatabase(config.databaseUrl);
+  await checkRpcs(
+    config.networks.filter((n) => n.rpcUrl).map((n) => ({ variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`, rpcUrl: n.rpcUrl! })),
+  );
+}
+
+/** The configured networks, with testnet served by the local network at `rpcUrl` when it is on. */
+function withLocalNetwork(config: Config, rpcUrl: string | null) {
+  const networks = config.networks.map((n) => ({ ...n, local: false }));
+  if (rpcUrl) {
+    const testnet = networks.find((n) => n.network === 'stellar:testnet')!;
+    testnet.rpcUrl = rpcUrl;
+    testnet.local = true;
+  }
+  return networks;
+}
+
+/**
+ * What a process owns when it runs them: the embedded PostgreSQL (DATABASE_URL unset; migrated here) and the local
+ * network (LOCAL_NETWORK on). The single service process owns them, or the primary of a cluster.
+ */
+async function startOwned(config: Config) {
+  let embedded: EmbeddedDatabase | null = null;
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    logger.info('DATABASE_URL is unset: starting the embedded PostgreSQL', { dataDir: config.embeddedDatabaseDir });
+    // Every service process opens its own pool (and the job system's connections): PostgreSQL's default of 100
+    // connections would be short for many processes.
+    const settings = config.webConcurrency > 1 ? { max_connections: Math.max(100, config.webConcurrency * (config.databasePoolMax + 10) + 10) } : undefined;
+    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true, settings, port: config.embeddedDatabasePort || undefined });
+    databaseUrl = await embedded.urlFor('marketplace');
+  }
+  const applied = await migrate(databaseUrl);
+  if (applied.length) logger.info('migrations applied', { applied });
+
+  let localNetwork: LocalNetwork | null = null;
+  if (config.localNetwork.enabled) {
+    localNetwork = await startLocalNetwork({
+      host: config.localNetwork.host,
+      port: config.localNetwork.port,
+      ledgerCloseMs: config.localNetwork.ledgerCloseMs,
+      dataFile: config.localNetwork.dataFile,
+      // testnet's twin: it hosts the configured testnet assets (default Circle's testnet USDC) with their issuers.
+      assets: config.networks.find((n) => n.network === 'stellar:testnet')!.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    });
+    for (const m of localNetwork.migrated) logger.info('local network: balances moved from an old local issuer to the hosted asset', { ...m });
+    logger.info('local network started (evidence: local simulation)', { rpcUrl: localNetwork.rpcUrl, assets: localNetwork.assets });
+  }
+  const networks = withLocalNetwork(config, localNetwork?.rpcUrl ?? null);
+  const stop = async () => {
+    if (localNetwork) await localNetwork.stop();
+    if (embedded) await embedded.stop();
+  };
+  return { embedded, databaseUrl, localNetwork, networks, stop };
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -71,48 +131,28 @@ async function main(): Promise<void> {
   }
   logger = createLogger({ level: config.logLevel });
   // Fail loudly before anything starts: a taken port, an unreachable DATABASE_URL or configured RPC (one line, exit 3).
-  await checkPortFree(config.port, config.host);
-  if (config.localNetwork.enabled && config.localNetwork.port !== 0) await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
-  if (!config.databaseUrl && config.embeddedDatabasePort !== 0) await checkPortFree(config.embeddedDatabasePort, '127.0.0.1', 'EMBEDDED_POSTGRES_PORT');
-  if (config.databaseUrl) await checkDatabase(config.databaseUrl);
-  await checkRpcs(
-    config.networks.filter((n) => n.rpcUrl).map((n) => ({ variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`, rpcUrl: n.rpcUrl! })),
-  );
-  // WEB_CONCURRENCY > 1: this process only supervises the service processes (cluster-primary.ts).
-  if (clusterWanted(config, logger)) {
-    return runClusterPrimary(config, logger, async () => {
-      operatorKey(config);
-      await receiptSigning(config);
+  // A service process of a cluster skips this: its primary checked, and now holds the ports itself.
+  if (!cluster.isWorker) await preStartChecks(config);
+  // WEB_CONCURRENCY > 1: this process only supervises the service processes (cluster-primary.ts), and owns the
+  // embedded database and the local network when they are used; the service processes connect to them.
+  if (clusterWanted(config)) {
+    const owned = await startOwned(config);
+    return runClusterPrimary(config, logger, {
+      databaseUrl: owned.databaseUrl,
+      localNetworkRpcUrl: owned.localNetwork?.rpcUrl ?? null,
+      prepare: async () => {
+        operatorKey(config);
+        await receiptSigning(config);
+      },
+      stopOwned: () => owned.stop(),
     });
   }
 
-  let embedded: EmbeddedDatabase | null = null;
-  let databaseUrl = config.databaseUrl;
-  if (!databaseUrl) {
-    logger.info('DATABASE_URL is unset: starting the embedded PostgreSQL', { dataDir: config.embeddedDatabaseDir });
-    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true, port: config.embeddedDatabasePort || undefined });
-    databaseUrl = await embedded.urlFor('marketplace');
-  }
-  const applied = await migrate(databaseUrl);
-  if (applied.length) logger.info('migrations applied', { applied });
-
-  let localNetwork: LocalNetwork | null = null;
-  const networks = config.networks.map((n) => ({ ...n, local: false }));
-  if (config.localNetwork.enabled) {
-    localNetwork = await startLocalNetwork({
-      host: config.localNetwork.host,
-      port: config.localNetwork.port,
-      ledgerCloseMs: config.localNetwork.ledgerCloseMs,
-      dataFile: config.localNetwork.dataFile,
-      // testnet's twin: it hosts the configured testnet assets (default Circle's testnet USDC) with their issuers.
-      assets: config.networks.find((n) => n.network === 'stellar:testnet')!.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
-    });
-    for (const m of localNetwork.migrated) logger.info('local network: balances moved from an old local issuer to the hosted asset', { ...m });
-    const testnet = networks.find((n) => n.network === 'stellar:testnet')!;
-    testnet.rpcUrl = localNetwork.rpcUrl;
-    testnet.local = true;
-    logger.info('local network started (evidence: local simulation)', { rpcUrl: localNetwork.rpcUrl, assets: localNetwork.assets });
-  }
+  // A service process of a cluster whose primary runs the local network: connect to it instead of starting one.
+  const primaryRpcUrl = cluster.isWorker ? config.localNetwork.primaryRpcUrl : null;
+  const { embedded, databaseUrl, localNetwork, networks } = primaryRpcUrl
+    ? { embedded: null, databaseUrl: config.databaseUrl!, localNetwork: null, networks: withLocalNetwork(config, primaryRpcUrl) }
+    : await startOwned(config);
 
   const operatorApiKey = operatorKey(config);
   if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
@@ -159,7 +199,7 @@ async function main(): Promise<void> {
       conformanceEvery: config.operations.conformanceEvery,
       conformanceAtStart: !cluster.isWorker || cluster.worker?.id === 1,
       // With the local network on, its own close interval is the one /health judges staleness by.
-      ledgerCloseMs: localNetwork && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
+      ledgerCloseMs: (localNetwork || primaryRpcUrl) && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
     },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode

@@ -16,6 +16,8 @@ export interface StartedMain {
 /**
  * `npm start` as a newcomer runs it: the real server/src/main.ts in its own process, with the local network in
  * process, on free ports, its own data folder and a fresh database. `env` adds settings (e.g. LOCAL_DEV_DOMAINS).
+ * Through tsx, so the sources under test run, never a stale build (`npm start` runs the same code compiled:
+ * server/test/main/compiled-start.test.ts).
  */
 export async function startMain(env: Record<string, string> = {}): Promise<StartedMain> {
   const database = await createTestDatabase();

@@ -12,7 +12,8 @@ import { sorobanRpc } from './soroban-rpc';
 
 /**
  * Channel accounts: the facilitator's own source accounts that pay the fees of settlement transactions. Stellar
- * admits one transaction per source account per ledger, so throughput comes from a pool.
+ * admits one transaction per source account per ledger, so throughput comes from a pool, up to the network's own
+ * ceiling: Soroban transaction bytes per ledger (~266 KB, ~219 exact settles per ledger for the whole network).
  *
  * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
  * 0005; the party a lease is for, migration 0075). A lease is a row taken under the network's row locks (each

@@ -3,12 +3,14 @@
 // processes share the replay state through the database: the same signed payment sent to the port many times at
 // once (spread over both processes by the primary) is verified exactly once. SIGTERM drains both and the primary
 // exits 0.
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
-import { paymentCase, type FacilitatorEnv } from '../facilitator/helpers';
-import { startMainProcess, type MainProcess } from '../reliability/support/main-process';
+import { fundedBuyer, paymentCase, sellerWithResource, type FacilitatorEnv } from '../facilitator/helpers';
+import { remoteLocalNetwork, startMainProcess, type MainProcess } from '../reliability/support/main-process';
 import { sellerWithResourceOverHttp } from '../reliability/support/over-http';
 
 type Answer = { status: number; body: { paymentAttemptId?: string; error?: { code?: string } } };
@@ -80,4 +82,56 @@ describe('WEB_CONCURRENCY=2: two service processes behind one port', () => {
     expect(code).toBe(0);
     expect(main.logs().split('"msg":"stopped"').length - 1).toBe(3); // two service processes, then the primary
   }, 60_000);
+});
+
+// Issue #31: WEB_CONCURRENCY works with nothing else configured, as `npm start` runs: the primary starts the embedded
+// PostgreSQL and the local network, and the service processes connect to them (they used to be ignored: one process).
+describe('WEB_CONCURRENCY=2 with the embedded database and the local network: the primary owns them, the service processes connect', () => {
+  let main: MainProcess;
+  const agent = new http.Agent({ keepAlive: false });
+  const count = (text: string) => main.logs().split(text).length - 1;
+
+  beforeAll(async () => {
+    // No DATABASE_URL, LOCAL_NETWORK on (its default), on a free port the primary hands to the service processes.
+    main = await startMainProcess({ env: { WEB_CONCURRENCY: '2', LOCAL_NETWORK_LEDGER_CLOSE_MS: '500', LOCAL_NETWORK_PORT: '0' } });
+  }, 240_000);
+
+  afterAll(async () => {
+    agent.destroy();
+    await main?.cleanup();
+  });
+
+  it('two processes serve over one embedded database and one local network: one signed payment sent 20 times at once is verified once', async () => {
+    for (let i = 0; i < 480 && count('"msg":"listening"') < 2; i++) await new Promise((r) => setTimeout(r, 250));
+    expect(count('"msg":"listening"')).toBe(2);
+    expect(count('"msg":"service processes started"')).toBe(1);
+    expect(count('starting the embedded PostgreSQL')).toBe(1);
+    expect(count('"msg":"local network started (evidence: local simulation)"')).toBe(1);
+
+    const { env, refresh } = await remoteLocalNetwork(main.rpcUrl, main.baseUrl);
+    const { seller } = await sellerWithResource(env, '0.5');
+    const buyer = await fundedBuyer(env, '5');
+    await refresh();
+    const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
+    const body = JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements });
+    // a new connection per request: the primary hands connections to both processes
+    const answers = await Promise.all(Array.from({ length: 20 }, () => post(agent, `${main.baseUrl}/v1/verify`, body)));
+    const tally = answers.reduce<Record<string, number>>((acc, a) => {
+      const k = `${a.status} ${a.body.error?.code ?? 'ok'}`;
+      acc[k] = (acc[k] ?? 0) + 1;
+      return acc;
+    }, {});
+    expect(tally).toEqual({ '200 ok': 1, '409 REPLAY_DETECTED': 19 });
+  }, 180_000);
+
+  it('SIGTERM stops both processes, then the local network and the embedded database, and the primary exits 0', async () => {
+    const postmasterPid = path.join(main.dataDir, 'postgres', 'postmaster.pid');
+    expect(fs.existsSync(postmasterPid)).toBe(true);
+    main.child.kill('SIGTERM');
+    const { code } = await main.exited;
+    expect(code).toBe(0);
+    expect(count('"msg":"stopped"')).toBe(3); // two service processes, then the primary
+    expect(fs.existsSync(postmasterPid)).toBe(false); // PostgreSQL shut down cleanly, not left running
+    await expect(fetch(main.rpcUrl.replace(/\/rpc$/, '/'))).rejects.toThrow();
+  }, 90_000);
 });

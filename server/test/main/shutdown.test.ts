@@ -10,7 +10,7 @@ describe('the server process (main.ts)', () => {
     const database = await createTestDatabase();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'main-test-'));
     const port = await freePort();
-    // As `npm start` runs it (`node --import tsx`): the tsx CLI would relay SIGTERM to a child of its own and SIGKILL
+    // As `npm run dev` runs it (`node --import tsx`; `npm start` runs the build: compiled-start.test.ts): the tsx CLI would relay SIGTERM to a child of its own and SIGKILL
     // it when it does not acknowledge within ~30 ms, which a loaded machine does not (exit 143).
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(__dirname, '../..'),

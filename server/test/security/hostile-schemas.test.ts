@@ -68,7 +68,7 @@ describe('hostile catalog JSON Schemas are refused with CATALOG_VALIDATION_FAILE
 describe('ReDoS from anonymous input', () => {
   const evil = { type: 'object', properties: { input: { type: 'object', properties: { q: { type: 'string', pattern: '^(a+)+$' } } } } };
 
-  it('Bazaar info matched against a catastrophic pattern ("^(a+)+$" vs 40 a and "!") answers at once: the pattern runs on RE2', async () => {
+  it('Bazaar info matched against a catastrophic pattern ("^(a+)+$" vs 40 a and "!") answers at once: the pattern runs on a linear engine (re2js)', async () => {
     const info = { input: { type: 'http', q: `${'a'.repeat(40)}!` } };
     const v = await validate(svc.app, null, { sellerId: seller.id, resource: draft(seller, { extensions: { bazaar: { info, schema: evil } } }) });
     expect(v.status).toBe(200);
@@ -79,5 +79,37 @@ describe('ReDoS from anonymous input', () => {
   it('the validator compiled from a seller schema uses a linear engine (a pattern only backtracking engines accept is refused)', () => {
     expect(checkJsonSchema({ type: 'string', pattern: '(a)\\1' })).toMatch(/not a valid JSON Schema/);
     expect(compileSchema(evil)({ input: { q: `${'a'.repeat(5000)}!` } })).toMatch(/must match pattern/);
+  });
+});
+
+describe('seller patterns on the linear engine (re2js, no native build)', () => {
+  it('a pattern another seller compiled first is never used for your schema (Ajv shares compiled patterns by their string form)', () => {
+    // An attacker's match-anything pattern compiled first must not stand in for a later schema's own pattern.
+    expect(compileSchema({ type: 'string', pattern: '.*' })('anything')).toBeNull();
+    const lowerOnly = compileSchema({ type: 'string', pattern: '^[a-z]+$' });
+    expect(lowerOnly('abc')).toBeNull();
+    expect(lowerOnly('ABC')).toMatch(/must match pattern/);
+    const keyed = compileSchema({ type: 'object', patternProperties: { '^x-': { type: 'string' }, '^y-': { type: 'number' } } });
+    expect(keyed({ 'x-a': 'ok', 'y-b': 1 })).toBeNull();
+    expect(keyed({ 'y-b': 'not a number' })).toMatch(/must be number/);
+  });
+
+  it('patterns keep their JSON Schema (ECMA-262) meaning: \\u escapes, \\p{L}, an astral character is one ".", named groups, search not full match', () => {
+    const ok = (pattern: string, value: string) => compileSchema({ type: 'string', pattern })(value) === null;
+    expect(ok('^\\u00e9t\\u00e9$', 'été')).toBe(true);
+    expect(ok('^\\u{1F600}$', '😀')).toBe(true);
+    expect(ok('^\\p{L}+$', 'Zürich')).toBe(true);
+    expect(ok('^\\p{L}+$', 'Zürich 1')).toBe(false);
+    expect(ok('^.$', '😀')).toBe(true);
+    expect(ok('^(?<cc>[A-Z]{2})-\\d{4}$', 'PT-1000')).toBe(true);
+    expect(ok('b', 'abc')).toBe(true);
+    expect(ok('abc$', 'abc\n')).toBe(false);
+    expect(ok('^\\d+$', '١٢')).toBe(false);
+  });
+
+  it('patterns only a backtracking engine runs are refused with a reason: look-behind, negative look-ahead, repeat counts over 1000', () => {
+    expect(checkJsonSchema({ type: 'string', pattern: '(?<!x)a' })).toMatch(/not a valid JSON Schema/);
+    expect(checkJsonSchema({ type: 'string', pattern: '^(?!admin)' })).toMatch(/not a valid JSON Schema/);
+    expect(checkJsonSchema({ type: 'string', pattern: '((a{100}){100}){100}' })).toMatch(/not a valid JSON Schema/);
   });
 });

@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import Ajv2020 from 'ajv/dist/2020';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const RE2 = require('re2') as NonNullable<NonNullable<ConstructorParameters<typeof Ajv2020>[0]>['code']>['regExp'];
+import { linearRegExp } from './linear-regexp';
 
 /**
  * JSON Schema (draft 2020-12) validity of seller-supplied schemas, with Ajv. Schemas are compiled, never fetched:
@@ -9,8 +8,9 @@ const RE2 = require('re2') as NonNullable<NonNullable<ConstructorParameters<type
  *
  * Seller schemas come from anonymous callers (`POST /v1/discovery/validate`) and are re-checked by the indexing
  * worker, so nothing here may take time growing faster than the schema's size:
- * - every `pattern` / `patternProperties` regular expression runs on RE2 (linear time, no backtracking); a pattern
- *   RE2 cannot compile (look-around, back-references) is refused;
+ * - every `pattern` / `patternProperties` regular expression runs on RE2's algorithm (`re2js`, linear time, no
+ *   backtracking, no native build: `linear-regexp.ts`); a pattern it cannot compile (look-around, back-references)
+ *   is refused;
  * - the schema is bounded before Ajv sees it (`SCHEMA_LIMITS`): serialized size, nesting depth, node count,
  *   `enum` length, pattern and `format` length, `patternProperties` count;
  * - `$ref` cycles that do not consume data (a schema that refers to itself through `$ref`, `allOf`, `anyOf`,
@@ -40,7 +40,7 @@ const ajv = new Ajv2020({
   validateSchema: true,
   loadSchema: undefined,
   logger: false,
-  code: { regExp: RE2 },
+  code: { regExp: linearRegExp },
 });
 
 /**

@@ -1,13 +1,14 @@
 /**
  * The service's mount of the marketplace MCP server at /mcp: Streamable HTTP, stateless (a fresh McpServer and
  * transport per POST, JSON answers), the four read-only tools. The server itself is the buyer SDK's, imported
- * through the package's `./mcp` export (a workspace dependency). tsc and tsx (`npm start`) map that export to its
- * source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
- * (server/jest.config.js), so none of them sees a stale build; node resolves it to the package's built dist (root
- * `prepare` builds it). The service never holds a buyer's wallet: no payer is given. Its `call_paid_resource`
- * (issue 32) is the x402 MCP transport binding (`forwardPayments`): the first call answers the seller's
- * PaymentRequired as a tool error, the agent's own client signs and calls again with `_meta["x402/payment"]`, and
- * the server forwards that payment to the seller (which verifies and settles through this service) and answers the
+ * through the package's `./mcp` export (a workspace dependency). The type check and tsx (`npm run dev`) map that
+ * export to its source, sdk-buyer/src/mcp/marketplace-server.ts (`paths` in tsconfig.base.json), and so does Jest
+ * (server/jest.config.js), so none of them sees a stale build; the server's build (tsconfig.build.json, no `paths`)
+ * and node running it (`npm start`) resolve it to the package's built dist (root `prepare` builds it, and
+ * `npm start` rebuilds it when stale). The service never holds a buyer's wallet: no payer is given. Its
+ * `call_paid_resource` (issue 32) is the x402 MCP transport binding (`forwardPayments`): the first call answers the
+ * seller's PaymentRequired as a tool error, the agent's own client signs and calls again with `_meta["x402/payment"]`,
+ * and the server forwards that payment to the seller (which verifies and settles through this service) and answers the
  * seller's result with `_meta["x402/payment-response"]`. Sellers are reached by the buyer SDK's address-checked
  * fetch: public addresses only, `*.test` names on 127.0.0.1 only with LOCAL_DEV_DOMAINS=true.
  *

@@ -16,6 +16,8 @@ export interface MainProcess {
   port: number;
   baseUrl: string;
   rpcUrl: string;
+  /** Its DATA_DIR (the embedded PostgreSQL's folder is `postgres/` in it when no database URL was given). */
+  dataDir: string;
   operatorKey: string;
   logs(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -25,8 +27,11 @@ export interface MainProcess {
   cleanup(): Promise<void>;
 }
 
-/** Starts main.ts on a free port; when another program took the port before main.ts bound it, again on another. */
-export async function startMainProcess(opts: { databaseUrl: string; env?: Record<string, string> }): Promise<MainProcess> {
+/**
+ * Starts main.ts on a free port; when another program took the port before main.ts bound it, again on another.
+ * Without `databaseUrl` it starts its own embedded PostgreSQL in its data folder, as `npm start` does.
+ */
+export async function startMainProcess(opts: { databaseUrl?: string; env?: Record<string, string> }): Promise<MainProcess> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startMainProcessOn(await freePort(), opts);
@@ -36,7 +41,7 @@ export async function startMainProcess(opts: { databaseUrl: string; env?: Record
   }
 }
 
-async function startMainProcessOn(port: number, opts: { databaseUrl: string; env?: Record<string, string> }): Promise<MainProcess> {
+async function startMainProcessOn(port: number, opts: { databaseUrl?: string; env?: Record<string, string> }): Promise<MainProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-main-'));
   const operatorKey = `op_key_reliability_${Keypair.random().publicKey().slice(1, 20)}`;
   // `node --import tsx`, not the `tsx` CLI: the CLI relays SIGTERM to its own child process and SIGKILLs it when the
@@ -45,7 +50,7 @@ async function startMainProcessOn(port: number, opts: { databaseUrl: string; env
     cwd: path.resolve(__dirname, '../../..'),
     env: {
       ...process.env,
-      DATABASE_URL: opts.databaseUrl,
+      DATABASE_URL: opts.databaseUrl ?? '',
       PORT: String(port),
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
@@ -99,6 +104,7 @@ async function startMainProcessOn(port: number, opts: { databaseUrl: string; env
     port,
     baseUrl: `http://127.0.0.1:${port}`,
     rpcUrl,
+    dataDir,
     operatorKey,
     logs: () => logs,
     exited,
