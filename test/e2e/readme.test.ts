@@ -115,8 +115,10 @@ describe('README.md code blocks', () => {
       try {
         const app = express();
         const payTo = 'G...'; // your signed-up seller wallet (the facilitator settles only to a seller's wallet)
-        const server = new x402ResourceServer(new HTTPFacilitatorClient({ url: 'http://127.0.0.1:3000/x402' }))
-          .register('stellar:testnet', new ExactStellarScheme());
+        // Your seller API key (a payments-scoped key is enough): a URL you have not cataloged settles only when you ask.
+        const auth = { Authorization: `Bearer ${process.env.MARKETPLACE_API_KEY}` };
+        const facilitator = new HTTPFacilitatorClient({ url: 'http://127.0.0.1:3000/x402', createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }) });
+        const server = new x402ResourceServer(facilitator).register('stellar:testnet', new ExactStellarScheme());
         app.use(paymentMiddleware({ 'GET /weather': { accepts: { scheme: 'exact', price: '$0.01', network: 'stellar:testnet', payTo }, resource: 'https://weather.example.com/weather' } }, server));
         app.get('/weather', (_req, res) => {
           res.json({ weather: 'sunny' });
@@ -138,12 +140,15 @@ describe('README.md code blocks', () => {
       }
     });
 
-    it('accountability: the createAuthHeaders block sends the seller key on settle only', async () => {
+    it('accountability: the createAuthHeaders block sends the seller key on verify and settle (whatever settle refuses, verify refuses), not on supported', async () => {
       process.env.MARKETPLACE_API_KEY = 'mk_readme_test_key';
       try {
         const facilitator = new HTTPFacilitatorClient({
           url: 'http://127.0.0.1:3000/x402',
-          createAuthHeaders: async () => ({ verify: {}, settle: { Authorization: `Bearer ${process.env.MARKETPLACE_API_KEY}` }, supported: {} }),
+          createAuthHeaders: async () => {
+            const auth = { Authorization: `Bearer ${process.env.MARKETPLACE_API_KEY}` };
+            return { verify: auth, settle: auth, supported: {} };
+          },
         });
         const seen: Array<{ url: string; auth: string | null }> = [];
         const realFetch = globalThis.fetch;
@@ -154,12 +159,14 @@ describe('README.md code blocks', () => {
         }) as typeof fetch;
         try {
           await facilitator.getSupported();
+          await facilitator.verify({ x402Version: 2, accepted: {}, payload: {} } as never, { scheme: 'exact', network: 'stellar:testnet', amount: '1', asset: 'C', payTo: 'G', maxTimeoutSeconds: 60, extra: {} } as never).catch(() => undefined);
           await facilitator.settle({ x402Version: 2, accepted: {}, payload: {} } as never, { scheme: 'exact', network: 'stellar:testnet', amount: '1', asset: 'C', payTo: 'G', maxTimeoutSeconds: 60, extra: {} } as never).catch(() => undefined);
         } finally {
           globalThis.fetch = realFetch;
         }
         expect(seen.find((r) => r.url.endsWith('/x402/supported'))?.auth ?? null).toBeNull();
         expect(seen.find((r) => r.url.endsWith('/x402/settle'))?.auth).toBe('Bearer mk_readme_test_key');
+        expect(seen.find((r) => r.url.endsWith('/x402/verify'))?.auth).toBe('Bearer mk_readme_test_key');
       } finally {
         delete process.env.MARKETPLACE_API_KEY;
       }

@@ -68,7 +68,7 @@ describe('facilitator attacks (issue #18), each against the running service on t
       const attackerWallet = await fundedBuyer(env, '5');
       const c = await paymentCase(env, attackerWallet, attacker.seller.wallet.publicKey(), '0.001');
       const cheap = x402Body(env, attackerWallet, c, { amount: '0.001', payTo: attacker.seller.wallet.publicKey() });
-      const verified = await request(app()).post('/x402/verify').send(cheap);
+      const verified = await request(app()).post('/x402/verify').set(bearer(attacker.seller.apiKey)).send(cheap);
       expect(verified.body).toMatchObject({ isValid: true });
       const sends = await sendTransactions(env);
       const victimSettle = x402Body(env, attackerWallet, c, { amount: '1', payTo: victim.seller.wallet.publicKey() });

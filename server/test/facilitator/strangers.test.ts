@@ -134,7 +134,10 @@ describe('strangers against sellers (issue #29), each attack against the running
       const c2 = await paymentCase(env, stranger, payTo, '0.01');
       const before = await env.svc.db.query('SELECT count(*)::int AS n FROM payment_attempts', { plain: true });
       const x = await request(app()).post('/x402/verify').send(x402Body(env, stranger, c2, { amount: '0.01', payTo }, 'https://never-sold.example.org/b'));
-      expect(x.body).toMatchObject({ isValid: true });
+      // Anonymous: refused as settle would refuse it (issue #30); with the seller's key it is valid, and commits nothing either way.
+      expect(x.body).toMatchObject({ isValid: false, invalidReason: 'settle_exact_stellar_seller_key_required' });
+      const keyed = await request(app()).post('/x402/verify').set(bearer(seller.apiKey)).send(x402Body(env, stranger, c2, { amount: '0.01', payTo }, 'https://never-sold.example.org/b'));
+      expect(keyed.body).toMatchObject({ isValid: true });
       expect(await env.svc.db.query('SELECT count(*)::int AS n FROM payment_attempts', { plain: true })).toEqual(before);
       const list = await request(app()).get(`/v1/sellers/${seller.id}/payments`).set(bearer(seller.apiKey));
       expect(list.status).toBe(200);

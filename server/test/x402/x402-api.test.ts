@@ -107,7 +107,11 @@ describe('the x402 v2 facilitator API', () => {
     const payToBefore = Number(network.balance(payTo, 'USDC'));
     const req = requirements();
     const payload = await signedPayment(payer, req, `https://elsewhere.example.net/paid/${Date.now()}`);
-    const verified = await facilitator.verify(payload, req);
+    // Verify answers what settle would (issue #30): anonymous, the uncataloged URL is refused with its own reason.
+    const anonymousVerify = await facilitator.verify(payload, req);
+    expect(anonymousVerify).toMatchObject({ isValid: false, invalidReason: 'settle_exact_stellar_seller_key_required' });
+    const keyed = new HTTPFacilitatorClient({ url: `${base}/x402`, createAuthHeaders: async () => ({ verify: { Authorization: `Bearer ${seller.apiKey}` }, settle: {}, supported: {} }) });
+    const verified = await keyed.verify(payload, req);
     expect(verified).toMatchObject({ isValid: true, payer: payer.publicKey() });
     // /x402/verify commits nothing (issue #29): no row lands in the seller's payment list.
     expect(verified.extensions).toBeUndefined();
@@ -115,7 +119,7 @@ describe('the x402 v2 facilitator API', () => {
     expect(rows).toEqual({ n: 0 });
 
     const anonymous = await facilitator.settle(payload, req);
-    expect(anonymous).toMatchObject({ success: false, errorReason: 'invalid_payment_requirements', errorMessage: expect.stringMatching(/^UNAUTHORIZED: /), transaction: '' });
+    expect(anonymous).toMatchObject({ success: false, errorReason: 'settle_exact_stellar_seller_key_required', errorMessage: expect.stringMatching(/^UNAUTHORIZED: /), transaction: '' });
     expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
 
     const asSellerClient = new HTTPFacilitatorClient({

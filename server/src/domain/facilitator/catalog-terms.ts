@@ -90,3 +90,17 @@ async function ownsPayTo(deps: CatalogDeps, principal: Principal | undefined, pa
   if (principal?.role !== 'seller') return false;
   return (await deps.sellers.sellerIdByWallet(payTo)) === principal.sellerId;
 }
+
+/**
+ * The seller a payment is charged to: the cataloged resource's seller, else the seller whose wallet is the payTo
+ * (none: PAYEE_NOT_SELLER). A payment for a URL that is not cataloged is settled only when that seller asks (its
+ * key) or the operator does. Settle and /x402 verify both apply it, so verify never says yes to what settle refuses.
+ */
+export async function accountableSeller(deps: CatalogDeps, resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
+  const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
+  ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
+  if (resource || principal?.role === 'operator') return sellerId!;
+  ensure(RULES.sellerAsked, principal?.role === 'seller', 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
+  ensure(RULES.sellerKeyMatches, principal?.role === 'seller' && principal.sellerId === sellerId, 'This API key belongs to another seller than the one this payment pays');
+  return sellerId!;
+}

@@ -8,7 +8,7 @@ import { checkExactBalanceChanges, checkSimulationSucceeded } from './rules/simu
 import type { CheckedPayment, RequiredTerms } from './rules/offline';
 import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
 import { attemptRecord, type FacilitatorEvents } from './verify-payment';
-import { resolveCatalogTerms } from './catalog-terms';
+import { accountableSeller, resolveCatalogTerms } from './catalog-terms';
 import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
 import type { FeeBudgets, FeeParties, FeeScope, SettleParty } from './types';
 import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SubmitResult } from './types';
@@ -149,16 +149,6 @@ export function createSettlePayment(deps: SettleDeps) {
     });
   }
 
-  /** The seller the settlement is charged to; an uncataloged URL is settled only when that seller asks. */
-  async function accountableSeller(resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
-    const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
-    ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
-    if (resource || principal?.role === 'operator') return sellerId!;
-    if (principal?.role !== 'seller') throw refuse(RULES.sellerAsked, 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
-    if (principal.sellerId !== sellerId) throw new DomainError('FORBIDDEN', 'This API key belongs to another seller than the one this payment pays', [{ code: RULES.sellerAsked.id, message: 'another seller' }]);
-    return sellerId!;
-  }
-
   /** The attempt this authorization already has (/v1: the one named, which must hold this payload), else null. */
   async function knownAttempt(input: SettleInput, checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null): Promise<AttemptRecord | null> {
     const hash = paymentHash(checked.entryXdr);
@@ -187,7 +177,7 @@ export function createSettlePayment(deps: SettleDeps) {
     const { req, resource } = await requirementsOf(input);
     const required = resolveRequired(deps.networks, req);
     const checked = checkPaymentOffline(deps, input.paymentPayload, required);
-    const sellerId = await accountableSeller(resource, required.payTo, input.principal);
+    const sellerId = await accountableSeller(deps, resource, required.payTo, input.principal);
     // A duplicate of a payment already claimed is refused before any ledger call (a storm costs no simulations).
     const known = await knownAttempt(input, checked, required, resource);
     if (known) refuseUnlessVerified(known);

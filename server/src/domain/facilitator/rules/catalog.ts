@@ -44,7 +44,8 @@ export const RULES = {
   notSelfPayment: rule('accountability.not_self_payment', 'SELF_PAYMENT', 'invalid_exact_stellar_payload_self_payment', 'the payer MUST NOT be the payTo'),
   minimumAmount: rule('accountability.minimum_amount', 'AMOUNT_BELOW_MINIMUM', 'invalid_exact_stellar_payload_amount_below_minimum', 'the amount MUST be at least FACILITATOR_MIN_AMOUNT'),
   payeeIsSeller: rule('accountability.payee_is_seller', 'PAYEE_NOT_SELLER', 'invalid_payment_requirements', 'the payTo MUST be a signed-up seller\'s wallet (or the cataloged resource\'s payTo)'),
-  sellerAsked: rule('accountability.uncataloged_needs_seller_key', 'UNAUTHORIZED', 'invalid_payment_requirements', 'settling a payment for a URL that is not cataloged MUST carry the API key of the seller it pays'),
+  sellerAsked: rule('accountability.uncataloged_needs_seller_key', 'UNAUTHORIZED', 'settle_exact_stellar_seller_key_required', 'settling a payment for a URL that is not cataloged MUST carry the API key of the seller it pays (on /x402, verify too: whatever settle refuses, verify refuses)'),
+  sellerKeyMatches: rule('accountability.seller_key_is_pay_to_seller', 'FORBIDDEN', 'settle_exact_stellar_seller_key_mismatch', "the API key settling a payment for a URL that is not cataloged MUST be the key of the seller the payTo belongs to"),
   // Catalog terms on every entrance (issue #29): a payment naming a cataloged resource pays its current terms
   catalogNetwork: rule('catalog.network_is_listed', 'UNSUPPORTED_NETWORK', 'network_mismatch', 'a payment naming a cataloged resource MUST be on the network it is listed on'),
   catalogAmount: rule('catalog.amount_is_price', 'AMOUNT_MISMATCH', 'invalid_exact_stellar_payload_wrong_amount', "a payment naming a cataloged resource MUST pay the resource's current price"),
