@@ -82,6 +82,8 @@ export interface Config {
     txTimeoutSeconds: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
+    /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last renewal (a killed process frees its channels then). */
+    channelLeaseSeconds: number;
     /**
      * Fair capacity (issue #29): FACILITATOR_CHANNELS_PER_SELLER / _PER_PAYER / _PER_CLIENT, the channels of a network
      * one seller, payer, client holds at once across every process (null: half the pool, at least 1).
@@ -313,6 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
+      channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', 15, 3, 600),
       channelsPerSeller: r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_SELLER', 1, 1, 256),
       channelsPerPayer: r.optional('FACILITATOR_CHANNELS_PER_PAYER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_PAYER', 1, 1, 256),
       channelsPerClient: r.optional('FACILITATOR_CHANNELS_PER_CLIENT') === null ? null : r.int('FACILITATOR_CHANNELS_PER_CLIENT', 1, 1, 256),

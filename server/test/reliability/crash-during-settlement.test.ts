@@ -105,7 +105,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     await database?.drop();
   });
 
-  const start = async (opts: { rpcUrl?: string; channelSecrets?: string } = {}) => {
+  const start = async (opts: { rpcUrl?: string; channelSecrets?: string; leaseSeconds?: number } = {}) => {
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
     const m = await startMainProcess({
       databaseUrl: database.url,
@@ -119,6 +119,12 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         LEDGER_CLOSE_MS: '100',
         // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
         FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
+        // Every settle here is for one seller and one client: the whole pool is theirs (fair capacity caps are
+        // tested in fair-capacity.test.ts).
+        FACILITATOR_CHANNELS_PER_SELLER: '256',
+        FACILITATOR_CHANNELS_PER_PAYER: '256',
+        FACILITATOR_CHANNELS_PER_CLIENT: '256',
+        ...(opts.leaseSeconds ? { FACILITATOR_CHANNEL_LEASE_SECONDS: String(opts.leaseSeconds) } : {}),
       },
     });
     mains.push(m);
@@ -242,14 +248,16 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
           [addresses],
         )).rows[0].n;
 
-      let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets });
+      // The killed process's leases must still be live when the restarted one is asked (the precondition asserted
+      // below), however loaded the machine: they live 45 s here (default 15 s), well inside the 120 s retry bound.
+      let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets, leaseSeconds: 45 });
       const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
       const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
       const pay = async (base: string) => {
         const buyer = Keypair.random();
         await network.fundAccount(buyer.publicKey());
         await network.faucet(buyer.publicKey(), 'USDC', '1');
-        const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 290 } });
+        const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 1200 } }); // 120 s at 100 ms ledgers: outlives the 45 s leases
         const v = await fetch(`${base}/v1/verify`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
