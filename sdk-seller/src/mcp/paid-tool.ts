@@ -40,7 +40,7 @@ import {
   type SellerRequirements,
 } from '../paywall/paywall.js';
 import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
-import { settleOutcome, type SettleWait } from '../paywall/settle-outcome.js';
+import { FACILITATOR_TIMEOUT_MS, FacilitatorTimeout, pendingMessage, settleOutcome, withFacilitatorTimeout, type SettleWait } from '../paywall/settle-outcome.js';
 import type { ReceiptSigner } from '../paywall/receipt-signer.js';
 
 type Schemas = components['schemas'];
@@ -122,8 +122,14 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
     }
     let verified: Schemas['VerifyResponse'];
     try {
-      verified = await config.client.facilitator.verify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: facilitatorRequirements(terms), resourceId: config.resourceId });
+      const request = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: facilitatorRequirements(terms), resourceId: config.resourceId };
+      verified = await withFacilitatorTimeout('verify', config.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => config.client.facilitator.verify(request));
     } catch (err) {
+      if (err instanceof FacilitatorTimeout) {
+        // Indeterminate, not a refusal: no PaymentRequired (the caller must not pay again), the tool does not run.
+        const body = { error: { code: 'SETTLEMENT_UNCONFIRMED', message: pendingMessage(err) } };
+        return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
+      }
       return refusal(terms, err);
     }
     const payment: PaywallPayment = { paymentAttemptId: verified.paymentAttemptId, payer: verified.payer, network: verified.network };

@@ -19,6 +19,17 @@
  *    Still unknown when the wait ends: the content is dropped, 503 SETTLEMENT_UNCONFIRMED with the payment id (no
  *    PAYMENT-REQUIRED: the buyer must not pay again while the payment may still settle).
  *
+ * Caching: every answer the paywall writes itself (402, 409, 400, 502, 503) carries `Cache-Control: no-store`; a paid
+ * 200 carries `private` (the handler's own directives are kept, `public` and `s-maxage` removed), so no shared cache
+ * hands one buyer's paid content to the next.
+ *
+ * Path tricks: a request whose path decodes to another segment structure than the raw one (an encoded slash or
+ * backslash `%2F` `%5C`, an encoded dot segment, a control character such as `%0A` that a route regex without
+ * dotAll does not see, a malformed escape) is refused 400 INVALID_REQUEST before anything is verified or run.
+ *
+ * A facilitator call (verify or settle) without an answer within 30 s (`settle.facilitatorTimeoutMs`) is
+ * indeterminate, never a failure: no content, 503 with Retry-After, "the outcome is pending", no PAYMENT-REQUIRED.
+ *
  * One signed payment buys exactly one delivery. The facilitator verifies an authorization once: when several
  * requests carry the same payment (concurrently or later), only the first is verified and served; every other one
  * is answered 409 REPLAY_DETECTED before its handler runs. The same holds when settlement finds the payment already
@@ -32,7 +43,7 @@ import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
 import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
-import { confirmedSettlementResponse, settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
+import { confirmedSettlementResponse, FACILITATOR_TIMEOUT_MS, FacilitatorTimeout, pendingMessage, settleOutcome, withFacilitatorTimeout, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
 import type { ReceiptPayload, ReceiptSigner } from './receipt-signer.js';
 import { createKeyCheck, MISCONFIGURED_MESSAGE, trustlineMessage, type KeyCheckClient, type ReadinessClient } from './seller-checks.js';
 
@@ -113,12 +124,15 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
   function answer(res: ServerResponse, status: number, body: unknown, paymentRequiredHeader?: unknown): void {
     res.statusCode = status;
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-store');
     if (paymentRequiredHeader) res.setHeader('PAYMENT-REQUIRED', encode(paymentRequiredHeader));
     res.end(JSON.stringify(body));
   }
 
   const middleware = (req: IncomingMessage, res: ServerResponse, next: Next) => {
     void (async () => {
+      const trick = pathProblem(req);
+      if (trick) return answer(res, 400, { ok: false, error: { code: 'INVALID_REQUEST', message: `The request path is refused: ${trick}`, details: [{ field: 'path', message: trick }] } });
       await keyCheck.ready().catch(() => undefined);
       if (keyCheck.refused()) return misconfigured(res);
       let terms: Requirements;
@@ -146,7 +160,8 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
       const paymentRequirements = facilitatorRequirements(terms);
       let verified: Schemas['VerifyResponse'];
       try {
-        verified = await options.client.facilitator.verify({ x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId: options.resourceId });
+        const request = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId: options.resourceId };
+        verified = await withFacilitatorTimeout('verify', options.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => options.client.facilitator.verify(request));
       } catch (err) {
         return refuse(req, res, terms, err);
       }
@@ -163,6 +178,7 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
           return refuseOutcome(req, res, terms, outcome);
         }
         res.setHeader('PAYMENT-RESPONSE', encode(await settlementResponse(outcome, verified.payer, { signer: options.receiptSigner, terms })));
+        held.privateCache();
         held.release();
       });
       next();
@@ -195,6 +211,11 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
   }
 
   async function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): Promise<void> {
+    if (err instanceof FacilitatorTimeout) {
+      // Indeterminate, not a refusal: the buyer is not told the payment failed, nor asked to pay again.
+      res.setHeader('Retry-After', '5');
+      return answer(res, 503, { ok: false, error: { code: 'SETTLEMENT_UNCONFIRMED', message: pendingMessage(err) } });
+    }
     if (keyCheck.refusedBy(err)) return misconfigured(res);
     if (err instanceof ApiError && err.code === 'TRUSTLINE_REQUIRED') err = await whoseTrustline(terms, err);
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
@@ -355,6 +376,15 @@ function hold(res: ServerResponse) {
         } else res.destroy(err as Error);
       });
     },
+    /** A paid answer is for this buyer only: `private`, the handler's directives kept but `public` and `s-maxage`. */
+    privateCache() {
+      const headers = head && typeof head[head.length - 1] === 'object' ? (head[head.length - 1] as Record<string, unknown>) : null;
+      const key = headers ? Object.keys(headers).find((k) => k.toLowerCase() === 'cache-control') : undefined;
+      const own = String((key && headers ? headers[key] : undefined) ?? res.getHeader('Cache-Control') ?? '');
+      if (key && headers) delete headers[key];
+      const kept = own.split(',').map((d) => d.trim()).filter((d) => d && !/^(public|private|s-maxage\b.*)$/i.test(d));
+      res.setHeader('Cache-Control', ['private', ...kept].join(', '));
+    },
     statusCode: () => (head && typeof head[0] === 'number' ? head[0] : res.statusCode),
     release() {
       restore();
@@ -369,6 +399,29 @@ function hold(res: ServerResponse) {
       for (const name of res.getHeaderNames()) if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
     },
   };
+}
+
+/**
+ * Why a request path must not reach a paid route, or null: its decoded form must have the raw form's segments.
+ * An encoded `/` or `\` (`%2F`, `%5C`) joins or splits segments after decoding, `%2E%2E` is a dot segment in
+ * disguise, and a control character (`%0A`, `%0D`, `%00`...) escapes a route regex's `.` without the dotAll flag.
+ */
+export function pathProblem(req: IncomingMessage): string | null {
+  const r = req as IncomingMessage & { originalUrl?: string };
+  const raw = (r.originalUrl ?? req.url ?? '/').split('?')[0]!;
+  if (/[\u0000-\u001f\u007f]/.test(raw)) return 'a control character in the path';
+  for (const segment of raw.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return 'a malformed percent-encoding in the path';
+    }
+    if (/[/\\]/.test(decoded)) return 'an encoded slash or backslash (%2F, %5C) in the path';
+    if (/[\u0000-\u001f\u007f]/.test(decoded)) return 'an encoded control character (such as %0A) in the path';
+    if (decoded !== segment && (decoded === '.' || decoded === '..')) return 'an encoded dot segment in the path';
+  }
+  return null;
 }
 
 function encode(value: unknown): string {

@@ -12,6 +12,9 @@
  *    not arrive) -> the same settle is sent again; `settlement_pending` -> wait.
  * 4. When `waitMs` runs out: unknown. The paywall then withholds the content and answers 503 with the payment id
  *    (the buyer's money may still move: it is not asked to pay again).
+ *
+ * A settle call that gets no answer within `facilitatorTimeoutMs` (default 30 s, the stock middleware's bound) is
+ * indeterminate, never a failure: the outcome is `unknown` at once (the payment may still settle).
  */
 import crypto from 'node:crypto';
 import type { components } from '../generated/openapi.js';
@@ -39,6 +42,35 @@ export interface SettleWait {
   waitMs?: number;
   /** Between two reads of the payment. Default 500 ms. */
   pollMs?: number;
+  /** Longest wait for one facilitator call (verify, settle); no answer by then is indeterminate. Default 30 s. */
+  facilitatorTimeoutMs?: number;
+}
+
+export const FACILITATOR_TIMEOUT_MS = 30_000;
+
+/** Thrown when a facilitator call gets no answer in time: its outcome is unknown (never read it as a refusal). */
+export class FacilitatorTimeout extends Error {
+  constructor(readonly operation: 'verify' | 'settle', readonly timeoutMs: number) {
+    super(`The marketplace's facilitator did not answer ${operation} within ${Math.round(timeoutMs / 1000)} s`);
+    this.name = 'FacilitatorTimeout';
+  }
+}
+
+/** `call()`, or FacilitatorTimeout after `timeoutMs` (the call itself goes on; its late answer is ignored). */
+export async function withFacilitatorTimeout<T>(operation: 'verify' | 'settle', timeoutMs: number, call: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const running = call();
+  running.catch(() => undefined);
+  try {
+    return await Promise.race([running, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new FacilitatorTimeout(operation, timeoutMs)), timeoutMs); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What a buyer is told when a facilitator call timed out: the outcome is pending, the content withheld, do not pay again. */
+export function pendingMessage(err: FacilitatorTimeout): string {
+  return `${err.message}: the payment's outcome is pending, not failed. The content is withheld; do not pay again, retry later`;
 }
 
 const DEFINITE_STATUSES = new Set([400, 402, 404, 413, 422]);
@@ -61,8 +93,9 @@ export async function settleOutcome(client: SettlingClient, request: Schemas['Se
   for (;;) {
     let answer: Schemas['SettleResponse'] | null = null;
     try {
-      answer = await client.facilitator.settle(request, { idempotencyKey });
+      answer = await withFacilitatorTimeout('settle', wait.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => client.facilitator.settle(request, { idempotencyKey }));
     } catch (err) {
+      if (err instanceof FacilitatorTimeout) return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: pendingMessage(err), paymentAttemptId: id };
       const definite = definiteFailure(err);
       if (definite) return definite;
       lastProblem = err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message;

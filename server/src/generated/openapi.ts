@@ -1093,6 +1093,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/.well-known/x402": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This facilitator, described (x402 well-known)
+         * @description Describes this service as an x402 v2 facilitator: its URL (`/x402`, relative to this origin, for a stock
+         *     `HTTPFacilitatorClient`), the paths of supported, verify, settle and the Bazaar list, and the kinds, extensions
+         *     and signers of `GET /x402/supported` (the same data: they are equal at any moment).
+         *
+         *     **Who may call:** anyone; a key is optional.
+         */
+        get: operations["getFacilitatorDescription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/jwks.json": {
         parameters: {
             query?: never;
@@ -3644,6 +3668,70 @@ export interface components {
             };
         };
         /**
+         * @description `GET /.well-known/x402`: this service as an x402 v2 facilitator. `kinds`, `extensions` and `signers` are the data
+         *     of `GET /x402/supported` (the same handler data, read at the time of the request); `facilitator.url` is what a
+         *     stock `HTTPFacilitatorClient` is pointed at. Everything it settles is local simulation unless the network's RPC is
+         *     a real Stellar network (see `GET /v1/networks`).
+         * @example {
+         *       "x402Version": 2,
+         *       "facilitator": {
+         *         "url": "/x402",
+         *         "supported": "/x402/supported",
+         *         "verify": "/x402/verify",
+         *         "settle": "/x402/settle",
+         *         "discovery": "/x402/discovery/resources"
+         *       },
+         *       "kinds": [
+         *         {
+         *           "x402Version": 2,
+         *           "scheme": "exact",
+         *           "network": "stellar:testnet",
+         *           "extra": {
+         *             "areFeesSponsored": true
+         *           }
+         *         }
+         *       ],
+         *       "extensions": [
+         *         "bazaar"
+         *       ],
+         *       "signers": {
+         *         "stellar:*": [
+         *           "GCHANNEL7Y5ESVYNQ4R4P4BBX3TCQJZSJGWZ4V7C6R4DEWFBQN5QKUGJ"
+         *         ]
+         *       }
+         *     }
+         */
+        X402WellKnown: {
+            /** @description The x402 protocol version this facilitator speaks. */
+            x402Version: number;
+            facilitator: {
+                /**
+                 * @description The facilitator's base URL, relative to this service's origin (`/x402`): point a stock
+                 *     `HTTPFacilitatorClient` at `<origin>/x402`. Relative on purpose: the request's Host header is never
+                 *     reflected (a cache or a proxy could be taught another origin).
+                 */
+                url: string;
+                /** @description Path of the supported kinds. */
+                supported: string;
+                verify: string;
+                settle: string;
+                /** @description Path of the Bazaar list. */
+                discovery?: string;
+            };
+            kinds: {
+                x402Version: number;
+                scheme: string;
+                network: string;
+                extra?: {
+                    [key: string]: unknown;
+                };
+            }[];
+            extensions: string[];
+            signers: {
+                [key: string]: string[];
+            };
+        };
+        /**
          * @description The public keys that verify signed receipts (RFC 7517 JWK Set, Ed25519 `OKP` keys, `alg: EdDSA`). The current key
          *     comes first; keys used before a rotation stay listed so that old receipts keep verifying.
          * @example {
@@ -5514,6 +5602,30 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getFacilitatorDescription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The facilitator's description. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["X402WellKnown"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
     getReceiptKeys: {

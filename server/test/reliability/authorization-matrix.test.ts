@@ -226,6 +226,7 @@ const ROWS: Row[] = [
     expect: PUBLIC_READ,
   },
   { operationId: 'getSupportedKinds', what: 'read the x402 supported kinds', call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'getFacilitatorDescription', what: 'read the facilitator description (/.well-known/x402)', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'verifyPaymentPayload', what: 'verify a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
   { operationId: 'settlePaymentPayload', what: 'settle a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
   { operationId: 'listBazaarResources', what: "list A's resources in the x402 Bazaar", call: () => ({}), expect: PUBLIC_READ },

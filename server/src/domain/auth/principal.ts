@@ -44,6 +44,7 @@ export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
   'settlePaymentPayload',
   'getSupported',
   'getSupportedKinds',
+  'getFacilitatorDescription',
   'listBazaarResources',
   'getReceiptKeys',
   'listPayments',

@@ -7,7 +7,7 @@ import { toAtomic, translate, type X402Payload, type X402Requirements } from '..
 import { presentDiscoveryPage } from '../presenters-discovery';
 import { clampPaging } from '../../domain/discovery/bazaar';
 
-type X402Handlers = Pick<Handlers, 'getSupportedKinds' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources'>;
+type X402Handlers = Pick<Handlers, 'getSupportedKinds' | 'getFacilitatorDescription' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources'>;
 
 /** How many catalog entries the Bazaar list walks at most (offset pagination over our cursor pages). */
 const BAZAAR_WINDOW = 1000;
@@ -25,18 +25,28 @@ function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: st
  * the same records and guarantees.
  */
 export function x402Handlers(deps: HandlerServices): X402Handlers {
+  /** The x402 v2 SupportedResponse, read now: /x402/supported and /.well-known/x402 both answer it. */
+  function supported() {
+    const kinds = deps.networks
+      .list()
+      .filter((n) => n.settlementEnabled)
+      .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true } }));
+    const signers: Record<string, string[]> = {};
+    for (const n of deps.networks.list()) {
+      const addresses = [...deps.facilitatorAddresses(n.network)];
+      if (addresses.length > 0) signers[n.network] = addresses;
+    }
+    return { kinds, extensions: ['bazaar'], signers };
+  }
+
   return {
     async getSupportedKinds() {
-      const kinds = deps.networks
-        .list()
-        .filter((n) => n.settlementEnabled)
-        .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true } }));
-      const signers: Record<string, string[]> = {};
-      for (const n of deps.networks.list()) {
-        const addresses = [...deps.facilitatorAddresses(n.network)];
-        if (addresses.length > 0) signers[n.network] = addresses;
-      }
-      return { status: 200, body: { kinds, extensions: ['bazaar'], signers } };
+      return { status: 200, body: supported() };
+    },
+
+    async getFacilitatorDescription() {
+      const facilitator = { url: '/x402', supported: '/x402/supported', verify: '/x402/verify', settle: '/x402/settle', discovery: '/x402/discovery/resources' };
+      return { status: 200, body: { x402Version: X402_VERSION, facilitator, ...supported() } };
     },
 
     async verifyPaymentPayload({ body, principal }) {
