@@ -5,7 +5,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
+import crypto from 'node:crypto';
 import type { Keypair } from '@stellar/stellar-sdk';
+import { CompactSign, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import { bearer, resourceInput, type SignedUpSeller } from '../support/fixtures';
 import { OPERATOR_KEY } from '../support/test-service';
 import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
@@ -235,7 +237,7 @@ const ROWS: Row[] = [
   {
     operationId: 'updateSellerReceiptKeys',
     what: "replace A's receipt keys",
-    call: (w) => ({ params: { sellerId: w.a.id }, body: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'matrix-key' }] } }),
+    call: async (w) => ({ params: { sellerId: w.a.id }, body: await receiptKeyWithProof(w.a.id) }),
     expect: A_ONLY,
   },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
@@ -287,6 +289,16 @@ function matches(outcome: Outcome, status: number, body: unknown, w: World): boo
     case 'refused':
       return status >= 400 && status < 500;
   }
+}
+
+/** A fresh Ed25519 receipt key and its proof of possession for `sellerId` (what the seller SDK's publish signs). */
+async function receiptKeyWithProof(sellerId: string) {
+  const { privateKey, publicKey } = await generateKeyPair('Ed25519', { extractable: true });
+  const pub = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(pub);
+  const payload = { purpose: 'seller-receipt-key-proof', sellerId, kid, x: pub.x, nonce: crypto.randomBytes(24).toString('base64url'), iat: Math.floor(Date.now() / 1000) };
+  const signature = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'x402-receipt-key-proof+jws' }).sign(privateKey);
+  return { keys: [{ kty: 'OKP', crv: 'Ed25519', x: pub.x, kid }], proofs: [{ kid, signature }] };
 }
 
 describe('authorization matrix: every operation of the spec, four callers, seller A’s objects', () => {
