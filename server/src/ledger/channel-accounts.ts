@@ -134,7 +134,9 @@ export class ChannelAccountPool implements ChannelLeaser {
   /** The channels of a network one party may hold at once: as configured, else half the pool (at least 1). */
   caps(network: string): Record<PartyKind, number> {
     const half = Math.max(1, Math.floor(this.size(network) / 2));
-    return { seller: this.opts.channelsPerSeller ?? half, payer: this.opts.channelsPerPayer ?? half, client: this.opts.channelsPerClient ?? half };
+    // A payer holds one channel by default: its lease stays pinned until the transfer's final answer, so a payer has one
+    // transfer in flight (issue #29: a payer's failure is the payer's) and waits in the fair queue for the next.
+    return { seller: this.opts.channelsPerSeller ?? half, payer: this.opts.channelsPerPayer ?? 1, client: this.opts.channelsPerClient ?? half };
   }
 
   /**

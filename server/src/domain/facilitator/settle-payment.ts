@@ -69,8 +69,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 /** Submission attempts answered TRY_AGAIN_LATER (the RPC did not take the envelope) before giving up. */
 const MAX_TRY_AGAIN = 10;
-/** How long a settle waits for the payer's settlement in flight to reach its final answer before 503. */
-export const DEFAULT_PAYER_TURN_WAIT_MS = 30_000;
 
 function replayed(attempt: AttemptRecord): DomainError {
   return new DomainError('REPLAY_DETECTED', `This payment was already claimed for settlement (payment attempt ${attempt.id}); one signed payment settles once`, [
@@ -123,8 +121,16 @@ function budgetExhausted(scope: FeeScope): DomainError {
   });
 }
 
-/** Thrown inside a channel's cycle when the payer's other settlement holds the payer's turn: settle waits and tries again. */
+/** Thrown inside a channel's cycle when the payer's other settlement holds the payer's turn: settle tries again, then 503. */
 class PayerBusy extends Error {}
+/** Tries of a settle whose payer's turn is taken (another transfer in flight, or one finished since its simulation). */
+const PAYER_TURN_TRIES = 3;
+
+function payerBusy(): DomainError {
+  return new DomainError('SERVICE_UNAVAILABLE', 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly', [
+    { code: RULES.payerTurn.id, message: 'one transfer in flight per payer and asset' },
+  ], { 'Retry-After': '5' });
+}
 
 /**
  * POST /v1/settle and /x402/settle. Settle verifies on its own, against the requirements it is given (for /v1 and
@@ -216,17 +222,18 @@ export function createSettlePayment(deps: SettleDeps) {
    * before it), then a channel. A claim that finds the payer's turn taken meanwhile gives its channel back and waits.
    */
   async function settleInTurn(c: Claim, party: SettleParty): Promise<SettleOutcome> {
-    const deadline = Date.now() + (deps.payerTurnWaitMs ?? DEFAULT_PAYER_TURN_WAIT_MS);
-    for (;;) {
+    for (let tries = 1; ; tries++) {
       const spent = await deps.settlements.exhaustedFeeBudget(c.parties, c.attempt.network, deps.feeBudgets);
       if (spent) throw refusedByBudget(c.attempt.network, spent);
-      const turnSince = await waitForPayerTurn(c, deadline);
+      // The fair queue gives a payer one channel at a time by default (its lease is pinned until the final answer).
       const lease = await waiting.acquire(c.attempt, party);
       try {
-        return await settleOnChannel(c, lease, turnSince);
+        // settleOnChannel releases the lease (or hands it to the confirmation) whatever happens inside it.
+        return await settleOnChannel(c, lease, await payerTurn(c, lease));
       } catch (err) {
         if (!(err instanceof PayerBusy)) throw err;
-        ensure(RULES.payerTurn, Date.now() < deadline, 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly');
+        if (tries >= PAYER_TURN_TRIES) throw payerBusy();
+        await sleep(Math.max(deps.pollMs, 100));
       }
     }
   }
@@ -236,17 +243,20 @@ export function createSettlePayment(deps: SettleDeps) {
     return budgetExhausted(scope);
   }
 
-  /** Waits until the payer has no transfer of this asset in flight; answers the database time it saw that (the claim's turn mark). */
-  async function waitForPayerTurn(c: Claim, deadline: number): Promise<Date> {
+  /**
+   * The payer's turn, taken with a channel in hand, before the simulation: none of the payer's transfers of this asset
+   * is in flight (else 503 at once: no waiting place is taken outside the fair queue), and the database time now,
+   * which the claim checks no transfer of the payer finished after.
+   */
+  async function payerTurn(c: Claim, lease: ChannelLease): Promise<Date> {
     const { network, payer, assetCode, assetIssuer } = c.attempt;
-    for (;;) {
-      const turn = await deps.attempts.payerTurn(network, payer, assetCode, assetIssuer);
-      if (!turn.busy) return turn.at;
-      ensure(RULES.payerTurn, Date.now() < deadline, 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly');
-      const now = await deps.attempts.findAttempt(c.attempt.id);
-      if (now) refuseUnlessVerified(now);
-      await sleep(Math.max(deps.pollMs, 100));
-    }
+    const turn = await deps.attempts.payerTurn(network, payer, assetCode, assetIssuer).catch(async (err) => {
+      await lease.release().catch(() => undefined);
+      throw err;
+    });
+    if (!turn.busy) return turn.at;
+    await lease.release().catch(() => undefined);
+    throw new PayerBusy();
   }
 
   /** With a channel: prepare (simulated again, events checked), commit the fee, claim, record, submit, confirm. */
