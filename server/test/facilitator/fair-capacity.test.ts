@@ -135,40 +135,41 @@ describe('fair capacity: channels and settle queue places are shared per seller,
     const { seller, resource } = await sellerWithResource(env, '0.1');
     const payTo = seller.wallet.publicKey();
     const payer = await fundedBuyer(env, '5');
-    // One payer: two channels (its cap), four waiting places; the seventh payment is beyond them.
+    // One payer: one channel (its cap: one transfer in flight per payer), four waiting places; the sixth payment is
+    // beyond them.
     const payments = [];
-    for (let i = 0; i < 7; i++) payments.push(await verified(payer, payTo, '0.1'));
+    for (let i = 0; i < 6; i++) payments.push(await verified(payer, payTo, '0.1'));
     await env.network.closeLedger();
     const ledgerBefore = env.network.latestLedger();
     const settle = (p: { c: PaymentCase; id: string }) => postFrom(HONEST_CLIENT, base, '/v1/settle', { paymentAttemptId: p.id, paymentPayload: p.c.payload, resourceId: resource.id });
-    const first = payments.slice(0, 6).map(settle);
-    // Wait until two are claimed and four wait (nothing more can move while no ledger closes).
+    const first = payments.slice(0, 5).map(settle);
+    // Wait until one is claimed and four wait (nothing more can move while no ledger closes).
     for (let i = 0; i < 250; i++) {
-      const claimed = (await Promise.all(payments.slice(0, 6).map((p) => attemptStatus(p.id)))).filter((s) => s === 'settlement_pending').length;
-      if (claimed === 2) break;
+      const claimed = (await Promise.all(payments.slice(0, 5).map((p) => attemptStatus(p.id)))).filter((s) => s === 'settlement_pending').length;
+      if (claimed === 1) break;
       await sleep(20);
     }
     await sleep(300);
     // A duplicate of a waiting payment takes no new place: it waits with it.
-    const duplicate = settle(payments[5]);
+    const duplicate = settle(payments[4]);
     const t0 = performance.now();
-    const beyond = await settle(payments[6]);
+    const beyond = await settle(payments[5]);
     expect(performance.now() - t0).toBeLessThan(5_000);
     expect(env.network.latestLedger()).toBe(ledgerBefore);
     expect(beyond.status).toBe(503);
     expect(beyond.body.error?.code).toBe('SERVICE_UNAVAILABLE');
     expect(beyond.body.error?.details?.[0].code).toMatch(/^settle_queue_per_(payer|seller|client)$/);
     expect(Number(beyond.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    expect(await attemptStatus(payments[6].id)).toBe('verified'); // the payment was not used: the same settle may retry
+    expect(await attemptStatus(payments[5].id)).toBe('verified'); // the payment was not used: the same settle may retry
 
     const closer = setInterval(() => void env.network.closeLedger(), 100);
     try {
       const answers = await Promise.all([...first, duplicate]);
-      expect(answers.slice(0, 5).map((a) => a.body.status)).toEqual(Array(5).fill('settled'));
+      expect(answers.slice(0, 4).map((a) => a.body.status)).toEqual(Array(4).fill('settled'));
       // One of the payment and its duplicate settles, the other is a replay.
-      expect([answers[5], answers[6]].map((a) => a.body.status ?? a.body.error?.code).sort()).toEqual(['REPLAY_DETECTED', 'settled']);
+      expect([answers[4], answers[5]].map((a) => a.body.status ?? a.body.error?.code).sort()).toEqual(['REPLAY_DETECTED', 'settled']);
       // Retried after Retry-After, the refused payment settles.
-      const retried = await settle(payments[6]);
+      const retried = await settle(payments[5]);
       expect(retried.body).toMatchObject({ ok: true, status: 'settled' });
     } finally {
       clearInterval(closer);
