@@ -236,7 +236,7 @@ describe('facilitator payment safety', () => {
       expect(patch.status).toBe(400);
     });
 
-    it('when two sellers hold resources with the same URL and payTo (rows older than the rules), verify-by-URL links neither resource; the payment is the payTo wallet owner\'s', async () => {
+    it('when two sellers hold resources with the same URL and payTo (rows older than the rules), verify-by-URL links neither resource; an anonymous verify is attributed to nobody, the payTo owner\'s own verify to it', async () => {
       const first = await sellerWithResource(env, '0.5');
       const second = await sellerWithResource(env, '0.5');
       await env.svc.db.query('UPDATE resources SET url = :url, pay_to = :payTo WHERE id = :id', {
@@ -246,7 +246,12 @@ describe('facilitator payment safety', () => {
       const c = await paymentCase(env, buyer, first.seller.wallet.publicKey(), '0.5', { requirements: { resource: `https://${first.seller.domain}/v1/forecast/oslo` } });
       const res = await verify(c);
       expect(res.status).toBe(200);
-      expect(await row('SELECT resource_id, seller_id FROM payment_attempts WHERE id = :id', { id: res.body.paymentAttemptId })).toEqual({ resource_id: null, seller_id: first.seller.id });
+      // Issue #29: an anonymous verify of a URL linked to no resource writes nothing into any seller's payment list.
+      expect(await row('SELECT resource_id, seller_id FROM payment_attempts WHERE id = :id', { id: res.body.paymentAttemptId })).toEqual({ resource_id: null, seller_id: null });
+      const own = await paymentCase(env, buyer, first.seller.wallet.publicKey(), '0.5', { requirements: { resource: `https://${first.seller.domain}/v1/forecast/oslo` } });
+      const mine = await request(env.svc.app).post('/v1/verify').set(bearer(first.seller.apiKey)).send({ paymentPayload: own.payload, paymentRequirements: own.requirements });
+      expect(mine.status).toBe(200);
+      expect(await row('SELECT resource_id, seller_id FROM payment_attempts WHERE id = :id', { id: mine.body.paymentAttemptId })).toEqual({ resource_id: null, seller_id: first.seller.id });
     });
   });
 
