@@ -136,10 +136,10 @@ function payerBusy(): DomainError {
  * POST /v1/settle and /x402/settle. Settle verifies on its own, against the requirements it is given (for /v1 and
  * for a cataloged URL: the resource's CURRENT version), never on the strength of an earlier verify: the offline rules
  * and a simulation (check-payment.ts). A stored attempt is only the one-winner claim and the idempotency record.
- * Then: the accountable seller (nothing is sponsored that no seller asked for), a channel from the shared pool
- * (none free: 503 with the attempt still `verified`), the transaction prepared with a time bound and the simulation's
- * events checked again, the seller's fee budget, the compare-and-set claim, the pending settlement recorded, and
- * only then the submission. The answer is final: `settled` once confirmed, SETTLEMENT_FAILED once the transaction
+ * Then: the accountable seller (nothing is sponsored that no seller asked for), the fee budgets, a channel from the
+ * shared pool's fair queue (no place: 503 with the attempt still `verified`), the payer's turn, the transaction
+ * prepared with a time bound and the simulation's events checked again, the fee reservation, the compare-and-set
+ * claim, the pending settlement recorded, and only then the submission. The answer is final: `settled` once confirmed, SETTLEMENT_FAILED once the transaction
  * can no longer land; 202 only when the RPC could not tell within the time bound and a grace.
  */
 export function createSettlePayment(deps: SettleDeps) {
@@ -217,9 +217,10 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   /**
-   * Budgets are checked before a settle queues (a spent budget answers at once: no channel, no simulation); then the
-   * payer's turn (one transfer in flight per payer and asset, so no settlement fails for lack of the funds of the one
-   * before it), then a channel. A claim that finds the payer's turn taken meanwhile gives its channel back and waits.
+   * Budgets are checked before a settle queues (a spent budget answers at once: no channel, no simulation); then a
+   * channel from the fair queue; then, with the channel in hand, the payer's turn (one transfer in flight per payer
+   * and asset, so no settlement fails for lack of the funds of the one before it). A settle that finds the payer's
+   * turn taken gives its channel back and tries again, at most PAYER_TURN_TRIES times, then answers 503.
    */
   async function settleInTurn(c: Claim, party: SettleParty): Promise<SettleOutcome> {
     for (let tries = 1; ; tries++) {
