@@ -1,0 +1,359 @@
+/**
+ * Pure unit tests of the facilitator's rules (issue #34 item 8): a payload in, a rule id out, milliseconds each. No
+ * database, no ledger, no HTTP: each payload is built in memory as real XDR signed with real ed25519 keys
+ * (@stellar/stellar-sdk), and handed to the rule functions of rules/offline.ts, rules/simulation.ts,
+ * catalog-terms.ts and check-payment.ts (resolveRequired). Each refusal asserts the DomainError's code and its
+ * `details[0].code`, the rule id. The HTTP-level refusals of the same rules are in exact-rules.test.ts.
+ *
+ * The rules that need the database or the ledger's state (fee budgets, the payer's turn, the payTo's seller, the
+ * seller's key) are listed in COVERED_ELSEWHERE with the HTTP-level test file that refuses them; a last test checks
+ * that every rule of RULES is either here or there, so a new rule without a test fails this file.
+ *
+ * (Jest's global setup still starts the run's one PostgreSQL; nothing in this file connects to it.)
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { Account, Asset, Keypair, Networks, Operation, StrKey, TransactionBuilder, authorizeInvocation, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+import { DomainError } from '../../src/domain/errors';
+import { RULES, type RuleName } from '../../src/domain/facilitator/rules/catalog';
+import { decodePayment } from '../../src/domain/facilitator/rules/decode';
+import {
+  checkAccountability,
+  checkAuthEntries,
+  checkDeclaredTerms,
+  checkFacilitatorSafety,
+  checkOffline,
+  checkProtocol,
+  checkSignatures,
+  checkStructure,
+  type OfflineInput,
+  type OfflinePolicy,
+  type RequiredTerms,
+} from '../../src/domain/facilitator/rules/offline';
+import { checkExactBalanceChanges, checkExpiry, checkSimulationSucceeded, simulationErrorCode, type SimulationOutcome } from '../../src/domain/facilitator/rules/simulation';
+import { checkCatalogTerms } from '../../src/domain/facilitator/catalog-terms';
+import { resolveRequired, type NetworkLookup, type PaymentRequirementsInput } from '../../src/domain/facilitator/check-payment';
+import type { ResourceTermsRef } from '../../src/domain/facilitator/types';
+
+/** Rules enforced only with the database or the ledger's state, and the HTTP-level test file that refuses each. */
+const COVERED_ELSEWHERE: Partial<Record<RuleName, string>> = {
+  payeeIsSeller: 'server/test/facilitator/attacks.test.ts',
+  sellerAsked: 'server/test/facilitator/attacks.test.ts',
+  sellerKeyMatches: 'server/test/facilitator/attacks.test.ts',
+  feeBudget: 'server/test/facilitator/strangers.test.ts',
+  payerTurn: 'server/test/facilitator/fair-capacity.test.ts',
+};
+
+const NETWORK = 'stellar:testnet';
+const PASSPHRASE = Networks.TESTNET;
+const ISSUER = Keypair.random().publicKey();
+const USDC = { code: 'USDC', issuer: ISSUER, contractId: new Asset('USDC', ISSUER).contractId(PASSPHRASE) };
+const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE);
+const AMOUNT = 5_000_000n; // 0.5 USDC
+const LATEST = 1_000;
+const EXPIRATION = LATEST + 50;
+const buyer = Keypair.random();
+const payTo = Keypair.random().publicKey();
+const channel = Keypair.random();
+
+const required: RequiredTerms = { scheme: 'exact', network: NETWORK, passphrase: PASSPHRASE, amount: AMOUNT, payTo, asset: USDC };
+const policy: OfflinePolicy = { facilitatorAddresses: new Set([channel.publicKey()]), minimumStroops: 1_000n };
+
+const address = (g: string) => nativeToScVal(g, { type: 'address' });
+
+interface CallOptions {
+  contractId?: string;
+  fn?: string;
+  args?: xdr.ScVal[];
+  from?: string;
+  to?: string;
+  amount?: bigint;
+}
+function transferCall(o: CallOptions = {}): xdr.InvokeContractArgs {
+  return new xdr.InvokeContractArgs({
+    contractAddress: address(o.contractId ?? USDC.contractId).address(),
+    functionName: o.fn ?? 'transfer',
+    args: o.args ?? [address(o.from ?? buyer.publicKey()), address(o.to ?? payTo), nativeToScVal(o.amount ?? AMOUNT, { type: 'i128' })],
+  });
+}
+
+interface SignOptions extends CallOptions {
+  signer?: Keypair;
+  passphrase?: string;
+  subInvocations?: xdr.SorobanAuthorizedInvocation[];
+}
+/** The payer's auth entry for a call, signed with real ed25519 (what a buyer's wallet produces). */
+function signedEntry(o: SignOptions = {}): Promise<xdr.SorobanAuthorizationEntry> {
+  const invocation = new xdr.SorobanAuthorizedInvocation({
+    function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(transferCall(o)),
+    subInvocations: o.subInvocations ?? [],
+  });
+  const signer = o.signer ?? buyer;
+  return authorizeInvocation(signer, EXPIRATION, invocation, o.from ?? signer.publicKey(), o.passphrase ?? PASSPHRASE);
+}
+
+interface TxOptions {
+  source?: string;
+  opSource?: string;
+  auth?: xdr.SorobanAuthorizationEntry[];
+  func?: xdr.HostFunction;
+  extraOps?: xdr.Operation[];
+}
+/** The x402 `payload.transaction` form: a transaction envelope with one invokeHostFunction carrying the entry. */
+function transactionXdr(entry: xdr.SorobanAuthorizationEntry, o: TxOptions = {}): string {
+  const b = new TransactionBuilder(new Account(o.source ?? buyer.publicKey(), '1'), { fee: '100', networkPassphrase: PASSPHRASE }).setTimeout(60);
+  b.addOperation(
+    Operation.invokeHostFunction({
+      func: o.func ?? xdr.HostFunction.hostFunctionTypeInvokeContract(entry.rootInvocation().function().contractFn()),
+      auth: o.auth ?? [entry],
+      ...(o.opSource ? { source: o.opSource } : {}),
+    }),
+  );
+  for (const op of o.extraOps ?? []) b.addOperation(op);
+  return b.build().toXDR();
+}
+
+/** An OfflineInput for an entry (the /v1 `sorobanAuthorizationEntry` form unless `transaction` XDR is given). */
+function input(entry: xdr.SorobanAuthorizationEntry, o: Partial<OfflineInput> & { transaction?: string } = {}): OfflineInput {
+  const { transaction, ...rest } = o;
+  return {
+    scheme: 'exact',
+    network: NETWORK,
+    required,
+    declared: { amount: AMOUNT, payTo, assetContractId: USDC.contractId, expiresAtLedger: EXPIRATION, payer: buyer.publicKey() },
+    authorization: transaction ? { format: 'transaction', xdr: transaction } : { format: 'sorobanAuthorizationEntry', xdr: entry.toXDR('base64') },
+    ...rest,
+  };
+}
+
+const networks: NetworkLookup = {
+  get: (n) => (n === NETWORK ? { network: NETWORK, passphrase: PASSPHRASE, assets: [USDC] } : undefined),
+  asset: (n, code, issuer) => (n === NETWORK && code === USDC.code && issuer === USDC.issuer ? USDC : undefined),
+};
+const requirements: PaymentRequirementsInput = { scheme: 'exact', network: NETWORK, amount: '0.5', payTo, asset: { code: USDC.code, issuer: USDC.issuer } };
+const resource: ResourceTermsRef = { id: 'r1', sellerId: 's1', versionId: 'v1', network: NETWORK, payTo, assetCode: USDC.code, assetIssuer: USDC.issuer, amount: '0.5' };
+
+/** A SEP-41 transfer event as the simulation reports it. */
+function transferEvent(from: string, to: string, amount: bigint, contractId = USDC.contractId): xdr.DiagnosticEvent {
+  return new xdr.DiagnosticEvent({
+    inSuccessfulContractCall: true,
+    event: new xdr.ContractEvent({
+      ext: new xdr.ExtensionPoint(0),
+      contractId: StrKey.decodeContract(contractId) as unknown as xdr.Hash,
+      type: xdr.ContractEventType.contract(),
+      body: new xdr.ContractEventBody(0, new xdr.ContractEventV0({ topics: [xdr.ScVal.scvSymbol('transfer'), address(from), address(to)], data: nativeToScVal(amount, { type: 'i128' }) })),
+    }),
+  });
+}
+const simulation = (o: Partial<SimulationOutcome> = {}): SimulationOutcome => ({ latestLedger: LATEST, error: null, events: [transferEvent(buyer.publicKey(), payTo, AMOUNT)], minResourceFee: 0n, ...o });
+const expected = { payer: buyer.publicKey(), payTo, amount: AMOUNT, contractId: USDC.contractId };
+
+/** Runs `run` and expects the rule's refusal: its error code, and its id in details[0].code. */
+async function expectRefusedBy(run: () => unknown, rule: RuleName): Promise<void> {
+  let thrown: unknown = null;
+  try {
+    await run();
+  } catch (e) {
+    thrown = e;
+  }
+  expect(thrown).toBeInstanceOf(DomainError);
+  const err = thrown as DomainError;
+  expect({ code: err.code, rule: err.details?.[0]?.code }).toEqual({ code: RULES[rule].code, rule: RULES[rule].id });
+}
+
+let valid: xdr.SorobanAuthorizationEntry;
+beforeAll(async () => {
+  valid = await signedEntry();
+});
+
+/** One refusal per rule enforced by a pure function: [rule, the payload that breaks it, the call]. */
+const REFUSALS: Array<[RuleName, string, () => unknown]> = [
+  // 1. Protocol
+  ['x402Version', 'a payload that says x402Version 1', () => checkProtocol(input(valid, { x402Version: 1 }))],
+  ['schemeExact', 'a payload in the "upto" scheme', () => checkProtocol(input(valid, { scheme: 'upto' }))],
+  ['networkSupported', 'requirements on stellar:futurenet', () => resolveRequired(networks, { ...requirements, network: 'stellar:futurenet' })],
+  ['networkMatches', 'a testnet payload for pubnet requirements', () => checkProtocol(input(valid, { network: 'stellar:pubnet' }))],
+  ['assetSupported', 'requirements in an asset that is not configured', () => resolveRequired(networks, { ...requirements, asset: { code: 'EURC', issuer: ISSUER } })],
+  // 2. Structure
+  ['decodable', 'bytes that are not a transaction envelope', () => checkOffline(input(valid, { transaction: 'AAAAAQ==' }), policy)],
+  [
+    'plainTransaction',
+    'a fee-bump envelope',
+    () => {
+      const inner = TransactionBuilder.fromXDR(transactionXdr(valid), PASSPHRASE);
+      const bump = TransactionBuilder.buildFeeBumpTransaction(buyer.publicKey(), '200', inner as never, PASSPHRASE);
+      return checkOffline(input(valid, { transaction: bump.toXDR() }), policy);
+    },
+  ],
+  [
+    'singleInvoke',
+    'a second operation (a payment out of the payer)',
+    () => checkOffline(input(valid, { transaction: transactionXdr(valid, { extraOps: [Operation.payment({ destination: payTo, asset: Asset.native(), amount: '1' })] }) }), policy),
+  ],
+  [
+    'invokeContract',
+    'a host function that uploads code instead of calling a contract',
+    () => checkOffline(input(valid, { transaction: transactionXdr(valid, { func: xdr.HostFunction.hostFunctionTypeUploadContractWasm(Buffer.from('00', 'hex')) }) }), policy),
+  ],
+  ['contractIsAsset', 'a transfer on the XLM contract for USDC requirements', async () => checkOffline(input(await signedEntry({ contractId: XLM_CONTRACT })), policy)],
+  ['transferCall', 'a call to `burn` on the asset contract', async () => checkOffline(input(await signedEntry({ fn: 'burn' })), policy)],
+  ['transferCall', 'a transfer with two arguments', async () => checkOffline(input(await signedEntry({ args: [address(buyer.publicKey()), address(payTo)] })), policy)],
+  ['recipient', 'a transfer to another address than payTo', async () => checkOffline(input(await signedEntry({ to: Keypair.random().publicKey() })), policy)],
+  ['amount', 'a transfer of 1 stroop less than required', async () => checkOffline(input(await signedEntry({ amount: AMOUNT - 1n })), policy)],
+  ['declaredTerms', 'a /v1 payload declaring a larger amount than it signed', () => checkOffline(input(valid, { declared: { amount: AMOUNT * 2n, payTo, assetContractId: USDC.contractId, expiresAtLedger: EXPIRATION } }), policy)],
+  ['declaredTerms', 'a /v1 payload declaring another expiry than it signed', () => checkDeclaredTerms({ amount: AMOUNT, payTo, assetContractId: null, expiresAtLedger: EXPIRATION + 1 }, { from: buyer.publicKey(), to: payTo, amount: AMOUNT, contractId: USDC.contractId, expiration: EXPIRATION })],
+  // 3. Auth entries
+  [
+    'addressCredentials',
+    'an auth entry with source-account credentials',
+    () => {
+      const sourceCreds = new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: valid.rootInvocation() });
+      return checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [sourceCreds] }) }), policy);
+    },
+  ],
+  ['addressCredentials', 'a transaction carrying no auth entry', () => checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [] }) }), policy)],
+  ['signedByFrom', 'a transaction whose auth entry is signed by another address than `from`', async () => checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [await signedEntry({ signer: Keypair.random() })] }) }), policy)],
+  ['signedByFrom', 'a second auth entry beside the payer\'s', async () => checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [valid, await signedEntry({ signer: Keypair.random() })] }) }), policy)],
+  ['signedByFrom', 'an auth entry authorizing another amount than the transaction invokes', async () => checkOffline(input(valid, { transaction: transactionXdr(await signedEntry({ amount: 1n }), { func: xdr.HostFunction.hostFunctionTypeInvokeContract(transferCall()) }) }), policy)],
+  [
+    'noSubInvocations',
+    'an authorization with a sub-invocation',
+    async () => {
+      const sub = new xdr.SorobanAuthorizedInvocation({ function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(transferCall({ to: Keypair.random().publicKey() })), subInvocations: [] });
+      return checkOffline(input(await signedEntry({ subInvocations: [sub] })), policy);
+    },
+  ],
+  ['signatures', 'an authorization signed for another network (mainnet passphrase)', async () => checkOffline(input(await signedEntry({ passphrase: Networks.PUBLIC })), policy)],
+  [
+    'signatures',
+    'an authorization whose signature has one bit flipped',
+    async () => {
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(valid.toXDR());
+      const sig = entry.credentials().address().signature().vec()![0].map()!.find((e) => e.key().sym().toString() === 'signature')!.val().bytes();
+      sig[0] ^= 1;
+      return checkOffline(input(entry), policy);
+    },
+  ],
+  [
+    'signatures',
+    'an authorization carrying no signature',
+    () => {
+      const entry = xdr.SorobanAuthorizationEntry.fromXDR(valid.toXDR());
+      entry.credentials().address().signature(xdr.ScVal.scvVec([]));
+      return checkSignatures(entry, buyer.publicKey(), PASSPHRASE);
+    },
+  ],
+  ['notExpired', 'an authorization that expires at the latest ledger', () => checkExpiry(LATEST, LATEST, 300, 5)],
+  ['expiryWindow', 'an authorization valid 1000 ledgers ahead when 300 s allow 62', () => checkExpiry(LATEST + 1_000, LATEST, 300, 5)],
+  // 4. Facilitator safety
+  ['txSource', 'a transaction whose source is a facilitator channel', () => checkOffline(input(valid, { transaction: transactionXdr(valid, { source: channel.publicKey() }) }), policy)],
+  ['opSource', 'an operation whose source is a facilitator channel', () => checkOffline(input(valid, { transaction: transactionXdr(valid, { opSource: channel.publicKey() }) }), policy)],
+  ['fromNotFacilitator', 'a transfer out of a facilitator account', () => checkOffline(input(valid), { ...policy, facilitatorAddresses: new Set([buyer.publicKey()]) })],
+  [
+    // Defence in depth: checkAuthEntries already allows only the payer's entry, so this is judged on the decoded payment.
+    'facilitatorNotInAuth',
+    'a facilitator channel named in a second auth entry',
+    async () => {
+      const decoded = decodePayment('transaction', transactionXdr(valid, { auth: [valid, await signedEntry({ signer: channel })] }));
+      return checkFacilitatorSafety(decoded, buyer.publicKey(), policy.facilitatorAddresses);
+    },
+  ],
+  // 5. Simulation
+  ['simulationSucceeds', 'a simulation the host refuses', () => checkSimulationSucceeded(simulation({ error: 'HostError: Error(WasmVm, InvalidAction)', events: [] }))],
+  ['exactBalanceChanges', 'a simulation showing a second transfer', () => checkExactBalanceChanges(simulation({ events: [transferEvent(buyer.publicKey(), payTo, AMOUNT), transferEvent(buyer.publicKey(), channel.publicKey(), 1n)] }), expected)],
+  ['exactBalanceChanges', 'a simulation showing another amount', () => checkExactBalanceChanges(simulation({ events: [transferEvent(buyer.publicKey(), payTo, AMOUNT + 1n)] }), expected)],
+  ['exactBalanceChanges', 'a simulation showing the transfer on another asset', () => checkExactBalanceChanges(simulation({ events: [transferEvent(buyer.publicKey(), payTo, AMOUNT, XLM_CONTRACT)] }), expected)],
+  ['exactBalanceChanges', 'a simulation showing no transfer', () => checkExactBalanceChanges(simulation({ events: [] }), expected)],
+  // Accountability
+  [
+    'notSelfPayment',
+    'a payer paying itself',
+    async () => checkOffline(input(await signedEntry({ to: buyer.publicKey() }), { required: { ...required, payTo: buyer.publicKey() }, declared: undefined }), policy),
+  ],
+  ['minimumAmount', 'an amount below the facilitator\'s minimum', () => checkOffline(input(valid), { ...policy, minimumStroops: AMOUNT + 1n })],
+  ['minimumAmount', 'a 1-stroop amount against the default 0.0001 minimum', () => checkAccountability(buyer.publicKey(), payTo, 1n, 1_000n)],
+  // Catalog terms
+  ['catalogNetwork', 'requirements on another network than the resource is listed on', () => checkCatalogTerms(resource, { ...requirements, network: 'stellar:pubnet' })],
+  ['catalogAmount', 'requirements for less than the resource\'s price', () => checkCatalogTerms(resource, { ...requirements, amount: '0.4999999' })],
+  ['catalogAmount', 'requirements whose amount is not an amount', () => checkCatalogTerms(resource, { ...requirements, amount: 'free' })],
+  ['catalogPayTo', 'requirements paying another payTo than the listed one', () => checkCatalogTerms(resource, { ...requirements, payTo: Keypair.random().publicKey() })],
+  ['catalogAsset', 'requirements in another asset than the listed one', () => checkCatalogTerms(resource, { ...requirements, asset: { code: 'USDC', issuer: Keypair.random().publicKey() } })],
+];
+
+describe('each facilitator rule refuses its payload, as a pure function (no database, no network)', () => {
+  it.each(REFUSALS.map(([rule, when, run]) => [RULES[rule].id, when, rule, run] as const))('%s: %s is refused', async (_id, _when, rule, run) => {
+    await expectRefusedBy(run, rule);
+  });
+});
+
+describe('a valid payment passes every rule', () => {
+  it('a signed /v1 authorization entry passes every offline rule, and the checked payment is what it signed', () => {
+    const checked = checkOffline(input(valid), policy);
+    expect(checked).toMatchObject({ payer: buyer.publicKey(), to: payTo, amount: AMOUNT, contractId: USDC.contractId, signatureExpirationLedger: EXPIRATION, entryXdr: valid.toXDR('base64') });
+  });
+
+  it('the same authorization in an x402 transaction envelope passes every offline rule', () => {
+    const checked = checkOffline(input(valid, { x402Version: 2, declared: undefined, transaction: transactionXdr(valid) }), policy);
+    expect(checked).toMatchObject({ payer: buyer.publicKey(), to: payTo, amount: AMOUNT });
+    expect(checked.decoded).toMatchObject({ format: 'transaction', envelopeType: 'envelopeTypeTx', txSource: buyer.publicKey(), operationTypes: ['invokeHostFunction'] });
+  });
+
+  it('each offline rule function accepts the valid payment on its own', () => {
+    const inp = input(valid);
+    expect(() => checkProtocol(inp)).not.toThrow();
+    const decoded = decodePayment('sorobanAuthorizationEntry', valid.toXDR('base64'));
+    const { call, from, to, amount } = checkStructure(decoded, required);
+    expect(checkAuthEntries(decoded, call, from).toXDR('base64')).toBe(valid.toXDR('base64'));
+    expect(() => checkFacilitatorSafety(decoded, from, policy.facilitatorAddresses)).not.toThrow();
+    expect(() => checkDeclaredTerms(inp.declared, { from, to, amount, contractId: USDC.contractId, expiration: EXPIRATION })).not.toThrow();
+    expect(() => checkAccountability(from, to, amount, policy.minimumStroops)).not.toThrow();
+    expect(() => checkSignatures(valid, from, PASSPHRASE)).not.toThrow();
+  });
+
+  it('the ledger rules, the catalog terms and the configured network accept it', () => {
+    expect(() => checkExpiry(EXPIRATION, LATEST, 300, 5)).not.toThrow();
+    expect(() => checkSimulationSucceeded(simulation())).not.toThrow();
+    expect(() => checkExactBalanceChanges(simulation(), expected)).not.toThrow();
+    expect(() => checkCatalogTerms(resource, requirements)).not.toThrow();
+    expect(() => checkCatalogTerms(resource, { ...requirements, amount: '0.50', asset: undefined })).not.toThrow();
+    expect(resolveRequired(networks, requirements)).toEqual(required);
+  });
+});
+
+describe('a failed simulation answers with what the host says went wrong (rule simulation.succeeds)', () => {
+  it.each([
+    ['HostError: Error(Contract, #10)', 'INSUFFICIENT_BALANCE'],
+    ['HostError: Error(Contract, #13)', 'TRUSTLINE_REQUIRED'],
+    ['HostError: Error(Contract, #11)', 'TRUSTLINE_REQUIRED'],
+    ['HostError: Error(Contract, #6)', 'ACCOUNT_NOT_FOUND'],
+    ['HostError: Error(Storage, MissingValue)', 'ACCOUNT_NOT_FOUND'],
+    ['HostError: Error(Auth, ExistingValue)', 'REPLAY_DETECTED'],
+    ['HostError: Error(Auth, InvalidAction)', 'INVALID_SIGNATURE'],
+    ['HostError: Error(Budget, ExceededLimit)', 'SIMULATION_FAILED'],
+  ])('%s answers %s, with the rule id simulation.succeeds', (error, code) => {
+    expect(simulationErrorCode(error)).toBe(code);
+    let thrown: DomainError | null = null;
+    try {
+      checkSimulationSucceeded(simulation({ error, events: [] }));
+    } catch (e) {
+      thrown = e as DomainError;
+    }
+    expect({ code: thrown?.code, rule: thrown?.details?.[0]?.code }).toEqual({ code, rule: RULES.simulationSucceeds.id });
+  });
+});
+
+describe('every rule has a test', () => {
+  it('every rule of RULES is refused in this file or named in COVERED_ELSEWHERE with an existing HTTP-level test file', () => {
+    const unitTested = new Set(REFUSALS.map(([rule]) => rule));
+    const repo = path.resolve(__dirname, '../../..');
+    for (const name of Object.keys(RULES) as RuleName[]) {
+      const elsewhere = COVERED_ELSEWHERE[name];
+      expect({ rule: RULES[name].id, covered: unitTested.has(name) || elsewhere !== undefined }).toEqual({ rule: RULES[name].id, covered: true });
+      if (elsewhere) expect({ rule: RULES[name].id, file: elsewhere, exists: fs.existsSync(path.join(repo, elsewhere)) }).toEqual({ rule: RULES[name].id, file: elsewhere, exists: true });
+    }
+  });
+
+  it('no rule is both unit-tested here and listed as covered elsewhere', () => {
+    for (const [rule] of REFUSALS) expect(COVERED_ELSEWHERE[rule]).toBeUndefined();
+  });
+});
