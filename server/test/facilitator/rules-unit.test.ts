@@ -41,7 +41,7 @@ const COVERED_ELSEWHERE: Partial<Record<RuleName, string>> = {
   sellerAsked: 'server/test/facilitator/attacks.test.ts',
   sellerKeyMatches: 'server/test/facilitator/attacks.test.ts',
   feeBudget: 'server/test/facilitator/strangers.test.ts',
-  payerTurn: 'server/test/facilitator/fair-capacity.test.ts',
+  payerTurn: 'server/test/facilitator/strangers.test.ts',
 };
 
 const NETWORK = 'stellar:testnet';

@@ -174,6 +174,45 @@ describe('strangers against sellers (issue #29), each attack against the running
   });
 });
 
+describe('one transfer in flight per payer, even when an operator lets a payer hold two channels (issue #29 attack 3)', () => {
+  it("when a payer's second settle finds its first transfer still in flight, it answers 503 with the payer-turn rule at once, nothing is submitted, and the same settle succeeds once the first has landed", async () => {
+    // Manual ledgers: the first transfer stays in flight until the test closes a ledger.
+    const env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 4, channelsPerPayer: 2, pollMs: 20 } });
+    try {
+      const { seller, resource } = await sellerWithResource(env, '0.1');
+      const payer = await fundedBuyer(env, '1');
+      const payTo = seller.wallet.publicKey();
+      const [a, b] = await Promise.all([paymentCase(env, payer, payTo, '0.1'), paymentCase(env, payer, payTo, '0.1')]);
+      const verified = await Promise.all([a, b].map((c) => request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements, resourceId: resource.id })));
+      await env.network.closeLedger();
+      const settle = (c: PaymentCase, id: string) => request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId: resource.id });
+      const first = settle(a, verified[0].body.paymentAttemptId).then((r) => r);
+      for (let i = 0; i < 250; i++) {
+        const row = await env.svc.db.query(`SELECT count(*)::int AS n FROM settlements WHERE status = 'pending'`, { plain: true });
+        if ((row as { n: number }).n === 1) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const sends = await sendTransactions(env);
+      const second = await settle(b, verified[1].body.paymentAttemptId);
+      expect(second.status).toBe(503);
+      expect(second.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', details: [expect.objectContaining({ code: 'accountability.one_transfer_in_flight_per_payer' })] });
+      expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
+      expect(await sendTransactions(env)).toBe(sends);
+      const closer = setInterval(() => void env.network.closeLedger(), 100);
+      try {
+        expect((await first).body).toMatchObject({ ok: true, status: 'settled' });
+        const again = await settle(b, verified[1].body.paymentAttemptId);
+        expect(again.body).toMatchObject({ ok: true, status: 'settled' });
+      } finally {
+        clearInterval(closer);
+      }
+      expect(env.network.balance(payer.publicKey(), 'USDC')).toBe('0.8');
+    } finally {
+      await env.stop();
+    }
+  });
+});
+
 describe('fee budgets per payer, per client address and in all (issue #29 attacks 2 and 5)', () => {
   /** One settlement's fee on the local network is ~16,000 stroops: these budgets admit exactly one settlement each. */
   const ONE_SETTLEMENT = 25_000;
