@@ -99,8 +99,13 @@ async function ownsPayTo(deps: CatalogDeps, principal: Principal | undefined, pa
 export async function accountableSeller(deps: CatalogDeps, resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
   const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
   ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
-  if (resource || principal?.role === 'operator') return sellerId!;
+  requireSellerAsked(resource, sellerId!, principal);
+  return sellerId!;
+}
+
+/** Without a cataloged resource, only the payTo's seller (its key) or the operator may ask (the check, its seller known). */
+export function requireSellerAsked(resource: ResourceTermsRef | null, sellerId: string, principal: Principal | undefined): void {
+  if (resource || principal?.role === 'operator') return;
   ensure(RULES.sellerAsked, principal?.role === 'seller', 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
   ensure(RULES.sellerKeyMatches, principal?.role === 'seller' && principal.sellerId === sellerId, 'This API key belongs to another seller than the one this payment pays');
-  return sellerId!;
 }

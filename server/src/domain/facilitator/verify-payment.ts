@@ -19,7 +19,7 @@ import {
 import type { AttemptRecord, AttemptRepository, NewAttempt, ResourceTermsRef, ResourceTermsRepository } from './types';
 import type { SellerRepository } from '../sellers/types';
 import type { Principal } from '../auth/principal';
-import { accountableSeller, resolveCatalogTerms } from './catalog-terms';
+import { requireSellerAsked, resolveCatalogTerms } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
 export { DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS } from './check-payment';
@@ -43,8 +43,6 @@ export interface PaymentInput {
   resourceId?: string;
   /** Who asks (an anonymous verify of an uncataloged URL is attributed to no seller). */
   principal?: Principal;
-  /** false: check only, record nothing (/x402/verify commits nothing; settle records the attempt). Default true. */
-  persist?: boolean;
 }
 
 /**
@@ -103,7 +101,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
       ensure(RULES.payeeIsSeller, found.sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this payment');
       // /x402 verify answers what /x402 settle would: an uncataloged URL needs the payTo seller's key there too.
-      if (!persist) await accountableSeller(deps, resource, req.payTo, input.principal);
+      if (!persist) requireSellerAsked(resource, found.sellerId!, input.principal);
       const record = attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.attributed }, null);
       if (!persist) return record;
       const claimed = await deps.attempts.insertVerifiedAttempt(record);
