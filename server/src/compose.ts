@@ -27,6 +27,7 @@ import { createSellerReceiptKeyRepository } from './data/seller-receipt-key-repo
 import { createSellerReceiptKeyService } from './domain/sellers/seller-receipt-keys';
 import { createJobSystem, type JobSystem } from './jobs/job-system';
 import { createDiscoveryArea } from './areas/discovery';
+import { createTrustArea, type TrustArea, type TrustOptions } from './areas/trust';
 import { createFacilitatorArea, type FacilitatorOptions } from './areas/facilitator';
 import { createOperationsArea, type OperationsArea, type OperationsOptions } from './areas/operations';
 import type { AreaContext } from './areas/area';
@@ -80,6 +81,8 @@ export interface ServiceOptions {
   facilitator?: FacilitatorOptions;
   /** Network health, conformance runner and dashboard settings (defaults in areas/operations.ts). */
   operations?: OperationsOptions;
+  /** Liveness probes and trust signals (issue #33; defaults in areas/trust.ts). */
+  trust?: TrustOptions;
   /** The receipt signing key (Ed25519 PKCS#8 PEM) and retired public keys; default a key made for this process. */
   receiptSigning?: { privateKeyPem: string; previous?: PublicJwk[] };
 }
@@ -90,6 +93,7 @@ export interface Service {
   metrics: Metrics;
   jobs: JobSystem;
   operations: OperationsArea;
+  trust: TrustArea;
   close(): Promise<void>;
 }
 
@@ -135,14 +139,15 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     walletState: createWalletStateReader(opts.networks),
   });
   const ctx: AreaContext = { db, networks: opts.networks, minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
-  const discovery = createDiscoveryArea(ctx);
+  const trust = createTrustArea(ctx, opts.trust);
+  const discovery = createDiscoveryArea(ctx, { trustOf: (ids) => trust.service.trustOf(ids) });
   onCatalogChange = (id) => discovery.onCatalogChange(id);
   // The ledger pace verify converts maxTimeoutSeconds with: configured, else the close interval the operations area
   // judges the network by (the local network's own interval when it runs embedded), else the spec's 5 s.
   const ledgerSeconds = opts.facilitator?.ledgerSeconds ?? (opts.operations?.ledgerCloseMs ? opts.operations.ledgerCloseMs / 1000 : undefined);
   const facilitator = createFacilitatorArea(ctx, { ...opts.facilitator, ledgerSeconds });
   const operations = createOperationsArea(ctx, facilitator.service, opts.operations);
-  const areas = [discovery, facilitator, operations];
+  const areas = [discovery, facilitator, operations, trust];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
   jobs.define(retentionWorker({ store: createRetentionRepository(db), metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
   const payments = createPaymentReadService({
@@ -187,6 +192,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     sellerReceiptKeys: createSellerReceiptKeyService({ repository: createSellerReceiptKeyRepository(db), assertSellerExists: async (id) => void (await sellers.get(id)) }),
     resources,
     resourceConformance: operations.resourceConformance,
+    trust: trust.service,
     payments,
     discovery: discovery.service,
     bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
@@ -228,6 +234,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     metrics,
     jobs,
     operations,
+    trust,
     async close() {
       await jobs.stop();
       for (const area of [...areas].reverse()) await area.stop?.();

@@ -104,6 +104,8 @@ export interface Config {
     /** A ledger that has not advanced for 3 of these is stale (Stellar: 5 s; the local network: its close interval). */
     ledgerCloseMs: number;
   };
+  /** Liveness probes (issue #33): on/off, probes per minute overall, hours dead before a listing is dropped. */
+  liveness: { enabled: boolean; maxPerMinute: number; dropAfterHours: number };
 }
 
 export { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from './domain/network-registry';
@@ -328,6 +330,11 @@ export function loadConfig(env: Env = process.env): Config {
       networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,
       conformanceEvery: `${r.int('CONFORMANCE_INTERVAL_MINUTES', 60, 1, 10_080)} minutes`,
       ledgerCloseMs: r.int('LEDGER_CLOSE_MS', 5000, 100, 600_000),
+    },
+    liveness: {
+      enabled: r.bool('LIVENESS_PROBES', true),
+      maxPerMinute: r.int('LIVENESS_MAX_PER_MINUTE', 3600, 1, 100_000),
+      dropAfterHours: r.int('LIVENESS_DROP_AFTER_HOURS', 24, 1, 24 * 90),
     },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);

@@ -201,6 +201,11 @@ async function main(): Promise<void> {
       // With the local network on, its own close interval is the one /health judges staleness by.
       ledgerCloseMs: (localNetwork || primaryRpcUrl) && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
     },
+    // Liveness probes of every listing (issue #33): unpaid, bounded per host and overall.
+    trust: {
+      liveness: config.liveness.enabled,
+      settings: { maxPerMinute: config.liveness.maxPerMinute, dropAfterMs: config.liveness.dropAfterHours * 3600_000 },
+    },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
       ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }

@@ -3,7 +3,7 @@ import { createDiscoveryRepository } from '../data/discovery-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
 import { createWalletStateReader } from '../ledger/wallet-state';
-import { createDiscoveryService, type DiscoveryService } from '../domain/discovery/discovery-service';
+import { createDiscoveryService, type DiscoveryService, type DiscoveryServiceDeps } from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
 import { createLocalIndexer, createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
 import { createSearchSyncWorker } from '../jobs/search-sync-worker';
@@ -15,7 +15,7 @@ export interface DiscoveryArea extends Area {
 }
 
 /** The discovery area: listing, ranked search, validation, cataloging and the indexing workers. */
-export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
+export function createDiscoveryArea(ctx: AreaContext, opts: { trustOf?: DiscoveryServiceDeps['trustOf'] } = {}): DiscoveryArea {
   const m = ctx.metrics.discovery;
   const repo = createDiscoveryRepository(ctx.db);
   const index = createSearchIndexRepository(ctx.db);
@@ -55,6 +55,7 @@ export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
     minimumAmount: ctx.minimumAmount,
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
     queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
+    trustOf: opts.trustOf,
     observe: {
       validationFailed(errors) {
         for (const reason of new Set(errors.map(issueReason))) m.validationFailures.inc({ reason });

@@ -50,7 +50,20 @@ function filterSql(filters: DiscoveryFilters, replacements: Record<string, unkno
   if (filters.minPrice) (where.push('d.amount >= CAST(:minPrice AS numeric)'), (replacements.minPrice = filters.minPrice));
   if (filters.maxPrice) (where.push('d.amount <= CAST(:maxPrice AS numeric)'), (replacements.maxPrice = filters.maxPrice));
   if (filters.extension) (where.push(':extension = ANY (d.extension_names)'), (replacements.extension = filters.extension));
+  where.push(...trustConditions(filters));
+  if (filters.minUptime !== undefined) (where.push('d.uptime >= :minUptime'), (replacements.minUptime = filters.minUptime));
   return where.join(' AND ');
+}
+
+/**
+ * Issue #33: a listing dead for longer than the configured time is dropped from every result (GET /v1/resources/{id}
+ * still reads it; it comes back when it answers again); liveOnly and verifiedOnly are their own conditions.
+ */
+function trustConditions(filters: DiscoveryFilters): string[] {
+  const where = ['NOT d.liveness_dropped'];
+  if (filters.liveOnly) where.push('d.live IS TRUE');
+  if (filters.verifiedOnly) where.push('d.owner_verified IS TRUE AND d.host_verified');
+  return where;
 }
 
 /** filterSql with positional parameters (appended to `values`), for the search statements run through pgQuery. */
@@ -64,6 +77,8 @@ function filterPositional(filters: DiscoveryFilters, values: unknown[]): string 
   if (filters.minPrice) add((n) => `d.amount >= CAST($${n} AS numeric)`, filters.minPrice);
   if (filters.maxPrice) add((n) => `d.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
   if (filters.extension) add((n) => `$${n} = ANY (d.extension_names)`, filters.extension);
+  where.push(...trustConditions(filters));
+  if (filters.minUptime !== undefined) add((n) => `d.uptime >= CAST($${n} AS float8)`, filters.minUptime);
   return where.join(' AND ');
 }
 

@@ -36,8 +36,11 @@ const SIGNALS_SQL = `
            (h.owner IS NOT DISTINCT FROM d2.seller_id) AS host_verified,
            (h.owner IS NOT NULL AND h.owner <> d2.seller_id) AS host_claimed,
            (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND p.status = 'settled') AS last_paid,
-           (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
-             WHERE pr.resource_id = d2.resource_id AND pr.checked_at > now() - interval '7 days') AS uptime
+           -- uptime: the liveness worker's 7 days (issue #33) when it has probed the resource, else the conformance runner's
+           COALESCE((SELECT sum(y.passed)::float8 / NULLIF(sum(y.probes), 0) FROM resource_liveness_days y
+                      WHERE y.resource_id = d2.resource_id AND y.day > CAST(now() AS date) - 7),
+                    (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
+                      WHERE pr.resource_id = d2.resource_id AND pr.checked_at > now() - interval '7 days')) AS uptime
       FROM search_documents d2
       -- the seller that proved the URL's host (migration 0050): its own (host_verified), another (host_claimed), none
       CROSS JOIN LATERAL (SELECT host_owner(url_host(d2.url)) AS owner) h
@@ -49,6 +52,12 @@ const SIGNALS_SQL = `
                  WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days'
                    AND p.amount >= d2.amount AND p.network = d2.network AND p.asset_code = d2.asset_code
                    AND p.asset_issuer = d2.asset_issuer AND p.payer <> d2.pay_to
+                   -- self-dealing (issue #33) counts nothing: the payer is the seller's own wallet or the payTo of
+                   -- another of its listings (controlled together), or the payee paid the payer through us (payee-funded
+                   -- payers, circular flows)
+                   AND p.payer NOT IN (SELECT s3.wallet_address FROM sellers s3 WHERE s3.id = d2.seller_id)
+                   AND NOT EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
+                   AND NOT EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND f.payer = d2.pay_to AND f.pay_to = p.payer)
                  GROUP BY p.payer) q) u
       WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
   ) st

@@ -1,5 +1,6 @@
 import type { components } from '../generated/openapi';
 import type { DiscoveryItem } from '../domain/discovery/types';
+import type { Trust } from '../domain/trust/types';
 import type { CatalogOutcome } from '../domain/discovery/discovery-service';
 
 /** Discovery domain objects -> the contract's JSON shapes. */
@@ -21,7 +22,13 @@ export function presentDiscoveryResource(r: DiscoveryItem): S['DiscoveryResource
     amount: r.amount,
     status: r.status,
     hostVerified: r.hostVerified,
+    ...(r.trust ? { trust: presentTrust(r.trust) } : {}),
   };
+}
+
+/** The trust block (issue #33): what this service measured about a listing. */
+export function presentTrust(t: Trust): S['ResourceTrust'] {
+  return { ...t, checkedAt: t.checkedAt ? t.checkedAt.toISOString() : null };
 }
 
 export function presentDiscoveryPage(page: { items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }): S['DiscoveryPage'] {

@@ -14,7 +14,15 @@ export interface FetchTextResult {
   headers?: Record<string, string>;
 }
 
-export type FetchText = (url: string) => Promise<FetchTextResult>;
+/** A POST instead of the GET (the liveness worker's MCP probes: a JSON-RPC body, never a payment). */
+export interface FetchInit {
+  method: 'POST';
+  body: string;
+  contentType: string;
+  accept?: string;
+}
+
+export type FetchText = (url: string, init?: FetchInit) => Promise<FetchTextResult>;
 
 export interface ResolvedAddress {
   address: string;
@@ -66,7 +74,7 @@ export function createSafeFetcher(options: SafeFetcherOptions = {}): FetchText {
   const allowPrivate = options.allowPrivateAddressesForTests === true;
   const lookup = options.lookup ?? defaultLookup;
 
-  return async function fetchText(rawUrl: string): Promise<FetchTextResult> {
+  return async function fetchText(rawUrl: string, init?: FetchInit): Promise<FetchTextResult> {
     const url = parseUrl(rawUrl, allowInsecure);
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
 
@@ -74,7 +82,7 @@ export function createSafeFetcher(options: SafeFetcherOptions = {}): FetchText {
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const vetted = await withAbort(resolveAndVet(host, lookup, allowPrivate), controller.signal, host, timeoutMs);
-      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200], options.readBodyOfStatuses !== undefined);
+      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200], options.readBodyOfStatuses !== undefined, init);
     } finally {
       clearTimeout(timer);
     }
@@ -132,6 +140,7 @@ function get(
   timeoutMs: number,
   readStatuses: number[] = [200],
   withHeaders = false,
+  init?: FetchInit,
 ): Promise<FetchTextResult> {
   const client = url.protocol === 'https:' ? https : http;
   // Always answer with the vetted address, in whichever shape net.connect asks for (Node 20 asks for `all` when
@@ -156,8 +165,10 @@ function get(
         hostname: host,
         port: url.port === '' ? undefined : Number(url.port),
         path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers: { 'user-agent': USER_AGENT, accept: 'text/plain, application/toml, */*;q=0.1', 'accept-encoding': 'identity' },
+        method: init ? 'POST' : 'GET',
+        headers: init
+          ? { 'user-agent': USER_AGENT, accept: init.accept ?? 'application/json', 'accept-encoding': 'identity', 'content-type': init.contentType, 'content-length': String(Buffer.byteLength(init.body)) }
+          : { 'user-agent': USER_AGENT, accept: 'text/plain, application/toml, */*;q=0.1', 'accept-encoding': 'identity' },
         lookup: pinnedLookup,
         agent: false,
         signal,
@@ -199,7 +210,7 @@ function get(
       },
     );
     req.on('error', (err) => fail(transportError(err, host, signal, timeoutMs)));
-    req.end();
+    req.end(init ? init.body : undefined);
   });
 }
 

@@ -9,7 +9,7 @@ export function probeUrl(templateUrl: string): string {
   return templateUrl.replace(/\{[^}/]{1,64}\}/g, 'conformance-probe');
 }
 
-interface Accept {
+export interface Accept {
   scheme?: unknown;
   network?: unknown;
   amount?: unknown;
@@ -19,7 +19,7 @@ interface Accept {
   extra?: { asset?: { code?: unknown; issuer?: unknown }; amount?: unknown };
 }
 
-function parseAccepts(res: { body: string; headers?: Record<string, string> }): Accept[] | null {
+export function parseAccepts(res: { body: string; headers?: Record<string, string> }): Accept[] | null {
   const candidates: string[] = [];
   const header = res.headers?.['payment-required'];
   if (header) {

@@ -14,6 +14,8 @@ import { guardDuplicateEndpoint } from '../catalog/endpoint';
 import { needsTrustline, readinessWarnings, type WalletStateReader } from '../catalog/payto-readiness';
 import { RANKING_STRATEGY, RANKING_WEIGHTS, SEARCH_CANDIDATES, SIGNALS_MAX_AGE_SECONDS, decodeSearchCursor, encodeSearchCursor } from './ranking';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './types';
+import type { Trust } from '../trust/types';
+import { diversify } from './diversity';
 
 /**
  * Discovery use cases: browse and search the index, validate a resource, catalog it. Cataloging validates with the
@@ -34,6 +36,8 @@ export interface DiscoveryServiceDeps {
   /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
   walletState?: WalletStateReader;
   observe: DiscoveryObserver;
+  /** Issue #33: the trust block of each listed resource (absent: items carry none). */
+  trustOf?(resourceIds: string[]): Promise<Map<string, Trust>>;
 }
 
 /** What the service reports to metrics. */
@@ -118,6 +122,13 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
     return { result, seller, terms };
   }
 
+  /** The trust block of every item, in one read. */
+  const withTrust = async <T extends DiscoveryItem>(items: T[]): Promise<T[]> => {
+    if (!deps.trustOf || items.length === 0) return items;
+    const trust = await deps.trustOf(items.map((i) => i.id));
+    return items.map((i) => (trust.has(i.id) ? { ...i, trust: trust.get(i.id) } : i));
+  };
+
   const strip = (issues: ValidationIssue[]) => issues.map(({ code, field, message }) => ({ code, field, message }));
 
   return {
@@ -128,7 +139,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const nextCursor = rows.length > limit ? Buffer.from(items[items.length - 1].id, 'utf8').toString('base64url') : null;
       const partialResults = lag.pending;
       deps.observe.listed({ partial: partialResults });
-      return { items, nextCursor, partialResults };
+      return { items: await withTrust(items), nextCursor, partialResults };
     },
 
     async search(q: string, filters: DiscoveryFilters, page: { cursor?: string; limit?: number }) {
@@ -141,7 +152,10 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id, last.mode) : null;
       const partialResults = lag.pending || items.some((i) => !i.signalsFresh);
       deps.observe.searched({ seconds: Number(process.hrtime.bigint() - started) / 1e9, empty: items.length === 0, partial: partialResults });
-      return { items: items.map(({ score: _s, signalsFresh: _f, mode: _m, ...item }) => item), nextCursor, partialResults, strategy: RANKING_STRATEGY };
+      // Diversity (issue #33) on the first page: the same results, at most two per origin in the top 10.
+      const shown = after === null ? diversify(items, q) : items;
+      const plain = shown.map(({ score: _s, signalsFresh: _f, mode: _m, ...item }) => item);
+      return { items: await withTrust(plain), nextCursor, partialResults, strategy: RANKING_STRATEGY };
     },
 
     async validate(principal: Principal, req: CatalogRequest) {

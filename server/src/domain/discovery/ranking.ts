@@ -74,6 +74,7 @@ export const RANKING_WEIGHTS: RankingWeights = {
   network: 0.03,
   asset: 0.03,
   price: 0.03,
+  demotion: -4,
 };
 
 /** Ranking signals older than this make a result page partial (the search-sync worker runs every 30 s). */

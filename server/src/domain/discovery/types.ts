@@ -1,5 +1,6 @@
 import type { Resource, ResourceVersion } from '../catalog/types';
 import type { Seller } from '../sellers/types';
+import type { Trust } from '../trust/types';
 
 /** Filters shared by the listing and search. Prices are decimal strings compared exactly (NUMERIC) in SQL. */
 export interface DiscoveryFilters {
@@ -10,6 +11,12 @@ export interface DiscoveryFilters {
   minPrice?: string;
   maxPrice?: string;
   extension?: 'bazaar' | 'mcp';
+  /** Issue #33: only listings whose measured 7-day uptime is at least this (0..1); unmeasured ones are left out. */
+  minUptime?: number;
+  /** Issue #33: only listings whose live 402 pays the listed payTo and whose host the seller proved. */
+  verifiedOnly?: boolean;
+  /** Issue #33: only listings whose last liveness probe answered a valid payment requirement. */
+  liveOnly?: boolean;
 }
 
 /**
@@ -19,7 +26,7 @@ export interface DiscoveryFilters {
 export type DiscoveryItem = Pick<
   Resource,
   'id' | 'sellerId' | 'type' | 'name' | 'description' | 'url' | 'routeTemplate' | 'network' | 'payTo' | 'assetCode' | 'assetIssuer' | 'amount' | 'status'
-> & { hostVerified: boolean };
+> & { hostVerified: boolean; trust?: Trust };
 
 export interface RankedItem extends DiscoveryItem {
   /** The score as PostgreSQL prints it (float8 text round-trips exactly), kept for the cursor. */
@@ -69,6 +76,8 @@ export interface RankingWeights {
   network: number;
   asset: number;
   price: number;
+  /** Issue #33: added (negative) to a listing that is dead, drifted or priced as a decoy (migration 0110). */
+  demotion: number;
 }
 
 export interface CatalogWrite {

@@ -4,6 +4,7 @@ import type { SellerReceiptKeyService } from '../../domain/sellers/seller-receip
 import type { ResourceService } from '../../domain/catalog/resource-service';
 import type { PaymentReadService } from '../../domain/payments/payment-read-service';
 import type { DiscoveryService } from '../../domain/discovery/discovery-service';
+import type { TrustService } from '../../domain/trust/trust-service';
 import type { Bazaar } from '../../domain/discovery/bazaar';
 import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
 import type { SignedReceipts } from '../../domain/receipts/signed-receipts';
@@ -22,6 +23,8 @@ export interface HandlerServices {
   resources: ResourceService;
   /** The per-resource conformance state GET /v1/resources/{id} shows. */
   resourceConformance(resourceId: string): Promise<ResourceConformance>;
+  /** Trust signals (issue #33): the block reads show, and the seller's confirmation of changed terms. */
+  trust: TrustService;
   payments: PaymentReadService;
   discovery: DiscoveryService;
   /** The Bazaar that learns (absent: the x402 Bazaar list shows cataloged resources only). */

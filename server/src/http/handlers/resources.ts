@@ -4,6 +4,7 @@ import type { ResourceConformance } from '../../domain/conformance/types';
 import { isOperatorOrSeller, type Principal } from '../../domain/auth/principal';
 import { notFound } from '../../domain/errors';
 import { presentPage, presentResource, presentResourceDetail, presentVersion } from '../presenters';
+import { presentTrust } from '../presenters-discovery';
 
 /** A soft-deleted resource is shown only to its seller and the operator; to anyone else it does not exist (404). */
 function visible<R extends { id: string; sellerId: string; status: string }>(principal: Principal, r: R): R {
@@ -11,7 +12,7 @@ function visible<R extends { id: string; sellerId: string; status: string }>(pri
   return r;
 }
 
-type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'getResource' | 'updateResource' | 'deleteResource' | 'listResourceVersions'>;
+type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'getResource' | 'updateResource' | 'deleteResource' | 'listResourceVersions' | 'createTermsConfirmation'>;
 
 const presentConformance = (rc: ResourceConformance) => ({
   ...rc,
@@ -20,7 +21,7 @@ const presentConformance = (rc: ResourceConformance) => ({
 });
 
 /** The Resources tag: a seller's catalog entries and their versions; a read shows the resource's conformance state. */
-export function resourceHandlers({ resources, resourceConformance }: HandlerServices): ResourceHandlers {
+export function resourceHandlers({ resources, resourceConformance, trust }: HandlerServices): ResourceHandlers {
   return {
     async listResources({ principal, query }) {
       const { cursor, limit, ...filters } = query;
@@ -32,13 +33,18 @@ export function resourceHandlers({ resources, resourceConformance }: HandlerServ
     },
     async getResource({ principal, params }) {
       const detail = presentResourceDetail(visible(principal, await resources.get(params.id)));
-      return { status: 200, body: { ...detail, conformance: presentConformance(await resourceConformance(params.id)) } };
+      const [conformance, trustBlock] = await Promise.all([resourceConformance(params.id), trust.get(params.id)]);
+      return { status: 200, body: { ...detail, conformance: presentConformance(conformance), trust: presentTrust(trustBlock) } };
     },
     async updateResource({ principal, params, body }) {
       return { status: 200, body: presentResourceDetail(await resources.update(principal, params.id, body)) };
     },
     async deleteResource({ principal, params }) {
       return { status: 200, body: await resources.remove(principal, params.id) };
+    },
+    async createTermsConfirmation({ principal, params, body }) {
+      const r = await trust.confirm(principal, params.id, body?.kind ?? null);
+      return { status: 200, body: { resourceId: r.resourceId, confirmed: r.confirmed, trust: presentTrust(r.trust) } };
     },
     async listResourceVersions({ principal, params, query }) {
       visible(principal, await resources.get(params.id));

@@ -117,7 +117,7 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
             : [],
           lastUpdated: ulidTime(r.id),
           // Issue #29: whether the host is proven, and the seller's words labelled as untrusted data.
-          metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status, hostVerified: r.hostVerified, untrusted: true },
+          metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status, hostVerified: r.hostVerified, untrusted: true, ...(r.trust ? { trust: r.trust } : {}) },
         };
       });
       // Issue #21: after the cataloged window, the observed resources (learned from settled payments), by usage.

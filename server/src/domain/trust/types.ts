@@ -1,0 +1,120 @@
+/** Trust signals of a listing (issue #33): measured liveness, owner, price drift, honest price, demand. */
+
+/** What a liveness probe fetches with: the SSRF-safe fetcher, reading 402 bodies; a POST for MCP JSON-RPC. */
+export type LivenessFetch = (
+  url: string,
+  init?: { method: 'POST'; body: string; contentType: string; accept?: string },
+) => Promise<{ status: number; body: string; headers?: Record<string, string> }>;
+
+/** A listed resource the liveness worker probes. */
+export interface LivenessTarget {
+  id: string;
+  type: 'http' | 'mcp';
+  url: string;
+  host: string;
+  network: string;
+  payTo: string;
+  assetCode: string;
+  assetIssuer: string;
+  amount: string;
+  /** MCP tools: the tool name `tools/list` must list. */
+  toolName: string | null;
+  /** The previous state (null: never probed). */
+  state: LivenessState | null;
+  /** Open drifts: a change already recorded (or confirmed as these observed values) is not recorded again. */
+  knownDrift: Array<{ kind: 'price' | 'payout'; observed: string }>;
+}
+
+/** One unpaid probe's outcome. */
+export interface Observation {
+  /** Answered a valid payment requirement for the listed scheme, network and asset. */
+  live: boolean;
+  reason: string | null;
+  latencyMs: number;
+  /** The payTo and amount (decimal) the live requirement asked; null when not live. */
+  payTo: string | null;
+  amount: string | null;
+}
+
+export interface LivenessState {
+  /** null: not decided yet (failed fewer than failuresToDemote times and never live). */
+  live: boolean | null;
+  reason: string | null;
+  checkedAt: Date | null;
+  nextCheckAt: Date;
+  deadSince: Date | null;
+  dropped: boolean;
+  consecutiveFailures: number;
+  latenciesMs: number[];
+  p50: number | null;
+  p99: number | null;
+  observedPayTo: string | null;
+  observedAmount: string | null;
+}
+
+export interface TrustSettings {
+  /** Gap between two probes of a live resource. Default 5 minutes. */
+  intervalMs: number;
+  /** Gap after a failed probe. Default 2 minutes. */
+  retryMs: number;
+  /** Gap between probes of a dropped resource. Default 30 minutes. */
+  droppedIntervalMs: number;
+  /** Failed probes in a row that make a resource dead (demoted). Default 2. */
+  failuresToDemote: number;
+  /** Dead this long: dropped from default results. Default 24 hours. */
+  dropAfterMs: number;
+  /** Probes per minute, all hosts together. Default 3,600. */
+  maxPerMinute: number;
+  /** Minimum gap between two probes of one host. Default 1,000 ms. */
+  perHostIntervalMs: number;
+  /** Probes in flight at once. Default 16. */
+  concurrency: number;
+  /** A price above this multiple of the median of comparable listings (same type, network, asset) is a decoy. Default 50. */
+  outlierFactor: number;
+  /** Comparable listings needed before a price can be called a decoy. Default 5. */
+  outlierMinComparables: number;
+}
+
+export const DEFAULT_TRUST_SETTINGS: TrustSettings = {
+  intervalMs: 5 * 60_000,
+  retryMs: 2 * 60_000,
+  droppedIntervalMs: 30 * 60_000,
+  failuresToDemote: 2,
+  dropAfterMs: 24 * 3600_000,
+  maxPerMinute: 3600,
+  perHostIntervalMs: 1000,
+  concurrency: 16,
+  outlierFactor: 50,
+  outlierMinComparables: 5,
+};
+
+/** The trust block shown on search results, resource reads, the x402 Bazaar list and the MCP search tool. */
+export interface Trust {
+  live: boolean | null;
+  checkedAt: Date | null;
+  uptime7d: number | null;
+  latency: { p50Ms: number; p99Ms: number } | null;
+  ownerVerified: boolean | null;
+  domainVerified: boolean;
+  priceDrift: boolean;
+  payoutChanged: boolean;
+  priceOutlier: boolean;
+  demoted: boolean;
+  payers30d: number;
+  calls30d: number;
+  settledByUs: boolean;
+}
+
+/** Storage of the liveness worker and the trust reads (data/trust-repository.ts). */
+export interface TrustRepository {
+  /** Resources due for a probe (never probed first, then the longest overdue), at most `limit`. */
+  dueTargets(limit: number, now: Date): Promise<LivenessTarget[]>;
+  /** Stores one probe: the state, the day's counters, new drifts, resolved drifts and the search document's flags. */
+  record(target: LivenessTarget, state: LivenessState, obs: Observation, drift: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }>): Promise<void>;
+  /** Recomputes the decoy flag of every listing against the median of comparable ones; answers how many changed. */
+  refreshPriceOutliers(factor: number, minComparables: number): Promise<number>;
+  trustOf(resourceIds: string[]): Promise<Map<string, Trust>>;
+  /** The seller confirms the open drifts of its resource (all kinds, or one); answers how many it confirmed. */
+  confirmDrift(resourceId: string, sellerId: string, kind: 'price' | 'payout' | null): Promise<number>;
+  openDrifts(resourceId: string): Promise<Array<{ kind: 'price' | 'payout'; listed: string; observed: string; detectedAt: Date }>>;
+}
