@@ -1,4 +1,4 @@
-import { fromStroops, toStroops } from '../amount';
+import { fromStroops, normalizeAmount, toStroops } from '../amount';
 import { parseAccepts, probeUrl, type Accept } from '../conformance/probe-402';
 import type { LivenessFetch, LivenessState, LivenessTarget, Observation, TrustSettings } from './types';
 
@@ -33,8 +33,8 @@ function assetMatches(a: Accept, t: LivenessTarget, contractId: string | null): 
 /** The requirement's amount as a normalized decimal (atomic `amount` / `maxAmountRequired`, or `extra.amount`). */
 function amountOf(a: Accept): string | null {
   try {
-    for (const v of [a.amount, a.maxAmountRequired]) if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return fromStroops(BigInt(v));
-    if (typeof a.extra?.amount === 'string') return fromStroops(toStroops(a.extra.amount));
+    for (const v of [a.amount, a.maxAmountRequired]) if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return normalizeAmount(fromStroops(BigInt(v)));
+    if (typeof a.extra?.amount === 'string') return normalizeAmount(fromStroops(toStroops(a.extra.amount)));
   } catch {
     return null;
   }
@@ -137,7 +137,7 @@ export function nextState(prev: LivenessState | null, obs: Observation, now: Dat
 export function driftOf(target: LivenessTarget, obs: Observation): Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> {
   if (!obs.live) return [];
   const out: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> = [];
-  if (obs.amount !== null && toStroops(obs.amount) !== toStroops(target.amount)) out.push({ kind: 'price', listed: target.amount, observed: obs.amount });
+  if (obs.amount !== null && toStroops(obs.amount) !== toStroops(target.amount)) out.push({ kind: 'price', listed: normalizeAmount(target.amount), observed: normalizeAmount(obs.amount) });
   if (obs.payTo !== null && obs.payTo !== target.payTo) out.push({ kind: 'payout', listed: target.payTo, observed: obs.payTo });
   return out;
 }
