@@ -57,6 +57,9 @@ type DiscoveryFilters = {
   minPrice?: string;
   maxPrice?: string;
   extension?: 'bazaar' | 'mcp';
+  minUptime?: number;
+  verifiedOnly?: boolean;
+  liveOnly?: boolean;
   cursor?: string;
   limit?: number;
 };
@@ -218,6 +221,9 @@ const searchInput = {
   minPrice: amount.optional().describe('Lowest price, in units of the asset'),
   maxPrice: amount.optional().describe('Highest price, in units of the asset'),
   extension: z.enum(['bazaar', 'mcp']).optional(),
+  minUptime: z.number().min(0).max(1).optional().describe('Only resources whose measured 7-day uptime (trust.uptime7d) is at least this share'),
+  verifiedOnly: z.boolean().optional().describe('Only resources whose live 402 pays the listed payTo on the seller\'s verified domain'),
+  liveOnly: z.boolean().optional().describe('Only resources whose last liveness probes answered a valid payment requirement'),
   limit: z.number().int().min(1).max(100).optional().describe('Most resources to return (default 20)'),
   cursor: z.string().min(1).max(512).optional().describe('nextCursor of the previous page'),
 };
@@ -282,7 +288,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     {
       title: 'Search paid resources',
       description:
-        'Find paid HTTP endpoints and paid MCP tools in the marketplace. With `q`, results are ranked for the text; without it, the newest first. Every result shows its price (amount, asset), network, payTo and type; use inspect_resource for the full terms.',
+        'Find paid HTTP endpoints and paid MCP tools in the marketplace. With `q`, results are ranked for the text; without it, the newest first. Every result shows its price (amount, asset), network, payTo and type, and a `trust` block the marketplace measured (live, uptime7d, latency, ownerVerified, priceDrift, payoutChanged, payers30d...); use inspect_resource for the full terms.',
       inputSchema: searchInput,
       outputSchema: page,
       annotations: { readOnlyHint: true, openWorldHint: false },

@@ -5,7 +5,10 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createSafeFetcher } from '../../src/net';
 import { toStroops } from '../../src/domain/amount';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
-import { startTestService, OPERATOR_KEY, type TestService } from '../support/test-service';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { startTestService, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { catalog, draft, waitIndexed } from '../discovery/helpers';
 
@@ -284,6 +287,21 @@ describe('the trust block is shown', () => {
     expect(await trustOf(item.id)).toMatchObject(expected);
     const bazaar = (await request(svc.app).get('/x402/discovery/resources').query({ limit: 100 })).body.items.find((i: { metadata: { resourceId?: string } }) => i.metadata.resourceId === item.id);
     expect(bazaar.metadata.trust).toMatchObject(expected);
-    void OPERATOR_KEY;
+
+    // The MCP search tool, through a stock MCP client over real HTTP.
+    const listening = await new Promise<http.Server>((r) => {
+      const s = svc.app.listen(0, '127.0.0.1', () => r(s));
+    });
+    const client = new Client({ name: 'trust-test-agent', version: '1.0.0' });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(listening.address() as AddressInfo).port}/mcp`)));
+      const found = (await client.request({ method: 'tools/call', params: { name: 'search_resources', arguments: { q: 'antechinus' } } }, CallToolResultSchema)) as CallToolResult;
+      const page = found.structuredContent as { resources: Array<{ id: string; trust: unknown }> };
+      expect(page.resources.find((r) => r.id === item.id)?.trust).toMatchObject(expected);
+    } finally {
+      await client.close();
+      listening.closeAllConnections();
+      await new Promise((r) => listening.close(r));
+    }
   });
 });
