@@ -37,6 +37,17 @@ import { DomainError } from '../errors';
  * - network: stellar:pubnet 1.0 (needs a verified domain), stellar:testnet 0.8.
  * - asset: a stablecoin (USDC, EURC) 1.0, any other configured asset 0.5.
  * - price: 1 / (1 + 10 * amount): cheaper ranks higher, all else equal.
+ * - demotion (issue #33, migration 0110): RANKING_WEIGHTS.demotion (-4) when the listing is dead (the liveness worker's
+ *   probes failed twice in a row), its live 402 drifted from its price or payout without the seller's confirmation,
+ *   or its price is a decoy (over 50 x the median of comparable listings); else 0. -4 outweighs every positive term
+ *   (PROVEN_HOST_TIER + 1.65), so a demoted listing ranks below every other result of the query, on either host tier.
+ *   The nine signals above sum to 0.5 without it. uptime is the liveness worker's 7-day share once it probed the
+ *   listing (domain/trust/), else the conformance runner's.
+ * - usage also leaves out self-dealing (issue #33): payers that are the seller's wallet or the payTo of any of its
+ *   listings, and payers the payee paid through us.
+ *
+ * After scoring, the first page is diversified (diversity.ts): at most two results per origin in the top 10 unless
+ * the query names the origin.
  *
  * Candidates (data/discovery-repository.ts): every match of the query's *rare* concepts (those whose matches hold at
  * most RARE_BUDGET documents together, by the vocabulary's counts), plus the SEARCH_CANDIDATES best matches by
