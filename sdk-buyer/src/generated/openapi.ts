@@ -880,6 +880,7 @@ export interface components {
          *       "priceDrift": false,
          *       "payoutChanged": false,
          *       "priceOutlier": false,
+         *       "selfDealing": false,
          *       "demoted": false,
          *       "payers30d": 41,
          *       "calls30d": 1250,
@@ -911,7 +912,9 @@ export interface components {
             payoutChanged: boolean;
             /** @description The price is far above comparable listings' (same type, network and asset; by default over 50 times their median). */
             priceOutlier: boolean;
-            /** @description Dead, drifted or a price outlier; ranked below every listing that is not. */
+            /** @description Most of the last 30 days' settled calls (at least 3) came from wallets the seller controls (its own wallet, the payTo of any of its listings, a wallet the payee paid through this facilitator). */
+            selfDealing: boolean;
+            /** @description Dead, drifted, a price outlier or self-dealing; ranked below every listing that is not. */
             demoted: boolean;
             /** @description Distinct payers of the last 30 days who paid the cataloged price through this facilitator, self-dealing excluded. */
             payers30d: number;

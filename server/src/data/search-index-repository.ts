@@ -21,6 +21,7 @@ const SIGNALS_SQL = `
     host_claimed = st.host_claimed,
     last_payment_at = st.last_paid,
     uptime = st.uptime, -- share of passed 402 probes over 7 days (conformance runner); NULL, neutral, before the first
+    self_dealt = st.self_dealt,
     signals_refreshed_at = now()
   FROM (
     SELECT d2.resource_id,
@@ -33,6 +34,8 @@ const SIGNALS_SQL = `
            (SELECT count(*) FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,
            u.payers, u.paid_payers,
+           -- issue #33: most of the last 30 days' settled calls (at least 3) came from wallets the seller controls
+           (sd.self_calls >= 3 AND 2 * sd.self_calls > sd.calls) AS self_dealt,
            (h.owner IS NOT DISTINCT FROM d2.seller_id) AS host_verified,
            (h.owner IS NOT NULL AND h.owner <> d2.seller_id) AS host_claimed,
            (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND p.status = 'settled') AS last_paid,
@@ -59,6 +62,14 @@ const SIGNALS_SQL = `
                    AND NOT EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
                    AND NOT EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND f.payer = d2.pay_to AND f.pay_to = p.payer)
                  GROUP BY p.payer) q) u
+      CROSS JOIN LATERAL (
+        SELECT count(*)::int AS calls,
+               count(*) FILTER (WHERE p.payer = d2.pay_to
+                 OR p.payer IN (SELECT s3.wallet_address FROM sellers s3 WHERE s3.id = d2.seller_id)
+                 OR EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
+                 OR EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND f.payer = d2.pay_to AND f.pay_to = p.payer))::int AS self_calls
+          FROM payment_attempts p
+         WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days') sd
       WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
   ) st
   WHERE st.resource_id = d.resource_id
@@ -71,7 +82,8 @@ const SIGNALS_SQL = `
          OR d.paid_payers IS DISTINCT FROM st.paid_payers
          OR d.host_verified IS DISTINCT FROM st.host_verified
          OR d.host_claimed IS DISTINCT FROM st.host_claimed
-         OR d.last_payment_at IS DISTINCT FROM st.last_paid)`;
+         OR d.last_payment_at IS DISTINCT FROM st.last_paid
+         OR d.self_dealt IS DISTINCT FROM st.self_dealt)`;
 
 /** The batch's snapshot: one row per requested id (resource columns named as toResource reads them). */
 const SNAPSHOT_SQL = `

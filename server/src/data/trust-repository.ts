@@ -152,7 +152,8 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
                 COALESCE(d.price_drift, false) AS "priceDrift", COALESCE(d.payout_changed, false) AS "payoutChanged",
                 COALESCE(d.price_outlier, false) AS "priceOutlier", COALESCE(d.unique_payers, 0) AS payers,
                 COALESCE(d.settlement_count, 0) AS calls, d.last_payment_at IS NOT NULL AS settled,
-                (d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier) AS demoted
+                COALESCE(d.self_dealt, false) AS "selfDealing",
+                COALESCE(d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier OR d.self_dealt, false) AS demoted
            FROM unnest(CAST($1 AS text[])) AS k(id) JOIN resources r ON r.id = k.id
            LEFT JOIN search_documents d ON d.resource_id = r.id
            LEFT JOIN resource_liveness l ON l.resource_id = r.id`,
@@ -172,6 +173,7 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
           priceDrift: Boolean(r.priceDrift),
           payoutChanged: Boolean(r.payoutChanged),
           priceOutlier: Boolean(r.priceOutlier),
+          selfDealing: Boolean(r.selfDealing),
           demoted: Boolean(r.demoted),
           payers30d: Number(r.payers),
           calls30d: Number(r.calls),

@@ -75,13 +75,13 @@ describe('static_score', () => {
       expect(r.static).toBeCloseTo(expected, 12);
     }
     expect(Object.entries(w).filter(([k]) => k !== 'text' && k !== 'demotion').reduce((sum, [, v]) => sum + v, 0)).toBeCloseTo(0.5, 12);
-    // Issue #33: a dead, drifted or decoy-priced listing loses RANKING_WEIGHTS.demotion (migration 0110).
-    for (const flag of ['live = false', 'price_drift = true', 'payout_changed = true', 'price_outlier = true']) {
+    // Issue #33: a dead, drifted, decoy-priced or self-dealt listing loses RANKING_WEIGHTS.demotion (migration 0110).
+    for (const flag of ['live = false', 'price_drift = true', 'payout_changed = true', 'price_outlier = true', 'self_dealt = true']) {
       const [[before]] = (await svc.db.query(`SELECT static_score AS s FROM search_documents WHERE resource_id = '${a}'`)) as [Array<{ s: number }>, unknown];
       await svc.db.query(`UPDATE search_documents SET ${flag} WHERE resource_id = '${a}'`);
       const [[after]] = (await svc.db.query(`SELECT static_score AS s FROM search_documents WHERE resource_id = '${a}'`)) as [Array<{ s: number }>, unknown];
       expect(after.s - before.s).toBeCloseTo(w.demotion, 12);
-      await svc.db.query(`UPDATE search_documents SET live = NULL, price_drift = false, payout_changed = false, price_outlier = false WHERE resource_id = '${a}'`);
+      await svc.db.query(`UPDATE search_documents SET live = NULL, price_drift = false, payout_changed = false, price_outlier = false, self_dealt = false WHERE resource_id = '${a}'`);
     }
   });
 });

@@ -225,7 +225,7 @@ describe('honest prices', () => {
 });
 
 describe('demand no seller can buy', () => {
-  it('self-dealing payers (the seller wallet, another payTo of the seller, a payer the payee funded) count nothing; honest payers count', async () => {
+  it('self-dealing payers (the seller wallet, another payTo of the seller, a payer the payee funded) count nothing and a listing paid mostly by them is demoted; honest payers count', async () => {
     const seller = await signUpSeller(svc.app);
     const target = await listing(seller, 'Bettong rainfall forecast', '0.05');
     // A second listing of the same seller, paid to another wallet it declared (payer and payTo controlled together).
@@ -251,7 +251,8 @@ describe('demand no seller can buy', () => {
     await settled(second.id, seller.wallet.publicKey(), funded); // ... here: the payee's wallet paid `funded`
     await settled(target.id, honestPayer);
     await createSearchIndexRepository(svc.db).refreshSignals();
-    expect(await trustOf(target.id)).toMatchObject({ payers30d: 1, calls30d: 4, settledByUs: true });
+    // 3 of its 4 settled calls are self-dealt: flagged and demoted; an honest listing with one honest payer is not.
+    expect(await trustOf(target.id)).toMatchObject({ payers30d: 1, calls30d: 4, settledByUs: true, selfDealing: true, demoted: true });
   });
 });
 
@@ -280,7 +281,7 @@ describe('the trust block is shown', () => {
     const item = await listing(await signUpSeller(svc.app), 'Antechinus rainfall forecast');
     await waitIndexed(svc.db);
     await pass();
-    const expected = { live: true, domainVerified: false, priceDrift: false, payoutChanged: false, priceOutlier: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false };
+    const expected = { live: true, domainVerified: false, priceDrift: false, payoutChanged: false, priceOutlier: false, selfDealing: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false };
     expect((await search('antechinus')).resources[0].trust).toMatchObject(expected);
     const listed = (await request(svc.app).get('/v1/discovery/resources')).body.resources.find((r: { id: string }) => r.id === item.id);
     expect(listed.trust).toMatchObject(expected);

@@ -39,7 +39,8 @@ import { DomainError } from '../errors';
  * - price: 1 / (1 + 10 * amount): cheaper ranks higher, all else equal.
  * - demotion (issue #33, migration 0110): RANKING_WEIGHTS.demotion (-4) when the listing is dead (the liveness worker's
  *   probes failed twice in a row), its live 402 drifted from its price or payout without the seller's confirmation,
- *   or its price is a decoy (over 50 x the median of comparable listings); else 0. -4 outweighs every positive term
+ *   its price is a decoy (over 50 x the median of comparable listings), or most of its settled calls (at least 3) in
+ *   30 days came from wallets its seller controls (self_dealt); else 0. -4 outweighs every positive term
  *   (PROVEN_HOST_TIER + 1.65), so a demoted listing ranks below every other result of the query, on either host tier.
  *   The nine signals above sum to 0.5 without it. uptime is the liveness worker's 7-day share once it probed the
  *   listing (domain/trust/), else the conformance runner's.

@@ -12,7 +12,7 @@ export interface TrustServiceDeps {
 export function createTrustService(deps: TrustServiceDeps) {
   const empty: Trust = {
     live: null, checkedAt: null, uptime7d: null, latency: null, ownerVerified: null, domainVerified: false, priceDrift: false,
-    payoutChanged: false, priceOutlier: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false,
+    payoutChanged: false, priceOutlier: false, selfDealing: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false,
   };
   return {
     trustOf: (resourceIds: string[]) => deps.repo.trustOf(resourceIds),

@@ -99,6 +99,8 @@ export interface Trust {
   priceDrift: boolean;
   payoutChanged: boolean;
   priceOutlier: boolean;
+  /** Most of the last 30 days' settled calls (at least 3) came from wallets the seller controls. */
+  selfDealing: boolean;
   demoted: boolean;
   payers30d: number;
   calls30d: number;
