@@ -53,7 +53,7 @@ async function main() {
     payTo = seller.wallet.publicKey();
     const input = resourceInput(seller, { amount: '0.01' });
     issuer = String(input.assetIssuer);
-    const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url: `http://h0.bench.example:${port}/v0/forecast/{city}` });
+    const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url: `http://h0.bench.example:${port}/v0/forecast/{city}`, routeTemplate: '/v0/forecast/{city}' });
     if (res.status !== 201) throw new Error(`create failed ${res.status}`);
     const seed = (res.body.resource ?? res.body).id as string;
     for (;;) {

@@ -114,8 +114,8 @@ async function main() {
       const domain = l.kind === 'squatting' ? `api.${l.topic}co.example` : l.key.endsWith('-h0') ? `${l.topic}co.example` : `${l.key}.example`;
       const seller = await signUpSeller(svc.app, { domain });
       const input = resourceInput(seller, { name: l.name, description: l.description, amount: l.amount });
-      const url = `http://${domain}:${port}/v1/forecast/{city}`;
-      const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url });
+      const url = `http://${domain}:${port}/v1/${l.topic}`;
+      const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url, routeTemplate: `/v1/${l.topic}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object' } });
       if (res.status !== 201) throw new Error(`${l.key}: ${res.status} ${JSON.stringify(res.body)}`);
       ids.set((res.body.resource ?? res.body).id, l.key);
       owners.set(l.key, { sellerId: seller.id, wallet: seller.wallet.publicKey() });
