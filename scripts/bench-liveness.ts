@@ -42,6 +42,7 @@ async function main() {
     jobPollMs: 100,
     responseValidation: false,
     challengeLimit: { perClient: 100_000, perWallet: 100 },
+    statementTimeoutMs: 0, // the 100k-row clone
     trust: {
       liveness: false,
       settings: { maxPerMinute: RATE, concurrency: 32 },
