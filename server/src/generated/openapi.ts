@@ -1067,8 +1067,9 @@ export interface paths {
         /**
          * x402 Bazaar discovery list
          * @description The x402 Bazaar discovery list (`DiscoveryResourcesResponse`), for stock Bazaar clients
-         *     (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.discovery.listResources()`): first the
-         *     listed catalog, newest first (at most its first 1000 resources), then the **observed** resources — learned from
+         *     (`withBazaar(new HTTPFacilitatorClient({url: '<base>/x402'})).extensions.bazaar.listResources()` in
+         *     @x402/extensions 2.27, `.extensions.discovery` in 2.9): first the listed catalog, newest first, then the
+         *     **observed** resources — learned from
          *     the `bazaar` extension of payments settled through `/x402/settle`, labelled `metadata.observed: true` and
          *     `metadata.trust: "observed"` (never verified by a seller's catalog entry), with `metadata.usage` (settled calls
          *     and unique payers over 30 days, last payment, and `weightedPayers30d`), ordered by weighted payers, then calls.

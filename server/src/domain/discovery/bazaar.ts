@@ -18,8 +18,10 @@ import { isLocalHost, sanitizeServiceMetadata, type ServiceMetadata } from './ba
  * - the URL is http(s), at most 2048 characters, without credentials; the catalog key is the origin plus the
  *   extension's `routeTemplate` when it passes the spec's rules, else the concrete path (query and fragment dropped);
  * - `info` validates against the extension's `schema`, which must itself pass our JSON Schema bounds (draft 2020-12,
- *   size, no external $ref); `info.input.type` is http or mcp, an MCP tool names `tool` (the key is URL + tool);
- * - proven hosts only (issue #29): the payTo is a seller's wallet, that seller has verified its domain, the URL's
+ *   size, no external $ref/$id); `info.input.type` is http or mcp, an MCP tool names `toolName` or the older `tool`
+ *   (the key is URL + tool);
+ * - proven hosts only (issue #29; under LOCAL_DEV_DOMAINS a loopback host is learned for the paid seller, issue #30):
+ *   the payTo is a seller's wallet, that seller has verified its domain, the URL's
  *   host is that domain or a subdomain of it (catalog-rules `urlHostProblem`), and no other seller proved a more
  *   specific domain covering the host (catalog-rules `hostClaimedByOther`): a stranger paying itself dust to its
  *   own wallet for another company's URL teaches the Bazaar nothing;
