@@ -12,6 +12,8 @@ import { DomainError } from '../domain/errors';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from '../domain/network-registry';
 import type { LeasedChannel } from './channel-accounts';
+// CAP-71 credentials in the SDK's XDR types before any envelope is decoded here (see the module).
+import '../domain/facilitator/cap71-xdr';
 import { networkKnownDown } from './rpc-health';
 import { sorobanRpc, type SorobanRpc } from './soroban-rpc';
 

@@ -172,11 +172,12 @@ export class LocalLedger {
     return { ledgers: [...this.ledgers], entries: [...this.store.all()], transactions: [...this.transactions.values()], events: [...this.events] };
   }
 
-  simulate(envelopeXdr: string, authMode?: string): RawSimulation {
+  simulate(envelopeXdr: string, authMode?: string, upgradedAuth = false): RawSimulation {
     return simulateTransaction(
       { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, latestLedger: this.latest.sequence },
       envelopeXdr,
       authMode,
+      upgradedAuth,
     );
   }
 
