@@ -158,6 +158,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
     partiesOf: (id) => facilitator.partiesOf(id),
+    feesOf: (id) => facilitator.feesOf(id),
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });

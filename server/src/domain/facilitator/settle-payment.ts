@@ -304,7 +304,7 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client, ...feeEvidence(prepared) };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,
@@ -439,3 +439,9 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
 }
 
 export type SettlePayment = ReturnType<typeof createSettlePayment>;
+
+/** The fees a prepared settlement bids, as the settlement records them (evidence, and part of its attestation). */
+function feeEvidence(prepared: PreparedSettlement): Pick<SettlementRecord, 'inclusionFee' | 'resourceFee' | 'feePercentile'> {
+  if (!prepared.fees) return {};
+  return { inclusionFee: prepared.fees.inclusion, resourceFee: prepared.fees.resource, feePercentile: prepared.fees.percentile };
+}

@@ -103,7 +103,7 @@ export const rpcMethods: Record<string, Method> = {
 
   getLatestLedger: (ledger) => ({ id: ledger.latest.hash, sequence: ledger.latest.sequence, protocolVersion: PROTOCOL_VERSION }),
 
-  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW),
+  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW, ledger.sorobanMinInclusionFee),
 
   getLedgerEntries: (ledger, params) => {
     const keys = params.keys;
