@@ -37,6 +37,7 @@ const SUITES = {
       'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
       'server/test/main/compiled-start.test.ts', // compiles the server (tsc) and starts the build
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
+      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger
