@@ -145,6 +145,8 @@ describe('the x402 v2 facilitator API', () => {
       payer: payer.publicKey(),
       payTo,
       issuedAt: expect.any(Number),
+      // Fees the pubnet way (issue #30): what the settlement bid, attested.
+      fees: { inclusion: expect.stringMatching(/^\d+$/), resource: expect.stringMatching(/^\d+$/), percentile: 'p90' },
     });
 
     const receipt = await request(svc.app).get(`/v1/receipts/${ours.receiptId}`).set(bearer(seller.apiKey));
