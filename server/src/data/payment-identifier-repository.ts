@@ -22,7 +22,7 @@ export function createPaymentIdentifierRepository(db: Sequelize): PaymentIdentif
       await pgQuery(
         db,
         `INSERT INTO x402_payment_identifiers (scope, payment_id, operation, fingerprint, payload_hash, status, body, headers)
-         VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::json, $8::json)
          ON CONFLICT (scope, payment_id, operation) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, payload_hash = EXCLUDED.payload_hash,
            status = EXCLUDED.status, body = EXCLUDED.body, headers = EXCLUDED.headers, created_at = now()
            WHERE x402_payment_identifiers.created_at <= now() - make_interval(secs => $9::double precision)`,

@@ -6,7 +6,8 @@ import type { Migration } from './types';
  *   operation): the answer given (status, body, headers), bound to the fingerprint of the terms (scheme, network,
  *   asset, amount, payTo, resource) and the hash of the payload it answered. `scope` is who asked (a seller's key or
  *   an anonymous client address) and the payer, so one party never reads another's answers. Rows expire (read side)
- *   and each scope keeps a bounded number (insert side).
+ *   and each scope keeps a bounded number (insert side). `json`, not `jsonb`: the stored answer is given back as it
+ *   was first written, key order included.
  * - `x402_settle_answers_owed`: a settle the x402 face answered `settlement_pending` (spec v2, @x402/core >= 2.24)
  *   owes its caller one final answer: the stock server's one retry of the same payload takes it (deleted on take, so
  *   one retry, in any process, gets it; a later replay of the payload is a duplicate).
@@ -22,8 +23,8 @@ export const migration: Migration = {
         fingerprint text NOT NULL,
         payload_hash text NOT NULL,
         status integer NOT NULL,
-        body jsonb NOT NULL,
-        headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+        body json NOT NULL,
+        headers json NOT NULL DEFAULT '{}'::json,
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (scope, payment_id, operation)
       );
