@@ -1070,7 +1070,7 @@ export interface paths {
          *     or an anonymous client's address) and the payer. The same id with the same payload and terms answers the stored
          *     answer (status, body and headers as first given); the same id with another payload or other terms (scheme,
          *     network, asset, amount, payTo, resource URL) answers `409 CONFLICT`; `info.required: true` without an id, or a
-         *     malformed id, answers `400 INVALID_REQUEST`. Stored: final answers only (a success, or a failure after a transaction was submitted), for 24 hours,
+         *     malformed id, answers `400 INVALID_REQUEST`. Stored: final answers only (`success: true`), for 24 hours,
          *     at most 1,000 per scope.
          *
          *     **EXTENSION-RESPONSES** header: base64 JSON of the extension outcomes (`bazaar`: `success`, `processing` or

@@ -16,8 +16,8 @@ import { DomainError } from '../errors';
  * network, asset, amount, payTo, resource URL) and the hash of the whole payload, and scoped to who asked (the
  * seller key's seller, the operator, or an anonymous client's address) and the payer named in the payload: one party
  * never reads another's answers, and no one can squat another payer's ids. Only answers that are final and that
- * passed the payer's signature are stored (verify `isValid: true`; settle success, or a failure after submission):
- * refusals are recomputed. A settle answered `settlement_pending` is never stored (the retry must reconcile it).
+ * passed the payer's signature are stored (verify `isValid: true`; settle `success: true`): refusals and
+ * failures are recomputed. A settle answered `settlement_pending` is never stored (the retry must reconcile it).
  * Records live PAYMENT_ID_TTL_SECONDS and each scope keeps at most PAYMENT_IDS_PER_SCOPE (the oldest go first).
  */
 export const PAYMENT_IDENTIFIER = 'payment-identifier';

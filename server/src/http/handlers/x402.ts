@@ -125,9 +125,8 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
       const stored = idKey ? await deps.paymentIdentifiers!.lookup(idKey) : null;
       if (stored) return stored as { status: 200; body: X402SettleBody; headers: Record<string, string> };
       const answer = await settleAnswer(body.paymentPayload as unknown as X402Payload, body.paymentRequirements as X402Requirements, principal, clientAddress);
-      // Stored only once final: a success, or a failure after a transaction was submitted (never settlement_pending).
-      const final = answer.body.success || (answer.body.transaction !== '' && answer.body.errorReason !== SETTLEMENT_PENDING);
-      if (idKey && final) await deps.paymentIdentifiers!.remember(idKey, answer);
+      // Stored only once final and confirmed: a success (never settlement_pending; a failure is answered again as it is).
+      if (idKey && answer.body.success) await deps.paymentIdentifiers!.remember(idKey, answer);
       return answer;
     },
 
