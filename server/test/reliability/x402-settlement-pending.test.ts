@@ -9,6 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
+import { HTTPFacilitatorClient } from '@x402/core/server';
 import { createTestDatabase } from '../support/database';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { asTransactionXdr, paymentCase, type FacilitatorEnv } from '../facilitator/helpers';
@@ -69,6 +70,18 @@ async function settle(baseUrl: string, body: unknown): Promise<{ status: number;
 
 /** @x402/core 2.27's rule (x402ResourceServer.settleWithPendingRetry): retry once, at once, when pending with a hash. */
 const retryable = (b: SettleBody) => !b.success && b.errorReason === 'settlement_pending' && !!b.transaction;
+
+type Payload = Parameters<HTTPFacilitatorClient['settle']>[0];
+type Requirements = Parameters<HTTPFacilitatorClient['settle']>[1];
+
+/**
+ * 2.27's `settleWithPendingRetry` over stock HTTPFacilitatorClients (the installed 2.9 client: the same HTTP call): one
+ * settle, then exactly one retry of the identical payload when the answer is retryable, here through another process.
+ */
+async function stockSettleWithPendingRetry(first: HTTPFacilitatorClient, retry: HTTPFacilitatorClient, payload: Payload, requirements: Requirements) {
+  const answer = await first.settle(payload, requirements);
+  return { first: answer, final: retryable(answer as SettleBody) ? await retry.settle(payload, requirements) : answer };
+}
 
 describe('x402 settlement_pending: the same payload\'s retry reconciles the submitted transaction (two processes, a restart)', () => {
   let database: { url: string; drop(): Promise<void> };
@@ -132,28 +145,33 @@ describe('x402 settlement_pending: the same payload\'s retry reconciles the subm
     return { first, sent: rpc.state.sent - sentBefore };
   }
 
-  it('answers settlement_pending (200, non-empty transaction and network); the retry on the other process gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once', async () => {
+  it('answers settlement_pending (200, non-empty transaction and network); the stock retry on the other process gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once', async () => {
     const [a, b] = mains;
     const { buyer, body } = await x402Payment();
-    const { first, sent } = await pendingOn(a.baseUrl, body);
-    expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ success: false, errorReason: 'settlement_pending', network: 'stellar:testnet', transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(retryable(first.body)).toBe(true);
-    const retry = await settle(b.baseUrl, body);
-    expect(retry.status).toBe(200);
-    expect(retry.body).toMatchObject({ success: true, transaction: first.body.transaction, network: 'stellar:testnet', payer: buyer.publicKey() });
-    const replay = await settle(a.baseUrl, body);
-    expect(replay.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
-    expect(sent).toBe(1);
+    rpc.state.stall = true;
+    // The RPC comes back while the first settle still waits: its answer is already past the time bound and the grace.
+    const stockA = new HTTPFacilitatorClient({ url: `${a.baseUrl}/x402` });
+    const stockB = new HTTPFacilitatorClient({ url: `${b.baseUrl}/x402` });
+    const firstSettle = stockA.settle(body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements).then((answer) => {
+      rpc.state.stall = false;
+      return answer;
+    });
+    const { first, final } = await stockSettleWithPendingRetry({ settle: () => firstSettle } as unknown as HTTPFacilitatorClient, stockB, body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements);
+    expect(first).toMatchObject({ success: false, errorReason: 'settlement_pending', network: 'stellar:testnet', transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(final).toMatchObject({ success: true, transaction: first.transaction, network: 'stellar:testnet', payer: buyer.publicKey() });
+    const raw = await settle(a.baseUrl, body);
+    expect(raw.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
     expect(rpc.state.sent).toBe(1);
     expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
-  }, 180_000);
+  }, 240_000);
 
   it('a replay racing the retry (one to each process): exactly one final success, the other a duplicate; nothing broadcast again', async () => {
     const [a, b] = mains;
     const { buyer, body } = await x402Payment();
     const sentBefore = rpc.state.sent;
     const { first } = await pendingOn(b.baseUrl, body);
+    // Over HTTP the pending answer is a 200 SettleResponse (a stock client parses any 2xx as an answer, not an error).
+    expect(first.status).toBe(200);
     expect(retryable(first.body)).toBe(true);
     const answers = await Promise.all([settle(a.baseUrl, body), settle(b.baseUrl, body)]);
     const successes = answers.filter((x) => x.body.success);
