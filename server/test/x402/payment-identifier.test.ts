@@ -15,6 +15,8 @@ import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-net
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { httpsRpcFront } from '../../../test/support/marketplace';
+import { createPaymentIdentifiers, type PaymentIdentifierKey } from '../../src/domain/facilitator/payment-identifier';
+import { createPaymentIdentifierRepository } from '../../src/data/payment-identifier-repository';
 
 type Requirements = Parameters<HTTPFacilitatorClient['verify']>[1];
 type Payload = Parameters<HTTPFacilitatorClient['verify']>[0];
@@ -192,5 +194,23 @@ describe('x402 payment-identifier and EXTENSION-RESPONSES', () => {
     const plain = await post('verify', await signed(await buyer(), req, {}), req, seller.apiKey);
     expect(plain.body.isValid).toBe(true);
     expect(plain.headers['extension-responses']).toBeUndefined();
+  });
+
+  it('bounded per scope: a scope keeps its newest records up to the bound (the oldest go), other scopes untouched; an expired record is not answered and a new answer replaces it', async () => {
+    const store = createPaymentIdentifierRepository(svc.db);
+    const bounded = createPaymentIdentifiers({ store, maxPerScope: 3 });
+    const key = (scope: string, n: number): PaymentIdentifierKey => ({ scope, id: `pay_bound_test_${String(n).padStart(4, '0')}`, operation: 'settle', fingerprint: 'f', payloadHash: `h${n}` });
+    const answer = (n: number) => ({ status: 200, body: { success: true, n }, headers: {} });
+    await bounded.remember(key('seller:s_other|payer:P', 1), answer(1));
+    for (let n = 1; n <= 5; n++) await bounded.remember(key('seller:s_flood|payer:P', n), answer(n));
+    const kept = (await svc.db.query(`SELECT payment_id FROM x402_payment_identifiers WHERE scope = 'seller:s_flood|payer:P' ORDER BY payment_id`, { type: 'SELECT' })) as Array<{ payment_id: string }>;
+    expect(kept.map((r) => r.payment_id)).toEqual([key('x', 3).id, key('x', 4).id, key('x', 5).id]);
+    expect(await bounded.lookup(key('seller:s_flood|payer:P', 1))).toBeNull();
+    expect(await bounded.lookup(key('seller:s_other|payer:P', 1))).toEqual(answer(1));
+
+    const expired = createPaymentIdentifiers({ store, ttlSeconds: 0 });
+    expect(await expired.lookup(key('seller:s_other|payer:P', 1))).toBeNull();
+    await expired.remember({ ...key('seller:s_other|payer:P', 1), payloadHash: 'other' }, answer(9));
+    expect(await bounded.lookup({ ...key('seller:s_other|payer:P', 1), payloadHash: 'other' })).toEqual(answer(9));
   });
 });
