@@ -4,6 +4,7 @@ import { createAttemptRepository } from '../data/attempt-repository';
 import { createSettlementRepository } from '../data/settlement-repository';
 import { createReceiptRepository } from '../data/receipt-repository';
 import { createChannelLeaseRepository } from '../data/channel-lease-repository';
+import { createOwedAnswerRepository } from '../data/owed-answer-repository';
 import { createResourceTermsRepository } from '../data/resource-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
@@ -139,6 +140,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       ledgerSeconds: () => opts.ledgerSeconds ?? 5,
     },
     feeBudgets: feeBudgetsOf(opts.feeBudgets),
+    owedAnswers: createOwedAnswerRepository(ctx.db),
     confirmGraceMs: opts.confirmGraceMs ?? 10_000,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,

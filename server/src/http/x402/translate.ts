@@ -100,6 +100,17 @@ function signedEntryFacts(transaction: string): { payer: string | undefined; exp
   return { payer: addressOf(ac.address()), expiresAtLedger: ac.signatureExpirationLedger() };
 }
 
+/** The payer the payload's transaction names (unchecked), or undefined when it names none or is not readable. */
+export function payerOf(payload: X402Payload): string | undefined {
+  const transaction = payload.payload?.transaction;
+  if (typeof transaction !== 'string' || transaction.length === 0) return undefined;
+  try {
+    return signedEntryFacts(transaction).payer;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Our decimal amount in atomic units (stroops) as x402 writes amounts. */
 export function toAtomic(amount: string): string {
   return toStroops(amount).toString();
