@@ -6,6 +6,7 @@
 import { Keypair } from '@stellar/stellar-sdk';
 import { performance } from 'node:perf_hooks';
 import { progress } from './processes';
+import { postingsSql, scoresSql } from '../../server/src/data/search-index-repository';
 
 /** The part of BenchDatabase seeding needs (a pg client will do). */
 export interface SeedDatabase {
@@ -42,7 +43,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
     [wallets],
   );
   progress(`seeded ${SELLERS} sellers`);
-  const rebuild = await dropSecondaryIndexes(db, ['resources', 'resource_versions', 'catalog_events', 'search_documents']);
+  const rebuild = await dropSecondaryIndexes(db, ['resources', 'resource_versions', 'catalog_events', 'search_documents', 'search_postings']);
   progress(`dropped ${rebuild.length} secondary indexes for the load (rebuilt after it)`);
   const t0 = performance.now();
   for (let start = 1; start <= resources; start += BATCH) {
@@ -105,6 +106,9 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               NULL, now()
          FROM seed s JOIN resources r ON r.id = s.id`,
     );
+    // The scores from RANKING_WEIGHTS and the impact-ordered postings, as the indexing worker writes them.
+    await db.query(scoresSql('d.resource_id IN (SELECT id FROM seed)'));
+    await db.query(postingsSql('d.resource_id IN (SELECT id FROM seed)'));
     await db.query('COMMIT');
     const rate = end / ((performance.now() - t0) / 1000);
     progress(`seeded ${end}/${resources} resources (${rate.toFixed(0)} rows/s, ~${((resources - end) / rate).toFixed(0)} s left)`);
