@@ -158,15 +158,15 @@ describe('the impact-ordered index (search_postings) follows the documents', () 
     if (res.status !== 201 && res.status !== 200) throw new Error(`update failed: ${res.status} ${JSON.stringify(res.body)}`);
     await waitIndexed(svc.db);
     const terms = (await postings(id)).map((r) => r.term);
-    expect(terms).toContain('caracal');
+    expect(terms).toContain('carac'); // the English stemmer's lexeme of "caracal"
     expect(terms).not.toContain('binturong');
     expect(ids(await search({ q: 'binturong' }))).not.toContain(id);
     expect(ids(await search({ q: 'caracal' }))).toContain(id);
 
-    const before = (await postings(id)).find((r) => r.term === 'caracal')!.rank;
+    const before = (await postings(id)).find((r) => r.term === 'carac')!.rank;
     await svc.db.query(`UPDATE search_documents SET uptime = 0 WHERE resource_id = :id`, { replacements: { id } });
     await svc.db.query(scoresSql('true'));
-    const after = (await postings(id)).find((r) => r.term === 'caracal')!.rank;
+    const after = (await postings(id)).find((r) => r.term === 'carac')!.rank;
     expect(after).toBeCloseTo(before - RANKING_WEIGHTS.uptime * 0.5, 12);
 
     await svc.db.query(`DELETE FROM search_documents WHERE resource_id = :id`, { replacements: { id } });
