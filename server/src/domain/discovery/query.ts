@@ -4,7 +4,7 @@ import synonymData from './synonyms.json';
  * The search query language (ranking strategy pg-fts-recall-v3). Any string is a query:
  *
  * - plain words are *concepts*: a result need not match all of them; it is ranked by how many it matches and how
- *   well (data/discovery-repository.ts: IDF-weighted, by field). Punctuation separates words (so "(AQI)" is the word
+ *   well (data/search-repository.ts: IDF-weighted, by field). Punctuation separates words (so "(AQI)" is the word
  *   AQI and "speech-to-text" three words); case does not matter; PostgreSQL's English stemmer applies.
  * - "quoted phrases" must match (as a phrase) and their words also count as concepts;
  * - -word and -"a phrase" exclude results that contain them;
@@ -136,7 +136,7 @@ export function parseQuery(q: string): ParsedQuery {
   return { words: unique, phrases: phrases.slice(0, MAX_EXCLUDED), excluded: excluded.slice(0, MAX_EXCLUDED), lastIsPrefix, synonyms: synonymAlternatives(unique) };
 }
 
-/** What the index knows about one word (data/discovery-repository.ts resolveWords). */
+/** What the index knows about one word (data/search-repository.ts resolveWords). */
 export interface ResolvedWord {
   /** The word's lexeme (English stemmer), or null for a stop word. */
   lexeme: string | null;
