@@ -81,6 +81,34 @@ describe('static_score', () => {
   });
 });
 
+describe('a weight changed in ranking.ts', () => {
+  it('is applied to every stored score and posting rank by the next scores pass, with no migration', async () => {
+    const id = await put({ name: 'Dhole weights api', amount: '0.1' });
+    await waitIndexed(svc.db);
+    const read = async () =>
+      ((await svc.db.query(
+        `SELECT d.static_score AS s, d.base_score AS b, p.rank AS r FROM search_documents d JOIN search_postings p ON p.resource_id = d.resource_id AND p.term = 'dhole' WHERE d.resource_id = :id`,
+        { replacements: { id } },
+      )) as [Array<{ s: number; b: number; r: number }>, unknown])[0][0];
+    const before = await read();
+    const price = RANKING_WEIGHTS.price;
+    try {
+      (RANKING_WEIGHTS as { price: number }).price = price + 0.2;
+      const [[{ n }]] = (await svc.db.query(scoresSql('true'))) as [Array<{ n: number }>, unknown];
+      expect(n).toBeGreaterThan(0);
+      const after = await read();
+      const delta = 0.2 * (1 / (1 + 10 * 0.1));
+      expect(after.s).toBeCloseTo(before.s + delta, 12);
+      expect(after.b).toBeCloseTo(before.b + delta, 12);
+      expect(after.r).toBeCloseTo(before.r + delta, 12);
+    } finally {
+      (RANKING_WEIGHTS as { price: number }).price = price;
+      await svc.db.query(scoresSql('true'));
+    }
+    expect((await read()).r).toBeCloseTo(before.r, 12);
+  });
+});
+
 describe('the candidate bound of the impact-ordered index', () => {
   const made: string[] = [];
   beforeAll(async () => {
