@@ -88,7 +88,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
     await db.query(
       `INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name, description, url, route_template,
               network, pay_to, asset_code, asset_issuer, amount, status, extension_names, mcp_tool_name, discoverable, document,
-              metadata_quality, schema_completeness, seller_verified, settlement_success, signals_refreshed_at)
+              metadata_quality, schema_completeness, seller_verified, host_verified, settlement_success, signals_refreshed_at)
        SELECT r.id, r.seller_id, r.current_version_id, 1, r.type, r.name, r.description, r.url, r.route_template, r.network, r.pay_to,
               r.asset_code, r.asset_issuer, r.amount, 'active',
               CASE WHEN r.type = 'mcp' THEN ARRAY['mcp'] ELSE ARRAY['bazaar'] END,
@@ -100,6 +100,9 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
                 || setweight(to_tsvector('english', r.description), 'C')
                 || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template, '/', ' ') || ' ' || regexp_replace(r.url, '[/.:{}]+', ' ', 'g')), 'D'),
               0.5 + (s.i % 5) / 10.0, 0.6 + (s.i % 4) / 10.0, s.verified,
+              -- a verified seller's own domain is the URL's host: the host is proven (migration 0050), as the service's
+              -- first search-sync pass finds, so that pass re-ranks no posting
+              s.verified,
               -- settlement success and uptime: NULL (neutral), as the service computes them from these rows (no payments,
               -- no probes), so its first search-sync pass rewrites nothing (at 1M it rewrote 333k seeded values for
               -- minutes). The other signals vary: metadata quality, schema completeness, seller verification, price.
