@@ -49,9 +49,9 @@ export interface IndexLag {
 }
 
 export interface SearchOptions {
-  /** Weight of text relevance (ts_rank_cd); the other nine signals are in the stored static_score. */
+  /** Weight of text relevance (RANKING_WEIGHTS.text); the query-independent part is the stored base_score. */
   textWeight: number;
-  /** How many matches, the best by static score, are ranked by text relevance (the bound on all pages). */
+  /** How many postings of each common query term, the best by rank, are read as candidates (the bound on all pages). */
   candidates: number;
   signalsMaxAgeSeconds: number;
   /** Document-frequency budget of the rare concepts read in full (default RARE_BUDGET). */
