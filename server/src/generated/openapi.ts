@@ -3494,7 +3494,7 @@ export interface components {
             };
         };
         /**
-         * @description x402 v2 `SupportedResponse`. Stellar `exact` kinds carry `extra.areFeesSponsored` (the facilitator pays the fee).
+         * @description x402 v2 `SupportedResponse`. Stellar `exact` kinds carry `extra.areFeesSponsored` (the facilitator pays the fee) and `extra.paymentFlows`, the x402 payment flows this facilitator settles for the kind (`authorization`, the default, and `upfront`; requirements naming another `extra.paymentFlow` are refused with `unsupported_payment_flow`).
          * @example {
          *       "kinds": [
          *         {
@@ -3502,7 +3502,11 @@ export interface components {
          *           "scheme": "exact",
          *           "network": "stellar:testnet",
          *           "extra": {
-         *             "areFeesSponsored": true
+         *             "areFeesSponsored": true,
+         *             "paymentFlows": [
+         *               "authorization",
+         *               "upfront"
+         *             ]
          *           }
          *         }
          *       ],

@@ -2,6 +2,7 @@ import type { Handlers } from '../operation-types';
 import type { HandlerServices } from './deps';
 import { DomainError } from '../../domain/errors';
 import { x402ReasonOfRule } from '../../domain/facilitator/rules/catalog';
+import { SUPPORTED_PAYMENT_FLOWS } from '../../domain/facilitator/rules/flows';
 import { x402Reason } from '../x402/reasons';
 import { translate, type X402Payload, type X402Requirements } from '../x402/translate';
 import { clampPaging, type BazaarFilters } from '../../domain/discovery/bazaar';
@@ -21,12 +22,15 @@ function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: st
  * the same records and guarantees.
  */
 export function x402Handlers(deps: HandlerServices): X402Handlers {
-  /** The x402 v2 SupportedResponse, read now: /x402/supported and /.well-known/x402 both answer it. */
+  /**
+   * The x402 v2 SupportedResponse, read now: /x402/supported and /.well-known/x402 both answer it. Each kind declares
+   * the payment flows it settles in `extra.paymentFlows` (issue #30; rules/flows.ts says why not `escrow`).
+   */
   function supported() {
     const kinds = deps.networks
       .list()
       .filter((n) => n.settlementEnabled)
-      .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true } }));
+      .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true, paymentFlows: [...SUPPORTED_PAYMENT_FLOWS] } }));
     const signers: Record<string, string[]> = {};
     for (const n of deps.networks.list()) {
       const addresses = [...deps.facilitatorAddresses(n.network)];
