@@ -126,7 +126,7 @@ describe('the agent route: any MCP client pays a local seller with its own walle
       expect(call.isError).toBeFalsy();
       expect(call.structuredContent).toMatchObject({ paid: true, amount: '0.0200000', result: { status: 200, body: { city: 'Faro' } } });
       const budget = await client.callTool({ name: 'get_budget', arguments: {} });
-      expect(budget.structuredContent).toMatchObject({ perCall: '0.05', total: '0.5' });
+      expect(budget.structuredContent).toMatchObject({ perCall: '0.0500000', total: '0.5000000', heldBy: 'server' });
       const b = budget.structuredContent as { committed: string; spent: string; remaining: string };
       expect(Number(b.committed) + Number(b.spent)).toBeCloseTo(0.02, 7);
       expect(b.remaining).toBe('0.4800000');
