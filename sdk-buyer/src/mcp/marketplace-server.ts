@@ -23,9 +23,10 @@
  * are reached only with `localDevDomains` (the service's LOCAL_DEV_DOMAINS switch), else refused naming it.
  *
  * Every tool answers `structuredContent` (and the same JSON as text). A failure is a tool result with `isError`
- * and `structuredContent.error = { code, message, details? }`; codes are the API's stable codes plus
- * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR,
- * ADDRESS_NOT_ALLOWED, TERMS_CHANGED, INVALID_PAYMENT_PAYLOAD and INVALID_REQUEST; a payment required (remote form)
+ * and `structuredContent.error = { code, message, details? }`; codes are always one of MCP_TOOL_ERROR_CODES (the
+ * API's stable codes, the SDK's transport codes and BUDGET_EXCEEDED, PAYMENT_REJECTED, NO_PAYABLE_REQUIREMENT,
+ * UNKNOWN_ASSET, TERMS_CHANGED, UPSTREAM_ERROR, ADDRESS_NOT_ALLOWED, SETTLEMENT_UNCONFIRMED); a seller's refusal
+ * code outside the list becomes PAYMENT_REJECTED with details.reportedCode; a payment required (remote form)
  * is the x402 PaymentRequired itself, not an error object. Messages never carry secrets: unexpected errors answer a fixed text.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -143,6 +144,32 @@ export function marketplacePortOf(client: MarketplacePort | BuyerClientLike): Ma
     getReceipt: (id) => client.receipts.get(id),
   };
 }
+
+/** The API's codes (the contract's ErrorCode enum; the Record makes the compiler keep this list complete). */
+const API_ERROR_CODES: Record<Schemas['ErrorCode'], true> = { INVALID_REQUEST: true, CATALOG_VALIDATION_FAILED: true, ROUTE_TEMPLATE_INVALID: true, UNSUPPORTED_NETWORK: true, UNSUPPORTED_ASSET: true, INVALID_PAYMENT_PAYLOAD: true, UNAUTHORIZED: true, PAYMENT_REQUIRED: true, FORBIDDEN: true, SELLER_DOMAIN_UNVERIFIED: true, RESOURCE_NOT_FOUND: true, NOT_FOUND: true, METHOD_NOT_ALLOWED: true, REPLAY_DETECTED: true, CONFLICT: true, IDEMPOTENCY_CONFLICT: true, PAYLOAD_TOO_LARGE: true, INVALID_SIGNATURE: true, AUTH_EXPIRED: true, AMOUNT_MISMATCH: true, ASSET_MISMATCH: true, RECIPIENT_MISMATCH: true, TRUSTLINE_REQUIRED: true, INSUFFICIENT_BALANCE: true, RATE_LIMITED: true, INTERNAL_ERROR: true, SETTLEMENT_FAILED: true, SERVICE_UNAVAILABLE: true, ACCOUNT_NOT_FOUND: true, SIMULATION_FAILED: true, PAYEE_NOT_SELLER: true, SELF_PAYMENT: true, AMOUNT_BELOW_MINIMUM: true, FEE_BUDGET_EXHAUSTED: true, UNSUPPORTED_MEDIA_TYPE: true, DUPLICATE_RESOURCE: true };
+
+/**
+ * Every code a tool error of this server can carry (issue 32): the API's ErrorCode enum, the buyer SDK's transport
+ * codes (NETWORK_ERROR: the marketplace could not be reached; BAD_GATEWAY, HTTP_ERROR: an answer outside the error
+ * envelope) and the MCP tools' own. A code outside this list (a seller's paywall may say anything) is reported as
+ * PAYMENT_REJECTED (a refused payment) or UPSTREAM_ERROR, with the reported code in `details.reportedCode`.
+ * Documented in sdk-buyer/README.md ("Error codes of the MCP tools").
+ */
+export const MCP_TOOL_ERROR_CODES: readonly string[] = [
+  ...Object.keys(API_ERROR_CODES),
+  'NETWORK_ERROR',
+  'BAD_GATEWAY',
+  'HTTP_ERROR',
+  'BUDGET_EXCEEDED',
+  'PAYMENT_REJECTED',
+  'NO_PAYABLE_REQUIREMENT',
+  'UNKNOWN_ASSET',
+  'TERMS_CHANGED',
+  'UPSTREAM_ERROR',
+  'ADDRESS_NOT_ALLOWED',
+  'SETTLEMENT_UNCONFIRMED',
+];
+const DOCUMENTED_CODES = new Set(MCP_TOOL_ERROR_CODES);
 
 /** A tool failure with a stable code. */
 export class ToolError extends Error {
@@ -700,7 +727,15 @@ function fillTemplate(template: string, values: Record<string, string>): string 
   return url;
 }
 
-function toToolError(err: unknown): ToolError {
+/** A failure as a tool error whose code is one of MCP_TOOL_ERROR_CODES. */
+export function toToolError(err: unknown): ToolError {
+  const error = codedToolError(err);
+  if (DOCUMENTED_CODES.has(error.code)) return error;
+  const fallback = err instanceof PaymentFailedError ? 'PAYMENT_REJECTED' : 'UPSTREAM_ERROR';
+  return new ToolError(fallback, error.message, { ...(error.details ?? {}), reportedCode: safeCode(error.code) });
+}
+
+function codedToolError(err: unknown): ToolError {
   if (err instanceof ToolError) return err;
   if (err instanceof BudgetExceededError) return new ToolError('BUDGET_EXCEEDED', err.message, { requested: err.requested, remaining: err.remaining, limit: err.limit });
   if (err instanceof PaymentFailedError) return new ToolError(safeCode(err.code), err.message.slice(0, 500));
