@@ -22,6 +22,7 @@ import { createSellerClient, paidTool, paywall, statelessMcpHandler } from '../.
 import { createBuyerClient } from '../../sdk-buyer/src';
 import { freePort } from '../../server/test/support/free-port';
 import { listen } from '../support/marketplace';
+import { callPaidResource } from '../../examples/agent/x402-mcp-wrapper';
 import { startMain, type StartedMain } from '../support/main-process';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -151,16 +152,40 @@ describe('the agent route: any MCP client pays a local seller with its own walle
     }
   }, 120_000);
 
+  it('remote /mcp with the 30-line wrapper of the docs (examples/agent/x402-mcp-wrapper.ts): a stock client pays the http seller and the paid MCP tool with the agent\'s own wallet, signing the cataloged terms', async () => {
+    const agentWallet = Keypair.random();
+    await fund(main.localNetworkUrl, agentWallet.publicKey(), '1');
+    const wallet = createBuyerClient({ baseUrl: main.baseUrl, payment: { signer: agentWallet } });
+    const client = await remoteAgent();
+    const servedBefore = served;
+    try {
+      const http = await callPaidResource(client, wallet, { resourceId, pathParams: { city: 'Aveiro' } }, '0.05');
+      expect(http.isError).toBeFalsy();
+      expect(http.structuredContent).toMatchObject({ paid: true, result: { status: 200, body: { city: 'Aveiro', temperatureC: 19 } } });
+      expect(http._meta?.['x402/payment-response']).toMatchObject({ transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(served).toBe(servedBefore + 1);
+      const tool = await callPaidResource(client, wallet, { resourceId: toolResourceId, arguments: { harbour: 'Sines' } }, '0.05');
+      expect(tool.structuredContent).toMatchObject({ type: 'mcp', paid: true, result: { structuredContent: { harbour: 'Sines', highTide: '14:05' } } });
+      // above the agent's own limit nothing is signed and the seller does not serve
+      await expect(callPaidResource(client, wallet, { resourceId, pathParams: { city: 'Tavira' } }, '0.01')).rejects.toThrow(/more than 0\.01: not signed/);
+      expect(served).toBe(servedBefore + 1);
+    } finally {
+      await client.close();
+    }
+  }, 120_000);
+
   it('remote /mcp, a seller\'s paid MCP tool (type mcp): a stock client reads the tool\'s PaymentRequired, then the x402 MCP wrapper pays it with the agent\'s own wallet; the tool\'s answer and the settlement come back', async () => {
     const agentWallet = Keypair.random();
     await fund(main.localNetworkUrl, agentWallet.publicKey(), '1');
     const client = await remoteAgent();
+    const called = () => toolCalls.slice(before);
+    const before = toolCalls.length;
     try {
       // without a wrapper: the seller tool's own PaymentRequired, forwarded, with the resource id
       const first = await client.callTool({ name: 'call_paid_resource', arguments: { resourceId: toolResourceId, arguments: { harbour: 'Leixoes' } } });
       expect(first.isError).toBe(true);
       expect(first.structuredContent).toMatchObject({ x402Version: 2, resourceId: toolResourceId, error: 'PAYMENT_REQUIRED', accepts: [expect.objectContaining({ scheme: 'exact', network: 'stellar:testnet', payTo: tidesWallet.publicKey(), amount: '300000' })] });
-      expect(toolCalls).toEqual([]);
+      expect(called()).toEqual([]);
 
       // with the wrapper: the agent's own wallet signs, the service forwards the payment in the tool call's _meta
       const buyer = createBuyerClient({ baseUrl: main.baseUrl, payment: { signer: agentWallet, budget: { perCall: '0.05', total: '1' } } });
@@ -168,7 +193,7 @@ describe('the agent route: any MCP client pays a local seller with its own walle
       expect(paid.paid).toBe(true);
       expect(paid.result.structuredContent).toMatchObject({ resourceId: toolResourceId, type: 'mcp', paid: true, result: { structuredContent: { harbour: 'Leixoes', highTide: '14:05' } } });
       expect(paid.result._meta?.['x402/payment-response']).toMatchObject({ success: true, transaction: expect.stringMatching(/^[0-9a-f]{64}$/), receiptId: expect.stringMatching(/^rcp_/) });
-      expect(toolCalls).toEqual(['Leixoes']);
+      expect(called()).toEqual(['Leixoes']);
       const receipt = await buyer.receipts.get(paid.receipt!.receiptId as string);
       expect(receipt).toMatchObject({ status: 'settled', resourceId: toolResourceId, amount: expect.stringMatching(/^0\.03/), evidence: 'local_simulation' });
       expect(await buyer.receipts.verifyOnLedger(receipt, { payer: agentWallet.publicKey(), payTo: tidesWallet.publicKey() })).toMatchObject({ ok: true });
@@ -177,7 +202,7 @@ describe('the agent route: any MCP client pays a local seller with its own walle
 
       // the budget is the agent's own: over its per-call limit its wrapper refuses before signing, the tool does not run
       await expect(buyer.payAndCallTool(client, 'call_paid_resource', { resourceId: toolResourceId, arguments: { harbour: 'Leixoes' } }, { maxAmount: '0.01' })).rejects.toMatchObject({ code: 'BUDGET_EXCEEDED' });
-      expect(toolCalls).toEqual(['Leixoes']);
+      expect(called()).toEqual(['Leixoes']);
     } finally {
       await client.close();
     }
