@@ -35,6 +35,7 @@ import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './do
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { createBazaar } from './domain/discovery/bazaar';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
+import { createBazaarListingRepository } from './data/bazaar-listing-repository';
 
 /** FACILITATOR_MIN_AMOUNT's default (config.ts), for callers of compose that give no facilitator options. */
 const DEFAULT_MIN_AMOUNT = '0.0001';
@@ -189,7 +190,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     resourceConformance: operations.resourceConformance,
     payments,
     discovery: discovery.service,
-    bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
+    bazaar: createBazaar({ repo: createObservedResourceRepository(db), catalog: createBazaarListingRepository(db), search: discovery.service.search, networks: opts.networks, localDevDomains: opts.localDevDomains, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
     facilitator: facilitator.service,
     facilitatorAddresses: facilitator.facilitatorAddresses,
     receipts: signedReceipts,

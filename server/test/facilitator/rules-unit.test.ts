@@ -32,6 +32,7 @@ import {
 } from '../../src/domain/facilitator/rules/offline';
 import { checkExactBalanceChanges, checkExpiry, checkSimulationSucceeded, simulationErrorCode, type SimulationOutcome } from '../../src/domain/facilitator/rules/simulation';
 import { checkCatalogTerms } from '../../src/domain/facilitator/catalog-terms';
+import { checkPaymentFlow } from '../../src/domain/facilitator/rules/flows';
 import { resolveRequired, type NetworkLookup, type PaymentRequirementsInput } from '../../src/domain/facilitator/check-payment';
 import type { ResourceTermsRef } from '../../src/domain/facilitator/types';
 
@@ -174,6 +175,9 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   ['networkSupported', 'requirements on stellar:futurenet', () => resolveRequired(networks, { ...requirements, network: 'stellar:futurenet' })],
   ['networkMatches', 'a testnet payload for pubnet requirements', () => checkProtocol(input(valid, { network: 'stellar:pubnet' }))],
   ['assetSupported', 'requirements in an asset that is not configured', () => resolveRequired(networks, { ...requirements, asset: { code: 'EURC', issuer: ISSUER } })],
+  ['paymentFlowSupported', 'requirements asking for the escrow flow', () => checkPaymentFlow({ paymentFlow: 'escrow' }, { paymentFlow: 'escrow' })],
+  ['paymentFlowSupported', 'requirements naming a flow x402 does not define', () => checkPaymentFlow({ paymentFlow: 'instant' }, { paymentFlow: 'instant' })],
+  ['paymentFlowSupported', 'a payload that accepted the upfront flow for authorization requirements', () => checkPaymentFlow({}, { paymentFlow: 'upfront' })],
   // 2. Structure
   ['decodable', 'bytes that are not a transaction envelope', () => checkOffline(input(valid, { transaction: 'AAAAAQ==' }), policy)],
   [

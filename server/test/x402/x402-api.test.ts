@@ -78,7 +78,7 @@ describe('the x402 v2 facilitator API', () => {
 
   it('the stock client reads what is supported: exact on stellar:testnet with sponsored fees, bazaar, the channel signers', async () => {
     const supported = await facilitator.getSupported();
-    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true } }]);
+    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true, paymentFlows: ['authorization', 'upfront'] } }]);
     expect(supported.extensions).toEqual(['bazaar']);
     expect(supported.signers['stellar:testnet']).toHaveLength(2);
   });

@@ -34,7 +34,7 @@ export function assertActsFor(principal: Principal, sellerId: string): void {
 
 /**
  * The operations a `payments` key may call: the facilitator face (verify, settle, supported, on /v1 and /x402, and
- * the x402 Bazaar list, which stock x402 clients call with the same auth headers), the signing keys of the attestations, and reads of the seller's own payments, settlements and receipts. Everything
+ * the x402 Bazaar list and search, which stock x402 clients call with the same auth headers), the signing keys of the attestations, and reads of the seller's own payments, settlements and receipts. Everything
  * else needs an `admin` key (403 FORBIDDEN).
  */
 export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
@@ -46,6 +46,7 @@ export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
   'getSupportedKinds',
   'getFacilitatorDescription',
   'listBazaarResources',
+  'searchBazaarResources',
   'getReceiptKeys',
   'listPayments',
   'getPayment',

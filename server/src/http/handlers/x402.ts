@@ -2,17 +2,14 @@ import type { Handlers } from '../operation-types';
 import type { HandlerServices } from './deps';
 import { DomainError } from '../../domain/errors';
 import { x402ReasonOfRule } from '../../domain/facilitator/rules/catalog';
+import { SUPPORTED_PAYMENT_FLOWS } from '../../domain/facilitator/rules/flows';
 import { x402Reason } from '../x402/reasons';
-import { toAtomic, translate, type X402Payload, type X402Requirements } from '../x402/translate';
-import { presentDiscoveryPage } from '../presenters-discovery';
-import { clampPaging } from '../../domain/discovery/bazaar';
+import { translate, type X402Payload, type X402Requirements } from '../x402/translate';
+import { clampPaging, type BazaarFilters } from '../../domain/discovery/bazaar';
 
-type X402Handlers = Pick<Handlers, 'getSupportedKinds' | 'getFacilitatorDescription' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources'>;
+type X402Handlers = Pick<Handlers, 'getSupportedKinds' | 'getFacilitatorDescription' | 'verifyPaymentPayload' | 'settlePaymentPayload' | 'listBazaarResources' | 'searchBazaarResources'>;
 
-/** How many catalog entries the Bazaar list walks at most (offset pagination over our cursor pages). */
-const BAZAAR_WINDOW = 1000;
 const X402_VERSION = 2;
-const ANNOUNCED_TIMEOUT_SECONDS = 300;
 
 function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: string; message: string } {
   const rule = err.details[0]?.code;
@@ -25,12 +22,15 @@ function failure(err: DomainError, operation: 'verify' | 'settle'): { reason: st
  * the same records and guarantees.
  */
 export function x402Handlers(deps: HandlerServices): X402Handlers {
-  /** The x402 v2 SupportedResponse, read now: /x402/supported and /.well-known/x402 both answer it. */
+  /**
+   * The x402 v2 SupportedResponse, read now: /x402/supported and /.well-known/x402 both answer it. Each kind declares
+   * the payment flows it settles in `extra.paymentFlows` (issue #30; rules/flows.ts says why not `escrow`).
+   */
   function supported() {
     const kinds = deps.networks
       .list()
       .filter((n) => n.settlementEnabled)
-      .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true } }));
+      .map((n) => ({ x402Version: X402_VERSION, scheme: 'exact', network: n.network, extra: { areFeesSponsored: true, paymentFlows: [...SUPPORTED_PAYMENT_FLOWS] } }));
     const signers: Record<string, string[]> = {};
     for (const n of deps.networks.list()) {
       const addresses = [...deps.facilitatorAddresses(n.network)];
@@ -82,7 +82,7 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
         };
         const base = { payer: payer ?? '', transaction: outcome.settlement.transactionHash, network: outcome.settlement.network, extensions };
         // Issue #21: the Bazaar learns from the settled payment's `bazaar` extension (never throws).
-        if (settled) await deps.bazaar?.observeSettledPayment({ network, payTo: String(body.paymentRequirements.payTo), payer: payer ?? '', resourceUrl: payload.resource?.url, bazaarExtension: payload.extensions?.bazaar, amount: String(body.paymentRequirements.amount), asset: String(body.paymentRequirements.asset), transaction: outcome.settlement.transactionHash, description: payload.resource?.description, mimeType: payload.resource?.mimeType });
+        if (settled) await deps.bazaar?.observeSettledPayment({ network, payTo: String(body.paymentRequirements.payTo), payer: payer ?? '', resourceUrl: payload.resource?.url, bazaarExtension: payload.extensions?.bazaar, amount: String(body.paymentRequirements.amount), asset: String(body.paymentRequirements.asset), transaction: outcome.settlement.transactionHash, description: payload.resource?.description, mimeType: payload.resource?.mimeType, resourceInfo: payload.resource, extensionKeys: Object.keys(payload.extensions ?? {}) });
         if (settled) return { status: 200, body: { success: true, ...base } };
         // Only when the RPC could not tell within the transaction's time bound (unreachable): not final yet.
         return { status: 202, body: { success: false, errorReason: 'settlement_pending', errorMessage: 'The ledger RPC did not answer within the transaction\'s time bound; the confirmation worker records the outcome.', ...base } };
@@ -93,47 +93,24 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
       }
     },
 
-    async listBazaarResources(ctx) {
-      const { type } = ctx.query;
-      const { limit, offset } = clampPaging(ctx.query.limit, ctx.query.offset); // issue #21: clamped, never refused
-      const page = async (c: string | undefined) => presentDiscoveryPage(await deps.discovery.list(type ? { type } : {}, { cursor: c, limit: 100 }));
-      const walked: Awaited<ReturnType<typeof page>>['resources'] = [];
-      let cursor: string | undefined;
-      for (;;) {
-        const body = await page(cursor);
-        walked.push(...body.resources);
-        if (!body.nextCursor || walked.length >= BAZAAR_WINDOW) break;
-        cursor = body.nextCursor;
-      }
-      const window = walked.slice(0, BAZAAR_WINDOW);
-      const items = window.slice(offset, offset + limit).map((r) => {
-        const asset = deps.networks.asset(r.network, r.assetCode, r.assetIssuer);
-        return {
-          resource: r.url,
-          type: r.type,
-          x402Version: X402_VERSION,
-          accepts: asset
-            ? [{ scheme: 'exact', network: r.network, asset: asset.contractId, amount: toAtomic(r.amount), payTo: r.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }]
-            : [],
-          lastUpdated: ulidTime(r.id),
-          // Issue #29: whether the host is proven, and the seller's words labelled as untrusted data.
-          metadata: { resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status, hostVerified: r.hostVerified, untrusted: true },
-        };
-      });
-      // Issue #21: after the cataloged window, the observed resources (learned from settled payments), by usage.
-      const observed = deps.bazaar ? await deps.bazaar.observedItems(type, Math.max(0, offset - window.length), Math.max(0, offset + limit - Math.max(offset, window.length))) : { items: [], total: 0 };
-      return { status: 200, body: { x402Version: X402_VERSION, items: [...items, ...observed.items], pagination: { limit, offset, total: window.length + observed.total } } };
+    async listBazaarResources({ query }) {
+      // Issue #30: integers out of range are clamped, never refused (a non-integer is 400 by the contract).
+      const { limit, offset } = clampPaging(query.limit, query.offset);
+      const empty = { items: [], total: 0 };
+      const page = deps.bazaar ? await deps.bazaar.list(bazaarFilters(query), offset, limit) : empty;
+      return { status: 200, body: { x402Version: X402_VERSION, items: page.items, pagination: { limit, offset, total: page.total } } };
     },
 
+    async searchBazaarResources({ query }) {
+      const { limit } = clampPaging(query.limit, 0);
+      const found = deps.bazaar ? await deps.bazaar.search(query.query, bazaarFilters(query), { cursor: query.cursor, limit }) : { resources: [], partialResults: false, cursor: null, unappliedFilters: [] };
+      const { cursor, ...rest } = found;
+      return { status: 200, body: { x402Version: X402_VERSION, ...rest, pagination: { limit, cursor } } };
+    },
   };
 }
 
-const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-
-/** The creation time a prefixed ULID carries (its first 10 characters), ISO 8601. */
-function ulidTime(id: string): string {
-  const ulid = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11).toUpperCase();
-  let ms = 0;
-  for (const ch of ulid) ms = ms * 32 + Math.max(0, CROCKFORD.indexOf(ch));
-  return new Date(ms).toISOString();
+/** The x402 list/search filter parameters as the Bazaar's filters (`extensions` names one extension key). */
+function bazaarFilters(q: { type?: 'http' | 'mcp'; payTo?: string; scheme?: string; network?: string; extensions?: string }): BazaarFilters {
+  return { type: q.type, payTo: q.payTo, scheme: q.scheme, network: q.network, extension: q.extensions };
 }

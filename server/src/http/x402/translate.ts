@@ -1,6 +1,7 @@
 import { DomainError } from '../../domain/errors';
 import { MAX_AMOUNT_STROOPS, formatAmount, toStroops } from '../../domain/amount';
 import { addressOf, decodePayment } from '../../domain/facilitator/rules/decode';
+import { checkPaymentFlow } from '../../domain/facilitator/rules/flows';
 import type { PaymentPayloadInput, PaymentRequirementsInput } from '../../domain/facilitator/verify-payment';
 import type { NetworkRegistry, RegisteredAsset } from '../../domain/network-registry';
 
@@ -50,6 +51,8 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   const amountStroops = BigInt(requirements.amount);
   if (amountStroops <= 0n || amountStroops > MAX_AMOUNT_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
   const accepted = payload.accepted;
+  // Issue #30: the payment flow (extra.paymentFlow) must be one we settle (rules/flows.ts).
+  checkPaymentFlow(requirements.extra, accepted?.extra);
   if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
   if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
   const required = assetByContract(networks, requirements.network, requirements.asset);

@@ -15,6 +15,7 @@ export const RULES = {
   networkSupported: rule('protocol.network_supported', 'UNSUPPORTED_NETWORK', 'invalid_network', 'the network MUST be one this facilitator serves'),
   networkMatches: rule('protocol.network_matches', 'INVALID_PAYMENT_PAYLOAD', 'network_mismatch', 'payload network MUST match requirements.network'),
   assetSupported: rule('protocol.asset_supported', 'UNSUPPORTED_ASSET', 'invalid_exact_stellar_payload_wrong_asset', 'requirements.asset MUST be a configured SEP-41 asset'),
+  paymentFlowSupported: rule('protocol.payment_flow_supported', 'INVALID_REQUEST', 'unsupported_payment_flow', 'requirements.extra.paymentFlow (and the payload\'s accepted one), when present, MUST be a flow this facilitator settles for `exact` on Stellar: `authorization` or `upfront`; `escrow` and unknown flows are refused (escrow needs an escrow contract the scheme does not define)'),
   // 2. Transaction structure
   decodable: rule('structure.decodable', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_malformed', 'the payload MUST be valid base64 XDR'),
   plainTransaction: rule('structure.plain_transaction', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_malformed', 'the transaction MUST be a plain v1 transaction envelope'),
