@@ -1424,8 +1424,9 @@ export interface components {
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
-             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process, marketplace
+             *     traffic only (the conformance runner's own test settlements are left out). (The operator dashboard's
+             *     `settlement.settled` counts only the settle calls of one process since it started, the runner's included.)
              */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */

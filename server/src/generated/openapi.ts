@@ -3190,8 +3190,9 @@ export interface components {
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
-             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process, marketplace
+             *     traffic only (the conformance runner's own test settlements are left out). (The operator dashboard's
+             *     `settlement.settled` counts only the settle calls of one process since it started, the runner's included.)
              */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */
@@ -3397,10 +3398,12 @@ export interface components {
                 p50Ms: number | null;
                 p95Ms: number | null;
                 /**
-                 * @description Settle calls that succeeded in THIS process since it started (a process metric: it restarts at 0 and
-                 *     each process of a cluster counts its own). `/v1/stats` `networks[].successfulSettlements` counts every
-                 *     settlement recorded in the database, all time and every process, so the two differ after a restart or
-                 *     with `WEB_CONCURRENCY` > 1; the dashboard labels this one "since this process started".
+                 * @description Settle calls that succeeded in THIS process since it started, every network, the conformance runner's
+                 *     own test settlements included (a process metric: it restarts at 0 and each process of a cluster counts
+                 *     its own). `/v1/stats` `networks[].successfulSettlements` counts every settlement recorded in the
+                 *     database, all time and every process, marketplace traffic only (without the runner's), so the two differ
+                 *     after a restart, with `WEB_CONCURRENCY` > 1 or once the runner has settled; the dashboard labels this one
+                 *     "since this process started".
                  */
                 settled: number;
                 failed: number;

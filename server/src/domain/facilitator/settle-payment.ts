@@ -321,7 +321,7 @@ export function createSettlePayment(deps: SettleDeps) {
           await deps.attempts.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
           throw refuse(RULES.notExpired, `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ${prepared.simulation.latestLedger})`);
         }
-        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation);
+        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, assetCode: c.required.asset.code });
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
       checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
