@@ -35,6 +35,8 @@ import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { createBazaar } from './domain/discovery/bazaar';
+import { createPaymentIdentifiers } from './domain/facilitator/payment-identifier';
+import { createPaymentIdentifierRepository } from './data/payment-identifier-repository';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
 import { createBazaarListingRepository } from './data/bazaar-listing-repository';
 
@@ -164,6 +166,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
     partiesOf: (id) => facilitator.partiesOf(id),
+    feesOf: (id) => facilitator.feesOf(id),
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });
@@ -199,6 +202,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     bazaar: createBazaar({ repo: createObservedResourceRepository(db), catalog: createBazaarListingRepository(db), search: discovery.service.search, trustOf: (ids) => trust.service.trustOf(ids), networks: opts.networks, localDevDomains: opts.localDevDomains, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
     facilitator: facilitator.service,
     facilitatorAddresses: facilitator.facilitatorAddresses,
+    paymentIdentifiers: createPaymentIdentifiers({ store: createPaymentIdentifierRepository(db) }),
     receipts: signedReceipts,
     conformance: operations.conformance,
     dashboard: operations.dashboard,

@@ -6,7 +6,7 @@ import type { DiscoveryItem } from '../domain/discovery/types';
 
 type Row = Record<string, unknown>;
 
-/** The listing columns (as data/discovery-repository.ts's items) plus the Bazaar's details, over `d`, `r`, `s`. */
+/** The listing columns (as data/search-repository.ts's items) plus the Bazaar's details, over `d`, `r`, `s`. */
 const COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.name, d.description, d.url,
   d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
   d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status, d.host_verified AS "hostVerified",

@@ -2,6 +2,7 @@ import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { normalizeAmount } from '../domain/amount';
 import type { LivenessState, LivenessTarget, Trust, TrustRepository } from '../domain/trust/types';
+import { scoresSql } from './search-index-repository';
 
 type Row = Record<string, unknown>;
 
@@ -123,6 +124,8 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
           driftKinds, drift.map((d) => d.listed), drift.map((d) => d.observed),
         ]);
         await q(FLAGS_SQL, [target.id, state.dropped]);
+        // The flags move the static score (the demotion) and the postings' ranks: rewritten now when they changed.
+        await q(scoresSql('d.resource_id = $1'), [target.id]);
       });
     },
 
@@ -139,6 +142,7 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
           WHERE x.resource_id = d.resource_id AND d.price_outlier IS DISTINCT FROM x.outlier`,
         [factor, minComparables],
       );
+      if (rowCount > 0) await pgQuery(db, scoresSql('d.price_outlier OR d.static_score < 0'), []);
       return rowCount;
     },
 
@@ -197,6 +201,7 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
             WHERE d.resource_id = $1`,
           { bind: [resourceId], transaction },
         );
+        await db.query(scoresSql('d.resource_id = $1'), { bind: [resourceId], transaction });
         return rows.length;
       });
     },

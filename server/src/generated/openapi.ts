@@ -389,7 +389,7 @@ export interface paths {
         };
         /**
          * Search resources
-         * @description Ranked recall over active cataloged resources (strategy `pg-fts-recall-v4`): a query of plain words finds
+         * @description Ranked recall over active cataloged resources (strategy `pg-impact-v5`): a query of plain words finds
          *     resources matching some of its words, ranked by how many and how well they match (name > tags and MCP tool
          *     name > description > URL and schema text; English stemming, prefix match of the last word, typo tolerance, a
          *     maintained synonym table), plus metadata quality, type, network, asset, price, seller verification, uptime,
@@ -402,8 +402,9 @@ export interface paths {
          *     payers who paid at least the cataloged price, weighted by what they paid at it (dust from fresh wallets counts
          *     nothing).
          *
-         *     **Bounded candidates**: every match of the query's rare words is ranked; of the resources matching only its
-         *     common words, the 300 best by the query-independent signals are. The trade: such a match outside that set is
+         *     **Bounded candidates**: every match of the query's rare words is ranked; of each common word, the 300 best
+         *     matches by the field it matches in plus the query-independent signals are (after the filters and the quoted
+         *     phrases, so a filter never empties a page the bound would have filled). The trade: a match outside those sets is
          *     not returned however relevant its text; narrow the query or add filters to reach it. Pages neither repeat nor
          *     skip while the index is unchanged.
          *
@@ -1035,6 +1036,17 @@ export interface paths {
          *
          *     A body that is not the x402 shape answers `400` in the error envelope.
          *
+         *     **payment-identifier** (`paymentPayload.extensions["payment-identifier"].info.id`, 16-128 characters of
+         *     `A-Z a-z 0-9 - _`): looked up before anything is verified, scoped to the caller (the key's seller, the operator,
+         *     or an anonymous client's address) and the payer. The same id with the same payload and terms answers the stored
+         *     answer (status, body and headers as first given); the same id with another payload or other terms (scheme,
+         *     network, asset, amount, payTo, resource URL) answers `409 CONFLICT`; `info.required: true` without an id, or a
+         *     malformed id, answers `400 INVALID_REQUEST`. Stored: final answers only (`isValid: true`), for 24 hours,
+         *     at most 1,000 per scope.
+         *
+         *     **EXTENSION-RESPONSES** header: base64 JSON of the extension outcomes (`bazaar`: `success`, `processing` or
+         *     `rejected` with `rejectedReason`).
+         *
          *     **Who may call:** anyone; a key is optional. Usually a stock x402 resource server (`@x402/express`).
          */
         post: operations["verifyPaymentPayload"];
@@ -1066,13 +1078,30 @@ export interface paths {
          *     `PAYEE_NOT_SELLER`; nothing is submitted.
          *
          *     Answers are final: `success: true` only when the transfer is confirmed, a failure only when it can no longer
-         *     land (the ledger refused it or a ledger closed past its time bound). `202` with `success: false`,
-         *     `errorReason: settlement_pending` and the hash comes only when the RPC did not answer within the transaction's
-         *     time bound (do not deliver yet; the worker records the outcome). Failures answer `200` with `success: false`,
+         *     land (the ledger refused it or a ledger closed past its time bound). The one non-terminal answer (x402 spec v2,
+         *     `@x402/core` >= 2.24) is `200` with `success: false`, `errorReason: settlement_pending` and the submitted
+         *     `transaction` and `network`, only when the RPC did not answer within the transaction's time bound: do not deliver
+         *     yet, and settle the same payload again (the stock server retries once, at once). That retry, in any process of
+         *     the service, never builds or submits a transaction: it asks the ledger about the one submitted (up to a grace)
+         *     and the first retry to find its fate gets the final answer (`success: true` with the same transaction, or the
+         *     failure); still undecided, `settlement_pending` again. Any later settle of the payload is `duplicate_settlement`.
+         *     Failures answer `200` with `success: false`,
          *     the failing rule's x402 reason and `errorMessage` `CODE: message`. An authorization already settled answers
          *     `duplicate_settlement`: one signed payment buys one delivery. `extensions.marketplace.attestation` carries the
          *     facilitator's settlement attestation (JWS, `typ: x402-facilitator-attestation`). Local simulation on the local
          *     network.
+         *
+         *
+         *     **payment-identifier** (`paymentPayload.extensions["payment-identifier"].info.id`, 16-128 characters of
+         *     `A-Z a-z 0-9 - _`): looked up before anything is verified, scoped to the caller (the key's seller, the operator,
+         *     or an anonymous client's address) and the payer. The same id with the same payload and terms answers the stored
+         *     answer (status, body and headers as first given); the same id with another payload or other terms (scheme,
+         *     network, asset, amount, payTo, resource URL) answers `409 CONFLICT`; `info.required: true` without an id, or a
+         *     malformed id, answers `400 INVALID_REQUEST`. Stored: final answers only (`success: true`), for 24 hours,
+         *     at most 1,000 per scope.
+         *
+         *     **EXTENSION-RESPONSES** header: base64 JSON of the extension outcomes (`bazaar`: `success`, `processing` or
+         *     `rejected` with `rejectedReason`).
          *
          *     **Who may call:** anyone for a cataloged resource; the `payTo` seller (or the operator) for an uncataloged URL.
          */
@@ -2560,7 +2589,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-recall-v4
+                 * @example pg-impact-v5
                  */
                 strategy: string;
             };
@@ -3263,8 +3292,9 @@ export interface components {
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
-             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process, marketplace
+             *     traffic only (the conformance runner's own test settlements are left out). (The operator dashboard's
+             *     `settlement.settled` counts only the settle calls of one process since it started, the runner's included.)
              */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */
@@ -3470,10 +3500,12 @@ export interface components {
                 p50Ms: number | null;
                 p95Ms: number | null;
                 /**
-                 * @description Settle calls that succeeded in THIS process since it started (a process metric: it restarts at 0 and
-                 *     each process of a cluster counts its own). `/v1/stats` `networks[].successfulSettlements` counts every
-                 *     settlement recorded in the database, all time and every process, so the two differ after a restart or
-                 *     with `WEB_CONCURRENCY` > 1; the dashboard labels this one "since this process started".
+                 * @description Settle calls that succeeded in THIS process since it started, every network, the conformance runner's
+                 *     own test settlements included (a process metric: it restarts at 0 and each process of a cluster counts
+                 *     its own). `/v1/stats` `networks[].successfulSettlements` counts every settlement recorded in the
+                 *     database, all time and every process, marketplace traffic only (without the runner's), so the two differ
+                 *     after a restart, with `WEB_CONCURRENCY` > 1 or once the runner has settled; the dashboard labels this one
+                 *     "since this process started".
                  */
                 settled: number;
                 failed: number;
@@ -3612,7 +3644,8 @@ export interface components {
          *         }
          *       ],
          *       "extensions": [
-         *         "bazaar"
+         *         "bazaar",
+         *         "payment-identifier"
          *       ],
          *       "signers": {
          *         "stellar:*": [
@@ -3716,13 +3749,14 @@ export interface components {
         /**
          * @description x402 v2 `VerifyResponse`. A payment that fails a check is `isValid: false` with the x402 reason string
          *     (`invalidReason`, mapped from our error code, see the table in the operation) and our code and message in
-         *     `invalidMessage`; `extensions.marketplace` names the recorded payment attempt.
+         *     `invalidMessage`. A valid payment carries, under `extensions`, the extension outcomes of the `EXTENSION-RESPONSES`
+         *     header (`bazaar`: `processing` when its discovery info validates, `rejected` with `rejectedReason` otherwise).
          * @example {
          *       "isValid": true,
          *       "payer": "GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6",
          *       "extensions": {
-         *         "marketplace": {
-         *           "paymentAttemptId": "pay_01JD7A1B2C3D4E5F6G7H8J9K0M"
+         *         "bazaar": {
+         *           "status": "processing"
          *         }
          *       }
          *     }
@@ -3735,6 +3769,9 @@ export interface components {
             extensions?: {
                 [key: string]: unknown;
             };
+            extra?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description x402 v2 `SettleResponse`. `success` is true only when the transfer is confirmed on the ledger. On failure
@@ -3742,6 +3779,10 @@ export interface components {
          *     a transaction was submitted, else "". `extensions.marketplace` carries the receipt id, the payment attempt id,
          *     the evidence label and, once confirmed, the facilitator's settlement attestation (`attestation`, a compact JWS
          *     with `typ: x402-facilitator-attestation`; see the Receipt schema). It is not an x402 offer-and-receipt receipt.
+         *     The extension outcomes of the `EXTENSION-RESPONSES` header (`bazaar`) are repeated under `extensions`. A confirmed
+         *     settlement carries `amount` (atomic units settled) and `extra.ledger` (the ledger it was confirmed in).
+         *     `errorReason: settlement_pending` is not a failure but a non-terminal answer: `transaction` and `network` name the
+         *     submitted transaction; settle the same payload again (the stock server's automatic retry) for the final answer.
          * @example {
          *       "success": true,
          *       "payer": "GBUKOFF6FX6767LKKOD3P7KAS43I3Z7CNUBPCVHUVBCG2ZSXH2JMNAX6",
@@ -3763,6 +3804,12 @@ export interface components {
             payer?: string;
             transaction: string;
             network: string;
+            /** @description The amount settled, atomic units (stroops); on a confirmed settlement. */
+            amount?: string;
+            /** @description Scheme facts of a confirmed settlement (`ledger`). */
+            extra?: {
+                [key: string]: unknown;
+            };
             extensions?: {
                 [key: string]: unknown;
             };
@@ -4339,6 +4386,12 @@ export interface components {
          * @example 12
          */
         RateLimitReset: number;
+        /**
+         * @description x402 extension outcomes (coinbase/x402 `specs/extensions/bazaar.md`): base64 of a JSON object keyed by extension
+         *     name. `bazaar`: `{status: success | processing | rejected, rejectedReason?}`. Absent when the payload carries no
+         *     extension with an outcome, and on failures.
+         */
+        ExtensionResponses: string;
     };
     pathItems: never;
 }
@@ -5828,6 +5881,7 @@ export interface operations {
             /** @description The verification result, valid or not. */
             200: {
                 headers: {
+                    "EXTENSION-RESPONSES": components["headers"]["ExtensionResponses"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5836,6 +5890,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
@@ -5854,18 +5909,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The settlement result (success or failure). */
+            /** @description The settlement result (success, failure, or the non-terminal `settlement_pending`). */
             200: {
                 headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["X402SettleResponse"];
-                };
-            };
-            /** @description Submitted, not yet confirmed (`success` false, `errorReason` settlement_pending). */
-            202: {
-                headers: {
+                    "EXTENSION-RESPONSES": components["headers"]["ExtensionResponses"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5874,6 +5921,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

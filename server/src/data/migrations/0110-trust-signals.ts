@@ -14,8 +14,8 @@ import type { Migration } from './types';
  * - `search_documents` carries the flags the ranking and the filters read (`live`, `dead_since`,
  *   `liveness_dropped`, `owner_verified`, `price_drift`, `payout_changed`, `price_outlier`), written by the
  *   liveness worker, and `self_dealt` (most of its settled calls came from wallets its seller controls), written with
- *   the other signals; and the static score gains the demotion term: 4 (RANKING_WEIGHTS.demotion, above every
- *   positive term's sum, 2 + 1.65) is subtracted from a listing that is dead, drifted, priced as a decoy or
+ *   the other signals. The static score (written from RANKING_WEIGHTS by data/search-index-repository.ts since
+ *   migration 0100) subtracts RANKING_WEIGHTS.demotion's 4 from a listing that is dead, drifted, priced as a decoy or
  *   self-dealt, so it ranks below every listing that is not, on any host tier.
  */
 export const migration: Migration = {
@@ -74,18 +74,6 @@ export const migration: Migration = {
         ADD COLUMN price_outlier boolean NOT NULL DEFAULT false,
         ADD COLUMN self_dealt boolean NOT NULL DEFAULT false;
 
-      ALTER TABLE search_documents ALTER COLUMN static_score SET EXPRESSION AS (CAST(
-          0.08 * metadata_quality
-        + 0.07 * schema_completeness
-        + 0.1 * (CASE WHEN seller_verified THEN 1.0 ELSE 0.0 END)
-        + 0.05 * COALESCE(uptime, 0.5)
-        + 0.08 * COALESCE(settlement_success, 0.5)
-        + 0.03 * (CASE type WHEN 'http' THEN 1.0 ELSE 0.8 END)
-        + 0.03 * (CASE network WHEN 'stellar:pubnet' THEN 1.0 ELSE 0.8 END)
-        + 0.03 * (CASE WHEN asset_code IN ('USDC', 'EURC') THEN 1.0 ELSE 0.5 END)
-        + 0.03 * CAST(1 / (1 + 10 * amount) AS float8)
-        - 4.0 * (CASE WHEN live IS FALSE OR price_drift OR payout_changed OR price_outlier OR self_dealt THEN 1.0 ELSE 0.0 END)
-      AS double precision));
     `);
   },
 };

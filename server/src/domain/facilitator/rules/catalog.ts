@@ -27,7 +27,8 @@ export const RULES = {
   amount: rule('structure.amount_is_required', 'AMOUNT_MISMATCH', 'invalid_exact_stellar_payload_wrong_amount', 'argument 2 (amount) MUST equal requirements.amount'),
   declaredTerms: rule('structure.declared_terms_match', 'INVALID_PAYMENT_PAYLOAD', 'invalid_payload', '/v1 only: the payload\'s declared amount, payTo, asset, payer and expiresAtLedger MUST be the signed ones'),
   // 3. Authorization entries
-  addressCredentials: rule('auth.address_credentials_only', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST use sorobanCredentialsAddress only'),
+  addressCredentials: rule('auth.address_credentials_only', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST use address credentials, sorobanCredentialsAddress or its CAP-71 V2 sorobanCredentialsAddressV2; source-account credentials are refused'),
+  noDelegatedCredentials: rule('auth.no_delegated_credentials', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST NOT use CAP-71 delegated credentials (sorobanCredentialsAddressWithDelegates): the payment is the payer\'s own signed authorization, not its delegates\''),
   signedByFrom: rule('auth.entry_for_from', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_missing_payer_auth', 'the transaction MUST carry the signed auth entry of the `from` address, authorizing exactly this call'),
   noSubInvocations: rule('auth.no_sub_invocations', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_sub_invocations', 'the rootInvocation MUST NOT contain subInvocations'),
   signatures: rule('auth.signatures_verify', 'INVALID_SIGNATURE', 'invalid_exact_stellar_payload_missing_payer_signature', 'all required signers MUST have signed (offline ed25519 pre-check; the simulation checks weights)'),
