@@ -68,7 +68,7 @@ const SHARED = [
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
 const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir), ...SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to)];
 const DOCS = 'docs/index.html';
-const EXPECTED_OPERATIONS = 45; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20) + the facilitator's /.well-known/x402 (issue #30)
+const EXPECTED_OPERATIONS = 46; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20) + the facilitator's /.well-known/x402 (issue #30) + the Bazaar search (issue #30)
 
 const args = new Set(process.argv.slice(2));
 const CHECK = args.has('--check');

@@ -29,6 +29,7 @@ const SUITES = {
       'server/test/reliability/shutdown-under-load.test.ts', // a load generator against a shutting-down service
       'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load
       'server/test/reliability/two-processes.test.ts', // two server processes on one database
+      'server/test/reliability/x402-settlement-pending.test.ts', // two server processes, a restart, RPC stalls past time bounds
       'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms
       'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds
       'server/test/facilitator/channel-pool.test.ts', // two instances settling in parallel against 40 ms ledgers
@@ -37,6 +38,7 @@ const SUITES = {
       'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
       'server/test/main/compiled-start.test.ts', // compiles the server (tsc) and starts the build
       'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
+      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger

@@ -34,7 +34,7 @@ export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './p
 export { toStroops, fromStroops } from './core/amounts.js';
 export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
 export { payAndCallTool, paymentRequiredOf, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
-export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
+export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, MCP_TOOL_ERROR_CODES, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
 export { type McpMetricsSink } from './mcp/metrics.js';
 
 type Schemas = components['schemas'];

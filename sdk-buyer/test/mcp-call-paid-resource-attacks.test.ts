@@ -101,6 +101,23 @@ describe('call_paid_resource against sellers that change their terms or point in
     await eventually(async () => a.buyer.budget.spent === '0.0500000');
   });
 
+  it('when the server is built without perCallLimit, an agent\'s maxAmount above the buyer\'s own per-call budget cannot raise it (BUDGET_EXCEEDED, nothing moves), and get_budget shows the payer\'s own limits', async () => {
+    const s = await seller('raise-limit-shop.test', '0.5');
+    const buyer = createBuyerClient({ baseUrl: m.baseUrl, fetch: loopbackFetch, payment: { signer: buyerKey, budget: { perCall: '0.1', total: '2' } } });
+    const [a, b] = InMemoryTransport.createLinkedPair();
+    await createMarketplaceMcpServer({ marketplace: buyer, payer: buyer, fetch: loopbackFetch, allowPrivateNetworks: true }).connect(b);
+    const client = new Client({ name: 'agent', version: '1.0.0' });
+    await client.connect(a);
+    stops.push(() => client.close());
+    const before = m.network.balance(buyerKey.publicKey(), 'USDC');
+    const out = await client.callTool({ name: 'call_paid_resource', arguments: { resourceId: s.resourceId, maxAmount: '1' } });
+    expect(out.isError).toBe(true);
+    expect(out.structuredContent).toMatchObject({ error: { code: 'BUDGET_EXCEEDED' } });
+    expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe(before);
+    const budget = await client.callTool({ name: 'get_budget', arguments: {} });
+    expect(budget.structuredContent).toEqual({ perCall: '0.1000000', total: '2.0000000', committed: '0.0000000', spent: '0.0000000', released: '0.0000000', remaining: '2.0000000', heldBy: 'server' });
+  });
+
   it('by default a seller URL that resolves to a loopback address is refused (ADDRESS_NOT_ALLOWED) before anything is sent', async () => {
     const s = await seller('inward-shop.test', '0.05');
     const a = await agent({ lookup: async () => ['127.0.0.1'] });

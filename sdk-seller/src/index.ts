@@ -25,7 +25,8 @@ export { PaywallConfigurationError } from './paywall/seller-checks.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
 export { createReceiptKey, createReceiptSigner, receiptKeyProof, type ReceiptKey, type ReceiptKeyProof, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
-export { paidTool, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
+export { adaptStellarServerScheme, adaptStellarClientScheme, STELLAR_EXACT_PAYMENT_FLOWS, STELLAR_DEFAULT_ASSETS, STELLAR_DEFAULT_ASSET_TRANSFER_METHOD, type X402PaymentFlow, type X402PaymentFlowTable, type StellarDefaultAsset, type StellarServerSchemeMembers, type StellarClientSchemeMembers } from './x402/stock-stellar.js';
+export { paidTool, PAID_TOOL_INSTRUCTIONS, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
 
 type Schemas = components['schemas'];

@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
-import { createSellerClient, paidTool, statelessMcpHandler } from '../src';
+import { createSellerClient, paidTool, PAID_TOOL_INSTRUCTIONS, statelessMcpHandler } from '../src';
 
 /** paymentCase with an expiry inside the facilitator's window (maxTimeoutSeconds / ledger seconds + 2) unless set. */
 const paymentWithin = (e: FacilitatorEnv, ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never) => {
@@ -55,6 +55,7 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
         { client: sellerClient, resourceId, description: 'Hourly forecast', inputSchema: { city: z.string().max(64) }, outputSchema: { city: z.string(), temperatureC: z.number() } },
         async ({ city }, payment) => {
           calls.push(`forecast:${city}:${payment.payer === buyer.publicKey()}`);
+          if (city === 'bad-shape') return { content: [{ type: 'text', text: 'no temperature' }], structuredContent: { city } };
           return { content: [{ type: 'text', text: `${city}: 21.5 C` }], structuredContent: { city, temperatureC: 21.5 } };
         },
       );
@@ -106,6 +107,27 @@ describe('paidTool: a paid tool of the seller MCP server (x402 MCP transport)', 
     });
     expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual(result.structuredContent);
     expect(calls).toEqual([]);
+  });
+
+  it('a stock client (Client.callTool, which checks structuredContent against the advertised outputSchema even on errors) reads the PaymentRequired of the first call instead of a schema error; the server tells how to pay in its instructions', async () => {
+    expect(client.getInstructions()).toBe(PAID_TOOL_INSTRUCTIONS);
+    expect(client.getInstructions()).toContain('params._meta["x402/payment"]');
+    const forecast = (await client.listTools()).tools.find((t) => t.name === 'forecast')!;
+    expect(forecast.outputSchema).toMatchObject({ type: 'object', properties: { city: { type: 'string' }, temperatureC: { type: 'number' } } });
+    const first = await client.callTool({ name: 'forecast', arguments: { city: 'Braga' } });
+    expect(first.isError).toBe(true);
+    expect(first.structuredContent).toMatchObject({ x402Version: 2, error: 'PAYMENT_REQUIRED', accepts: [expect.objectContaining({ scheme: 'exact', payTo })] });
+    expect(calls).toEqual([]);
+  });
+
+  it('a paid answer that breaks the declared outputSchema is still refused and not charged, although the advertised schema admits the PaymentRequired', async () => {
+    const before = env.network.balance(buyer.publicKey(), 'USDC');
+    const c = await paymentWithin(env, buyer, payTo, '0.25');
+    const result = await call('forecast', { city: 'bad-shape' }, c.payload);
+    expect(result.isError).toBe(true);
+    expect((result.content[0] as { text: string }).text).toContain('breaks its output schema: not charged');
+    await sleep(300);
+    expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe(before);
   });
 
   it('a valid payment in _meta is verified, the tool runs, the payment is settled and the settlement is in _meta["x402/payment-response"]', async () => {

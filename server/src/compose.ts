@@ -34,7 +34,10 @@ import { createReceiptKeyRepository } from './data/receipt-key-repository';
 import { createReceiptSigner, generateReceiptKeyPem, type PublicJwk } from './domain/receipts/receipt-signer';
 import { createSignedReceipts } from './domain/receipts/signed-receipts';
 import { createBazaar } from './domain/discovery/bazaar';
+import { createPaymentIdentifiers } from './domain/facilitator/payment-identifier';
+import { createPaymentIdentifierRepository } from './data/payment-identifier-repository';
 import { createObservedResourceRepository } from './data/observed-resource-repository';
+import { createBazaarListingRepository } from './data/bazaar-listing-repository';
 
 /** FACILITATOR_MIN_AMOUNT's default (config.ts), for callers of compose that give no facilitator options. */
 const DEFAULT_MIN_AMOUNT = '0.0001';
@@ -158,6 +161,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     signer: receiptSigner,
     sharedKeys: () => receiptKeys.list(),
     partiesOf: (id) => facilitator.partiesOf(id),
+    feesOf: (id) => facilitator.feesOf(id),
     assetContract: (network, code, issuer) => opts.networks.asset(network, code, issuer)?.contractId ?? null,
     resourceUrlOf: async (id) => (await resources.get(id).catch(() => null))?.url ?? null,
   });
@@ -189,9 +193,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     resourceConformance: operations.resourceConformance,
     payments,
     discovery: discovery.service,
-    bazaar: createBazaar({ repo: createObservedResourceRepository(db), networks: opts.networks, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
+    bazaar: createBazaar({ repo: createObservedResourceRepository(db), catalog: createBazaarListingRepository(db), search: discovery.service.search, networks: opts.networks, localDevDomains: opts.localDevDomains, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
     facilitator: facilitator.service,
     facilitatorAddresses: facilitator.facilitatorAddresses,
+    paymentIdentifiers: createPaymentIdentifiers({ store: createPaymentIdentifierRepository(db) }),
     receipts: signedReceipts,
     conformance: operations.conformance,
     dashboard: operations.dashboard,

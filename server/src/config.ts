@@ -3,6 +3,7 @@
  * value stops the process with one clear message per variable.
  */
 import { DEFAULT_FEE_BUDGETS } from './domain/facilitator/fee-budgets';
+import { FEE_PERCENTILES, type FeePercentile } from './domain/facilitator/settlement-fees';
 import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './logger';
 import { DEFAULT_POOL_MAX, MAX_POOL_MAX } from './data/database';
@@ -67,6 +68,12 @@ export interface Config {
     channelSeedFile: string;
     /** Highest total fee a settlement transaction may pay, in stroops. */
     maxFeeStroops: number;
+    /** The caps of its two parts: the inclusion bid per operation and the simulated resource fee, stroops. */
+    maxInclusionFeeStroops: number;
+    maxResourceFeeStroops: number;
+    /** The getFeeStats Soroban inclusion fee percentile a settlement bids, and how long one answer is reused (ms). */
+    inclusionFeePercentile: FeePercentile;
+    feeStatsTtlMs: number;
     /** FACILITATOR_FEE_ACCOUNT_SECRET: pays every settlement's fee through a fee-bump (unset: channels pay). Never logged. */
     feeAccountSecret: string | null;
     /** FACILITATOR_MIN_AMOUNT: the smallest amount the facilitator verifies or settles (decimal). */
@@ -305,6 +312,10 @@ export function loadConfig(env: Env = process.env): Config {
       },
       channelSeedFile: path.join(dataDir, 'channel-seed'),
       maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
+      maxInclusionFeeStroops: r.int('FACILITATOR_MAX_INCLUSION_FEE_STROOPS', 10_000, 100, 100_000_000),
+      maxResourceFeeStroops: r.int('FACILITATOR_MAX_RESOURCE_FEE_STROOPS', 500_000, 0, 100_000_000),
+      inclusionFeePercentile: r.oneOf('FACILITATOR_INCLUSION_FEE_PERCENTILE', FEE_PERCENTILES, 'p90'),
+      feeStatsTtlMs: r.int('FACILITATOR_FEE_STATS_TTL_MS', 5000, 0, 60_000),
       feeAccountSecret: r.secrets('FACILITATOR_FEE_ACCOUNT_SECRET')[0] ?? null,
       minAmount: r.amount('FACILITATOR_MIN_AMOUNT', '0.0001'),
       feeBudgets: {

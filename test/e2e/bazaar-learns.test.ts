@@ -17,7 +17,7 @@ import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
 import { bazaarResourceServerExtension, declareDiscoveryExtension, withBazaar } from '@x402/extensions/bazaar';
-import { createSellerClient } from '../../sdk-seller/src';
+import { adaptStellarClientScheme, adaptStellarServerScheme, createSellerClient } from '../../sdk-seller/src';
 import { httpsRpcFront, listen, loopbackFetch, startMarketplace, type Marketplace } from '../support/marketplace';
 
 describe('the Bazaar learns from a stock @x402/express seller\'s settled payments', () => {
@@ -46,7 +46,7 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
       url: `${m.baseUrl}/x402`,
       createAuthHeaders: async () => ({ verify: { Authorization: `Bearer ${apiKey}` }, settle: { Authorization: `Bearer ${apiKey}` }, supported: {} }),
     });
-    const server = new x402ResourceServer(facilitator).register('stellar:testnet', new ExactStellarServer()).registerExtension(bazaarResourceServerExtension);
+    const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new ExactStellarServer())).registerExtension(bazaarResourceServerExtension);
     const app = express();
     const started = await listen(app);
     shop = started;
@@ -85,14 +85,14 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
     for (const _ of [1, 2]) {
       const buyer = Keypair.random();
       await m.network.faucet(buyer.publicKey(), 'USDC', '1');
-      const client = new x402Client().register('stellar:testnet', new ExactStellarScheme(createEd25519Signer(buyer.secret(), 'stellar:testnet'), { url: front.rpcUrl }));
+      const client = new x402Client().register('stellar:testnet', adaptStellarClientScheme(new ExactStellarScheme(createEd25519Signer(buyer.secret(), 'stellar:testnet'), { url: front.rpcUrl })));
       const response = await wrapFetchWithPayment(loopbackFetch as typeof fetch, client)(`${url}?days=2`);
       expect(response.status).toBe(200);
       expect(await response.json()).toEqual({ harbour: 'Porto', highTides: ['06:12', '18:40'] });
     }
 
     const bazaar = withBazaar(new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402` }));
-    const list = await bazaar.extensions.discovery.listResources({ type: 'http', limit: 500 });
+    const list = await bazaar.extensions.bazaar.listResources({ type: 'http', limit: 500 });
     expect(list.pagination.limit).toBe(100);
     const observed = list.items.find((i) => i.resource === url);
     expect(observed).toMatchObject({

@@ -22,6 +22,7 @@ import express from 'express';
 import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { ExactStellarScheme } from '@x402/stellar/exact/server';
+import { adaptStellarServerScheme } from '@paid-api-marketplace/sdk-seller';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { normalize } from '../support/readme';
@@ -118,7 +119,8 @@ describe('README.md code blocks', () => {
         // Your seller API key (a payments-scoped key is enough): a URL you have not cataloged settles only when you ask.
         const auth = { Authorization: `Bearer ${process.env.MARKETPLACE_API_KEY}` };
         const facilitator = new HTTPFacilitatorClient({ url: 'http://127.0.0.1:3000/x402', createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }) });
-        const server = new x402ResourceServer(facilitator).register('stellar:testnet', new ExactStellarScheme());
+        // @x402/express 2.27 needs members the registry's @x402/stellar 2.9 lacks: the seller SDK's adapter adds them.
+        const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new ExactStellarScheme()));
         app.use(paymentMiddleware({ 'GET /weather': { accepts: { scheme: 'exact', price: '$0.01', network: 'stellar:testnet', payTo }, resource: 'https://weather.example.com/weather' } }, server));
         app.get('/weather', (_req, res) => {
           res.json({ weather: 'sunny' });
@@ -236,7 +238,7 @@ describe('README.md architecture map (issue #23)', () => {
 
   it('every operationId of openapi/dist/openapi.json has one row, under its tag, and no row names an operation the contract lacks', () => {
     expect(mapStart).toBeGreaterThan(0);
-    expect(operations.length).toBe(45);
+    expect(operations.length).toBe(46);
     const expected = operations.map((o) => `${o.tags![0].toLowerCase()} ${o.operationId}`).sort();
     expect(rows.map((r) => `${r.tag} ${r.operationId}`).sort()).toEqual(expected);
   });

@@ -1,5 +1,6 @@
 /**
- * Interoperability: the stock x402 client (`@x402/fetch` + `@x402/stellar` exact scheme) pays our seller's
+ * Interoperability: the stock x402 client (`@x402/fetch` 2.27 + the registry's `@x402/stellar` 2.9 exact scheme,
+ * through the seller SDK's `adaptStellarClientScheme`, issue #30) pays our seller's
  * paywalled endpoint. The paywall translates its payload ({ payload: { transaction } }) into our facilitator's
  * format (`authorization.format = 'transaction'`), and the marketplace verifies and settles it.
  *
@@ -11,9 +12,10 @@ import { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } from '@
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme } from '@x402/stellar/exact/client';
 import { createBuyerClient, verifyAttestation, attestationOf } from '../../sdk-buyer/src';
+import { adaptStellarClientScheme } from '../../sdk-seller/src';
 import { eventually, httpsRpcFront, loopbackFetch, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../support/marketplace';
 
-describe('the stock @x402/fetch client pays a paywalled endpoint', () => {
+describe('the stock @x402/fetch 2.27 client pays a paywalled endpoint', () => {
   let m: Marketplace;
   let endpoint: PaidEndpoint;
   let buyerKey: Keypair;
@@ -34,7 +36,7 @@ describe('the stock @x402/fetch client pays a paywalled endpoint', () => {
   });
 
   it('402 -> the x402 client signs -> the paywall verifies and settles -> data, PAYMENT-RESPONSE, receipt; balances moved by the price', async () => {
-    const client = new x402Client().register('stellar:testnet', new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl }));
+    const client = new x402Client().register('stellar:testnet', adaptStellarClientScheme(new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl })));
     const paidFetch = wrapFetchWithPayment(loopbackFetch as typeof fetch, client);
 
     const sellerBefore = m.network.balance(endpoint.wallet.publicKey(), 'USDC');

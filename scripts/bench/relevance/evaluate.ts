@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import type { Express } from 'express';
+import { RANKING_STRATEGY } from '../../../server/src/domain/discovery/ranking';
 
 export interface JudgedResource {
   key: string;
@@ -169,5 +170,5 @@ export async function searchAll(app: Express, queries: JudgedQuery[], keys: Map<
 export function table(ours: Figures, baseline: Figures): string {
   const row = (name: string, f: Figures) =>
     `| ${name} | ${f.recallAt5.toFixed(3)} | ${f.mrrAt10.toFixed(3)} | ${f.ndcgAt10.toFixed(3)} | ${(100 * f.emptyShare).toFixed(1)} % |`;
-  return ['| | recall@5 | MRR@10 | nDCG@10 | empty answers |', '|---|---|---|---|---|', row('ours (pg-fts-recall-v3)', ours), row('BM25 baseline (name + description)', baseline)].join('\n');
+  return ['| | recall@5 | MRR@10 | nDCG@10 | empty answers |', '|---|---|---|---|---|', row(`ours (${RANKING_STRATEGY})`, ours), row('BM25 baseline (name + description)', baseline)].join('\n');
 }

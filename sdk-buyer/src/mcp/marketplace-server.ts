@@ -16,15 +16,17 @@
  * - `call_paid_resource` (with a wallet): pays an `http` resource with payAndFetch or an `mcp` resource with
  *   payAndCallTool, within the configured budget, and answers with the result and the receipt; (remote, without a
  *   wallet) answers the seller's PaymentRequired, then forwards the agent's signed payment;
- * - `get_budget` (only with a wallet): the per-call limit, total, committed, spent, released and remaining.
+ * - `get_budget`: with a wallet, the per-call limit, total, committed, spent, released and remaining (limits given,
+ *   else the payer's own budget's); on the remote form, where the budget lives: the agent's own client (`heldBy`).
  *
  * Every tool declares an outputSchema and the server gives `instructions` (issue 32). Sellers listed under `*.test`
  * are reached only with `localDevDomains` (the service's LOCAL_DEV_DOMAINS switch), else refused naming it.
  *
  * Every tool answers `structuredContent` (and the same JSON as text). A failure is a tool result with `isError`
- * and `structuredContent.error = { code, message, details? }`; codes are the API's stable codes plus
- * BUDGET_EXCEEDED, PAYMENT_REJECTED (and the seller's refusal code), NO_PAYABLE_REQUIREMENT, UPSTREAM_ERROR,
- * ADDRESS_NOT_ALLOWED, TERMS_CHANGED, INVALID_PAYMENT_PAYLOAD and INVALID_REQUEST; a payment required (remote form)
+ * and `structuredContent.error = { code, message, details? }`; codes are always one of MCP_TOOL_ERROR_CODES (the
+ * API's stable codes, the SDK's transport codes and BUDGET_EXCEEDED, PAYMENT_REJECTED, NO_PAYABLE_REQUIREMENT,
+ * UNKNOWN_ASSET, TERMS_CHANGED, UPSTREAM_ERROR, ADDRESS_NOT_ALLOWED, SETTLEMENT_UNCONFIRMED); a seller's refusal
+ * code outside the list becomes PAYMENT_REJECTED with details.reportedCode; a payment required (remote form)
  * is the x402 PaymentRequired itself, not an error object. Messages never carry secrets: unexpected errors answer a fixed text.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -41,7 +43,7 @@ import { isLocalDevHost } from '../core/local-dev-fetch.js';
 import { assetContractId, normalizeNetwork } from '../payments/requirements.js';
 import { ApiError } from '../core/errors.js';
 import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolCallResult, type PayAndCallToolOptions } from './pay-and-call-tool.js';
+import { X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, paymentRequiredOf, type PaidToolCallResult, type PayAndCallToolOptions } from './pay-and-call-tool.js';
 import { safeCode, safeNetwork, type MarketplaceToolName, type McpMetricsSink } from './metrics.js';
 
 type Schemas = components['schemas'];
@@ -77,7 +79,7 @@ export interface MarketplacePayer {
   payAndCallTool(client: Client, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult>;
   readonly spent: string;
   /** The payer's budget (committed, spent, released), when it is a BuyerClient. */
-  readonly budget?: { readonly committed: string; readonly spent: string; readonly released: string };
+  readonly budget?: { readonly committed: string; readonly spent: string; readonly released: string; readonly limits?: { perCall: string | null; total: string | null } };
 }
 
 interface BuyerClientLike {
@@ -94,8 +96,9 @@ export interface MarketplaceMcpOptions {
   /** A wallet-configured BuyerClient: enables `call_paid_resource`. Never given on the service. */
   payer?: MarketplacePayer;
   /**
-   * The payer's per-call budget (decimal), when it has one. An agent's `maxAmount` can only lower it: payAndFetch's
-   * `maxAmount` replaces the client's per-call budget, so without this cap an agent could raise its own limit.
+   * The payer's per-call budget (decimal). Default: the payer's own (`payer.budget.limits.perCall`, a BuyerClient's
+   * `budget.perCall`). An agent's `maxAmount` can only lower it: payAndFetch's `maxAmount` replaces the client's
+   * per-call budget, so without this cap an agent could raise its own limit.
    */
   perCallLimit?: string;
   /** The fetch used to reach sellers (HTTP resources and MCP servers). Default: global fetch. */
@@ -112,7 +115,7 @@ export interface MarketplaceMcpOptions {
    * 127.0.0.1 (localDevFetch). Off (default), such a seller is refused with a message naming the switch.
    */
   localDevDomains?: boolean;
-  /** The payer's total budget (decimal), shown by `get_budget` as `total` and `remaining`. */
+  /** The payer's total budget (decimal), shown by `get_budget` as `total` and `remaining`. Default: the payer's own. */
   totalLimit?: string;
   /**
    * The remote form (the service's /mcp): `call_paid_resource` without a payer, by the x402 MCP transport binding
@@ -141,6 +144,32 @@ export function marketplacePortOf(client: MarketplacePort | BuyerClientLike): Ma
     getReceipt: (id) => client.receipts.get(id),
   };
 }
+
+/** The API's codes (the contract's ErrorCode enum; the Record makes the compiler keep this list complete). */
+const API_ERROR_CODES: Record<Schemas['ErrorCode'], true> = { INVALID_REQUEST: true, CATALOG_VALIDATION_FAILED: true, ROUTE_TEMPLATE_INVALID: true, UNSUPPORTED_NETWORK: true, UNSUPPORTED_ASSET: true, INVALID_PAYMENT_PAYLOAD: true, UNAUTHORIZED: true, PAYMENT_REQUIRED: true, FORBIDDEN: true, SELLER_DOMAIN_UNVERIFIED: true, RESOURCE_NOT_FOUND: true, NOT_FOUND: true, METHOD_NOT_ALLOWED: true, REPLAY_DETECTED: true, CONFLICT: true, IDEMPOTENCY_CONFLICT: true, PAYLOAD_TOO_LARGE: true, INVALID_SIGNATURE: true, AUTH_EXPIRED: true, AMOUNT_MISMATCH: true, ASSET_MISMATCH: true, RECIPIENT_MISMATCH: true, TRUSTLINE_REQUIRED: true, INSUFFICIENT_BALANCE: true, RATE_LIMITED: true, INTERNAL_ERROR: true, SETTLEMENT_FAILED: true, SERVICE_UNAVAILABLE: true, ACCOUNT_NOT_FOUND: true, SIMULATION_FAILED: true, PAYEE_NOT_SELLER: true, SELF_PAYMENT: true, AMOUNT_BELOW_MINIMUM: true, FEE_BUDGET_EXHAUSTED: true, UNSUPPORTED_MEDIA_TYPE: true, DUPLICATE_RESOURCE: true };
+
+/**
+ * Every code a tool error of this server can carry (issue 32): the API's ErrorCode enum, the buyer SDK's transport
+ * codes (NETWORK_ERROR: the marketplace could not be reached; BAD_GATEWAY, HTTP_ERROR: an answer outside the error
+ * envelope) and the MCP tools' own. A code outside this list (a seller's paywall may say anything) is reported as
+ * PAYMENT_REJECTED (a refused payment) or UPSTREAM_ERROR, with the reported code in `details.reportedCode`.
+ * Documented in sdk-buyer/README.md ("Error codes of the MCP tools").
+ */
+export const MCP_TOOL_ERROR_CODES: readonly string[] = [
+  ...Object.keys(API_ERROR_CODES),
+  'NETWORK_ERROR',
+  'BAD_GATEWAY',
+  'HTTP_ERROR',
+  'BUDGET_EXCEEDED',
+  'PAYMENT_REJECTED',
+  'NO_PAYABLE_REQUIREMENT',
+  'UNKNOWN_ASSET',
+  'TERMS_CHANGED',
+  'UPSTREAM_ERROR',
+  'ADDRESS_NOT_ALLOWED',
+  'SETTLEMENT_UNCONFIRMED',
+];
+const DOCUMENTED_CODES = new Set(MCP_TOOL_ERROR_CODES);
 
 /** A tool failure with a stable code. */
 export class ToolError extends Error {
@@ -201,9 +230,15 @@ const budgetOut = z
     spent: z.string().optional().describe('Settled'),
     released: z.string().optional().describe('Signed, then proven unusable (no longer counted)'),
     remaining: z.string().nullable().optional().describe('total - committed - spent; null without a total'),
+    heldBy: z.enum(['server', 'client']).optional().describe('client: this server holds no budget (remote /mcp); your own client keeps it'),
+    message: z.string().optional(),
     error: errorField,
   })
   .passthrough();
+
+/** Where the budget of an agent paying through the remote /mcp lives (its get_budget answer and instructions). */
+export const CLIENT_BUDGET =
+  "you pay each call with your own wallet, so your spending limits live in your own client's x402 payment wrapper, which signs (the buyer SDK: createBuyerClient({ payment: { signer, budget: { perCall, total } } }) with payAndCallTool; read what is left with buyer.budget). Ask your client, not this server.";
 
 /** What the servers tell an agent at initialize (MCP `instructions`). */
 export const MARKETPLACE_INSTRUCTIONS_READ =
@@ -237,7 +272,7 @@ export function marketplaceInstructions(options: Pick<MarketplaceMcpOptions, 'pa
   if (options.payer)
     return `${MARKETPLACE_INSTRUCTIONS_READ} call_paid_resource calls a resource and pays from this server's wallet within its budget (BUDGET_EXCEEDED before anything is signed; it pays only the terms inspect_resource shows); get_budget tells what is left. Errors are tool results with structuredContent.error = { code, message }.`;
   if (options.forwardPayments)
-    return `${MARKETPLACE_INSTRUCTIONS_READ} call_paid_resource is paid by YOUR wallet with the x402 MCP transport (specs/transports-v2/mcp.md): the first call answers isError with the seller's PaymentRequired (x402Version, accepts) in structuredContent; sign one of accepts (an exact Stellar authorization) and call again with the same arguments and the payment in params._meta["x402/payment"]; the answer carries the seller's result and _meta["x402/payment-response"] (the settlement). This server never holds your key. Errors are tool results with structuredContent.error = { code, message }.`;
+    return `${MARKETPLACE_INSTRUCTIONS_READ} call_paid_resource is paid by YOUR wallet with the x402 MCP transport (specs/transports-v2/mcp.md): the first call answers isError with the seller's PaymentRequired (x402Version, accepts) in structuredContent; sign one of accepts (an exact Stellar authorization) and call again with the same arguments and the payment in params._meta["x402/payment"]; the answer carries the seller's result and _meta["x402/payment-response"] (the settlement). This server never holds your key, and holds no budget: ${CLIENT_BUDGET} Errors are tool results with structuredContent.error = { code, message }.`;
   return MARKETPLACE_INSTRUCTIONS_READ;
 }
 
@@ -254,6 +289,9 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     callback: (args: never, extra: { _meta?: Record<string, unknown> }) => Promise<CallToolResult>,
   ) => void;
   const sellerFetch = options.fetch ?? globalThis.fetch;
+  // The payer's limits: given, else its own budget's (so get_budget and the maxAmount cap hold wherever it is built).
+  const perCallLimit = options.perCallLimit ?? options.payer?.budget?.limits?.perCall ?? undefined;
+  const totalLimit = options.totalLimit ?? options.payer?.budget?.limits?.total ?? undefined;
 
   /** Runs one tool body: structured answer or a coded error; one metrics event either way. */
   function tool<A>(name: MarketplaceToolName, networkOf: (args: A) => unknown, body: (args: A, note: { network?: string }) => Promise<Record<string, unknown>>) {
@@ -389,9 +427,9 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
         const b = payer.budget;
         const committed = b?.committed ?? '0.0000000';
         const spent = b?.spent ?? payer.spent;
-        const total = options.totalLimit ?? null;
+        const total = totalLimit ?? null;
         const left = total === null ? null : toStroops(total) - toStroops(committed) - toStroops(spent);
-        return { perCall: options.perCallLimit ?? null, total, committed, spent, released: b?.released ?? '0.0000000', remaining: left === null ? null : fromStroops(left > 0n ? left : 0n) };
+        return { perCall: perCallLimit === undefined ? null : fromStroops(toStroops(perCallLimit)), total: total === null ? null : fromStroops(toStroops(total)), committed, spent, released: b?.released ?? '0.0000000', remaining: left === null ? null : fromStroops(left > 0n ? left : 0n), heldBy: 'server' };
       }),
     );
   }
@@ -407,7 +445,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   }
   /** The agent's maxAmount, never above the configured per-call budget. */
   const maxAmountOf = (args: CallArgs): string | undefined => {
-    const cap = options.perCallLimit;
+    const cap = perCallLimit;
     if (cap === undefined || args.maxAmount === undefined) return args.maxAmount;
     return toStroops(args.maxAmount) < toStroops(cap) ? args.maxAmount : cap;
   };
@@ -532,6 +570,24 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     );
   }
 
+  /**
+   * get_budget on the remote form (decided, issue 32): the server holds no wallet and no budget, the agent's own
+   * client signs and so keeps the limits. The tool exists so an agent that looks for its budget is told where it
+   * lives instead of finding nothing; it answers (not an error) with null limits and `heldBy: "client"`.
+   */
+  function registerClientBudget(): void {
+    register(
+      'get_budget',
+      {
+        title: 'Where your budget lives',
+        description: `This server holds no wallet and no budget: ${CLIENT_BUDGET}`,
+        outputSchema: budgetOut,
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      tool('get_budget', () => undefined, async () => ({ perCall: null, total: null, remaining: null, heldBy: 'client', message: `This server holds no wallet and no budget: ${CLIENT_BUDGET}` })),
+    );
+  }
+
   async function forwardHttp(detail: Schemas['ResourceDetail'], args: CallArgs, payment: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const url = new URL(fillTemplate(detail.url, args.pathParams ?? {}));
     for (const [k, v] of Object.entries(args.query ?? {})) url.searchParams.set(k, v);
@@ -566,17 +622,43 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
     const client = new Client({ name: 'paid-api-marketplace', version: '0.1.0' });
     const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
+    let answer: CallToolResult;
     try {
       await upstream(detail, () => client.connect(transport));
       const params = { name: toolName, arguments: args.arguments ?? {}, ...(payment ? { _meta: { [X402_PAYMENT_META]: payment } } : {}) };
-      // The seller's answer as it is: its PaymentRequired (isError), or its result with _meta["x402/payment-response"].
-      return (await upstream(detail, () => client.request({ method: 'tools/call', params }, CallToolResultSchema))) as CallToolResult;
+      answer = (await upstream(detail, () => client.request({ method: 'tools/call', params }, CallToolResultSchema))) as CallToolResult;
     } finally {
       await client.close().catch(() => undefined);
     }
+    // The seller's PaymentRequired (first call, or a refused payment) goes back as it is, plus the resource id.
+    const required = paymentRequiredOf(answer);
+    if (required) {
+      const doc = { ...required, resourceId: detail.id };
+      return { isError: true, structuredContent: doc, content: [{ type: 'text', text: JSON.stringify(doc) }] };
+    }
+    if (answer.isError) {
+      // A coded answer of the seller's paywall (SETTLEMENT_UNCONFIRMED: the payment may still settle) keeps its code.
+      const coded = (answer.structuredContent as { error?: { code?: unknown; message?: unknown; paymentAttemptId?: unknown } } | undefined)?.error;
+      if (coded && typeof coded.code === 'string' && /^[A-Z][A-Z0-9_]{1,47}$/.test(coded.code))
+        throw new ToolError(coded.code, String(coded.message ?? '').slice(0, 500), typeof coded.paymentAttemptId === 'string' ? { paymentAttemptId: coded.paymentAttemptId } : undefined);
+      throw new ToolError('UPSTREAM_ERROR', `Tool ${toolName} answered an error (not charged)`, { paid: false, content: answer.content as unknown });
+    }
+    // The seller's result in the same envelope as an http resource's; its settlement also in _meta, as x402 MCP says.
+    const settlement = (answer._meta?.[X402_PAYMENT_RESPONSE_META] ?? null) as Record<string, unknown> | null;
+    const data = {
+      resourceId: detail.id,
+      type: detail.type,
+      paid: settlement !== null && settlement.success !== false,
+      settlement,
+      result: { content: answer.content, ...(answer.structuredContent ? { structuredContent: answer.structuredContent } : {}) },
+    };
+    return { structuredContent: data, content: [{ type: 'text', text: JSON.stringify(data) }], ...(settlement ? { _meta: { [X402_PAYMENT_RESPONSE_META]: settlement } } : {}) };
   }
 
-  if (!payer && options.forwardPayments) registerForwardingCall();
+  if (!payer && options.forwardPayments) {
+    registerForwardingCall();
+    registerClientBudget();
+  }
   return server;
 }
 
@@ -645,7 +727,15 @@ function fillTemplate(template: string, values: Record<string, string>): string 
   return url;
 }
 
-function toToolError(err: unknown): ToolError {
+/** A failure as a tool error whose code is one of MCP_TOOL_ERROR_CODES. */
+export function toToolError(err: unknown): ToolError {
+  const error = codedToolError(err);
+  if (DOCUMENTED_CODES.has(error.code)) return error;
+  const fallback = err instanceof PaymentFailedError ? 'PAYMENT_REJECTED' : 'UPSTREAM_ERROR';
+  return new ToolError(fallback, error.message, { ...(error.details ?? {}), reportedCode: safeCode(error.code) });
+}
+
+function codedToolError(err: unknown): ToolError {
   if (err instanceof ToolError) return err;
   if (err instanceof BudgetExceededError) return new ToolError('BUDGET_EXCEEDED', err.message, { requested: err.requested, remaining: err.remaining, limit: err.limit });
   if (err instanceof PaymentFailedError) return new ToolError(safeCode(err.code), err.message.slice(0, 500));

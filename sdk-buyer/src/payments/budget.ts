@@ -411,6 +411,10 @@ export class Budget {
     };
   }
 
+  /** The configured limits, decimal (null: none): what the marketplace MCP server's get_budget shows. */
+  get limits(): { perCall: string | null; total: string | null } {
+    return { perCall: this.perCall === null ? null : fromStroops(this.perCall), total: this.total === null ? null : fromStroops(this.total) };
+  }
   /** Signed and not yet proven spent or unusable (all assets; use totals() per asset). */
   get committed(): string {
     return this.amounts(this.commitments).committed;

@@ -363,7 +363,7 @@ export interface paths {
         };
         /**
          * Search resources
-         * @description Ranked recall over active cataloged resources (strategy `pg-fts-recall-v4`): a query of plain words finds
+         * @description Ranked recall over active cataloged resources (strategy `pg-impact-v5`): a query of plain words finds
          *     resources matching some of its words, ranked by how many and how well they match (name > tags and MCP tool
          *     name > description > URL and schema text; English stemming, prefix match of the last word, typo tolerance, a
          *     maintained synonym table), plus metadata quality, type, network, asset, price, seller verification, uptime,
@@ -376,8 +376,9 @@ export interface paths {
          *     payers who paid at least the cataloged price, weighted by what they paid at it (dust from fresh wallets counts
          *     nothing).
          *
-         *     **Bounded candidates**: every match of the query's rare words is ranked; of the resources matching only its
-         *     common words, the 300 best by the query-independent signals are. The trade: such a match outside that set is
+         *     **Bounded candidates**: every match of the query's rare words is ranked; of each common word, the 300 best
+         *     matches by the field it matches in plus the query-independent signals are (after the filters and the quoted
+         *     phrases, so a filter never empties a page the bound would have filled). The trade: a match outside those sets is
          *     not returned however relevant its text; narrow the query or add filters to reach it. Pages neither repeat nor
          *     skip while the index is unchanged.
          *
@@ -2025,7 +2026,7 @@ export interface components {
             ranking: {
                 /**
                  * @description Name and version of the ranking strategy that ordered the page.
-                 * @example pg-fts-recall-v4
+                 * @example pg-impact-v5
                  */
                 strategy: string;
             };
@@ -2728,8 +2729,9 @@ export interface components {
             /** @description What this network's settlements prove (`local_simulation` on the local network simulator). */
             evidence: components["schemas"]["EvidenceLabel"];
             /**
-             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process. (The
-             *     operator dashboard's `settlement.settled` counts only the settle calls of one process since it started.)
+             * @description Settlements confirmed on this network, as recorded in the database: all time, every server process, marketplace
+             *     traffic only (the conformance runner's own test settlements are left out). (The operator dashboard's
+             *     `settlement.settled` counts only the settle calls of one process since it started, the runner's included.)
              */
             successfulSettlements: number;
             /** @description The transaction hashes of the latest confirmed settlements, newest first. */

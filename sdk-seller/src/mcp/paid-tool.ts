@@ -20,6 +20,8 @@
  *    the payment may still settle).
  *
  * One signed payment buys one call: the facilitator refuses a payload it has seen (REPLAY_DETECTED).
+ * The advertised outputSchema admits the PaymentRequired (admitPaymentRequired); PAID_TOOL_INSTRUCTIONS tells agents
+ * how to pay (statelessMcpHandler gives it to servers without instructions of their own).
  * The requirements, the PaymentRequired and the facilitator calls are the paywall's own (src/paywall/paywall.ts).
  * `@modelcontextprotocol/sdk` is an optional peer of this package: this file imports only its types, so the SDK's
  * main entry loads without it.
@@ -168,8 +170,35 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
     annotations: config.annotations,
   };
   const callback = config.inputSchema ? (args: unknown, extra: ToolExtra) => run(args, extra) : (extra: ToolExtra) => run({}, extra);
-  return (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(name, toolConfig, callback);
+  const registered = (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(name, toolConfig, callback);
+  admitPaymentRequired(registered);
+  return registered;
 }
+
+/**
+ * The outputSchema the tool advertises admits the unpaid answer too. A stock MCP client (`Client.callTool`) checks
+ * `structuredContent` against the advertised schema even on `isError`, so a strict schema would turn the
+ * PaymentRequired of the first call into a client-side "does not match the tool's output schema" error and the
+ * agent would never see what to pay. The advertised schema is the declared one with every field optional and extra
+ * fields allowed (zod `.partial().passthrough()`, zod 3 and 4); the paid answer is still checked against the
+ * declared shape, strictly, before anything is settled (matchesShape).
+ */
+function admitPaymentRequired(tool: RegisteredTool): void {
+  const declared = tool.outputSchema as { partial?: () => { passthrough?: () => unknown } } | undefined;
+  const admitting = declared?.partial?.()?.passthrough?.();
+  if (admitting) tool.outputSchema = admitting as RegisteredTool['outputSchema'];
+}
+
+/**
+ * What a paid MCP server tells agents at initialize (MCP `instructions`): the tools are paid per call with x402 and
+ * how to pay. statelessMcpHandler() gives it to a server built without instructions of its own; a server with its own
+ * can append it: `new McpServer(info, { instructions: `${mine}\n\n${PAID_TOOL_INSTRUCTIONS}` })`.
+ */
+export const PAID_TOOL_INSTRUCTIONS =
+  'Paid tools of this server charge per call with x402 (scheme exact, on Stellar), by the x402 MCP transport (https://github.com/coinbase/x402, specs/transports-v2/mcp.md). ' +
+  'Call the tool: unpaid, the result is isError with the x402 PaymentRequired in structuredContent (x402Version; accepts: scheme, network, amount in atomic units, asset contract, payTo, maxTimeoutSeconds). ' +
+  'Sign one of accepts with your own wallet (an exact Stellar authorization entry; the buyer SDK\'s payAndCallTool does it within a budget) and call the same tool again with the same arguments and the payment payload in params._meta["x402/payment"]. ' +
+  'The payment is verified before the tool runs and settled only when the tool succeeds; the result then carries the settlement (transaction, receipt id) in _meta["x402/payment-response"]. A refused payment answers the PaymentRequired again with the reason in `error`. One payment buys one call.';
 
 /** Structured content against a zod raw shape (zod 3 or 4 classic schemas: each has safeParseAsync). */
 async function matchesShape(shape: Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }>, value: unknown): Promise<boolean> {

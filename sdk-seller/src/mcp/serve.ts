@@ -5,9 +5,13 @@
  * messages; GET and DELETE answer 405 (no sessions, no server-initiated stream).
  *
  *     app.post('/mcp', express.json(), statelessMcpHandler(() => buildServer()));
+ *
+ * A server built without `instructions` is given PAID_TOOL_INSTRUCTIONS (the tools are paid with x402, and how to
+ * pay), so an agent learns at initialize what the first unpaid answer means; a server's own instructions are kept.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { PAID_TOOL_INSTRUCTIONS } from './paid-tool.js';
 
 /** Loaded on first use: the MCP SDK is an optional peer, so the package's main entry must load without it. */
 const loadTransport = () => import('@modelcontextprotocol/sdk/server/streamableHttp.js');
@@ -21,7 +25,7 @@ export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMes
       return;
     }
     const { StreamableHTTPServerTransport } = await (transportModule ??= loadTransport());
-    const server = factory();
+    const server = withPaidToolInstructions(factory());
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on('close', () => {
       void transport.close();
@@ -37,4 +41,14 @@ export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMes
       }
     }
   };
+}
+
+/**
+ * The paid-tool instructions on a server that has none: the MCP SDK reads them from its Server at initialize
+ * (`_instructions`, set only by the constructor); a server whose SDK keeps them elsewhere is left as it is.
+ */
+function withPaidToolInstructions(server: McpServer): McpServer {
+  const inner = server.server as unknown as { _instructions?: string };
+  if ('_instructions' in inner && !inner._instructions) inner._instructions = PAID_TOOL_INSTRUCTIONS;
+  return server;
 }

@@ -1,5 +1,6 @@
 import type { Area, AreaContext } from './area';
-import { createDiscoveryRepository } from '../data/discovery-repository';
+import { createSearchRepository } from '../data/search-repository';
+import { createCatalogWriteRepository } from '../data/catalog-write-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
 import { createWalletStateReader } from '../ledger/wallet-state';
@@ -17,7 +18,7 @@ export interface DiscoveryArea extends Area {
 /** The discovery area: listing, ranked search, validation, cataloging and the indexing workers. */
 export function createDiscoveryArea(ctx: AreaContext): DiscoveryArea {
   const m = ctx.metrics.discovery;
-  const repo = createDiscoveryRepository(ctx.db);
+  const repo = { ...createSearchRepository(ctx.db), ...createCatalogWriteRepository(ctx.db) };
   const index = createSearchIndexRepository(ctx.db);
   const resources = createResourceRepository(ctx.db);
   const queue = (data: { catalogEventId?: string; resourceId: string }) => ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);

@@ -4,6 +4,7 @@ import { createAttemptRepository } from '../data/attempt-repository';
 import { createSettlementRepository } from '../data/settlement-repository';
 import { createReceiptRepository } from '../data/receipt-repository';
 import { createChannelLeaseRepository } from '../data/channel-lease-repository';
+import { createOwedAnswerRepository } from '../data/owed-answer-repository';
 import { createResourceTermsRepository } from '../data/resource-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
@@ -14,6 +15,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
 import { DEFAULT_FEE_BUDGETS } from '../domain/facilitator/fee-budgets';
 import type { FeeBudgets, FeeScope } from '../domain/facilitator/types';
+import type { FeePercentile } from '../domain/facilitator/settlement-fees';
 
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
@@ -42,6 +44,13 @@ export interface FacilitatorOptions {
   abandonedClaimSeconds?: number;
   /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
   maxFeeStroops?: number;
+  /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS (default 10,000) and FACILITATOR_MAX_RESOURCE_FEE_STROOPS (default 500,000). */
+  maxInclusionFeeStroops?: number;
+  maxResourceFeeStroops?: number;
+  /** FACILITATOR_INCLUSION_FEE_PERCENTILE: the getFeeStats Soroban inclusion fee percentile bid. Default p90. */
+  inclusionFeePercentile?: FeePercentile;
+  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network. Default 5000. */
+  feeStatsTtlMs?: number;
   /** FACILITATOR_FEE_ACCOUNT_SECRET: the account that pays every settlement's fee through a fee-bump (unset: the channels pay). */
   feeAccountSecret?: string | null;
   /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default 0.0001. */
@@ -71,6 +80,8 @@ export interface FacilitatorArea extends Area {
   facilitatorAddresses(network: string): ReadonlySet<string>;
   /** The payer and payTo of a payment attempt (what an attestation names); null when unknown. */
   partiesOf(paymentAttemptId: string): Promise<{ payer: string; payTo: string } | null>;
+  /** The fees the settlement of a payment attempt bid (evidence for its attestation); null when not recorded. */
+  feesOf(paymentAttemptId: string): Promise<{ inclusion: string; resource: string; percentile: string } | null>;
 }
 
 /** The facilitator and payments area: supported, verify, settle, payment reads and the settlement workers. */
@@ -81,7 +92,15 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const receipts = createReceiptRepository(ctx.db);
   const resourceTerms = createResourceTermsRepository(ctx.db);
   const feeAccount = opts.feeAccountSecret ? Keypair.fromSecret(opts.feeAccountSecret) : null;
-  const ledger = new SorobanLedger(ctx.networks, m, { maxFeeStroops: opts.maxFeeStroops ?? 1_000_000, txTimeoutSeconds: opts.txTimeoutSeconds ?? 30, feeAccount });
+  const ledger = new SorobanLedger(ctx.networks, m, {
+    maxFeeStroops: opts.maxFeeStroops ?? 1_000_000,
+    maxInclusionFeeStroops: opts.maxInclusionFeeStroops,
+    maxResourceFeeStroops: opts.maxResourceFeeStroops,
+    inclusionFeePercentile: opts.inclusionFeePercentile,
+    feeStatsTtlMs: opts.feeStatsTtlMs,
+    txTimeoutSeconds: opts.txTimeoutSeconds ?? 30,
+    feeAccount,
+  });
   const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, {
     leaseSeconds: opts.channelLeaseSeconds ?? 15,
     acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000,
@@ -121,6 +140,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       ledgerSeconds: () => opts.ledgerSeconds ?? 5,
     },
     feeBudgets: feeBudgetsOf(opts.feeBudgets),
+    owedAnswers: createOwedAnswerRepository(ctx.db),
     confirmGraceMs: opts.confirmGraceMs ?? 10_000,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,
@@ -176,6 +196,11 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     async partiesOf(id) {
       const a = await attempts.findAttempt(id);
       return a ? { payer: a.payer, payTo: a.payTo } : null;
+    },
+    async feesOf(id) {
+      const s = await settlements.findSettlementByAttempt(id);
+      if (!s || s.inclusionFee == null || s.resourceFee == null || !s.feePercentile) return null;
+      return { inclusion: s.inclusionFee.toString(), resource: s.resourceFee.toString(), percentile: s.feePercentile };
     },
     workers: [
       settlementConfirmationWorker({ settlements, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),

@@ -13,7 +13,8 @@ export const ATTEMPT_COLUMNS = `id, resource_id AS "resourceId", version_id AS "
 export const SETTLEMENT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", transaction_hash AS "transactionHash", ledger, network, amount,
   asset_code AS "assetCode", asset_issuer AS "assetIssuer", status, evidence, channel_account AS "channelAccount", settled_at AS "settledAt",
   created_at AS "createdAt", valid_until AS "validUntil", tx_sequence AS "txSequence", seller_id AS "sellerId", max_fee_stroops AS "maxFeeStroops",
-  needs_reconciliation AS "needsReconciliation"`;
+  needs_reconciliation AS "needsReconciliation", inclusion_fee_stroops AS "inclusionFeeStroops", resource_fee_stroops AS "resourceFeeStroops",
+  fee_percentile AS "feePercentile", fee_charged_stroops AS "feeChargedStroops"`;
 
 export const RECEIPT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", settlement_id AS "settlementId", resource_id AS "resourceId",
   seller_id AS "sellerId", version_id AS "versionId", transaction_hash AS "transactionHash", ledger, network, amount, asset_code AS "assetCode",
@@ -51,6 +52,10 @@ export function toSettlement(row: Record<string, unknown>): SettlementRecord {
     sellerId: (row.sellerId as string | null) ?? null,
     maxFee: row.maxFeeStroops === null || row.maxFeeStroops === undefined ? null : BigInt(row.maxFeeStroops as string),
     needsReconciliation: Boolean(row.needsReconciliation),
+    inclusionFee: row.inclusionFeeStroops == null ? null : BigInt(row.inclusionFeeStroops as string),
+    resourceFee: row.resourceFeeStroops == null ? null : BigInt(row.resourceFeeStroops as string),
+    feePercentile: (row.feePercentile as string | null) ?? null,
+    feeCharged: row.feeChargedStroops == null ? null : BigInt(row.feeChargedStroops as string),
   };
 }
 

@@ -2,6 +2,8 @@ import { toResource } from './resource-repository';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { normalizeAmount } from '../domain/amount';
 import type { IndexOutcome, IndexSnapshot, SearchDocument, SearchIndexRepository } from '../domain/discovery/indexing';
+import type { RankingWeights } from '../domain/discovery/types';
+import { FIELD_WEIGHTS, PROVEN_HOST_TIER, RANKING_WEIGHTS } from '../domain/discovery/ranking';
 
 type Row = Record<string, unknown>;
 
@@ -120,6 +122,75 @@ const SIGNALS_BATCH_SQL = SIGNALS_SQL.replace(
   'WHERE d2.resource_id = ANY(CAST($1 AS text[]))',
 ).replace(/AND \(:resourceId <> '' OR [\s\S]*$/, '');
 
+/** A number of RANKING_WEIGHTS as an SQL float8 literal (the weights are code, never user input). */
+const w = (n: number) => {
+  if (!Number.isFinite(n)) throw new Error(`ranking weight ${n} is not a finite number`);
+  return `CAST(${n} AS float8)`;
+};
+
+/**
+ * The query-independent scores of a document `d`, from RANKING_WEIGHTS (domain/discovery/ranking.ts, the one place
+ * the weights live): static_score, the nine weighted signals (a missing uptime or settlement success is neutral 0.5),
+ * and base_score = static_score + usage + the proven-host tier, all a result's score that does not depend on the query.
+ */
+export function staticScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
+  return `CAST(${w(W.metadataQuality)} * d.metadata_quality + ${w(W.schemaCompleteness)} * d.schema_completeness
+      + ${w(W.sellerVerified)} * (CASE WHEN d.seller_verified THEN 1.0 ELSE 0.0 END)
+      + ${w(W.uptime)} * COALESCE(d.uptime, 0.5) + ${w(W.settlementSuccess)} * COALESCE(d.settlement_success, 0.5)
+      + ${w(W.type)} * (CASE d.type WHEN 'http' THEN 1.0 ELSE 0.8 END)
+      + ${w(W.network)} * (CASE d.network WHEN 'stellar:pubnet' THEN 1.0 ELSE 0.8 END)
+      + ${w(W.asset)} * (CASE WHEN d.asset_code IN ('USDC', 'EURC') THEN 1.0 ELSE 0.5 END)
+      + ${w(W.price)} * CAST(1 / (1 + 10 * d.amount) AS float8) AS double precision)`;
+}
+
+function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
+  return `CAST(${staticScoreExpr(W)} + ${w(W.usage)} * LEAST(1.0, ln(1 + d.paid_payers) / ln(101))
+      + CASE WHEN d.host_verified THEN ${w(PROVEN_HOST_TIER)} ELSE 0.0 END AS double precision)`;
+}
+
+/** A posting's rank: its document's base_score plus the text weight of the best field carrying the term. */
+function postingRankExpr(fields: string, base: string): string {
+  const F = FIELD_WEIGHTS;
+  return `(${base} + ${w(RANKING_WEIGHTS.text)} * CASE WHEN ${fields} & 8 <> 0 THEN ${w(F.name)} WHEN ${fields} & 4 <> 0 THEN ${w(F.tags)}
+             WHEN ${fields} & 2 <> 0 THEN ${w(F.description)} ELSE ${w(F.schema)} END)`;
+}
+
+/**
+ * Rewrites static_score and base_score of the documents `where` selects (over `d`) whose stored scores differ from
+ * what RANKING_WEIGHTS give, and the ranks of their postings, in one statement. After a signal refresh, after
+ * indexing, and on every search-sync pass over all documents (so a weight changed in ranking.ts is applied by the next
+ * pass, no migration needed). Answers the number of documents rewritten.
+ */
+export function scoresSql(where: string): string {
+  return `WITH x AS (
+       SELECT d.resource_id, ${staticScoreExpr()} AS s, ${baseScoreExpr()} AS b FROM search_documents d WHERE ${where}),
+     changed AS (
+       UPDATE search_documents d SET static_score = x.s, base_score = x.b FROM x
+        WHERE d.resource_id = x.resource_id AND (d.static_score IS DISTINCT FROM x.s OR d.base_score IS DISTINCT FROM x.b)
+       RETURNING d.resource_id, d.base_score),
+     ranked AS (
+       UPDATE search_postings p SET rank = ${postingRankExpr('p.fields', 'c.base_score')} FROM changed c
+        WHERE p.resource_id = c.resource_id)
+     SELECT count(*)::int AS n FROM changed`;
+}
+
+/**
+ * The postings of the discoverable documents `where` selects (over `d`; their old postings deleted first): one row per
+ * lexeme of at most 40 characters, with the fields carrying it and its rank from the document's base_score.
+ */
+export function postingsSql(where: string): string {
+  const bit = (label: string, v: number) => `(CASE WHEN '${label}' = ANY (t.weights) THEN ${v} ELSE 0 END)`;
+  const fields = `GREATEST(1, ${bit('A', 8)} | ${bit('B', 4)} | ${bit('C', 2)} | ${bit('D', 1)})`;
+  return `INSERT INTO search_postings (resource_id, term, fields, rank)
+    SELECT d.resource_id, t.lexeme, f.fields, ${postingRankExpr('f.fields', 'COALESCE(d.base_score, 0)')}
+      FROM search_documents d, unnest(d.document) AS t, LATERAL (SELECT ${fields} AS fields) f
+     WHERE d.discoverable AND length(t.lexeme) <= 40 AND ${where}`;
+}
+
+const BATCH_SCORES_SQL = scoresSql('d.resource_id = ANY(CAST($1 AS text[]))');
+const ALL_SCORES_SQL = scoresSql('true');
+const BATCH_POSTINGS_SQL = postingsSql('d.resource_id = ANY(CAST($1 AS text[]))');
+
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
     db.query<T>(sql, { replacements, type: QueryTypes.SELECT, transaction });
@@ -195,12 +266,16 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         }
         if (removed.length) await q('DELETE FROM search_documents WHERE resource_id = ANY(CAST($1 AS text[]))', [removed]);
         if (docs.length) {
+          await q('DELETE FROM search_postings WHERE resource_id = ANY(CAST($1 AS text[]))', [docs.map((d) => d.resourceId)]);
           await q(UPSERT_SQL, [
             JSON.stringify(
               docs.map((d) => ({ ...d, rejectionReasons: d.rejectionReasons, extensionNames: d.extensionNames })),
             ),
           ]);
           await db.query(SIGNALS_BATCH_SQL, { bind: [docs.map((d) => d.resourceId)], transaction });
+          // Scores from RANKING_WEIGHTS, then the documents' postings ranked by them (impact-ordered index).
+          await q(BATCH_SCORES_SQL, [docs.map((d) => d.resourceId)]);
+          await q(BATCH_POSTINGS_SQL, [docs.map((d) => d.resourceId)]);
           // New words enter the vocabulary (typo tolerance, document frequency) at once; counts are recounted by
           // refreshVocabulary. DO NOTHING takes no row lock on words already known.
           await q(
@@ -235,6 +310,8 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
 
     async refreshSignals(resourceId?: string, transaction?: Transaction) {
       const [, count] = (await db.query(SIGNALS_SQL, { replacements: { resourceId: resourceId ?? '' }, transaction })) as [unknown, unknown];
+      // The scores follow the signals (and, over all documents, the weights of ranking.ts): documents and postings.
+      await db.query(resourceId ? BATCH_SCORES_SQL : ALL_SCORES_SQL, { bind: resourceId ? [[resourceId]] : [], transaction });
       if (!resourceId) {
         await db.query('INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET synced_at = EXCLUDED.synced_at', { transaction });
       }

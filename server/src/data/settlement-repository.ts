@@ -76,9 +76,11 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
            RETURNING address
          ), settlement AS (
            INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
-             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence, fee_payer, fee_client)
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence, fee_payer, fee_client,
+             inclusion_fee_stroops, resource_fee_stroops, fee_percentile)
            SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
-             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint, $35::text, $36::text
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint, $35::text, $36::text,
+             $37::bigint, $38::bigint, $39::text
              FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
            RETURNING id
          ), receipt AS (
@@ -99,6 +101,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
           s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(), s.txSequence ?? null,
           s.feePayer ?? null, s.feeClient ?? null,
+          s.inclusionFee == null ? null : s.inclusionFee.toString(), s.resourceFee == null ? null : s.resourceFee.toString(), s.feePercentile ?? null,
         ],
         'settle_insert_pending',
       );

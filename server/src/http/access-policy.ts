@@ -16,7 +16,7 @@ import type { MatchedOperation, RouteMatch } from './operation-matcher';
 
 /**
  * The operations a `payments` key may call: the facilitator face (verify, settle, supported, on /v1 and /x402, and
- * the x402 Bazaar list, which stock x402 clients call with the same auth headers), the signing keys of the
+ * the x402 Bazaar list and search, which stock x402 clients call with the same auth headers), the signing keys of the
  * attestations, and reads of the seller's own payments, settlements and receipts.
  */
 export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
@@ -28,6 +28,7 @@ export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
   'getSupportedKinds',
   'getFacilitatorDescription',
   'listBazaarResources',
+  'searchBazaarResources',
   'getReceiptKeys',
   'listPayments',
   'getPayment',

@@ -9,9 +9,12 @@ import type {
   TransactionState,
 } from '../domain/facilitator/types';
 import { DomainError } from '../domain/errors';
+import { chooseSettlementFees, percentileFee, type FeePercentile } from '../domain/facilitator/settlement-fees';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from '../domain/network-registry';
 import type { LeasedChannel } from './channel-accounts';
+// CAP-71 credentials in the SDK's XDR types before any envelope is decoded here (see the module).
+import '../domain/facilitator/cap71-xdr';
 import { networkKnownDown } from './rpc-health';
 import { sorobanRpc, type SorobanRpc } from './soroban-rpc';
 
@@ -22,6 +25,14 @@ export interface SorobanLedgerOptions {
    * refused.
    */
   maxFeeStroops: number;
+  /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS: the most bid for inclusion per operation (default 10,000). */
+  maxInclusionFeeStroops?: number;
+  /** FACILITATOR_MAX_RESOURCE_FEE_STROOPS: the largest simulated resource fee a settlement may pay (default 500,000). */
+  maxResourceFeeStroops?: number;
+  /** FACILITATOR_INCLUSION_FEE_PERCENTILE: the getFeeStats Soroban inclusion fee percentile bid (default p90). */
+  inclusionFeePercentile?: FeePercentile;
+  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network (default 5000). */
+  feeStatsTtlMs?: number;
   /** FACILITATOR_FEE_ACCOUNT_SECRET: when set, every settlement is wrapped in a fee-bump paid by this account. */
   feeAccount?: Keypair | null;
   /** Validity of a settlement transaction (its time bound), seconds. */
@@ -105,22 +116,20 @@ export class SorobanLedger implements LedgerPort {
   }
 
   /**
-   * The inclusion fee bid for a settlement: getFeeStats' Soroban inclusion fee (p90 of recent ledgers, at least the
-   * base fee), read at most every 10 s per network; BASE_FEE when the RPC does not report fee stats.
+   * The observed inclusion fee: getFeeStats' Soroban inclusion fee at the configured percentile (p90 by default) of
+   * recent ledgers; null when the RPC does not report fee stats (the base fee is then bid). One answer serves every
+   * settlement of the network for feeStatsTtlMs, and concurrent settlements share one call in flight.
    */
-  private readonly inclusionFees = new Map<string, { fee: bigint; at: number }>();
-  private async inclusionFee(network: string): Promise<bigint> {
-    const known = this.inclusionFees.get(network);
-    if (known && Date.now() - known.at < 10_000) return known.fee;
-    let fee = BigInt(BASE_FEE);
-    try {
-      const stats = await this.call(network, 'getFeeStats', (s) => s.feeStats());
-      const p90 = BigInt(stats.sorobanInclusionFee?.p90 ?? BASE_FEE);
-      if (p90 > fee) fee = p90;
-    } catch {
-      // an RPC without fee stats: the base fee
-    }
-    this.inclusionFees.set(network, { fee, at: Date.now() });
+  private readonly feeStats = new Map<string, { fee: Promise<bigint | null>; at: number }>();
+  private observedInclusionFee(network: string): Promise<bigint | null> {
+    const known = this.feeStats.get(network);
+    if (known && Date.now() - known.at < (this.opts.feeStatsTtlMs ?? 5000)) return known.fee;
+    const percentile = this.opts.inclusionFeePercentile ?? 'p90';
+    const fee = this.call(network, 'getFeeStats', (s) => s.feeStats()).then(
+      (stats) => percentileFee(stats.sorobanInclusionFee as unknown as Partial<Record<FeePercentile, string>>, percentile),
+      () => null,
+    );
+    this.feeStats.set(network, { fee, at: Date.now() });
     return fee;
   }
 
@@ -134,7 +143,7 @@ export class SorobanLedger implements LedgerPort {
       new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
     );
     // Fresh sequence number for every transaction: never trust a cached one.
-    const [account, inclusion] = await Promise.all([this.call(network, 'getAccount', (s) => existing(s.account(lease.address))), this.inclusionFee(network)]);
+    const [account, observed] = await Promise.all([this.call(network, 'getAccount', (s) => existing(s.account(lease.address))), this.observedInclusionFee(network)]);
     const validUntil = new Date((Math.floor(Date.now() / 1000) + this.opts.txTimeoutSeconds) * 1000);
     const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase, timebounds: { minTime: 0, maxTime: validUntil.getTime() / 1000 } })
       .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
@@ -143,16 +152,19 @@ export class SorobanLedger implements LedgerPort {
     const simulation = simulationOutcome(sim);
     if (rpc.Api.isSimulationError(sim)) return { error: `simulation failed: ${sim.error}`, simulation };
     if (rpc.Api.isSimulationRestore(sim)) return { error: 'simulation requires a ledger entry restore', simulation };
-    const resourceFee = BigInt(sim.minResourceFee);
-    const cap = BigInt(this.opts.maxFeeStroops);
-    if (resourceFee + BigInt(BASE_FEE) > cap) return { error: `resource fee ${resourceFee} stroops exceeds the limit of ${cap}`, simulation };
-    // The inclusion bid: what recent ledgers asked (surge pricing), capped so that the total stays within the limit.
-    const bid = inclusion + resourceFee > cap ? cap - resourceFee : inclusion;
+    // The inclusion bid: what recent ledgers bid (surge pricing), the resource fee: this simulation's; both capped.
+    const fees = chooseSettlementFees(observed, BigInt(sim.minResourceFee), this.opts.inclusionFeePercentile ?? 'p90', {
+      maxInclusion: BigInt(this.opts.maxInclusionFeeStroops ?? 10_000),
+      maxResource: BigInt(this.opts.maxResourceFeeStroops ?? 500_000),
+      maxTotal: BigInt(this.opts.maxFeeStroops),
+      baseFee: BigInt(BASE_FEE),
+    });
+    if ('error' in fees) return { error: fees.error, simulation };
     // assembleTransaction keeps the auth entries already on the operation: the buyer's signed entry is not replaced.
-    const tx = rpc.assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: bid.toString() }).build(), sim).build();
+    const tx = rpc.assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: fees.inclusion.toString() }).build(), sim).build();
     tx.sign(keypair);
     const signed = this.opts.feeAccount ? this.feeBumped(tx, networkPassphrase) : tx;
-    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, sequence: tx.sequence, maxFee: BigInt(signed.fee), simulation };
+    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, sequence: tx.sequence, maxFee: BigInt(signed.fee), fees, simulation };
   }
 
   /** The channel's transaction wrapped in a fee-bump paid by the fee account (channels then need no XLM for fees). */

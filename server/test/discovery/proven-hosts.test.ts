@@ -162,7 +162,7 @@ describe('search carries whether the host is proven', () => {
 
     const res = await request(svc.app).get('/v1/discovery/search').query({ q: 'numbat' });
     expect(res.status).toBe(200);
-    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-recall-v4' });
+    expect(res.body.ranking).toEqual({ strategy: 'pg-impact-v5' });
     const got = res.body.resources as Array<{ id: string; hostVerified: boolean }>;
     expect(got.map((r) => [r.id, r.hostVerified])).toEqual([
       [p.body.resourceId, true],

@@ -2,15 +2,16 @@ import request from 'supertest';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
-import { createDiscoveryRepository, tierQuery } from '../../src/data/discovery-repository';
-import { createSearchIndexRepository } from '../../src/data/search-index-repository';
+import { createSearchRepository } from '../../src/data/search-repository';
+import { createSearchIndexRepository, scoresSql } from '../../src/data/search-index-repository';
 import { buildSearchDocument } from '../../src/domain/discovery/indexing';
 import { checkJsonSchema, compileSchema } from '../../src/domain/catalog/json-schema';
 import { catalog, draft, LONG, waitFor, waitIndexed } from './helpers';
 
 /**
- * Search over a bounded candidate set (pg-fts-recall-v4): the stored static score, the candidate bound, the
- * index lag the workers record, the process-local indexing fast path, and the schema-check cache.
+ * Search over a bounded candidate set (pg-impact-v5): the stored static score, the candidate bound of the
+ * impact-ordered index, the index lag the workers record, the process-local indexing fast path, and the schema-check
+ * cache.
  */
 let svc: TestService;
 let seller: SignedUpSeller;
@@ -48,12 +49,13 @@ describe('the process-local indexing fast path', () => {
 });
 
 describe('static_score', () => {
-  it('is the nine weighted signal terms of RANKING_WEIGHTS (the generated column agrees with ranking.ts)', async () => {
+  it('is the nine weighted signal terms of RANKING_WEIGHTS, written by the code from ranking.ts (no weight in SQL)', async () => {
     const a = await put({ name: 'Quagga static api', amount: '0.25' });
     const b = await put({ name: 'Quagga static mcp', type: 'mcp', url: `https://${seller.domain}/mcp`, routeTemplate: '/mcp', extensions: { mcp: { toolName: 'quagga' } } });
     await waitIndexed(svc.db);
-    // The search-sync worker's signals: uptime and settlement success written as it writes them.
+    // The search-sync worker's signals: uptime and settlement success written as it writes them, then its scores pass.
     await svc.db.query(`UPDATE search_documents SET uptime = 0.9, settlement_success = 0.3 WHERE resource_id = '${a}'`);
+    await svc.db.query(scoresSql('true'));
     const [rows] = (await svc.db.query(
       `SELECT resource_id AS id, metadata_quality AS mq, schema_completeness AS sc, seller_verified AS sv, uptime, settlement_success AS ss,
               type, network, asset_code AS asset, amount::float8 AS amount, static_score AS "static"
@@ -74,11 +76,40 @@ describe('static_score', () => {
         w.price * (1 / (1 + 10 * r.amount));
       expect(r.static).toBeCloseTo(expected, 12);
     }
-    expect(Object.entries(w).filter(([k]) => k !== 'text').reduce((sum, [, v]) => sum + v, 0)).toBeCloseTo(0.5, 12);
+    const query = ['text', 'nameSimilarity', 'usage'];
+    expect(Object.entries(w).filter(([k]) => !query.includes(k)).reduce((sum, [, v]) => sum + v, 0)).toBeCloseTo(0.5, 12);
   });
 });
 
-describe('the candidate bound', () => {
+describe('a weight changed in ranking.ts', () => {
+  it('is applied to every stored score and posting rank by the next scores pass, with no migration', async () => {
+    const id = await put({ name: 'Dhole weights api', amount: '0.1' });
+    await waitIndexed(svc.db);
+    const read = async () =>
+      ((await svc.db.query(
+        `SELECT d.static_score AS s, d.base_score AS b, p.rank AS r FROM search_documents d JOIN search_postings p ON p.resource_id = d.resource_id AND p.term = 'dhole' WHERE d.resource_id = :id`,
+        { replacements: { id } },
+      )) as [Array<{ s: number; b: number; r: number }>, unknown])[0][0];
+    const before = await read();
+    const price = RANKING_WEIGHTS.price;
+    try {
+      (RANKING_WEIGHTS as { price: number }).price = price + 0.2;
+      const [[{ n }]] = (await svc.db.query(scoresSql('true'))) as [Array<{ n: number }>, unknown];
+      expect(n).toBeGreaterThan(0);
+      const after = await read();
+      const delta = 0.2 * (1 / (1 + 10 * 0.1));
+      expect(after.s).toBeCloseTo(before.s + delta, 12);
+      expect(after.b).toBeCloseTo(before.b + delta, 12);
+      expect(after.r).toBeCloseTo(before.r + delta, 12);
+    } finally {
+      (RANKING_WEIGHTS as { price: number }).price = price;
+      await svc.db.query(scoresSql('true'));
+    }
+    expect((await read()).r).toBeCloseTo(before.r, 12);
+  });
+});
+
+describe('the candidate bound of the impact-ordered index', () => {
   const made: string[] = [];
   beforeAll(async () => {
     // Five matches of "serval", static scores in the order of price; the cheapest has the weakest text match.
@@ -87,23 +118,22 @@ describe('the candidate bound', () => {
     await waitIndexed(svc.db);
   });
 
-  it('only the best N matches by static score are ranked and returned, over all pages, in full-score order without duplicates or gaps', async () => {
-    const repo = createDiscoveryRepository(svc.db);
-    // rareBudget 0: every word counts as common, so the candidate step under test decides the candidates.
+  it('only the best N postings of a term by rank are candidates, over all pages, in full-score order without duplicates or gaps', async () => {
+    const repo = createSearchRepository(svc.db);
+    // rareBudget 0: every word counts as common, so the bounded read under test decides the candidates.
     const options = { textWeight: RANKING_WEIGHTS.text, candidates: 3, signalsMaxAgeSeconds: 600, rareBudget: 0 };
-    const [statics] = (await svc.db.query(
-      `SELECT resource_id AS id FROM search_documents WHERE resource_id IN (:ids) ORDER BY static_score DESC, resource_id DESC LIMIT 3`,
+    const [postings] = (await svc.db.query(
+      `SELECT resource_id AS id FROM search_postings WHERE term = 'serval' AND resource_id IN (:ids) ORDER BY rank DESC, resource_id DESC LIMIT 3`,
       { replacements: { ids: made } },
     )) as [Array<{ id: string }>, unknown];
-    const best3 = statics.map((s) => s.id);
-    expect(best3).toEqual(made.slice(0, 3)); // cheaper is better, all else equal
+    const best3 = postings.map((s) => s.id);
+    // rank = W.text × field weight + base_score: the three cheapest name matches, above the description match.
+    expect(best3).toEqual(made.slice(1, 4));
 
     const all = await repo.search('serval', {}, null, 10, options);
-    expect(all.map((r) => r.id).sort()).toEqual([...best3].sort());
+    expect(all.map((r) => r.id)).toEqual(best3);
     const scores = all.map((r) => Number(r.score));
     expect(scores).toEqual([...scores].sort((x, y) => y - x));
-    // The weak text match ranks below the two name matches despite the best static score.
-    expect(all[2].id).toBe(made[0]);
 
     const paged: string[] = [];
     let after: { score: string; id: string } | null = null;
@@ -116,65 +146,67 @@ describe('the candidate bound', () => {
     expect(paged).toEqual(all.map((r) => r.id));
   });
 
+  it('with filters the bound applies to the documents that pass them (a filter never empties a bounded page)', async () => {
+    const repo = createSearchRepository(svc.db);
+    const options = { textWeight: RANKING_WEIGHTS.text, candidates: 2, signalsMaxAgeSeconds: 600, rareBudget: 0 };
+    // The two most expensive are outside the best 2 postings of "serval", but the only ones at 1 or more.
+    const page = await repo.search('serval', { minPrice: '1' }, null, 10, options);
+    expect(page.map((r) => r.id).sort()).toEqual(made.slice(3).sort());
+  });
+
   it('with fewer matches than the bound every match is ranked (the HTTP search returns all five)', async () => {
     const res = await search({ q: 'serval', limit: 50 });
     expect(res.status).toBe(200);
-    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-recall-v4' });
+    expect(res.body.ranking).toEqual({ strategy: 'pg-impact-v5' });
     expect(ids(res).sort()).toEqual([...made].sort());
   });
 });
 
-describe('static-score tiers (migration 0010)', () => {
-  const made: string[] = [];
-  beforeAll(async () => {
-    // Eight matches of "okapi" whose static scores differ by price (several 0.005-wide buckets).
-    for (const amount of ['0.001', '0.01', '0.05', '0.1', '0.5', '1', '5', '10']) made.push(await put({ name: `Okapi tier api ${amount}`, amount }));
+describe('the impact-ordered index (search_postings) follows the documents', () => {
+  const postings = async (id: string) =>
+    ((await svc.db.query(`SELECT term, fields, rank FROM search_postings WHERE resource_id = :id ORDER BY term`, { replacements: { id } })) as [Array<{ term: string; fields: number; rank: number }>, unknown])[0];
+
+  it('a cataloged resource has one posting per lexeme, with its fields and rank = W.text × best field weight + base_score', async () => {
+    const id = await put({ name: 'Aardwolf posting api' });
     await waitIndexed(svc.db);
+    const [[doc]] = (await svc.db.query(`SELECT base_score AS base FROM search_documents WHERE resource_id = :id`, { replacements: { id } })) as [Array<{ base: number }>, unknown];
+    const rows = await postings(id);
+    const aardwolf = rows.find((r) => r.term === 'aardwolf');
+    expect(aardwolf).toBeDefined();
+    expect(aardwolf!.fields & 8).toBe(8); // in the name
+    expect(aardwolf!.rank).toBeCloseTo(doc.base + RANKING_WEIGHTS.text * 1.0, 12);
+    const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM (SELECT DISTINCT t.lexeme FROM search_documents d, unnest(d.document) t WHERE d.resource_id = :id) x`, { replacements: { id } })) as [Array<{ n: number }>, unknown];
+    expect(rows).toHaveLength(n);
   });
 
-  it('a tier holds exactly the documents of its bucket and above: every document outside scores below every one inside', async () => {
-    const [docs] = (await svc.db.query(
-      `SELECT resource_id AS id, static_score AS s, GREATEST(0, LEAST(100, CAST(floor(static_score * 200) AS integer))) AS f FROM search_documents WHERE discoverable`,
-    )) as [Array<{ id: string; s: number; f: number }>, unknown];
-    const buckets = [...new Set(docs.map((d) => d.f))].sort((a, b) => a - b);
-    expect(buckets.length).toBeGreaterThan(2);
-    for (const bucket of [...buckets, 1, 9, 10, 11, 100]) {
-      const [inTier] = (await svc.db.query(
-        `SELECT resource_id AS id FROM search_documents WHERE discoverable AND search_rank_document(document, static_score) @@ CAST(:tier AS tsquery)`,
-        { replacements: { tier: tierQuery(bucket) } },
-      )) as [Array<{ id: string }>, unknown];
-      const inside = new Set(inTier.map((r) => r.id));
-      expect([...inside].sort()).toEqual(docs.filter((d) => d.f >= bucket).map((d) => d.id).sort());
-      const lowestInside = Math.min(...docs.filter((d) => inside.has(d.id)).map((d) => d.s));
-      for (const d of docs.filter((x) => !inside.has(x.id))) expect(d.s).toBeLessThan(lowestInside);
-    }
+  it('an update replaces the postings (the old name no longer finds it), a changed score re-ranks them, a deletion removes them', async () => {
+    const id = await put({ name: 'Binturong posting api' });
+    await waitIndexed(svc.db);
+    const res = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: draft(seller, { name: 'Caracal posting api', description: LONG }), resourceId: id });
+    if (res.status !== 201 && res.status !== 200) throw new Error(`update failed: ${res.status} ${JSON.stringify(res.body)}`);
+    await waitIndexed(svc.db);
+    const terms = (await postings(id)).map((r) => r.term);
+    expect(terms).toContain('carac'); // the English stemmer's lexeme of "caracal"
+    expect(terms).not.toContain('binturong');
+    expect(ids(await search({ q: 'binturong' }))).not.toContain(id);
+    expect(ids(await search({ q: 'caracal' }))).toContain(id);
+
+    const before = (await postings(id)).find((r) => r.term === 'carac')!.rank;
+    await svc.db.query(`UPDATE search_documents SET uptime = 0 WHERE resource_id = :id`, { replacements: { id } });
+    await svc.db.query(scoresSql('true'));
+    const after = (await postings(id)).find((r) => r.term === 'carac')!.rank;
+    expect(after).toBeCloseTo(before - RANKING_WEIGHTS.uptime * 0.5, 12);
+
+    await svc.db.query(`DELETE FROM search_documents WHERE resource_id = :id`, { replacements: { id } });
+    expect(await postings(id)).toEqual([]);
   });
 
-  it('no text query matches the tier lexemes', async () => {
-    for (const q of ['#f50', '#c5', 'f50', 'c5', '"#c1"']) expect(ids(await search({ q }))).toEqual([]);
-  });
-
-  it('a search tried tier by tier answers exactly what the unrestricted search answers, on every page', async () => {
-    // rareBudget 0: every word counts as common, so the candidate step under test decides the candidates.
-    const options = { textWeight: RANKING_WEIGHTS.text, candidates: 3, signalsMaxAgeSeconds: 600, rareBudget: 0 };
-    const plain = createDiscoveryRepository(svc.db, { tierSizes: () => [] });
-    const tiered = createDiscoveryRepository(svc.db, { tierSizes: () => [1, 2, 3, 5, 8], tryEveryTier: true });
-    const pages = async (repo: typeof plain, q: string, filters: Record<string, string>) => {
-      const out: string[] = [];
-      let after: { score: string; id: string } | null = null;
-      for (let i = 0; i < 6; i++) {
-        const page = await repo.search(q, filters, after, 2, options);
-        out.push(...page.map((r) => `${r.id} ${r.score}`));
-        if (page.length < 2) break;
-        after = { score: page[1].score, id: page[1].id };
-      }
-      return out;
-    };
-    for (const [q, filters] of [['okapi', {}], ['okapi', { maxPrice: '0.5' }], ['okapi tier', { minPrice: '0.05' }], ['api', {}], ['nothing-matches-this', {}]] as const) {
-      const expected = await pages(plain, q, filters);
-      expect(await pages(tiered, q, filters)).toEqual(expected);
-    }
-    expect((await pages(plain, 'okapi', {})).length).toBe(3);
+  it('a prefix matches every completion of the last word, and a typo is corrected, as before', async () => {
+    const id = await put({ name: 'Wolverine tracking api' });
+    await waitIndexed(svc.db);
+    await createSearchIndexRepository(svc.db).refreshVocabulary(0);
+    expect(ids(await search({ q: 'wolver' }))).toContain(id);
+    expect(ids(await search({ q: 'wolverene tracking' }))).toContain(id);
   });
 });
 

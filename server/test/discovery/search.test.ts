@@ -98,7 +98,7 @@ describe('GET /v1/discovery/resources filters', () => {
   });
 });
 
-describe('GET /v1/discovery/search ranking (pg-fts-recall-v4): each signal decides one pair', () => {
+describe('GET /v1/discovery/search ranking (pg-impact-v5): each signal decides one pair', () => {
   async function pair(token: string, better: () => Promise<string>, worse: () => Promise<string>) {
     const w = await worse();
     const b = await better();
@@ -153,7 +153,7 @@ describe('GET /v1/discovery/search ranking (pg-fts-recall-v4): each signal decid
     const p = pairs[signal];
     const res = await search({ q: p.token });
     expect(res.status).toBe(200);
-    expect(res.body.ranking).toEqual({ strategy: 'pg-fts-recall-v4' });
+    expect(res.body.ranking).toEqual({ strategy: 'pg-impact-v5' });
     expect(ids(res)).toEqual([p.better, p.worse]);
     expect(res.body.partialResults).toBe(false);
   });
@@ -161,7 +161,7 @@ describe('GET /v1/discovery/search ranking (pg-fts-recall-v4): each signal decid
   it('a query with no match is an empty page, not an error', async () => {
     const res = await search({ q: 'zzyzx-nothing-matches' });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ resources: [], ranking: { strategy: 'pg-fts-recall-v4' }, partialResults: false, nextCursor: null });
+    expect(res.body).toEqual({ resources: [], ranking: { strategy: 'pg-impact-v5' }, partialResults: false, nextCursor: null });
   });
 });
 

@@ -32,8 +32,11 @@ import {
 } from '../../src/domain/facilitator/rules/offline';
 import { checkExactBalanceChanges, checkExpiry, checkSimulationSucceeded, simulationErrorCode, type SimulationOutcome } from '../../src/domain/facilitator/rules/simulation';
 import { checkCatalogTerms } from '../../src/domain/facilitator/catalog-terms';
+import { checkPaymentFlow } from '../../src/domain/facilitator/rules/flows';
 import { resolveRequired, type NetworkLookup, type PaymentRequirementsInput } from '../../src/domain/facilitator/check-payment';
 import type { ResourceTermsRef } from '../../src/domain/facilitator/types';
+import { addressCredentials, addressCredentialsOf, credentialKind } from '../../src/domain/facilitator/cap71-xdr';
+import { accountSignature, asDelegated, payloadFor, signAccountEntry, withCredentials } from '../support/cap71';
 
 /** Rules enforced only with the database or the ledger's state, and the HTTP-level test file that refuses each. */
 const COVERED_ELSEWHERE: Partial<Record<RuleName, string>> = {
@@ -174,6 +177,9 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   ['networkSupported', 'requirements on stellar:futurenet', () => resolveRequired(networks, { ...requirements, network: 'stellar:futurenet' })],
   ['networkMatches', 'a testnet payload for pubnet requirements', () => checkProtocol(input(valid, { network: 'stellar:pubnet' }))],
   ['assetSupported', 'requirements in an asset that is not configured', () => resolveRequired(networks, { ...requirements, asset: { code: 'EURC', issuer: ISSUER } })],
+  ['paymentFlowSupported', 'requirements asking for the escrow flow', () => checkPaymentFlow({ paymentFlow: 'escrow' }, { paymentFlow: 'escrow' })],
+  ['paymentFlowSupported', 'requirements naming a flow x402 does not define', () => checkPaymentFlow({ paymentFlow: 'instant' }, { paymentFlow: 'instant' })],
+  ['paymentFlowSupported', 'a payload that accepted the upfront flow for authorization requirements', () => checkPaymentFlow({}, { paymentFlow: 'upfront' })],
   // 2. Structure
   ['decodable', 'bytes that are not a transaction envelope', () => checkOffline(input(valid, { transaction: 'AAAAAQ==' }), policy)],
   [
@@ -221,6 +227,28 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
     async () => {
       const sub = new xdr.SorobanAuthorizedInvocation({ function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(transferCall({ to: Keypair.random().publicKey() })), subInvocations: [] });
       return checkOffline(input(await signedEntry({ subInvocations: [sub] })), policy);
+    },
+  ],
+  ['noDelegatedCredentials', 'the payer\'s signed body wrapped in CAP-71 delegated credentials (sorobanCredentialsAddressWithDelegates)', () => checkOffline(input(asDelegated(valid)), policy)],
+  ['noDelegatedCredentials', 'a transaction whose auth entry carries delegated credentials', () => checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [asDelegated(valid)] }) }), policy)],
+  [
+    'addressCredentials',
+    'a V2 payer entry beside an entry with source-account credentials',
+    () => {
+      const sourceCreds = new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation: valid.rootInvocation() });
+      return checkOffline(input(valid, { transaction: transactionXdr(valid, { auth: [signAccountEntry(valid, 2, [buyer], EXPIRATION, PASSPHRASE), sourceCreds] }) }), policy);
+    },
+  ],
+  // CAP-71 attacks: the credential arm decides the preimage, so a signature never moves between arms or addresses.
+  ['signatures', 'credential arm swap: a V1 signature relabelled as V2 credentials', () => checkOffline(input(withCredentials(valid, 2, EXPIRATION, addressCredentialsOf(valid.credentials())!.signature())), policy)],
+  ['signatures', 'credential arm swap: a V2 signature relabelled as V1 credentials', () => checkOffline(input(withCredentials(signAccountEntry(valid, 2, [buyer], EXPIRATION, PASSPHRASE), 1, EXPIRATION, addressCredentialsOf(signAccountEntry(valid, 2, [buyer], EXPIRATION, PASSPHRASE).credentials())!.signature())), policy)],
+  [
+    'signatures',
+    'cross-address replay: a V2 signature the payer\'s key made for another address it signs for',
+    () => {
+      const other = Keypair.random().publicKey();
+      const unsigned = withCredentials(valid, 2, EXPIRATION, xdr.ScVal.scvVoid());
+      return checkOffline(input(withCredentials(unsigned, 2, EXPIRATION, accountSignature([buyer], payloadFor(2, unsigned, EXPIRATION, PASSPHRASE, other)))), policy);
     },
   ],
   ['signatures', 'an authorization signed for another network (mainnet passphrase)', async () => checkOffline(input(await signedEntry({ passphrase: Networks.PUBLIC })), policy)],
@@ -317,6 +345,46 @@ describe('a valid payment passes every rule', () => {
     expect(() => checkCatalogTerms(resource, requirements)).not.toThrow();
     expect(() => checkCatalogTerms(resource, { ...requirements, amount: '0.50', asset: undefined })).not.toThrow();
     expect(resolveRequired(networks, requirements)).toEqual(required);
+  });
+});
+
+describe('CAP-71 V2 address credentials (protocol 27) pass like V1 ones', () => {
+  /** Two entries encoded by @stellar/stellar-sdk 17.2.0 (its lib/axios/esm/xdr on Node 20 with @stellar/js-xdr 5.0.0). */
+  const SDK17_V2 =
+    'AAAAAgAAAAAAAAAA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iwAAAAAAAAAKgAABBoAAAAQAAAAAQAAAAAAAAAAAAAAAAAAAAATmPYsbRpFfFG6aktfPb0vafypMhYhjciZfkFr0X2TygAAAAh0cmFuc2ZlcgAAAAEAAAAKAAAAAAAAAAAAAAAAAAAABwAAAAA=';
+  const SDK17_DELEGATED =
+    'AAAAAwAAAAAAAAAA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iwAAAAAAAAAKgAABBoAAAAQAAAAAQAAAAAAAAABAAAAAAAAAADqSmxj4pxSCr71UHsTLsX5lUd2rr6+e5JCHuppFEbSLAAAAAEAAAABAAAAAAAAAAATmPYsbRpFfFG6aktfPb0vafypMhYhjciZfkFr0X2TygAAAA0AAABAAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQAAAAAAAAAAAAAAAAAAAAATmPYsbRpFfFG6aktfPb0vafypMhYhjciZfkFr0X2TygAAAAh0cmFuc2ZlcgAAAAEAAAAKAAAAAAAAAAAAAAAAAAAABwAAAAA=';
+
+  it('entries stellar-sdk 17 encodes (V2, and delegated with a nested delegate) decode on stellar-sdk 14 and re-encode to the same bytes', () => {
+    const v2 = xdr.SorobanAuthorizationEntry.fromXDR(SDK17_V2, 'base64');
+    expect(credentialKind(v2.credentials())).toBe('sorobanCredentialsAddressV2');
+    expect(addressCredentialsOf(v2.credentials())!.nonce().toString()).toBe('42');
+    expect(v2.toXDR('base64')).toBe(SDK17_V2);
+    const delegated = xdr.SorobanAuthorizationEntry.fromXDR(SDK17_DELEGATED, 'base64');
+    expect(credentialKind(delegated.credentials())).toBe('sorobanCredentialsAddressWithDelegates');
+    expect(addressCredentialsOf(delegated.credentials())).toBeNull();
+    expect(delegated.toXDR('base64')).toBe(SDK17_DELEGATED);
+  });
+
+  it('a V2 entry from a G payer passes every offline rule in both forms, and the checked payment names its credential kind', () => {
+    const v2 = signAccountEntry(valid, 2, [buyer], EXPIRATION, PASSPHRASE);
+    for (const form of [input(v2), input(v2, { transaction: transactionXdr(v2) })]) {
+      const checked = checkOffline(form, policy);
+      expect({ payer: checked.payer, credentials: checked.credentials, nonce: checked.nonce }).toEqual({ payer: buyer.publicKey(), credentials: 'sorobanCredentialsAddressV2', nonce: addressCredentialsOf(valid.credentials())!.nonce().toString() });
+    }
+    expect(checkOffline(input(valid), policy).credentials).toBe('sorobanCredentialsAddress');
+  });
+
+  it('a V2 entry from a C payer passes the offline rules (its signature is the simulation\'s to judge, like V1)', () => {
+    const contract = StrKey.encodeContract(Buffer.alloc(32, 9));
+    const body = new xdr.SorobanAddressCredentials({ address: address(contract).address(), nonce: xdr.Int64.fromString('3'), signatureExpirationLedger: EXPIRATION, signature: xdr.ScVal.scvBytes(Buffer.alloc(64)) });
+    const call = transferCall({ from: contract });
+    const entry = new xdr.SorobanAuthorizationEntry({
+      credentials: addressCredentials(2, body),
+      rootInvocation: new xdr.SorobanAuthorizedInvocation({ function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(call), subInvocations: [] }),
+    });
+    const checked = checkOffline(input(entry, { declared: undefined }), policy);
+    expect({ payer: checked.payer, credentials: checked.credentials }).toEqual({ payer: contract, credentials: 'sorobanCredentialsAddressV2' });
   });
 });
 

@@ -101,17 +101,58 @@ describe('facilitator: each verify and settle check answers its stable code', ()
     await expectFailure(differs, 400, 'INVALID_PAYMENT_PAYLOAD'); // declared expiry is not the signed one
   });
 
-  it('when the payer has no trustline, verify fails with TRUSTLINE_REQUIRED', async () => {
+  it('when the payer has no trustline, verify fails with TRUSTLINE_REQUIRED saying it is the buyer\'s own wallet', async () => {
     const noTrust = await fundedBuyer(env, '0');
     const c = await paymentCase(env, noTrust, payTo, '0.5');
-    await expectFailure(c, 422, 'TRUSTLINE_REQUIRED');
+    const res = await expectFailure(c, 422, 'TRUSTLINE_REQUIRED');
+    expect(res.body.error.message).toMatch(/^Your wallet has no USDC trustline \(payer G[A-Z2-7]{55}\)/);
+    expect(res.body.error.message).toContain(noTrust.publicKey());
+    expect(res.body.error.message).not.toContain("seller's wallet");
   });
 
-  it('when the recipient has no trustline, verify fails with TRUSTLINE_REQUIRED', async () => {
+  it('when the recipient has no trustline, verify fails with TRUSTLINE_REQUIRED saying the seller\'s wallet cannot receive USDC', async () => {
     const recipient = Keypair.random();
     await env.network.fundAccount(recipient.publicKey());
     const c = await paymentCase(env, buyer, recipient.publicKey(), '0.5');
-    await expectFailure(c, 422, 'TRUSTLINE_REQUIRED');
+    const res = await expectFailure(c, 422, 'TRUSTLINE_REQUIRED');
+    expect(res.body.error.message).toMatch(/^The seller's wallet cannot receive USDC: it has no USDC trustline \(payTo G[A-Z2-7]{55}\)/);
+    expect(res.body.error.message).toContain(recipient.publicKey());
+    expect(res.body.error.message).not.toMatch(/your wallet/i);
+    // the ledger's own words stay in the details, under the rule that judged them
+    expect(res.body.error.details).toEqual([{ code: 'simulation.succeeds', message: expect.stringContaining('Error(Contract, #13)') }]);
+  });
+
+  it('when the seller\'s trustline is frozen between verify and settle, settle fails with TRUSTLINE_REQUIRED saying the seller\'s wallet cannot receive USDC, nothing submitted', async () => {
+    const { seller, resource } = await sellerWithResource(env, '0.5');
+    const wallet = seller.wallet.publicKey();
+    const payer = await fundedBuyer(env, '5');
+    const c = await paymentCase(env, payer, wallet, '0.5');
+    const v = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements, resourceId: resource.id });
+    expect(v.status).toBe(200);
+    await env.network.setTrustlineAuthorized(wallet, 'USDC', false);
+    try {
+      const res = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: v.body.paymentAttemptId, paymentPayload: c.payload, resourceId: resource.id });
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('TRUSTLINE_REQUIRED');
+      expect(res.body.error.message).toMatch(/^The seller's wallet cannot receive USDC: the issuer has not authorized its USDC trustline \(payTo G[A-Z2-7]{55}\)/);
+      expect(res.body.error.message).toContain(wallet);
+      expect(await env.svc.db.query('SELECT 1 FROM settlements WHERE payment_attempt_id = :id', { replacements: { id: v.body.paymentAttemptId }, type: QueryTypes.SELECT })).toEqual([]);
+    } finally {
+      await env.network.setTrustlineAuthorized(wallet, 'USDC', true);
+    }
+  });
+
+  it('when the payer\'s trustline is frozen between verify and settle, settle fails with TRUSTLINE_REQUIRED saying it is the buyer\'s own wallet', async () => {
+    const payer = await fundedBuyer(env, '5');
+    const c = await paymentCase(env, payer, payTo, '0.5');
+    const v = await verifyFor(c);
+    expect(v.status).toBe(200);
+    await env.network.setTrustlineAuthorized(payer.publicKey(), 'USDC', false);
+    const res = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: v.body.paymentAttemptId, paymentPayload: c.payload, resourceId });
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('TRUSTLINE_REQUIRED');
+    expect(res.body.error.message).toMatch(/^Your wallet's USDC trustline is not authorized by the issuer \(payer G[A-Z2-7]{55}\)/);
+    expect(res.body.error.message).toContain(payer.publicKey());
   });
 
   it('when the payer balance is below the amount, verify fails with INSUFFICIENT_BALANCE', async () => {

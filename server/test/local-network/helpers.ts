@@ -62,6 +62,8 @@ export interface TransferOptions {
   signAuth?: (entry: xdr.SorobanAuthorizationEntry, expiration: number) => xdr.SorobanAuthorizationEntry;
   /** Signature expiration ledger (default latest + 20). */
   expiration?: number;
+  /** Inclusion fee bid per operation, stroops (default BASE_FEE); the declared resource fee is added to it. */
+  fee?: string;
 }
 
 /** Builds a SAC transfer the way wallets do: simulate, sign the auth entry, assemble, sign the transaction. */
@@ -89,7 +91,7 @@ export async function buildTransfer(opts: TransferOptions): Promise<Transaction>
   );
   const invoke = draft.operations[0] as Operation.InvokeHostFunction;
   const tx = new TransactionBuilder(new Account(account.accountId(), (BigInt(account.sequenceNumber()) - 1n).toString()), {
-    fee: BASE_FEE,
+    fee: opts.fee ?? BASE_FEE,
     networkPassphrase: opts.network.networkPassphrase,
   })
     .setSorobanData(sim.transactionData.build())

@@ -40,9 +40,9 @@ afterAll(async () => {
 });
 
 describe('the marketplace MCP server at /mcp', () => {
-  it('lists the four read-only tools and call_paid_resource (paid by the agent\'s own wallet, x402 MCP), each with input and output schemas, and gives instructions', async () => {
+  it('lists the four read-only tools, call_paid_resource (paid by the agent\'s own wallet, x402 MCP) and get_budget, each with input and output schemas, and gives instructions', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['call_paid_resource', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['call_paid_resource', 'get_budget', 'get_receipt', 'inspect_resource', 'list_supported_networks', 'search_resources']);
     for (const t of tools) expect(t.inputSchema.type).toBe('object');
     for (const t of tools) expect(t.outputSchema?.type).toBe('object');
     expect(client.getInstructions()).toMatch(/x402\/payment/);
@@ -50,6 +50,14 @@ describe('the marketplace MCP server at /mcp', () => {
     expect(tools.find((t) => t.name === 'search_resources')!.inputSchema.properties).toEqual(
       expect.objectContaining({ q: expect.any(Object), network: expect.objectContaining({ enum: ['stellar:testnet', 'stellar:pubnet'] }), maxPrice: expect.any(Object), limit: expect.any(Object) }),
     );
+  });
+
+  it('get_budget says the budget lives in the agent\'s own client: this server holds no wallet and no budget (null limits, heldBy "client")', async () => {
+    const budget = await client.callTool({ name: 'get_budget', arguments: {} });
+    expect(budget.isError).toBeFalsy();
+    expect(budget.structuredContent).toEqual({ perCall: null, total: null, remaining: null, heldBy: 'client', message: expect.stringContaining('holds no wallet and no budget') });
+    expect((budget.structuredContent as { message: string }).message).toContain('payAndCallTool');
+    expect(client.getInstructions()).toContain('holds no budget');
   });
 
   it('a resource cataloged just before is found by search_resources and read by inspect_resource', async () => {

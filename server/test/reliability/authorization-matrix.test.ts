@@ -232,6 +232,7 @@ const ROWS: Row[] = [
   { operationId: 'verifyPaymentPayload', what: 'verify a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
   { operationId: 'settlePaymentPayload', what: 'settle a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
   { operationId: 'listBazaarResources', what: "list A's resources in the x402 Bazaar", call: () => ({}), expect: PUBLIC_READ },
+  { operationId: 'searchBazaarResources', what: "search A's resources in the x402 Bazaar", call: () => ({ query: { query: 'forecast' } }), expect: PUBLIC_READ },
   { operationId: 'getReceiptKeys', what: "read the receipts' public signing keys", call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'getSellerReceiptKeys', what: "read A's own receipt keys (public)", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
   {

@@ -78,8 +78,8 @@ describe('the x402 v2 facilitator API', () => {
 
   it('the stock client reads what is supported: exact on stellar:testnet with sponsored fees, bazaar, the channel signers', async () => {
     const supported = await facilitator.getSupported();
-    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true } }]);
-    expect(supported.extensions).toEqual(['bazaar']);
+    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: 'exact', network: 'stellar:testnet', extra: { areFeesSponsored: true, paymentFlows: ['authorization', 'upfront'] } }]);
+    expect(supported.extensions).toEqual(['bazaar', 'payment-identifier']);
     expect(supported.signers['stellar:testnet']).toHaveLength(2);
   });
 
@@ -145,6 +145,8 @@ describe('the x402 v2 facilitator API', () => {
       payer: payer.publicKey(),
       payTo,
       issuedAt: expect.any(Number),
+      // Fees the pubnet way (issue #30): what the settlement bid, attested.
+      fees: { inclusion: expect.stringMatching(/^\d+$/), resource: expect.stringMatching(/^\d+$/), percentile: 'p90' },
     });
 
     const receipt = await request(svc.app).get(`/v1/receipts/${ours.receiptId}`).set(bearer(seller.apiKey));

@@ -20,6 +20,10 @@ import { migration as m0043 } from './0043-fees-per-party-and-payer-turns';
 import { migration as m0050 } from './0050-proven-hosts';
 import { migration as m0060 } from './0060-receipt-key-owners';
 import { migration as m0075 } from './0075-channel-lease-parties';
+import { migration as m0080 } from './0080-x402-answers';
+import { migration as m0085 } from './0085-bazaar-v2-metadata';
+import { migration as m0090 } from './0090-settlement-fee-evidence';
+import { migration as m0100 } from './0100-search-postings';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
-export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0032, m0022, m0014, m0042, m0023, m0043, m0060, m0050, m0075];
+export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0032, m0022, m0014, m0042, m0023, m0043, m0060, m0050, m0075, m0080, m0085, m0090, m0100];

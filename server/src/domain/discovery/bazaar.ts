@@ -3,6 +3,9 @@ import { hostClaimedByOther, urlHostProblem } from '../catalog/catalog-rules';
 import { checkExtensions } from '../catalog/extension-rules';
 import type { ResourceTerms } from '../catalog/resource-rules';
 import type { NetworkRegistry } from '../network-registry';
+import { toStroops } from '../amount';
+import type { DiscoveryFilters, DiscoveryItem } from './types';
+import { isLocalHost, sanitizeServiceMetadata, type ServiceMetadata } from './bazaar-metadata';
 
 /**
  * The Bazaar that learns (issue #21). A payment settled through /x402/settle whose payload carries the x402 `bazaar`
@@ -15,8 +18,10 @@ import type { NetworkRegistry } from '../network-registry';
  * - the URL is http(s), at most 2048 characters, without credentials; the catalog key is the origin plus the
  *   extension's `routeTemplate` when it passes the spec's rules, else the concrete path (query and fragment dropped);
  * - `info` validates against the extension's `schema`, which must itself pass our JSON Schema bounds (draft 2020-12,
- *   size, no external $ref); `info.input.type` is http or mcp, an MCP tool names `tool` (the key is URL + tool);
- * - proven hosts only (issue #29): the payTo is a seller's wallet, that seller has verified its domain, the URL's
+ *   size, no external $ref/$id); `info.input.type` is http or mcp, an MCP tool names `toolName` or the older `tool`
+ *   (the key is URL + tool);
+ * - proven hosts only (issue #29; under LOCAL_DEV_DOMAINS a loopback host is learned for the paid seller, issue #30):
+ *   the payTo is a seller's wallet, that seller has verified its domain, the URL's
  *   host is that domain or a subdomain of it (catalog-rules `urlHostProblem`), and no other seller proved a more
  *   specific domain covering the host (catalog-rules `hostClaimedByOther`): a stranger paying itself dust to its
  *   own wallet for another company's URL teaches the Bazaar nothing;
@@ -41,6 +46,10 @@ export interface SettledPayment {
   transaction: string;
   description?: string;
   mimeType?: string;
+  /** The payload's `resource` object as sent: its `serviceName`, `tags`, `iconUrl` are soft-dropped when invalid. */
+  resourceInfo?: unknown;
+  /** The keys of the payload's `extensions` (the Bazaar list's `extensions` filter). */
+  extensionKeys?: string[];
 }
 
 export type ObservationOutcome = { status: 'recorded'; id: string } | { status: 'cataloged' } | { status: 'rejected'; reason: string } | { status: 'ignored' };
@@ -60,6 +69,12 @@ export interface ObservedResourceWrite {
   sellerId: string | null;
   payer: string;
   transaction: string;
+  serviceName: string | null;
+  tags: string[];
+  iconUrl: string | null;
+  extensionNames: string[];
+  /** Learned on a loopback host under LOCAL_DEV_DOMAINS: listed only while that switch is on. */
+  localDev: boolean;
 }
 
 export interface ObservedResource {
@@ -81,6 +96,40 @@ export interface ObservedResource {
   uniquePayers30d: number;
   /** Those payers, each weighted by what it paid at the price over 0.01 of the asset, at most 1 (the ranking's usage). */
   weightedPayers30d: number;
+  serviceName: string | null;
+  tags: string[];
+  iconUrl: string | null;
+  localDev: boolean;
+}
+
+/**
+ * The Bazaar list and search filters (x402 `ListDiscoveryResourcesParams`): every one is applied where it is given;
+ * `extension` is one extension key present on the resource (`bazaar`, `mcp`, ...).
+ */
+export interface BazaarFilters {
+  type?: 'http' | 'mcp';
+  payTo?: string;
+  scheme?: string;
+  network?: string;
+  extension?: string;
+}
+
+/** A listed catalog resource as the Bazaar serves it: the listing item plus what the x402 item shape needs. */
+export interface BazaarCatalogDetails {
+  updatedAt: Date;
+  /** The seller's display name (a `serviceName` when it passes the spec's rules). */
+  sellerName: string | null;
+  /** The resource's `extensions.bazaar.tags` as stored (sanitized on the way out). */
+  bazaarTags: unknown;
+  mcpToolName: string | null;
+}
+
+/** The Bazaar's read of the listed catalog (data/bazaar-listing-repository.ts), offset-paged with the filters. */
+export interface BazaarCatalogRepository {
+  /** Listed (discoverable, host not claimed) catalog resources, newest first, with the filters applied in SQL. */
+  list(filters: BazaarFilters, offset: number, limit: number): Promise<{ items: Array<DiscoveryItem & BazaarCatalogDetails>; total: number }>;
+  /** The details of these listed resources (a search page), by resource id. */
+  details(ids: string[]): Promise<Map<string, BazaarCatalogDetails>>;
 }
 
 export interface ObservedResourceRepository {
@@ -92,8 +141,11 @@ export interface ObservedResourceRepository {
   isCataloged(urls: string[]): Promise<boolean>;
   /** Upserts the observed resource and records the payment (once per transaction). */
   record(write: ObservedResourceWrite): Promise<string>;
-  /** Observed resources with a payment in the last 30 days, by usage (unique payers, calls, last payment). */
-  listRecent(type: 'http' | 'mcp' | undefined, offset: number, limit: number): Promise<{ items: ObservedResource[]; total: number }>;
+  /**
+   * Observed resources with a payment in the last 30 days, by usage (unique payers, calls, last payment), with the
+   * filters applied; those learned on a loopback host only when `localDev`.
+   */
+  listRecent(filters: BazaarFilters, offset: number, limit: number, opts: { localDev: boolean }): Promise<{ items: ObservedResource[]; total: number }>;
 }
 
 type Obj = Record<string, unknown>;
@@ -127,6 +179,8 @@ export function readObservation(p: SettledPayment): { ok: true; value: Omit<Obse
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, reason: 'the resource URL must be http(s)' };
   if (url.username || url.password) return { ok: false, reason: 'the resource URL must not carry credentials' };
   if (!isObj(ext.info) || !isObj(ext.schema)) return { ok: false, reason: 'the bazaar extension needs info and schema' };
+  const external = externalSchemaReference(ext.schema);
+  if (external) return { ok: false, reason: `schema must not contain external $ref/$id references (${external.slice(0, 80)}); nothing is fetched` };
   const schemaProblem = checkJsonSchema(ext.schema);
   if (schemaProblem) return { ok: false, reason: `schema ${schemaProblem}` };
   const invalid = compileSchema(ext.schema)(ext.info);
@@ -135,8 +189,11 @@ export function readObservation(p: SettledPayment): { ok: true; value: Omit<Obse
   if (!isObj(input) || (input.type !== 'http' && input.type !== 'mcp')) return { ok: false, reason: 'info.input.type must be http or mcp' };
   let toolName = '';
   if (input.type === 'mcp') {
-    if (typeof input.tool !== 'string' || input.tool === '' || input.tool.length > 200 || !isObj(input.inputSchema)) return { ok: false, reason: 'an MCP tool needs info.input.tool and info.input.inputSchema' };
-    toolName = input.tool;
+    // @x402/extensions 2.27 names the tool `toolName`; the spec text's older examples `tool`. Both, never two names.
+    const names = new Set([input.toolName, input.tool].filter((n) => n !== undefined));
+    const name = [...names][0];
+    if (names.size !== 1 || typeof name !== 'string' || name === '' || name.length > 200 || !isObj(input.inputSchema)) return { ok: false, reason: 'an MCP tool needs one info.input.toolName (or the older tool) and info.input.inputSchema' };
+    toolName = name;
   }
   const routeTemplate = validRouteTemplate(ext.routeTemplate) ? ext.routeTemplate : null;
   const resourceUrl = `${url.origin}${routeTemplate ?? url.pathname}`;
@@ -147,8 +204,38 @@ export function readObservation(p: SettledPayment): { ok: true; value: Omit<Obse
     value: {
       network: p.network, resourceUrl, toolName, type: input.type, routeTemplate, description, mimeType: p.mimeType?.slice(0, 200) ?? null,
       payTo: p.payTo, asset: p.asset, amount: p.amount, bazaar: ext, payer: p.payer, transaction: p.transaction,
+      ...serviceColumns(sanitizeServiceMetadata(p.resourceInfo)),
+      extensionNames: extensionNames(p.extensionKeys), localDev: false,
     },
   };
+}
+
+const serviceColumns = (m: ServiceMetadata) => ({ serviceName: m.serviceName ?? null, tags: m.tags ?? [], iconUrl: m.iconUrl ?? null });
+
+/** The payload's extension keys as stored for the `extensions` filter: short identifiers only, at most 16, always bazaar. */
+function extensionNames(keys: string[] | undefined): string[] {
+  const ok = (keys ?? []).filter((k) => typeof k === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(k));
+  return [...new Set(['bazaar', ...ok])].slice(0, 16).sort();
+}
+
+/**
+ * A `$ref` / `$id` / `$dynamicRef` naming anything but a fragment of the same document (the stock 2.27
+ * `validateDiscoveryExtension` rule, with `$dynamicRef`): the value, or null. The Bazaar never resolves one (our
+ * Ajv has no loader either); it refuses the extension instead of guessing what the reference meant.
+ */
+export function externalSchemaReference(node: unknown): string | null {
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const n = stack.pop();
+    if (Array.isArray(n)) stack.push(...n);
+    else if (isObj(n)) {
+      for (const [k, v] of Object.entries(n)) {
+        if ((k === '$ref' || k === '$id' || k === '$dynamicRef') && (typeof v !== 'string' || !v.startsWith('#'))) return typeof v === 'string' ? v : `${k} ${typeof v}`;
+        stack.push(v);
+      }
+    }
+  }
+  return null;
 }
 
 /**
@@ -173,7 +260,101 @@ function extensionProblem(v: Omit<ObservedResourceWrite, 'sellerId'>): string | 
 const X402_VERSION = 2;
 const ANNOUNCED_TIMEOUT_SECONDS = 300;
 
-export function createBazaar(deps: { repo: ObservedResourceRepository; networks: NetworkRegistry; onError?(err: unknown): void }) {
+export interface BazaarDeps {
+  repo: ObservedResourceRepository;
+  /** The listed catalog with the Bazaar's filters (absent: the Bazaar lists observed resources only). */
+  catalog?: BazaarCatalogRepository;
+  networks: NetworkRegistry;
+  /** LOCAL_DEV_DOMAINS: also learn (and list) resources on loopback hosts, for the paid seller (local development). */
+  localDevDomains?: boolean;
+  /** The discovery service's ranked search (domain/discovery/discovery-service.ts `search`). */
+  search?(q: string, filters: DiscoveryFilters, page: { cursor?: string; limit?: number }): Promise<{ items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }>;
+  onError?(err: unknown): void;
+}
+
+/** The Bazaar filters by their x402 parameter names (`extension` is the `extensions` parameter). */
+export type BazaarFilterName = 'type' | 'payTo' | 'scheme' | 'network' | 'extensions';
+
+/**
+ * Which Bazaar filters the ranked search applies (pure). It filters in SQL by type, network and the indexed extension
+ * keys (bazaar, mcp); `scheme` we answer ourselves (all `exact`: another one finds nothing). `payTo` and another
+ * extension key it cannot apply without filtering after its bounded candidate set (which would drop matches
+ * silently): they are named in `unapplied` and the results are not narrowed by them.
+ */
+export function searchFilterPlan(f: BazaarFilters): { filters: DiscoveryFilters; unapplied: BazaarFilterName[]; nothing: boolean } {
+  const filters: DiscoveryFilters = {};
+  const unapplied: BazaarFilterName[] = [];
+  if (f.type) filters.type = f.type;
+  if (f.network) filters.network = f.network;
+  if (f.extension !== undefined) {
+    if (f.extension === 'bazaar' || f.extension === 'mcp') filters.extension = f.extension;
+    else unapplied.push('extensions');
+  }
+  if (f.payTo !== undefined) unapplied.push('payTo');
+  return { filters, unapplied, nothing: f.scheme !== undefined && f.scheme !== 'exact' };
+}
+
+export function createBazaar(deps: BazaarDeps) {
+  const localDev = deps.localDevDomains ?? false;
+
+  /** A listed catalog resource as an x402 `DiscoveryResource`. */
+  function catalogItem(r: DiscoveryItem, d: BazaarCatalogDetails | undefined) {
+    const asset = deps.networks.asset(r.network, r.assetCode, r.assetIssuer);
+    const meta = sanitizeServiceMetadata({ serviceName: d?.sellerName ?? undefined, tags: d?.bazaarTags });
+    return {
+      resource: r.url,
+      type: r.type,
+      x402Version: X402_VERSION,
+      accepts: asset ? [{ scheme: 'exact', network: r.network, asset: asset.contractId, amount: toStroops(r.amount).toString(), payTo: r.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }] : [],
+      lastUpdated: (d?.updatedAt ?? ulidDate(r.id)).toISOString(),
+      description: r.description,
+      ...meta,
+      // Issue #29: whether the host is proven, and the seller's words labelled as untrusted data.
+      metadata: {
+        resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status,
+        ...(d?.mcpToolName ? { tool: d.mcpToolName } : {}),
+        hostVerified: r.hostVerified, untrusted: true,
+      },
+    };
+  }
+
+  /** Observed resources in the Bazaar list shape (x402 DiscoveryResource), labelled observed, with their usage. */
+  async function observedItems(filters: BazaarFilters, offset: number, limit: number) {
+    const { items, total } = await deps.repo.listRecent(filters, offset, limit, { localDev });
+    return {
+      total,
+      items: items.map((o) => ({
+        resource: o.resourceUrl,
+        type: o.type,
+        x402Version: X402_VERSION,
+        accepts: [{ scheme: 'exact', network: o.network, asset: o.asset, amount: o.amount, payTo: o.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }],
+        lastUpdated: o.lastPaymentAt.toISOString(),
+        ...(o.description ? { description: o.description } : {}),
+        ...(o.mimeType ? { mimeType: o.mimeType } : {}),
+        ...(o.serviceName ? { serviceName: o.serviceName } : {}),
+        ...(o.tags.length ? { tags: o.tags } : {}),
+        ...(o.iconUrl ? { iconUrl: o.iconUrl } : {}),
+        extensions: { bazaar: o.bazaar },
+        metadata: {
+          observed: true,
+          trust: 'observed',
+          observedResourceId: o.id,
+          ...(o.sellerId ? { sellerId: o.sellerId } : {}),
+          ...(o.toolName ? { tool: o.toolName } : {}),
+          // Issue #29: learned only on a proven host (or, under LOCAL_DEV_DOMAINS, a loopback one); the description
+          // and bazaar metadata are the seller's words.
+          hostVerified: !o.localDev,
+          ...(o.localDev ? { localDev: true } : {}),
+          untrusted: true,
+          description: o.description,
+          ...(o.mimeType ? { mimeType: o.mimeType } : {}),
+          bazaar: o.bazaar,
+          usage: { settledCalls30d: o.settledCalls30d, uniquePayers30d: o.uniquePayers30d, weightedPayers30d: o.weightedPayers30d, lastPaymentAt: o.lastPaymentAt.toISOString() },
+        },
+      })),
+    };
+  }
+
   return {
     /**
      * Called by /x402/settle after a settled payment. Never throws (the payment is final whatever discovery makes of
@@ -186,9 +367,12 @@ export function createBazaar(deps: { repo: ObservedResourceRepository; networks:
         if (!read.ok) return { status: 'rejected', reason: read.reason };
         if (await deps.repo.isCataloged([read.value.resourceUrl, String(p.resourceUrl)])) return { status: 'cataloged' };
         const seller = await deps.repo.walletSeller(p.payTo, read.host);
-        const problem = provenHostProblem(read.value.resourceUrl, seller) ?? extensionProblem(read.value);
+        // LOCAL_DEV_DOMAINS: nobody can prove `localhost`, so a loopback URL paid to a signed-up seller is learned for
+        // that seller (labelled hostVerified: false, localDev: true) and listed only while the switch is on.
+        const local = localDev && isLocalHost(read.host);
+        const problem = (local ? (seller ? null : 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers') : provenHostProblem(read.value.resourceUrl, seller)) ?? extensionProblem(read.value);
         if (problem || !seller) return { status: 'rejected', reason: problem ?? 'the payTo is not a seller' };
-        const id = await deps.repo.record({ ...read.value, sellerId: seller.id });
+        const id = await deps.repo.record({ ...read.value, sellerId: seller.id, localDev: local });
         return { status: 'recorded', id };
       } catch (err) {
         deps.onError?.(err);
@@ -196,33 +380,32 @@ export function createBazaar(deps: { repo: ObservedResourceRepository; networks:
       }
     },
 
-    /** Observed resources in the Bazaar list shape (x402 DiscoveryResource), labelled observed, with their usage. */
-    async observedItems(type: 'http' | 'mcp' | undefined, offset: number, limit: number) {
-      const { items, total } = await deps.repo.listRecent(type, offset, limit);
-      return {
-        total,
-        items: items.map((o) => ({
-          resource: o.resourceUrl,
-          type: o.type,
-          x402Version: X402_VERSION,
-          accepts: [{ scheme: 'exact', network: o.network, asset: o.asset, amount: o.amount, payTo: o.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }],
-          lastUpdated: o.lastPaymentAt.toISOString(),
-          metadata: {
-            observed: true,
-            trust: 'observed',
-            observedResourceId: o.id,
-            ...(o.sellerId ? { sellerId: o.sellerId } : {}),
-            ...(o.toolName ? { tool: o.toolName } : {}),
-            // Issue #29: learned only on a proven host; the description and bazaar metadata are the seller's words.
-            hostVerified: true,
-            untrusted: true,
-            description: o.description,
-            ...(o.mimeType ? { mimeType: o.mimeType } : {}),
-            bazaar: o.bazaar,
-            usage: { settledCalls30d: o.settledCalls30d, uniquePayers30d: o.uniquePayers30d, weightedPayers30d: o.weightedPayers30d, lastPaymentAt: o.lastPaymentAt.toISOString() },
-          },
-        })),
-      };
+    observedItems,
+
+    /**
+     * The Bazaar list (x402 `DiscoveryResourcesResponse`): the listed catalog first (newest first), then the observed
+     * resources by usage, every filter applied to both; `offset`/`limit` run over the two as one list.
+     */
+    async list(filters: BazaarFilters, offset: number, limit: number) {
+      // Every resource we list is paid with `exact`: another scheme matches nothing (applied, not ignored).
+      if (filters.scheme !== undefined && filters.scheme !== 'exact') return { items: [], total: 0 };
+      const catalog = deps.catalog ? await deps.catalog.list(filters, offset, limit) : { items: [], total: 0 };
+      const listed = catalog.items.map((r) => catalogItem(r, r));
+      const observedOffset = Math.max(0, offset - catalog.total);
+      const observed = await observedItems(filters, observedOffset, limit - listed.length);
+      return { items: [...listed, ...observed.items], total: catalog.total + observed.total };
+    },
+
+    /**
+     * The Bazaar search (x402 `SearchDiscoveryResourcesResponse` + `unappliedFilters`): the discovery service's ranked
+     * search over the listed catalog with the filters it can apply (searchFilterPlan), in the Bazaar item shape.
+     */
+    async search(query: string, f: BazaarFilters, page: { cursor?: string; limit: number }) {
+      const plan = searchFilterPlan(f);
+      if (plan.nothing || !deps.search) return { resources: [], partialResults: false, cursor: null, unappliedFilters: plan.unapplied };
+      const found = await deps.search(query, plan.filters, page);
+      const details = deps.catalog && found.items.length ? await deps.catalog.details(found.items.map((i) => i.id)) : new Map<string, BazaarCatalogDetails>();
+      return { resources: found.items.map((r) => catalogItem(r, details.get(r.id))), partialResults: found.partialResults, cursor: found.nextCursor, unappliedFilters: plan.unapplied };
     },
   };
 }
@@ -233,4 +416,14 @@ export type Bazaar = ReturnType<typeof createBazaar>;
 export function clampPaging(limit: unknown, offset: unknown): { limit: number; offset: number } {
   const int = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.trunc(v) : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : d);
   return { limit: Math.min(100, Math.max(1, int(limit, 20))), offset: Math.min(1_000_000, Math.max(0, int(offset, 0))) };
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/** The creation time a prefixed ULID carries (its first 10 characters). */
+function ulidDate(id: string): Date {
+  const ulid = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11).toUpperCase();
+  let ms = 0;
+  for (const ch of ulid) ms = ms * 32 + Math.max(0, CROCKFORD.indexOf(ch));
+  return new Date(ms);
 }

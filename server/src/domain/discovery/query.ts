@@ -4,7 +4,7 @@ import synonymData from './synonyms.json';
  * The search query language (ranking strategy pg-fts-recall-v3). Any string is a query:
  *
  * - plain words are *concepts*: a result need not match all of them; it is ranked by how many it matches and how
- *   well (data/discovery-repository.ts: IDF-weighted, by field). Punctuation separates words (so "(AQI)" is the word
+ *   well (data/search-repository.ts: IDF-weighted, by field). Punctuation separates words (so "(AQI)" is the word
  *   AQI and "speech-to-text" three words); case does not matter; PostgreSQL's English stemmer applies.
  * - "quoted phrases" must match (as a phrase) and their words also count as concepts;
  * - -word and -"a phrase" exclude results that contain them;
@@ -136,7 +136,7 @@ export function parseQuery(q: string): ParsedQuery {
   return { words: unique, phrases: phrases.slice(0, MAX_EXCLUDED), excluded: excluded.slice(0, MAX_EXCLUDED), lastIsPrefix, synonyms: synonymAlternatives(unique) };
 }
 
-/** What the index knows about one word (data/discovery-repository.ts resolveWords). */
+/** What the index knows about one word (data/search-repository.ts resolveWords). */
 export interface ResolvedWord {
   /** The word's lexeme (English stemmer), or null for a stop word. */
   lexeme: string | null;
@@ -146,7 +146,12 @@ export interface ResolvedWord {
   prefixNdoc: number;
   /** For a query word the vocabulary does not know: the most similar indexed lexemes (pg_trgm). */
   fixes: Array<{ lexeme: string; ndoc: number }>;
+  /** For the prefix word: the indexed lexemes it begins, the most frequent first (at most PREFIX_READS). */
+  prefixWords?: string[];
 }
+
+/** How many of a prefix's completions (the most frequent) the candidate step reads; scoring matches them all. */
+export const PREFIX_READS = 8;
 
 export interface ResolvedQuery {
   /** One per ParsedQuery word. */
@@ -172,15 +177,6 @@ export interface Concept {
   reach: number;
   /** Document frequency for the IDF weight. */
   df: number;
-}
-
-export interface SearchPlanText {
-  rare: string | null;
-  /** The common concepts AND'ed (`commonOr`: OR'ed), with the requirements; null when every concept is rare. */
-  common: string | null;
-  commonOr: string | null;
-  concepts: { q: string[]; a: string[]; b: string[]; c: string[]; d: string[]; idf: number[] };
-  idfSum: number;
 }
 
 const lit = (l: string, prefix: boolean, label = '') => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix || label ? ':' : ''}${prefix ? '*' : ''}${label}`;
@@ -221,29 +217,62 @@ export function concepts(parsed: ParsedQuery, resolved: ResolvedQuery): Concept[
 }
 
 /**
- * The statement inputs: rare concepts (ascending reach while the sum stays within `rareBudget`) are read in full,
- * the others through the static-score candidate step; IDF = ln(1 + (N - df + 0.5) / (df + 0.5)) (BM25's).
+ * One search over the impact-ordered index (data/search-repository.ts): which terms' best postings to read as
+ * candidates, how many of each and for which concept, and the concepts' match queries for exact scoring.
  */
-export function planSearch(parsed: ParsedQuery, resolved: ResolvedQuery, rareBudget: number): SearchPlanText | null {
+export interface ImpactPlan {
+  /**
+   * Terms whose best postings (by rank) are read, how many (every posting, up to the cap, for a rare concept's
+   * terms) and the concept (1..n) a posting of the term counts for in the approximate score.
+   */
+  reads: Array<{ term: string; limit: number; concept: number }>;
+  /** Per concept: its match query, the same restricted to fields A/B/C/D (tsquery text), and its IDF weight (BM25's). */
+  concepts: { q: string[]; a: string[]; b: string[]; c: string[]; d: string[]; idf: number[] };
+  idfSum: number;
+  /** The required phrases and exclusions as one tsquery (text), or null. */
+  required: string | null;
+}
+
+/**
+ * The impact plan: the query's concepts; the rare ones (ascending reach while the sum stays within `rareBudget`)
+ * read up to `rareCap` postings per term (all of them, by the vocabulary's counts), the others the best
+ * `candidates`. An alternative of several words is read through its rarest word (a document matching the
+ * alternative carries it); a prefix through its PREFIX_READS most frequent completions.
+ */
+export function planImpact(parsed: ParsedQuery, resolved: ResolvedQuery, opts: { rareBudget: number; rareCap: number; candidates: number }): ImpactPlan | null {
   const cs = concepts(parsed, resolved);
   if (cs.length === 0) return null;
-  const required = [...resolved.phrases.filter((p) => p !== '').map((p) => `(${p})`), ...resolved.excluded.filter((p) => p !== '').map((p) => `!(${p})`)];
-  const withRequired = (q: string) => (required.length ? `(${q}) & ${required.join(' & ')}` : q);
-  const byReach = [...cs].sort((a, b) => a.reach - b.reach);
-  const rare: Concept[] = [];
+  const ndoc = new Map<string, number>();
+  for (const w of [...resolved.words, ...resolved.synonyms.values()]) {
+    if (w.lexeme) ndoc.set(w.lexeme, w.ndoc);
+    for (const f of w.fixes) ndoc.set(f.lexeme, f.ndoc);
+  }
+  const completions = new Map<string, string[]>();
+  for (const w of resolved.words) if (w.lexeme && w.prefixWords) completions.set(w.lexeme, w.prefixWords);
+  const rare = new Set<Concept>();
   let used = 0;
-  for (const c of byReach) {
-    if (used + c.reach > rareBudget) break;
-    rare.push(c);
+  for (const c of [...cs].sort((a, b) => a.reach - b.reach)) {
+    if (used + c.reach > opts.rareBudget) break;
+    rare.add(c);
     used += c.reach;
   }
-  const common = byReach.slice(rare.length);
+  const reads = new Map<string, ImpactPlan['reads'][number]>();
+  for (const [ci, c] of cs.entries()) {
+    const limit = rare.has(c) ? opts.rareCap : opts.candidates;
+    const read = (term: string) => {
+      const key = `${ci}:${term}`;
+      if (!reads.has(key)) reads.set(key, { term, limit, concept: ci + 1 });
+    };
+    for (const alt of c.alternatives) {
+      if (alt.length === 1 && alt[0].prefix) (completions.get(alt[0].lexeme) ?? []).forEach(read);
+      else read([...alt].sort((a, b) => (ndoc.get(a.lexeme) ?? 0) - (ndoc.get(b.lexeme) ?? 0))[0].lexeme);
+    }
+  }
   const total = Math.max(resolved.total, ...cs.map((c) => c.df));
   const idf = cs.map((c) => Math.log(1 + (total - c.df + 0.5) / (c.df + 0.5)));
+  const required = [...resolved.phrases.filter((p) => p !== '').map((p) => `(${p})`), ...resolved.excluded.filter((p) => p !== '').map((p) => `!(${p})`)];
   return {
-    rare: rare.length ? withRequired(rare.map((c) => `(${conceptQuery(c)})`).join(' | ')) : null,
-    common: common.length ? withRequired(common.map((c) => `(${conceptQuery(c)})`).join(' & ')) : null,
-    commonOr: common.length > 1 ? withRequired(common.map((c) => `(${conceptQuery(c)})`).join(' | ')) : null,
+    reads: [...reads.values()],
     concepts: {
       q: cs.map((c) => conceptQuery(c)),
       a: cs.map((c) => conceptQuery(c, 'A')),
@@ -253,5 +282,6 @@ export function planSearch(parsed: ParsedQuery, resolved: ResolvedQuery, rareBud
       idf,
     },
     idfSum: idf.reduce((a, b) => a + b, 0) || 1,
+    required: required.length ? required.join(' & ') : null,
   };
 }

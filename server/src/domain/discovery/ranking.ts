@@ -1,31 +1,37 @@
-import type { RankingWeights } from './types';
+import type { FieldWeights, RankingWeights } from './types';
 import { DomainError } from '../errors';
 
 /**
- * Ranking strategy pg-fts-recall-v4 (ranked recall, proven hosts first).
+ * Ranking strategy pg-impact-v5 (ranked recall over an impact-ordered index, proven hosts first). Every weight of
+ * the score lives here (RANKING_WEIGHTS, FIELD_WEIGHTS, PROVEN_HOST_TIER); the SQL reads scores the code computed
+ * from them, never a literal of its own.
  *
- *   score = text * W.text + 0.1 * nameSimilarity + static_score + 0.05 * usage + PROVEN_HOST_TIER * hostVerified
+ *   score = W.text * text + W.nameSimilarity * nameSimilarity + base_score
+ *   base_score = static_score + W.usage * usage + PROVEN_HOST_TIER * hostVerified      (stored per document)
  *
  * - hostVerified (issue #29, "proven hosts only"): 1 when the resource's seller verified the domain that most
  *   specifically covers the URL's host (POST /v1/sellers/{id}/verify-domain; migration 0050 host_owner). Every other
  *   term sums to at most W.text + 0.1 + 0.5 + 0.05 = 1.65 < PROVEN_HOST_TIER, so among the results of one query a
  *   resource on an unproven host never outranks one on a proven host; within each tier the order is v3's. A listing
  *   whose host another seller proved is not served at all.
- *
  * - text, in [0, 1]: the query is a list of concepts (its words, each with its synonyms from synonyms.json, typo
  *   corrections from the vocabulary and, for the last word, a prefix: query.ts). A result need not match every
  *   concept; text is the IDF-weighted share of the concepts it matches (IDF as BM25's, from the vocabulary's
- *   document counts), each counted by the best field it matches: name 1.0, tags / MCP tool name 0.7, description
- *   0.45, schema text, route and URL host/path 0.2 (0.3 when an alternative's words match across fields). Quoted
- *   phrases must match; -words exclude.
+ *   document counts), each counted by the best field it matches (FIELD_WEIGHTS): name 1.0, tags / MCP tool name 0.7,
+ *   description 0.45, schema text, route and URL host/path 0.2 (0.3 when an alternative's words match, but not in
+ *   one field). Quoted phrases must match; -words exclude.
  * - nameSimilarity: pg_trgm similarity of the name to the query's words.
- * - static_score: the nine query-independent signals below, stored per document (migration 0009), weights summing
- *   to 0.5.
+ * - static_score: the nine query-independent signals below, weights summing to 0.5, stored per document.
  * - usage: ln(1 + P) / ln(101), capped at 1, where P = sum over the distinct payers of the last 30 days whose settled
  *   payment paid at least the cataloged price (same network and asset, payer not the payTo) of
  *   min(1, payments at that price * cataloged price / PAYER_UNIT), PAYER_UNIT = 0.01 of the asset
  *   (data/search-index-repository.ts; refreshed by indexing and the search-sync worker). Dust from fresh wallets
  *   adds nothing; a payer counts fully once it paid a cent's worth at the cataloged price.
+ *
+ * Where the scores are computed: static_score and base_score are written by the indexing worker and the
+ * search-sync worker (data/search-index-repository.ts `scoresSql`, from the weights here); every search-sync pass
+ * rewrites the documents whose stored scores differ from what these weights give, so changing a weight here takes
+ * effect on the next pass (30 s) with no migration.
  *
  * Signals of static_score:
  * - metadataQuality, schemaCompleteness: computed at indexing time, in [0, 1] (see indexing.ts).
@@ -38,33 +44,39 @@ import { DomainError } from '../errors';
  * - asset: a stablecoin (USDC, EURC) 1.0, any other configured asset 0.5.
  * - price: 1 / (1 + 10 * amount): cheaper ranks higher, all else equal.
  *
- * Candidates (data/discovery-repository.ts): every match of the query's *rare* concepts (those whose matches hold at
- * most RARE_BUDGET documents together, by the vocabulary's counts), plus the SEARCH_CANDIDATES best matches by
- * static score of the *common* concepts together (AND; OR when AND matches nothing). The static-score tiers of
- * migration 0010 still serve that second step (the tiers are nested, so a tier that fills the bound gives exactly
- * the unrestricted answer). The trade: a document matching only common words, outside the best SEARCH_CANDIDATES of
- * their conjunction by static score, is not returned.
+ * Candidates (data/search-repository.ts, migration 0100): the impact-ordered index `search_postings` holds one row
+ * per (term, document) ranked by W.text * (best field weight of the term in the document) + base_score, which is the
+ * document's exact score for a one-word query, bar name similarity. A search reads, for each term of the query, its
+ * best SEARCH_CANDIDATES postings by that rank (every posting, up to RARE_CAP, for the *rare* concepts: those whose
+ * matches hold at most RARE_BUDGET documents together by the vocabulary's counts); a prefix reads its most frequent
+ * completions, an alternative of several words its rarest word. When the request has filters or quoted phrases, they
+ * are checked during that read, so the bound counts only documents that pass them. The union is scored exactly from
+ * the candidates' postings (every query term, every completion of a prefix). The trade: a document outside the best
+ * SEARCH_CANDIDATES of every common word it matches is not returned; one statement answers a search, with no
+ * AND-then-OR second pass.
  *
  * Pages are keyset-paged on (score DESC, id DESC) over that candidate set: the cursor carries the score (float8
- * text, which round-trips exactly), the id of the last item and the mode (AND/OR of common concepts), so pages
- * neither repeat nor skip while the ranking inputs stay the same. Cursors of the earlier strategies (same (score,
- * id) shape) are accepted and continue at the same position.
+ * text, which round-trips exactly) and the id of the last item, so pages neither repeat nor skip while the ranking
+ * inputs stay the same. Cursors of the earlier strategies (same (score, id) shape; v4's OR mode included) are
+ * accepted and continue at the same position.
  */
-export const RANKING_STRATEGY = 'pg-fts-recall-v4';
+export const RANKING_STRATEGY = 'pg-impact-v5';
 /**
  * Earlier strategies whose cursors still decode (same (score, id) position). A v3 cursor's score has no proven-host
  * tier, so it continues among the unproven results (a client restarting without cursor sees the proven ones first).
  */
-const PREVIOUS_STRATEGIES = ['pg-fts-recall-v3', 'pg-fts-candidates-v2', 'pg-fts-weighted-v1'];
+const PREVIOUS_STRATEGIES = ['pg-fts-recall-v4', 'pg-fts-recall-v3', 'pg-fts-candidates-v2', 'pg-fts-weighted-v1'];
 
 /** Added to the score of a result whose host is proven: above every other term's sum (1.65), see the formula above. */
 export const PROVEN_HOST_TIER = 2;
 
-/** How many matches (the best by static score) a search ranks by text relevance: the bound on its results. */
+/** How many postings of each common query term (the best by rank) a search reads as candidates. */
 export const SEARCH_CANDIDATES = 300;
 
 export const RANKING_WEIGHTS: RankingWeights = {
   text: 1.0,
+  nameSimilarity: 0.1,
+  usage: 0.05,
   metadataQuality: 0.08,
   schemaCompleteness: 0.07,
   sellerVerified: 0.1,
@@ -75,6 +87,9 @@ export const RANKING_WEIGHTS: RankingWeights = {
   asset: 0.03,
   price: 0.03,
 };
+
+/** A concept's text weight by the best field it matches in the document (see the formula above). */
+export const FIELD_WEIGHTS: FieldWeights = { name: 1.0, tags: 0.7, description: 0.45, schema: 0.2, acrossFields: 0.3 };
 
 /** Ranking signals older than this make a result page partial (the search-sync worker runs every 30 s). */
 export const SIGNALS_MAX_AGE_SECONDS = 600;

@@ -49,9 +49,9 @@ export interface IndexLag {
 }
 
 export interface SearchOptions {
-  /** Weight of text relevance (ts_rank_cd); the other nine signals are in the stored static_score. */
+  /** Weight of text relevance (RANKING_WEIGHTS.text); the query-independent part is the stored base_score. */
   textWeight: number;
-  /** How many matches, the best by static score, are ranked by text relevance (the bound on all pages). */
+  /** How many postings of each common query term, the best by rank, are read as candidates (the bound on all pages). */
   candidates: number;
   signalsMaxAgeSeconds: number;
   /** Document-frequency budget of the rare concepts read in full (default RARE_BUDGET). */
@@ -60,6 +60,10 @@ export interface SearchOptions {
 
 export interface RankingWeights {
   text: number;
+  /** Trigram similarity of the name to the query's words. */
+  nameSimilarity: number;
+  /** Usage: payers weighted by what they paid at the cataloged price, 30 days (ln scale, capped at 1). */
+  usage: number;
   metadataQuality: number;
   schemaCompleteness: number;
   sellerVerified: number;
@@ -69,6 +73,20 @@ export interface RankingWeights {
   network: number;
   asset: number;
   price: number;
+}
+
+/** Text weight of a query concept by the best field of the document it matches (ranking.ts FIELD_WEIGHTS). */
+export interface FieldWeights {
+  /** The name (tsvector weight A). */
+  name: number;
+  /** Tags and the MCP tool name (B). */
+  tags: number;
+  /** The description (C). */
+  description: number;
+  /** Schema text, route literals, URL host and path (D). */
+  schema: number;
+  /** An alternative of several words that match, but not all in one field. */
+  acrossFields: number;
 }
 
 export interface CatalogWrite {
@@ -86,8 +104,8 @@ export interface CatalogWrite {
 
 export type CatalogWriteOutcome = { status: 'ok' } | { status: 'version_conflict' } | { status: 'mcp_conflict'; resourceId: string };
 
-/** The discovery index and the catalog writes it needs (implemented in data/discovery-repository.ts). */
-export interface DiscoveryRepository {
+/** The discovery index's reads: listing and search (data/search-repository.ts). */
+export interface DiscoverySearchRepository {
   list(filters: DiscoveryFilters, afterId: string | null, limit: number): Promise<DiscoveryItem[]>;
   search(
     q: string,
@@ -97,6 +115,10 @@ export interface DiscoveryRepository {
     options: SearchOptions,
   ): Promise<RankedItem[]>;
   indexLag(): Promise<IndexLag>;
+}
+
+/** The catalog write and the facts its rules read (data/catalog-write-repository.ts). */
+export interface CatalogWriteRepository {
   walletOwner(address: string): Promise<string | null>;
   mcpToolOwner(url: string, toolName: string, excludeResourceId: string | null): Promise<{ resourceId: string; sellerId: string } | null>;
   declaration(resourceId: string): Promise<{ payTo: string | null; trusted: boolean } | null>;
@@ -107,3 +129,6 @@ export interface DiscoveryRepository {
    */
   catalogFacts?(sellerId: string, payTo: string, url: string): Promise<{ seller: Seller | null; payToOwner: string | null; domainVerifiedByOther: boolean; hostOwner?: string | null }>;
 }
+
+/** What the discovery service reads and writes: search and the catalog write. */
+export type DiscoveryRepository = DiscoverySearchRepository & CatalogWriteRepository;

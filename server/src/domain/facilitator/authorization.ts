@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { Address, StrKey, xdr } from '@stellar/stellar-sdk';
+import { addressCredentialVersion, addressCredentialsOf, authorizationPreimage } from './cap71-xdr';
 
 /**
  * Helpers of the buyer's payment authorization (x402 `exact` on Stellar: a SorobanAuthorizationEntry with address
@@ -33,16 +34,16 @@ export function addressString(a: xdr.ScAddress): string {
   return text;
 }
 
-/** The Soroban authorization payload: sha256 of HashIdPreimage envelopeTypeSorobanAuthorization. */
+/**
+ * The Soroban authorization payload an address credential's signatures sign: sha256 of its HashIdPreimage,
+ * `envelopeTypeSorobanAuthorization` for V1 credentials, `envelopeTypeSorobanAuthorizationWithAddress` (the
+ * address bound in, CAP-71-02) for V2 ones (cap71-xdr.ts). Only for address credentials (V1 or V2).
+ */
 export function authorizationPayload(entry: xdr.SorobanAuthorizationEntry, networkPassphrase: string): Buffer {
-  const ac = entry.credentials().address();
-  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
-    new xdr.HashIdPreimageSorobanAuthorization({
-      networkId: crypto.createHash('sha256').update(networkPassphrase, 'utf8').digest(),
-      nonce: ac.nonce(),
-      signatureExpirationLedger: ac.signatureExpirationLedger(),
-      invocation: entry.rootInvocation(),
-    }),
-  );
-  return crypto.createHash('sha256').update(preimage.toXDR()).digest();
+  const creds = entry.credentials();
+  const version = addressCredentialVersion(creds);
+  const body = addressCredentialsOf(creds);
+  if (version === null || body === null) throw new TypeError(`no authorization payload for ${creds.switch().name} credentials`);
+  const networkId = crypto.createHash('sha256').update(networkPassphrase, 'utf8').digest();
+  return crypto.createHash('sha256').update(authorizationPreimage(version, networkId, body, entry.rootInvocation()).toXDR()).digest();
 }

@@ -133,7 +133,7 @@ export function simulationSource(deps: Pick<CheckDeps, 'policy'>, network: strin
 /** The rules judged on a simulation: expiry window (against its latest ledger), success, exact balance changes. */
 export function checkSimulated(deps: Pick<CheckDeps, 'policy'>, checked: CheckedPayment, required: RequiredTerms, sim: SimulationOutcome, maxTimeoutSeconds: number): void {
   checkExpiry(checked.signatureExpirationLedger, sim.latestLedger, maxTimeoutSeconds, deps.policy.ledgerSeconds(required.network));
-  checkSimulationSucceeded(sim);
+  checkSimulationSucceeded(sim, { payer: checked.payer, payTo: required.payTo, assetCode: required.asset.code });
   checkExactBalanceChanges(sim, { payer: checked.payer, payTo: required.payTo, amount: required.amount, contractId: required.asset.contractId });
 }
 

@@ -40,6 +40,8 @@ export interface SettleDeps extends CheckDeps {
   /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
   confirmGraceMs: number;
   pollMs: number;
+  /** x402 settles answered `settlement_pending`, owing the same payload's retry its final answer (absent: /v1 only). */
+  owedAnswers?: OwedSettleAnswers;
   /** Test seam: runs right after the claim (attempt settlement_pending, channel leased, no settlement row yet). */
   afterClaim?(attemptId: string): void | Promise<void>;
   /** Test seam: runs right after the transaction was accepted by the RPC; throwing here simulates a crash. */
@@ -57,6 +59,21 @@ export interface SettleInput {
   principal?: Principal;
   /** The caller's address (HTTP: req.ip): anonymous callers' fee budget and capacity are charged to it. */
   clientAddress?: string;
+  /**
+   * x402 (spec v2, @x402/core >= 2.24): a `settlement_pending` answer owes the same payload's next settle (the stock
+   * server's one automatic retry) the final answer, reconciled from the transaction already submitted.
+   */
+  answerPending?: boolean;
+}
+
+/**
+ * Settles answered `settlement_pending` on the x402 face, each owing one final answer (data/owed-answer-repository.ts).
+ * `take` removes the debt and answers true for exactly one caller across every process.
+ */
+export interface OwedSettleAnswers {
+  owe(attemptId: string): Promise<void>;
+  isOwed(attemptId: string): Promise<boolean>;
+  take(attemptId: string): Promise<boolean>;
 }
 
 export interface SettleOutcome {
@@ -186,6 +203,10 @@ export function createSettlePayment(deps: SettleDeps) {
     const sellerId = await accountableSeller(deps, resource, required.payTo, input.principal);
     // A duplicate of a payment already claimed is refused before any ledger call (a storm costs no simulations).
     const known = await knownAttempt(input, checked, required, resource);
+    if (known && known.status !== 'verified' && input.answerPending) {
+      const owed = await reconcileOwed(known, checked);
+      if (owed) return owed;
+    }
     if (known) refuseUnlessVerified(known);
     const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
     // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
@@ -203,7 +224,34 @@ export function createSettlePayment(deps: SettleDeps) {
     refuseUnlessVerified(attempt);
     if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
     const parties = feePartiesOf(input, sellerId, checked.payer);
-    return settleInTurn({ attempt, checked, required, resource, sellerId, parties }, capacityParty(parties));
+    return settleInTurn({ attempt, checked, required, resource, sellerId, parties, answerPending: input.answerPending === true }, capacityParty(parties));
+  }
+
+  /**
+   * x402 (spec v2; @x402/core >= 2.24 `settleWithPendingRetry`): the same payload settled again after a
+   * `settlement_pending` answer is that answer's retry. Nothing is built or submitted: the ledger is asked about the
+   * transaction already submitted (up to the grace), and the first retry to see a final answer takes the owed answer
+   * (in any process: the debt row is deleted once). Still undecided: `settlement_pending` again, the debt kept. Not
+   * owed (never answered pending, another retry took it, another payload with the same nonce): null, so the payment
+   * is refused as a duplicate as before.
+   */
+  async function reconcileOwed(attempt: AttemptRecord, checked: CheckedPayment): Promise<SettleOutcome | null> {
+    if (!deps.owedAnswers || attempt.paymentHash !== paymentHash(checked.entryXdr) || !(await deps.owedAnswers.isOwed(attempt.id))) return null;
+    let settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
+    const deadline = Date.now() + deps.confirmGraceMs;
+    let seen = watcher.latest(attempt.network);
+    while (settlement?.status === 'pending' && Date.now() < deadline) {
+      await confirmOnce(settlement, attempt).catch((): Fate => 'pending');
+      settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
+      if (settlement?.status !== 'pending' || Date.now() >= deadline) break;
+      seen = await watcher.after(attempt.network, seen, Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())));
+    }
+    const receipt = await deps.receipts.findReceiptByAttempt(attempt.id);
+    if (!settlement || !receipt) return null;
+    if (settlement.status === 'pending') return { status: 'settlement_pending', settlement, receipt };
+    if (!(await deps.owedAnswers.take(attempt.id))) return null;
+    if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
+    return { status: 'settled', settlement, receipt };
   }
 
   interface Claim {
@@ -214,6 +262,8 @@ export function createSettlePayment(deps: SettleDeps) {
     sellerId: string;
     /** Who this settlement's fee is charged to (seller, payer, anonymous client address). */
     parties: FeeParties;
+    /** x402: a `settlement_pending` answer owes the retry its final answer (SettleInput.answerPending). */
+    answerPending: boolean;
   }
 
   /**
@@ -271,7 +321,7 @@ export function createSettlePayment(deps: SettleDeps) {
           await deps.attempts.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
           throw refuse(RULES.notExpired, `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ${prepared.simulation.latestLedger})`);
         }
-        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation);
+        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, assetCode: c.required.asset.code });
         throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
       }
       checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
@@ -304,7 +354,7 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client };
+    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client, ...feeEvidence(prepared) };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,
@@ -341,7 +391,10 @@ export function createSettlePayment(deps: SettleDeps) {
       if (sent.status === 'UNKNOWN') deps.events.submissionFailed(c.attempt.network, 'unknown');
       await deps.afterSubmit?.(prepared.hash);
       handover.done = true;
-      return await confirmUntilFinal(settlement, c.attempt, lease, latestAtSubmit);
+      const outcome = await confirmUntilFinal(settlement, c.attempt, lease, latestAtSubmit);
+      // Recorded before the pending answer leaves: the retry may reach another process.
+      if (outcome.status === 'settlement_pending' && c.answerPending) await deps.owedAnswers?.owe(c.attempt.id);
+      return outcome;
     } catch (err) {
       // Nothing reached the ledger before the pending settlement was recorded: the claim ends settlement_failed now
       // (and if even that write fails, the cleanup worker does it later).
@@ -439,3 +492,9 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
 }
 
 export type SettlePayment = ReturnType<typeof createSettlePayment>;
+
+/** The fees a prepared settlement bids, as the settlement records them (evidence, and part of its attestation). */
+function feeEvidence(prepared: PreparedSettlement): Pick<SettlementRecord, 'inclusionFee' | 'resourceFee' | 'feePercentile'> {
+  if (!prepared.fees) return {};
+  return { inclusionFee: prepared.fees.inclusion, resourceFee: prepared.fees.resource, feePercentile: prepared.fees.percentile };
+}

@@ -1,3 +1,4 @@
+import type { SettlementFees } from './settlement-fees';
 import type { PaymentAttempt } from '../payments/types';
 import type { EvidenceLabel } from '../payments/types';
 import type { xdr } from '@stellar/stellar-sdk';
@@ -57,6 +58,12 @@ export interface SettlementRecord {
   sellerId?: string | null;
   /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
   maxFee?: bigint | null;
+  /** The inclusion fee bid and the simulated resource fee, stroops, and the getFeeStats percentile bid at (evidence). */
+  inclusionFee?: bigint | null;
+  resourceFee?: bigint | null;
+  feePercentile?: string | null;
+  /** What the ledger charged, stroops, once final (read back; written when the fee is spent). */
+  feeCharged?: bigint | null;
   /** The payer and the anonymous client address the fee was also committed against (issue #29). */
   feePayer?: string | null;
   feeClient?: string | null;
@@ -251,6 +258,8 @@ export interface PreparedSettlement {
   sequence: string;
   /** The most it can cost in fees (inclusion + resource fee, fee-bump included), stroops. */
   maxFee: bigint;
+  /** The inclusion bid (getFeeStats percentile) and the simulated resource fee it carries (settlement-fees.ts). */
+  fees?: SettlementFees;
   /** The simulation it was assembled from (settle checks its events like verify does). */
   simulation: SimulationOutcome;
 }

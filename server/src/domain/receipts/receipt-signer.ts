@@ -5,7 +5,7 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
  * The facilitator's settlement attestation: what it verified on the ledger, signed. NOT a seller's x402
  * offer-and-receipt receipt (the seller signs those with its own key): a compact JWS, header `{alg: "EdDSA", kid,
  * typ: "x402-facilitator-attestation"}`, payload the JCS-canonical JSON of `{kind: "facilitator-attestation",
- * version, network, transaction, ledger, asset, amount, payer, payTo, issuedAt, resource?}` (resource only for a
+ * version, network, transaction, ledger, asset, amount, payer, payTo, issuedAt, resource?, fees?}` (resource only for a
  * cataloged resource: the facilitator attests only what it knows). The signing key is Ed25519 (from configuration or generated into the data folder); its public
  * half and the public halves of keys retired by a rotation are published as a JWK Set. The private key never
  * leaves this module: no method returns it and nothing here logs.
@@ -26,6 +26,12 @@ export interface ReceiptClaims {
   issuedAt: number;
   /** The cataloged resource paid for; absent when the URL is not in the catalog. */
   resource?: { id: string; url: string };
+  /**
+   * The fees the settlement transaction bid (stroops, decimal strings): the inclusion fee (the getFeeStats Soroban
+   * inclusion fee at `percentile`, capped) and the resource fee its settle-time simulation asked (capped). Absent for
+   * settlements recorded before they were kept.
+   */
+  fees?: { inclusion: string; resource: string; percentile: string };
 }
 
 export const ATTESTATION_TYPE = 'x402-facilitator-attestation';

@@ -8,7 +8,7 @@ export type ReceiptFacts = Pick<ReceiptRecord, 'paymentAttemptId' | 'network' | 
   sellerId: string | null;
   ledger: number | null;
 };
-import type { PublicJwk, ReceiptSigner } from './receipt-signer';
+import type { PublicJwk, ReceiptClaims, ReceiptSigner } from './receipt-signer';
 
 export interface SignedReceiptsDeps {
   signer: ReceiptSigner;
@@ -16,6 +16,8 @@ export interface SignedReceiptsDeps {
   partiesOf(paymentAttemptId: string): Promise<{ payer: string; payTo: string } | null>;
   /** The SEP-41 contract of a configured asset. */
   assetContract(network: string, code: string, issuer: string): string | null;
+  /** The fees the settlement of a payment attempt bid (inclusion, resource, percentile); null when not recorded. */
+  feesOf?(paymentAttemptId: string): Promise<ReceiptClaims['fees'] | null>;
   /** The cataloged URL of a resource; null when unknown. */
   resourceUrlOf(resourceId: string): Promise<string | null>;
   /**
@@ -36,7 +38,7 @@ export interface SignedReceipts {
 
 /**
  * The facilitator's attestation of a settlement: only what it verified on the ledger (network, transaction, ledger,
- * asset contract, atomic amount, payer, payTo, confirmation time) and the resource only when it is cataloged. A
+ * asset contract, atomic amount, payer, payTo, confirmation time, the fees its transaction bid) and the resource only when it is cataloged. A
  * URL an x402 client merely named is never attested. Deterministic: every copy of one attestation is the same JWS.
  */
 export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
@@ -46,6 +48,7 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
     const asset = deps.assetContract(receipt.network, receipt.assetCode, receipt.assetIssuer);
     if (!parties || !asset) return null;
     const url = receipt.resourceId ? await deps.resourceUrlOf(receipt.resourceId) : null;
+    const fees = deps.feesOf ? await deps.feesOf(receipt.paymentAttemptId) : null;
     return deps.signer.sign({
       network: receipt.network,
       transaction: receipt.transactionHash,
@@ -56,6 +59,7 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
       payTo: parties.payTo,
       issuedAt: Math.floor(receipt.settledAt.getTime() / 1000),
       ...(receipt.resourceId && url ? { resource: { id: receipt.resourceId, url } } : {}),
+      ...(fees ? { fees } : {}),
     });
   }
   return {

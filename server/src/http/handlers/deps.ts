@@ -6,6 +6,7 @@ import type { PaymentReadService } from '../../domain/payments/payment-read-serv
 import type { DiscoveryService } from '../../domain/discovery/discovery-service';
 import type { Bazaar } from '../../domain/discovery/bazaar';
 import type { FacilitatorService } from '../../domain/facilitator/facilitator-service';
+import type { PaymentIdentifiers } from '../../domain/facilitator/payment-identifier';
 import type { SignedReceipts } from '../../domain/receipts/signed-receipts';
 import type { ConformanceRunner } from '../../domain/conformance/runner';
 import type { ConformanceRunStore, ResourceConformance } from '../../domain/conformance/types';
@@ -29,6 +30,8 @@ export interface HandlerServices {
   facilitator: FacilitatorService;
   /** The facilitator's own addresses on a network (channels, fee account): /x402/supported's signers. */
   facilitatorAddresses(network: string): Iterable<string>;
+  /** x402 payment-identifier idempotency for /x402/verify and /x402/settle (absent: the extension is not honoured). */
+  paymentIdentifiers?: PaymentIdentifiers;
   /** Attestations of settled receipts, and the key set that verifies them. */
   receipts: SignedReceipts;
   conformance: { runner: ConformanceRunner; store: ConformanceRunStore; enqueueRuns(runIds: string[]): Promise<void> };

@@ -1,6 +1,8 @@
 import { DomainError } from '../../domain/errors';
 import { MAX_AMOUNT_STROOPS, formatAmount, toStroops } from '../../domain/amount';
 import { addressOf, decodePayment } from '../../domain/facilitator/rules/decode';
+import { addressCredentialsOf } from '../../domain/facilitator/cap71-xdr';
+import { checkPaymentFlow } from '../../domain/facilitator/rules/flows';
 import type { PaymentPayloadInput, PaymentRequirementsInput } from '../../domain/facilitator/verify-payment';
 import type { NetworkRegistry, RegisteredAsset } from '../../domain/network-registry';
 
@@ -50,6 +52,8 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   const amountStroops = BigInt(requirements.amount);
   if (amountStroops <= 0n || amountStroops > MAX_AMOUNT_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
   const accepted = payload.accepted;
+  // Issue #30: the payment flow (extra.paymentFlow) must be one we settle (rules/flows.ts).
+  checkPaymentFlow(requirements.extra, accepted?.extra);
   if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
   if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
   const required = assetByContract(networks, requirements.network, requirements.asset);
@@ -91,10 +95,20 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
  * rules do that): the payer named in an x402 answer, and the expiry the payload declares.
  */
 function signedEntryFacts(transaction: string): { payer: string | undefined; expiresAtLedger: number } {
-  const entry = decodePayment('transaction', transaction).authEntries.find((e) => e.credentials().switch().name === 'sorobanCredentialsAddress');
-  if (!entry) return { payer: undefined, expiresAtLedger: 0 };
-  const ac = entry.credentials().address();
+  const ac = decodePayment('transaction', transaction).authEntries.map((e) => addressCredentialsOf(e.credentials())).find((body) => body !== null);
+  if (!ac) return { payer: undefined, expiresAtLedger: 0 };
   return { payer: addressOf(ac.address()), expiresAtLedger: ac.signatureExpirationLedger() };
+}
+
+/** The payer the payload's transaction names (unchecked), or undefined when it names none or is not readable. */
+export function payerOf(payload: X402Payload): string | undefined {
+  const transaction = payload.payload?.transaction;
+  if (typeof transaction !== 'string' || transaction.length === 0) return undefined;
+  try {
+    return signedEntryFacts(transaction).payer;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Our decimal amount in atomic units (stroops) as x402 writes amounts. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Address, StrKey, hash, xdr } from '@stellar/stellar-sdk';
+import { addressCredentialVersion, addressCredentials, addressCredentialsOf, authorizationPreimage, credentialKind } from '../../domain/facilitator/cap71-xdr';
 import { MAX_ENTRY_TTL } from './constants';
 import { checkAccountContractAuth } from './account-contract';
 import { signerWeight, thresholdOf } from './account-signers';
@@ -17,8 +18,13 @@ import { LedgerView, entryKey, getAccount, getNonce } from './ledger-state';
  *   invocation}), where the signature ScVal is a vec of maps {public_key: bytes, signature: bytes} sorted by
  *   public key, whose signers' weights reach the account's medium threshold; the nonce is consumed once per
  *   address; the entry expires after its signatureExpirationLedger;
- * - address credentials of a C address run that contract's __check_auth (see account-contract.ts).
- * In recording mode (simulation without auth entries) it produces the entries a client must sign instead.
+ * - address credentials of a C address run that contract's __check_auth (see account-contract.ts);
+ * - CAP-71 V2 address credentials (sorobanCredentialsAddressV2, protocol 27) are enforced the same way over
+ *   HashIdPreimage envelopeTypeSorobanAuthorizationWithAddress, which also names the credential's address;
+ * - CAP-71 delegated credentials (sorobanCredentialsAddressWithDelegates) are refused: the local network has no
+ *   Wasm account contract that could call delegate_account_auth (local deviation, named in the error).
+ * In recording mode (simulation without auth entries) it produces the entries a client must sign instead: V1
+ * address credentials, or V2 ones when the simulation asked for upgraded auth.
  */
 
 export type AuthMode = 'enforce' | 'record';
@@ -31,17 +37,18 @@ export interface AuthContext {
   /** The operation's source account: the invoker, whose authorization comes with the transaction signature. */
   invoker: string;
   mode: AuthMode;
+  /** Recording mode produces V2 address credentials (CAP-71) instead of V1. */
+  upgradedAuth?: boolean;
   entries: xdr.SorobanAuthorizationEntry[];
   footprint: FootprintRecorder;
   /** Entries produced in recording mode. */
   recorded: xdr.SorobanAuthorizationEntry[];
 }
 
-export function authorizationPayload(networkId: Buffer, nonce: xdr.Int64, expiration: number, invocation: xdr.SorobanAuthorizedInvocation): Buffer {
-  const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
-    new xdr.HashIdPreimageSorobanAuthorization({ networkId, nonce, signatureExpirationLedger: expiration, invocation }),
-  );
-  return hash(preimage.toXDR());
+/** sha256 of the entry's HashIdPreimage: V1 without the address, V2 with it (cap71-xdr.ts `authorizationPreimage`). */
+export function authorizationPayload(networkId: Buffer, entry: xdr.SorobanAuthorizationEntry): Buffer {
+  const creds = entry.credentials();
+  return hash(authorizationPreimage(addressCredentialVersion(creds) ?? 1, networkId, addressCredentialsOf(creds)!, entry.rootInvocation()).toXDR());
 }
 
 function rootInvocationOf(call: xdr.InvokeContractArgs): xdr.SorobanAuthorizedInvocation {
@@ -70,7 +77,8 @@ function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs)
   ctx.view.set(entryKey.nonce(address, nonceValue), { kind: 'nonce', expirationLedger: ctx.currentLedger, lastModified: ctx.currentLedger });
   ctx.recorded.push(
     new xdr.SorobanAuthorizationEntry({
-      credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
+      credentials: addressCredentials(
+        ctx.upgradedAuth ? 2 : 1,
         new xdr.SorobanAddressCredentials({
           address: new Address(address).toScAddress(),
           nonce,
@@ -128,11 +136,10 @@ function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
  * duplicates, each a valid ed25519 signature of a key with non-zero weight on the account (the master key's
  * weight may be 0 = disabled), and the weights summing to at least the account's medium threshold.
  */
-function verifyAccountSignatures(ctx: AuthContext, accountId: string, creds: xdr.SorobanAddressCredentials, invocation: xdr.SorobanAuthorizedInvocation): void {
+function verifyAccountSignatures(ctx: AuthContext, accountId: string, creds: xdr.SorobanAddressCredentials, payload: Buffer): void {
   const account = getAccount(ctx.view, accountId);
   if (!account) throw new HostError('Auth', 'InvalidInput', `account ${accountId} does not exist`);
   const pairs = parseSignatures(creds.signature());
-  const payload = authorizationPayload(ctx.networkId, creds.nonce(), creds.signatureExpirationLedger(), invocation);
   let previous: Buffer | undefined;
   let weight = 0;
   for (const pair of pairs) {
@@ -151,7 +158,7 @@ function verifyAccountSignatures(ctx: AuthContext, accountId: string, creds: xdr
 }
 
 function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr.SorobanAuthorizationEntry): void {
-  const creds = entry.credentials().address();
+  const creds = addressCredentialsOf(entry.credentials())!;
   const expiration = creds.signatureExpirationLedger();
   if (expiration < ctx.currentLedger) {
     throw new HostError('Auth', 'InvalidInput', `signature has expired: expiration ledger ${expiration} is before the current ledger ${ctx.currentLedger}`);
@@ -164,12 +171,12 @@ function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr
   if (getNonce(ctx.view, address, nonce)) {
     throw new HostError('Auth', 'ExistingValue', `nonce ${nonce} was already used by ${address}`);
   }
+  const payload = authorizationPayload(ctx.networkId, entry);
   if (StrKey.isValidContract(address)) {
     ctx.footprint.read(ledgerKeys.contractInstance(address));
-    const payload = authorizationPayload(ctx.networkId, creds.nonce(), expiration, entry.rootInvocation());
     checkAccountContractAuth(ctx.view, address, payload, creds.signature());
   } else {
-    verifyAccountSignatures(ctx, address, creds, entry.rootInvocation());
+    verifyAccountSignatures(ctx, address, creds, payload);
   }
   ctx.view.set(entryKey.nonce(address, nonce), { kind: 'nonce', expirationLedger: expiration, lastModified: ctx.currentLedger });
 }
@@ -188,7 +195,10 @@ export function requireAuth(ctx: AuthContext, address: string, call: xdr.InvokeC
       if (address === ctx.invoker) return;
       continue;
     }
-    if (Address.fromScAddress(creds.address().address()).toString() !== address) continue;
+    if (credentialKind(creds) === 'sorobanCredentialsAddressWithDelegates') {
+      throw new HostError('Auth', 'InvalidInput', 'delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates) are not supported by the local network: it runs no Wasm account contract that could delegate');
+    }
+    if (Address.fromScAddress(addressCredentialsOf(creds)!.address()).toString() !== address) continue;
     enforceAddressCredentials(ctx, address, entry);
     return;
   }

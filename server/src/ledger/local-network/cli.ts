@@ -26,6 +26,7 @@ async function main(): Promise<void> {
     ledgerCloseMs: intFromEnv('LOCAL_NETWORK_LEDGER_CLOSE_MS', 5000),
     dataFile,
     tls,
+    feeProfile: process.env.LOCAL_NETWORK_FEE_PROFILE === 'pubnet' ? 'pubnet' : 'local',
   });
   for (const m of network.migrated) {
     process.stdout.write(`migrated ${m.code} balances from the old local issuer ${m.fromIssuer} to ${m.toIssuer} (${m.entries} entries)\n`);

@@ -10,6 +10,8 @@ export interface FeeSample {
   soroban: boolean;
   /** Inclusion fee bid per operation, stroops. */
   fee: bigint;
+  /** Other users' traffic added by the pubnet fee profile (removed when the profile is switched off). */
+  background?: boolean;
 }
 
 export interface FeeDistribution {
@@ -62,10 +64,11 @@ export function feeDistribution(samples: bigint[], minimum: bigint, ledgerCount:
   };
 }
 
-export function feeStats(samples: FeeSample[], minimum: bigint, latestLedger: number, windowLedgers: number) {
+/** `sorobanMinimum`: the Soroban lane's own minimum when it is higher (the pubnet fee profile). */
+export function feeStats(samples: FeeSample[], minimum: bigint, latestLedger: number, windowLedgers: number, sorobanMinimum = minimum) {
   const ledgerCount = Math.min(windowLedgers, latestLedger);
   return {
-    sorobanInclusionFee: feeDistribution(samples.filter((s) => s.soroban).map((s) => s.fee), minimum, ledgerCount),
+    sorobanInclusionFee: feeDistribution(samples.filter((s) => s.soroban).map((s) => s.fee), sorobanMinimum > minimum ? sorobanMinimum : minimum, ledgerCount),
     inclusionFee: feeDistribution(samples.filter((s) => !s.soroban).map((s) => s.fee), minimum, ledgerCount),
     latestLedger,
   };

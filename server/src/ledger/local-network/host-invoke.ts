@@ -21,6 +21,8 @@ export interface HostInvocation {
   currentLedger: number;
   invoker: string;
   mode: AuthMode;
+  /** Recording mode: produce CAP-71 V2 address credentials (simulateTransaction's useUpgradedAuth). */
+  upgradedAuth?: boolean;
   hostFunction: xdr.HostFunction;
   authEntries: xdr.SorobanAuthorizationEntry[];
 }
@@ -65,6 +67,7 @@ export function invokeHost(inv: HostInvocation): HostInvocationResult {
     currentLedger: inv.currentLedger,
     invoker: inv.invoker,
     mode: inv.mode,
+    upgradedAuth: inv.upgradedAuth ?? false,
     entries: inv.authEntries,
     footprint,
     recorded: recordedAuth,

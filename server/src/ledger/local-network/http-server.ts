@@ -140,6 +140,18 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
     });
   });
 
+  app.post('/fee-profile', (req, res) => {
+    const { profile } = (req.body ?? {}) as { profile?: unknown };
+    if (profile !== 'pubnet' && profile !== 'local') {
+      res.status(400).json({ label: LABEL, error: 'expected JSON {"profile": "pubnet"} or {"profile": "local"}' });
+      return;
+    }
+    convenience(res, () => {
+      hooks.ledger.setFeeProfile(profile);
+      return { profile };
+    });
+  });
+
   app.get('/', (_req, res) => {
     res.json({ label: LABEL, ...hooks.describe() });
   });

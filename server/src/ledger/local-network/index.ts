@@ -5,7 +5,7 @@ import { formatAmount, toStroops } from '../../domain/amount';
 import { AssetRegistry, IssuedAssetInput } from './asset-registry';
 import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
-import { LocalLedger } from './local-ledger';
+import { LocalLedger, type FeeProfile } from './local-ledger';
 import { MigratedAsset, PersistedNetwork, loadNetworkState, migrateReissuedAssets, saveNetworkState } from './persistence';
 import { TESTNET_USDC } from './testnet-assets';
 import { createSelfSignedCertificate } from './tls-certificate';
@@ -46,6 +46,8 @@ export interface LocalNetworkOptions {
    * refuse plain-HTTP RPC URLs, such as the @x402/stellar exact client. Default false.
    */
   tls?: boolean;
+  /** Fee profile at start: 'pubnet' reproduces pubnet's Soroban fee distribution (see setFeeProfile). Default 'local'. */
+  feeProfile?: FeeProfile;
 }
 
 export interface LocalNetworkAsset {
@@ -103,6 +105,12 @@ export interface LocalNetwork {
    * Back to normal with setMinimumInclusionFee(100). Same as POST /surge {"minInclusionFee": "500"}.
    */
   setMinimumInclusionFee(stroops: number | bigint): void;
+  /**
+   * Fee profile (local convenience): 'pubnet' reproduces pubnet's Soroban fee distribution (getFeeStats'
+   * sorobanInclusionFee p10-p99 at 200 stroops, Soroban bids below 200 refused); 'local' goes back to the network's
+   * own traffic. Same as POST /fee-profile {"profile": "pubnet"} and the option feeProfile.
+   */
+  setFeeProfile(profile: FeeProfile): void;
   /** Assets whose balances were moved from an old data file's local issuer to the hosted issuer at start. */
   migrated: MigratedAsset[];
   /** The self-signed certificate when started with `tls: true` (trust it with trustCertificate()). */
@@ -141,6 +149,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
   // moved to the hosted asset (same code, new issuer) so wallets keep their funds; history stays as it was.
   const migrated = persisted ? migrateReissuedAssets(persisted, registry) : [];
   const ledger = new LocalLedger(NETWORK_PASSPHRASE, registry, root, persisted?.ledger);
+  if (opts.feeProfile) ledger.setFeeProfile(opts.feeProfile);
 
   const persist = (): void => {
     if (!opts.dataFile) return;
@@ -212,6 +221,7 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
       return txHash;
     },
     setMinimumInclusionFee: (stroops) => ledger.setMinimumInclusionFee(BigInt(stroops)),
+    setFeeProfile: (profile) => ledger.setFeeProfile(profile),
     certificatePem: tls?.certPem,
     stop: async () => {
       if (stopped) return;

@@ -74,6 +74,10 @@ const CONVENIENCE_TX_TIMEOUT = 0;
 /** How many recent ledgers getFeeStats summarises (the real RPC's Soroban fee-stats window). */
 export const FEE_STATS_WINDOW = 50;
 
+export type FeeProfile = 'local' | 'pubnet';
+/** Pubnet's Soroban fee distribution as reproduced by the 'pubnet' fee profile (every percentile p10-p99 at 200). */
+export const PUBNET_PROFILE = { sorobanInclusionFee: 200n, transactionsPerLedger: 20 } as const;
+
 export class LocalLedger {
   private readonly store: LedgerStore;
   private readonly ledgers: LedgerHeaderRecord[];
@@ -90,6 +94,10 @@ export class LocalLedger {
   private clockOffsetSeconds = 0;
   /** Inclusion fee bids of recently applied transactions, for getFeeStats. */
   readonly feeSamples: FeeSample[] = [];
+  /** The fee profile (setFeeProfile): 'pubnet' adds pubnet's Soroban traffic to every ledger and its 200-stroop floor. */
+  feeProfile: FeeProfile = 'local';
+  /** The Soroban lane's minimum inclusion fee per operation (BASE_FEE, or the pubnet profile's). */
+  sorobanMinInclusionFee = BASE_FEE;
 
   constructor(
     readonly passphrase: string,
@@ -123,8 +131,30 @@ export class LocalLedger {
     this.minInclusionFee = stroops;
   }
 
+  /**
+   * Fee profile (local convenience, issue #30). 'pubnet' reproduces pubnet's Soroban fee distribution: every closed
+   * ledger also carries PUBNET_PROFILE.transactionsPerLedger Soroban transactions of other users bidding
+   * PUBNET_PROFILE.sorobanInclusionFee (200 stroops), the getFeeStats window is filled with them at once (its
+   * `sorobanInclusionFee` p10-p99 read 200), and Soroban transactions bidding less are refused with
+   * txInsufficientFee (on pubnet they would wait behind the others). Classic transactions keep the base fee. 'local'
+   * (the default) removes them: fees come from the network's own traffic only.
+   */
+  setFeeProfile(profile: FeeProfile): void {
+    if (profile !== 'local' && profile !== 'pubnet') throw new Error(`unknown fee profile ${String(profile)} (expected "local" or "pubnet")`);
+    this.feeProfile = profile;
+    for (let i = this.feeSamples.length - 1; i >= 0; i -= 1) if (this.feeSamples[i].background) this.feeSamples.splice(i, 1);
+    this.sorobanMinInclusionFee = profile === 'pubnet' ? PUBNET_PROFILE.sorobanInclusionFee : BASE_FEE;
+    if (profile !== 'pubnet') return;
+    const latest = this.latest.sequence;
+    for (let ledger = Math.max(1, latest - FEE_STATS_WINDOW + 1); ledger <= latest; ledger += 1) this.addBackgroundFees(ledger);
+  }
+
+  private addBackgroundFees(ledger: number): void {
+    for (let i = 0; i < PUBNET_PROFILE.transactionsPerLedger; i += 1) this.feeSamples.push({ ledger, soroban: true, fee: PUBNET_PROFILE.sorobanInclusionFee, background: true });
+  }
+
   private validationContext(closeTime: number, ledgerSeq: number) {
-    return { view: this.store, closeTime, ledgerSeq, minInclusionFee: this.minInclusionFee };
+    return { view: this.store, closeTime, ledgerSeq, minInclusionFee: this.minInclusionFee, sorobanMinInclusionFee: this.sorobanMinInclusionFee };
   }
 
   private genesisHeader(): LedgerHeaderRecord {
@@ -172,11 +202,12 @@ export class LocalLedger {
     return { ledgers: [...this.ledgers], entries: [...this.store.all()], transactions: [...this.transactions.values()], events: [...this.events] };
   }
 
-  simulate(envelopeXdr: string, authMode?: string): RawSimulation {
+  simulate(envelopeXdr: string, authMode?: string, upgradedAuth = false): RawSimulation {
     return simulateTransaction(
       { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, latestLedger: this.latest.sequence },
       envelopeXdr,
       authMode,
+      upgradedAuth,
     );
   }
 
@@ -244,6 +275,7 @@ export class LocalLedger {
 
   private sampleFees(included: ParsedTransaction[], ledger: number): void {
     for (const tx of included) this.feeSamples.push({ ledger, soroban: tx.sorobanData !== undefined, fee: inclusionFeePerOperation(tx) });
+    if (this.feeProfile === 'pubnet') this.addBackgroundFees(ledger);
     const oldestKept = ledger - FEE_STATS_WINDOW + 1;
     const firstKept = this.feeSamples.findIndex((s) => s.ledger >= oldestKept);
     this.feeSamples.splice(0, firstKept < 0 ? this.feeSamples.length : firstKept);
@@ -273,6 +305,7 @@ export class LocalLedger {
       ledgerSeq: header.sequence,
       closeTime: header.closeTime,
       minInclusionFee: this.minInclusionFee,
+      sorobanMinInclusionFee: this.sorobanMinInclusionFee,
     };
   }
 
@@ -361,7 +394,7 @@ export class LocalLedger {
     const parsed = parseTransaction(tx.toXDR(), this.passphrase);
     const header = this.latest;
     // Conveniences pay the base fee whatever the surge: they are not competing for ledger space.
-    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE }, parsed);
+    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE, sorobanMinInclusionFee: BASE_FEE }, parsed);
     if (applied.status === 'DROPPED') return { hash: parsed.hash, ok: false };
     this.record(parsed, applied, header);
     return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };

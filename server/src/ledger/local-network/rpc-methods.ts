@@ -103,7 +103,7 @@ export const rpcMethods: Record<string, Method> = {
 
   getLatestLedger: (ledger) => ({ id: ledger.latest.hash, sequence: ledger.latest.sequence, protocolVersion: PROTOCOL_VERSION }),
 
-  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW),
+  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW, ledger.sorobanMinInclusionFee),
 
   getLedgerEntries: (ledger, params) => {
     const keys = params.keys;
@@ -129,7 +129,8 @@ export const rpcMethods: Record<string, Method> = {
     return { entries, latestLedger: ledger.latest.sequence };
   },
 
-  simulateTransaction: (ledger, params) => ledger.simulate(str(params, 'transaction') as string, str(params, 'authMode', false)),
+  // useUpgradedAuth (Stellar RPC 27.1): recording mode produces CAP-71 V2 address credentials instead of V1 ones.
+  simulateTransaction: (ledger, params) => ledger.simulate(str(params, 'transaction') as string, str(params, 'authMode', false), params.useUpgradedAuth === true),
 
   sendTransaction: (ledger, params) => {
     const sent = ledger.submit(str(params, 'transaction') as string);

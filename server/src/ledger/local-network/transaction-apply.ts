@@ -21,8 +21,9 @@ export interface ApplyContext {
   networkId: Buffer;
   ledgerSeq: number;
   closeTime: number;
-  /** Minimum inclusion fee per operation in force for this ledger. */
+  /** Minimum inclusion fee per operation in force for this ledger (and the Soroban lane's, when higher). */
   minInclusionFee: bigint;
+  sorobanMinInclusionFee?: bigint;
 }
 
 export interface AppliedTransaction {
@@ -71,7 +72,7 @@ function chargeFeeAndSequence(store: LedgerView, tx: ParsedTransaction, fee: big
 }
 
 export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): AppliedTransaction {
-  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee });
+  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee, sorobanMinInclusionFee: ctx.sorobanMinInclusionFee });
   if (!validation.ok) {
     return { status: 'DROPPED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
   }

@@ -11,8 +11,9 @@ import { parseTransaction, operationSource } from './transaction-envelope';
 /**
  * simulateTransaction: runs the transaction's single InvokeHostFunction against a throwaway overlay of the
  * current state, in the ledger after the latest one. Without auth entries it records the authorizations the
- * invocation needs (address credentials get a fresh random nonce); with them it enforces them (signature, nonce,
- * expiry), as the real RPC does.
+ * invocation needs (address credentials get a fresh random nonce; V1 credentials, or CAP-71 V2 ones when the request
+ * says useUpgradedAuth, as Stellar RPC 27.1 does); with them it enforces them (signature, nonce, expiry), as the
+ * real RPC does.
  */
 
 export interface SimulationContext {
@@ -39,7 +40,8 @@ function authModeOf(requested: string | undefined, op: Operation.InvokeHostFunct
   throw new RpcError(RpcError.invalidParams, `invalid authMode "${requested}"`);
 }
 
-export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string, requestedAuthMode?: string): RawSimulation {
+/** `upgradedAuth` (the request's useUpgradedAuth): recording mode produces CAP-71 V2 address credentials. */
+export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string, requestedAuthMode?: string, upgradedAuth = false): RawSimulation {
   let tx;
   try {
     tx = parseTransaction(envelopeXdr, ctx.passphrase);
@@ -60,6 +62,7 @@ export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string,
       currentLedger: ctx.latestLedger + 1,
       invoker: operationSource(tx, op),
       mode,
+      upgradedAuth,
       hostFunction: op.func,
       authEntries: op.auth ?? [],
     });

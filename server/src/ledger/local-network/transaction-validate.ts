@@ -22,6 +22,14 @@ export interface ValidationContext {
   ledgerSeq: number;
   /** The network's current minimum inclusion fee per operation (base fee, raised by surge pricing). */
   minInclusionFee: bigint;
+  /** The Soroban lane's own minimum, when higher (the pubnet fee profile): Soroban transactions pay the larger. */
+  sorobanMinInclusionFee?: bigint;
+}
+
+/** The minimum inclusion fee per operation a transaction must bid: Soroban transactions have their own lane. */
+function minimumFor(tx: ParsedTransaction, ctx: ValidationContext): bigint {
+  const soroban = ctx.sorobanMinInclusionFee ?? 0n;
+  return tx.sorobanData && soroban > ctx.minInclusionFee ? soroban : ctx.minInclusionFee;
 }
 
 export type Validation = { ok: true; feeCharged: bigint } | { ok: false; result: xdr.TransactionResult };
@@ -115,7 +123,7 @@ function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged:
 }
 
 export function validateTransaction(tx: ParsedTransaction, ctx: ValidationContext): Validation {
-  const feeCharged = feeToCharge(tx, ctx.minInclusionFee);
+  const feeCharged = feeToCharge(tx, minimumFor(tx, ctx));
   const outer = checkFeeBump(tx, ctx, feeCharged);
   if (outer) return { ok: false, result: transactionResult(feeCharged, { kind: 'code', code: outer }) };
   const inner = checkInner(tx, ctx, feeCharged);

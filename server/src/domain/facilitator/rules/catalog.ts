@@ -15,6 +15,7 @@ export const RULES = {
   networkSupported: rule('protocol.network_supported', 'UNSUPPORTED_NETWORK', 'invalid_network', 'the network MUST be one this facilitator serves'),
   networkMatches: rule('protocol.network_matches', 'INVALID_PAYMENT_PAYLOAD', 'network_mismatch', 'payload network MUST match requirements.network'),
   assetSupported: rule('protocol.asset_supported', 'UNSUPPORTED_ASSET', 'invalid_exact_stellar_payload_wrong_asset', 'requirements.asset MUST be a configured SEP-41 asset'),
+  paymentFlowSupported: rule('protocol.payment_flow_supported', 'INVALID_REQUEST', 'unsupported_payment_flow', 'requirements.extra.paymentFlow (and the payload\'s accepted one), when present, MUST be a flow this facilitator settles for `exact` on Stellar: `authorization` or `upfront`; `escrow` and unknown flows are refused (escrow needs an escrow contract the scheme does not define)'),
   // 2. Transaction structure
   decodable: rule('structure.decodable', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_malformed', 'the payload MUST be valid base64 XDR'),
   plainTransaction: rule('structure.plain_transaction', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_malformed', 'the transaction MUST be a plain v1 transaction envelope'),
@@ -26,7 +27,8 @@ export const RULES = {
   amount: rule('structure.amount_is_required', 'AMOUNT_MISMATCH', 'invalid_exact_stellar_payload_wrong_amount', 'argument 2 (amount) MUST equal requirements.amount'),
   declaredTerms: rule('structure.declared_terms_match', 'INVALID_PAYMENT_PAYLOAD', 'invalid_payload', '/v1 only: the payload\'s declared amount, payTo, asset, payer and expiresAtLedger MUST be the signed ones'),
   // 3. Authorization entries
-  addressCredentials: rule('auth.address_credentials_only', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST use sorobanCredentialsAddress only'),
+  addressCredentials: rule('auth.address_credentials_only', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST use address credentials, sorobanCredentialsAddress or its CAP-71 V2 sorobanCredentialsAddressV2; source-account credentials are refused'),
+  noDelegatedCredentials: rule('auth.no_delegated_credentials', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_unsupported_credentials', 'auth entries MUST NOT use CAP-71 delegated credentials (sorobanCredentialsAddressWithDelegates): the payment is the payer\'s own signed authorization, not its delegates\''),
   signedByFrom: rule('auth.entry_for_from', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_missing_payer_auth', 'the transaction MUST carry the signed auth entry of the `from` address, authorizing exactly this call'),
   noSubInvocations: rule('auth.no_sub_invocations', 'INVALID_PAYMENT_PAYLOAD', 'invalid_exact_stellar_payload_sub_invocations', 'the rootInvocation MUST NOT contain subInvocations'),
   signatures: rule('auth.signatures_verify', 'INVALID_SIGNATURE', 'invalid_exact_stellar_payload_missing_payer_signature', 'all required signers MUST have signed (offline ed25519 pre-check; the simulation checks weights)'),

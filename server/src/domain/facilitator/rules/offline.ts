@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { scValToNative, xdr } from '@stellar/stellar-sdk';
 import { authorizationPayload } from '../authorization';
+import { addressCredentialsOf, credentialKind } from '../cap71-xdr';
 import type { AssetRef } from '../types';
 import { RULES } from './catalog';
 import { addressOf, decodePayment, type DecodedPayment } from './decode';
@@ -56,6 +57,8 @@ export interface CheckedPayment {
   decoded: DecodedPayment;
   hostFunction: xdr.HostFunction;
   entry: xdr.SorobanAuthorizationEntry;
+  /** The payer's credential kind: V1 `sorobanCredentialsAddress` or CAP-71 V2 `sorobanCredentialsAddressV2`. */
+  credentials: 'sorobanCredentialsAddress' | 'sorobanCredentialsAddressV2';
   /** The payer's entry, canonical base64 XDR (hashed into the payment hash, replayed at settlement). */
   entryXdr: string;
   payer: string;
@@ -90,10 +93,22 @@ export function checkStructure(d: DecodedPayment, required: RequiredTerms): { ca
   return { call, from: addressOf(args[0].address()), to, amount };
 }
 
-/** Auth entries: address credentials only, one entry for `from` authorizing exactly this call, no sub-invocations. */
+/** The address (G... / C...) an entry's V1 or V2 address credentials name; null for other credentials. */
+export function credentialAddress(e: xdr.SorobanAuthorizationEntry): string | null {
+  const body = addressCredentialsOf(e.credentials());
+  return body ? addressOf(body.address()) : null;
+}
+
+/**
+ * Auth entries: address credentials (V1 or CAP-71 V2) only, never delegated ones, one entry for `from` authorizing
+ * exactly this call, no sub-invocations.
+ */
 export function checkAuthEntries(d: DecodedPayment, call: xdr.InvokeContractArgs, from: string): xdr.SorobanAuthorizationEntry {
-  ensure(RULES.addressCredentials, d.authEntries.length > 0 && d.authEntries.every((e) => e.credentials().switch().name === 'sorobanCredentialsAddress'), 'Every auth entry must have address credentials');
-  const entries = d.authEntries.filter((e) => addressOf(e.credentials().address().address()) === from);
+  const kinds = d.authEntries.map((e) => credentialKind(e.credentials()));
+  ensure(RULES.noDelegatedCredentials, !kinds.includes('sorobanCredentialsAddressWithDelegates'), 'An auth entry carries delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates); sign with the payer\'s own address credentials');
+  const addressOnly = kinds.length > 0 && kinds.every((k) => k === 'sorobanCredentialsAddress' || k === 'sorobanCredentialsAddressV2');
+  ensure(RULES.addressCredentials, addressOnly, 'Every auth entry must have address credentials (sorobanCredentialsAddress or sorobanCredentialsAddressV2)');
+  const entries = d.authEntries.filter((e) => credentialAddress(e) === from);
   ensure(RULES.signedByFrom, entries.length === 1 && d.authEntries.length === 1, 'The transaction must carry exactly one auth entry, signed by the transfer\'s `from`');
   const entry = entries[0];
   const root = entry.rootInvocation();
@@ -110,8 +125,7 @@ export function checkFacilitatorSafety(d: DecodedPayment, from: string, ours: Re
   ensure(RULES.opSource, !d.opSource || !ours.has(d.opSource), 'The operation source is a facilitator account');
   ensure(RULES.fromNotFacilitator, !ours.has(from), 'The facilitator cannot be the payer');
   for (const e of d.authEntries) {
-    const creds = e.credentials();
-    const named = creds.switch().name === 'sorobanCredentialsAddress' ? addressOf(creds.address().address()) : null;
+    const named = credentialAddress(e);
     ensure(RULES.facilitatorNotInAuth, named === null || !ours.has(named), 'A facilitator account appears in an auth entry');
   }
 }
@@ -140,7 +154,7 @@ export function checkAccountability(from: string, to: string, amount: bigint, mi
  */
 export function checkSignatures(entry: xdr.SorobanAuthorizationEntry, payer: string, passphrase: string): void {
   if (!payer.startsWith('G')) return;
-  const sig = entry.credentials().address().signature();
+  const sig = addressCredentialsOf(entry.credentials())!.signature();
   const items = sig.switch().name === 'scvVec' ? (sig.vec() ?? []) : [];
   ensure(RULES.signatures, items.length >= 1 && items.length <= 20, 'The authorization carries no account signature');
   const payload = authorizationPayload(entry, passphrase);
@@ -188,7 +202,7 @@ export function checkOffline(input: OfflineInput, policy: OfflinePolicy): Checke
   const { call, from, to, amount } = checkStructure(decoded, input.required);
   const entry = checkAuthEntries(decoded, call, from);
   checkFacilitatorSafety(decoded, from, policy.facilitatorAddresses);
-  const ac = entry.credentials().address();
+  const ac = addressCredentialsOf(entry.credentials())!;
   const expiration = ac.signatureExpirationLedger();
   checkDeclaredTerms(input.declared, { from, to, amount, contractId: input.required.asset.contractId, expiration });
   checkAccountability(from, to, amount, policy.minimumStroops);
@@ -197,6 +211,7 @@ export function checkOffline(input: OfflineInput, policy: OfflinePolicy): Checke
     decoded,
     hostFunction: decoded.hostFunction!,
     entry,
+    credentials: credentialKind(entry.credentials()) as CheckedPayment['credentials'],
     entryXdr: entry.toXDR('base64'),
     payer: from,
     to,

@@ -58,10 +58,50 @@ export function simulationErrorCode(error: string): ErrorCode {
   return 'SIMULATION_FAILED';
 }
 
-export function checkSimulationSucceeded(sim: SimulationOutcome): void {
+/** Who takes part in the transfer: a missing trustline is named after its holder (issue 32). */
+export interface TransferParties {
+  payer: string;
+  payTo: string;
+  assetCode: string;
+}
+
+/**
+ * The account whose trustline the host refused, as the host's error names it: the local network's
+ * "trustline entry is missing for account G…" / "trustline of G… is not authorized", and the real host's diagnostic
+ * event (data ["trustline entry is missing for account", G…] or ["balance is deauthorized", G…]). Null when the
+ * error names no holder.
+ */
+export function trustlineHolder(error: string): string | null {
+  const named = /(?:trustline entry is missing for account|trustline of|balance is deauthorized)\W{0,8}([GC][A-Z2-7]{55})/.exec(error);
+  return named ? named[1] : null;
+}
+
+/**
+ * TRUSTLINE_REQUIRED in words that say whose wallet lacks it: the seller's (payTo cannot receive the asset: the
+ * buyer can do nothing but tell the seller) or the buyer's (the payer cannot send it). #11 is a trustline the issuer
+ * has not authorized (frozen). The code stays TRUSTLINE_REQUIRED either way.
+ */
+export function trustlineMessage(error: string, parties: TransferParties): string {
+  const holder = trustlineHolder(error);
+  const frozen = /Error\(Contract, #11\)/.test(error);
+  const asset = parties.assetCode;
+  if (holder === parties.payTo)
+    return frozen
+      ? `The seller's wallet cannot receive ${asset}: the issuer has not authorized its ${asset} trustline (payTo ${parties.payTo}). Nothing was charged; the seller must fix its wallet.`
+      : `The seller's wallet cannot receive ${asset}: it has no ${asset} trustline (payTo ${parties.payTo}). Nothing was charged; the seller must add the trustline.`;
+  if (holder === parties.payer)
+    return frozen
+      ? `Your wallet's ${asset} trustline is not authorized by the issuer (payer ${parties.payer}): it cannot send ${asset}.`
+      : `Your wallet has no ${asset} trustline (payer ${parties.payer}): add one (changeTrust) and fund it with ${asset} before paying.`;
+  return `The payer's or the seller's wallet has no usable ${asset} trustline (the ledger did not say whose)`;
+}
+
+export function checkSimulationSucceeded(sim: SimulationOutcome, parties?: TransferParties): void {
   if (sim.error === null) return;
-  const message = `The ledger refuses this transfer: ${sim.error.replace(/\s+/g, ' ').slice(0, 300)}`;
-  throw new DomainError(simulationErrorCode(sim.error), message, [{ code: RULES.simulationSucceeds.id, message }]);
+  const reason = `The ledger refuses this transfer: ${sim.error.replace(/\s+/g, ' ').slice(0, 300)}`;
+  const code = simulationErrorCode(sim.error);
+  const message = code === 'TRUSTLINE_REQUIRED' && parties ? trustlineMessage(sim.error, parties) : reason;
+  throw new DomainError(code, message, [{ code: RULES.simulationSucceeds.id, message: reason }]);
 }
 
 interface Transfer {

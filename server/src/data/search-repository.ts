@@ -1,0 +1,251 @@
+import type { Sequelize } from 'sequelize';
+import { normalizeAmount } from '../domain/amount';
+import { pgQuery } from './pg-query';
+import type { DiscoveryFilters, DiscoveryItem, DiscoverySearchRepository, RankedItem, SearchAfter } from '../domain/discovery/types';
+import { FIELD_WEIGHTS, RANKING_WEIGHTS } from '../domain/discovery/ranking';
+import { parseQuery, planImpact, PREFIX_READS, synonymWords, type ImpactPlan, type ParsedQuery, type ResolvedQuery, type ResolvedWord } from '../domain/discovery/query';
+
+/**
+ * Search: planning (what the index knows about the query's words) and scoring (the search statement), and the
+ * listing. Every statement is positional SQL through pgQuery. Catalog writes are data/catalog-write-repository.ts;
+ * the index itself (documents, postings, scores) is written by data/search-index-repository.ts.
+ */
+
+type Row = Record<string, unknown>;
+
+const ITEM_COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.name, d.description, d.url,
+  d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
+  d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status, d.host_verified AS "hostVerified"`;
+
+function toItem(row: Row): DiscoveryItem {
+  return {
+    id: row.id as string,
+    sellerId: row.sellerId as string,
+    type: row.type as DiscoveryItem['type'],
+    name: row.name as string,
+    description: row.description as string,
+    url: row.url as string,
+    routeTemplate: row.routeTemplate as string,
+    network: row.network as string,
+    payTo: row.payTo as string,
+    assetCode: row.assetCode as string,
+    assetIssuer: row.assetIssuer as string,
+    amount: normalizeAmount(String(row.amount)),
+    status: row.status as DiscoveryItem['status'],
+    hostVerified: Boolean(row.hostVerified),
+  };
+}
+
+const toRanked = (row: Row): RankedItem => ({ ...toItem(row), score: String(row.scoreText), signalsFresh: Boolean(row.signalsFresh) });
+
+/**
+ * The shared filters over search_documents aliased `d`, positional parameters appended to `values`. Prices compare
+ * as NUMERIC. The index holds only active resources (the indexing worker removes a deleted or disabled resource's
+ * document), so no probe into `resources` per row. A document whose host another seller has since proven
+ * (`host_claimed`, refreshed with the signals; migration 0050) is never served, even before its next indexing
+ * rejects it. `user` says whether any filter of the request applies (beyond those two).
+ */
+function filterSql(filters: DiscoveryFilters, values: unknown[]): { where: string; user: boolean } {
+  const where = ['d.discoverable', 'NOT d.host_claimed'];
+  const add = (sql: (n: number) => string, v: unknown) => (values.push(v), where.push(sql(values.length)));
+  if (filters.network) add((n) => `d.network = $${n}`, filters.network);
+  if (filters.asset) add((n) => `d.asset_code = $${n}`, filters.asset);
+  if (filters.type) add((n) => `d.type = $${n}`, filters.type);
+  if (filters.sellerId) add((n) => `d.seller_id = $${n}`, filters.sellerId);
+  if (filters.minPrice) add((n) => `d.amount >= CAST($${n} AS numeric)`, filters.minPrice);
+  if (filters.maxPrice) add((n) => `d.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
+  if (filters.extension) add((n) => `$${n} = ANY (d.extension_names)`, filters.extension);
+  return { where: where.join(' AND '), user: where.length > 2 };
+}
+
+/** The most postings read for one term of a rare concept (the vocabulary's counts may lag the index). */
+export const RARE_CAP = 1500;
+/** How many documents the matches of the rare concepts may hold (by document frequency) to be read in full. */
+export const RARE_BUDGET = 1000;
+
+/** How many candidates (the best by their approximate score) are scored exactly: at least one full page. */
+export const EXACT_SCORED = 100;
+
+/**
+ * The search statement (one per search), over the impact-ordered index (migration 0100):
+ *
+ * 1. r: for each term of the plan, its best `limit` postings by rank (a range of search_postings_term_rank read
+ *    index-only, no sort), with the filters and the required phrases checked on the way when there are any (so the
+ *    bound counts only the documents that pass them). The union of these documents is the candidate set.
+ * 2. approx: each candidate's score from those postings alone: per concept the best field weight among the postings
+ *    read for it, text = their IDF-weighted share, plus base_score (the posting's rank less its text part). A lower
+ *    bound of the exact score (a posting not read counts nothing; name similarity 0).
+ * 3. exact: the EXACT_SCORED best candidates by that bound get the exact score: per concept the best field it matches
+ *    in the document's tsvector (the query's concepts restricted to A, B, C, D), name similarity, base_score.
+ * 4. One keyset page on (score, id) over every candidate (exact score where computed, else the bound: one
+ *    deterministic order, so pages neither repeat nor skip), then the page's documents.
+ */
+function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<string, number>): string {
+  const read = filtered
+    ? `SELECT p.resource_id, p.fields, p.rank FROM search_postings p JOIN search_documents d ON d.resource_id = p.resource_id
+        WHERE p.term = t.term AND ${where} ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k`
+    : `SELECT p.resource_id, p.fields, p.rank FROM search_postings p WHERE p.term = t.term ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k`;
+  const fw = `(CASE WHEN r.fields & 8 <> 0 THEN k.fw[1] WHEN r.fields & 4 <> 0 THEN k.fw[2] WHEN r.fields & 2 <> 0 THEN k.fw[3] ELSE k.fw[4] END)`;
+  const wText = `CAST($${p.wText} AS float8)`;
+  return `WITH k AS (SELECT CAST($${p.fw} AS float8[]) AS fw, CAST($${p.idf} AS float8[]) AS idf),
+     r AS MATERIALIZED (
+       SELECT t.ci, x.resource_id, x.fields, x.rank
+         FROM unnest(CAST($${p.terms} AS text[]), CAST($${p.limits} AS int[]), CAST($${p.cis} AS int[])) AS t(term, k, ci)
+        CROSS JOIN LATERAL (${read}) x),
+     per AS (
+       SELECT r.resource_id, r.ci, max(${fw}) AS w, max(r.rank - ${wText} * ${fw}) AS base FROM r, k GROUP BY r.resource_id, r.ci),
+     approx AS (
+       SELECT per.resource_id, ${wText} * sum(per.w * k.idf[per.ci]) / CAST($${p.idfSum} AS float8) + max(per.base) AS score
+         FROM per, k GROUP BY per.resource_id),
+     concepts AS (
+       SELECT * FROM unnest(CAST($${p.cq} AS tsquery[]), CAST($${p.ca} AS tsquery[]), CAST($${p.cb} AS tsquery[]), CAST($${p.cc} AS tsquery[]),
+                            CAST($${p.cd} AS tsquery[]), CAST($${p.idf} AS float8[])) AS c(q, qa, qb, qc, qd, idf)),
+     exact AS (
+       SELECT a.resource_id,
+         CAST(${wText} * (SELECT COALESCE(sum(c.idf * CASE WHEN NOT d.document @@ c.q THEN 0.0 WHEN d.document @@ c.qa THEN k.fw[1]
+                     WHEN d.document @@ c.qb THEN k.fw[2] WHEN d.document @@ c.qc THEN k.fw[3] WHEN d.document @@ c.qd THEN k.fw[4] ELSE k.fw[5] END), 0)
+                FROM concepts c) / CAST($${p.idfSum} AS float8)
+           + CAST($${p.wName} AS float8) * similarity(lower(d.name), $${p.text}) + COALESCE(d.base_score, 0) AS float8) AS score
+         FROM (SELECT * FROM approx ORDER BY approx.score DESC, approx.resource_id DESC LIMIT ${EXACT_SCORED}) a
+         JOIN search_documents d ON d.resource_id = a.resource_id, k),
+     scored AS (
+       SELECT a.resource_id AS id, CAST(COALESCE(e.score, a.score) AS float8) AS score FROM approx a LEFT JOIN exact e ON e.resource_id = a.resource_id),
+     page AS (
+       SELECT s.id, s.score FROM scored s
+        ${paged ? `WHERE (s.score, s.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
+        ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit})
+     SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText",
+            d.signals_refreshed_at IS NOT NULL
+              AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
+       FROM page JOIN search_documents d ON d.resource_id = page.id
+      WHERE ${filtered ? 'true' : where}
+      ORDER BY page.score DESC, page.id DESC`;
+}
+
+/** The search statement of one plan (exported for the bench's EXPLAIN). */
+export function searchStatement(plan: ImpactPlan, text: string, filters: DiscoveryFilters, after: SearchAfter | null, limit: number, signalsMaxAgeSeconds: number): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const filter = filterSql(filters, values);
+  let where = filter.where;
+  const at = (v: unknown) => (values.push(v), values.length);
+  if (plan.required !== null) where += ` AND d.document @@ CAST($${at(plan.required)} AS tsquery)`;
+  const F = FIELD_WEIGHTS;
+  const c = plan.concepts;
+  const p: Record<string, number> = {
+    terms: at(plan.reads.map((r) => r.term)),
+    limits: at(plan.reads.map((r) => r.limit)),
+    cis: at(plan.reads.map((r) => r.concept)),
+    cq: at(c.q), ca: at(c.a), cb: at(c.b), cc: at(c.c), cd: at(c.d), idf: at(c.idf),
+    fw: at([F.name, F.tags, F.description, F.schema, F.acrossFields]),
+    idfSum: at(plan.idfSum),
+    wText: at(RANKING_WEIGHTS.text),
+    wName: at(RANKING_WEIGHTS.nameSimilarity),
+    text: at(text),
+    maxAge: at(signalsMaxAgeSeconds),
+    limit: at(limit),
+  };
+  if (after) (p.afterScore = at(after.score)), (p.afterId = at(after.id));
+  return { text: searchSql(where, filter.user || plan.required !== null, after !== null, p), values };
+}
+
+/**
+ * What the index knows about the query's words, in one statement: each word's lexeme and document count; for the
+ * last word, the prefix count and its most frequent completions (a range scan of search_vocabulary_prefix,
+ * text_pattern_ops; at most 2,000 words); the most similar indexed lexemes for a query word the vocabulary does not
+ * know (pg_trgm similarity >= 0.4 on lexemes of 4+ characters); the required phrases and exclusions as tsquery text
+ * and the index size.
+ */
+export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<ResolvedQuery> {
+  const syn = synonymWords(parsed);
+  const all = [...parsed.words, ...syn];
+  const fix = [...parsed.words.map(() => true), ...syn.map(() => false)];
+  const prefix = all.map((_, i) => parsed.lastIsPrefix && i === parsed.words.length - 1);
+  const { rows } = await pgQuery<{
+    i: string;
+    lexeme: string | null;
+    ndoc: number;
+    prefixNdoc: string | null;
+    prefixWords: string[] | null;
+    fixes: Array<{ lexeme: string; ndoc: number }> | null;
+    phrases: string[];
+    excluded: string[];
+    total: number;
+  }>(
+    db,
+    `WITH w AS (
+       SELECT t.i, t.fix, t.prefix, (SELECT min(l.lexeme) FROM unnest(to_tsvector('english', t.w)) l) AS lexeme
+         FROM unnest(CAST($1 AS text[]), CAST($2 AS boolean[]), CAST($3 AS boolean[])) WITH ORDINALITY AS t(w, fix, prefix, i))
+     SELECT w.i, w.lexeme, COALESCE(v.ndoc, 0) AS ndoc, pw.n AS "prefixNdoc", pw.words AS "prefixWords",
+            CASE WHEN w.fix AND v.word IS NULL AND length(w.lexeme) >= 4 AND w.lexeme ~ '^[[:alpha:]]+$' THEN
+              (SELECT json_agg(json_build_object('lexeme', f.word, 'ndoc', f.ndoc)) FROM (
+                 SELECT s.word, s.ndoc FROM search_vocabulary s
+                  WHERE s.word % w.lexeme AND similarity(s.word, w.lexeme) >= 0.4 AND s.ndoc > 0
+                  ORDER BY similarity(s.word, w.lexeme) DESC, s.ndoc DESC, s.word LIMIT 2) f) END AS fixes,
+            x.phrases, x.excluded, x.total
+       FROM w LEFT JOIN search_vocabulary v ON v.word = w.lexeme
+       LEFT JOIN LATERAL (
+         SELECT sum(p.ndoc) AS n, (array_agg(p.word ORDER BY p.ndoc DESC, p.word))[1:${PREFIX_READS}] AS words
+           FROM (SELECT p.word, p.ndoc FROM search_vocabulary p
+                  WHERE w.prefix AND p.word ~>=~ w.lexeme AND p.word ~<~ (w.lexeme || chr(1114111)) LIMIT 2000) p) pw ON w.prefix
+      CROSS JOIN (SELECT
+         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($4 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
+         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
+         (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total) x
+      ORDER BY w.i`,
+    [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
+  );
+  const toWord = (r: (typeof rows)[number]): ResolvedWord => ({
+    lexeme: r.lexeme,
+    ndoc: Number(r.ndoc),
+    prefixNdoc: Number(r.prefixNdoc ?? 0),
+    fixes: r.fixes ?? [],
+    ...(r.prefixWords ? { prefixWords: r.prefixWords } : {}),
+  });
+  const words = rows.slice(0, parsed.words.length).map(toWord);
+  const synonyms = new Map(syn.map((w, i) => [w, toWord(rows[parsed.words.length + i])]));
+  const extra = rows[0];
+  return { words, synonyms, phrases: extra.phrases, excluded: extra.excluded, total: Number(extra.total) };
+}
+
+export interface SearchRepositoryOptions {
+  /** Document-frequency budget of the rare concepts read in full (default RARE_BUDGET). */
+  rareBudget?: number;
+}
+
+export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOptions = {}): DiscoverySearchRepository {
+  return {
+    async list(filters, afterId, limit) {
+      const values: unknown[] = [];
+      let { where } = filterSql(filters, values);
+      if (afterId) (values.push(afterId), (where += ` AND d.resource_id < $${values.length}`));
+      values.push(limit);
+      const { rows } = await pgQuery<Row>(db, `SELECT ${ITEM_COLUMNS} FROM search_documents d WHERE ${where} ORDER BY d.resource_id DESC LIMIT $${values.length}`, values);
+      return rows.map(toItem);
+    },
+
+    async search(q, filters, after, limit, options) {
+      const parsed = parseQuery(q);
+      if (parsed.words.length === 0) return [];
+      const plan = planImpact(parsed, await resolveWords(db, parsed), {
+        rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
+        rareCap: RARE_CAP,
+        candidates: options.candidates,
+      });
+      if (!plan) return [];
+      const statement = searchStatement(plan, parsed.words.join(' '), filters, after, limit, options.signalsMaxAgeSeconds);
+      return (await pgQuery<Row>(db, statement.text, statement.values)).rows.map(toRanked);
+    },
+
+    async indexLag() {
+      const {
+        rows: [row],
+      } = await pgQuery<{ since: Date | null; lag: number | null }>(
+        db,
+        'SELECT unindexed_since AS since, EXTRACT(EPOCH FROM now() - unindexed_since)::float8 AS lag FROM search_index_state WHERE id = 1',
+        [],
+        'search_index_lag',
+      );
+      return { pending: Boolean(row?.since), lagSeconds: Math.max(0, Number(row?.lag ?? 0)) };
+    },
+  };
+}
