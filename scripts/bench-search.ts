@@ -61,8 +61,14 @@ function searchOf(i: number): { q: string; type?: string; maxPrice?: string; lim
 function plainQuery(s: ReturnType<typeof searchOf>): { text: string; values: unknown[] } {
   const values: unknown[] = [s.q, s.limit];
   const where = [`d.document @@ websearch_to_tsquery('english', $1)`, 'd.discoverable'];
-  if (s.type) (values.push(s.type), where.push(`d.type = $${values.length}`));
-  if (s.maxPrice) (values.push(s.maxPrice), where.push(`d.amount <= $${values.length}::numeric`));
+  if (s.type) {
+    values.push(s.type);
+    where.push(`d.type = $${values.length}`);
+  }
+  if (s.maxPrice) {
+    values.push(s.maxPrice);
+    where.push(`d.amount <= $${values.length}::numeric`);
+  }
   return {
     text: `SELECT d.resource_id, d.name, d.description, d.url, d.amount::text AS amount
              FROM search_documents d WHERE ${where.join(' AND ')}

@@ -26,6 +26,7 @@
 //                                                            are generated copies with a "do not edit" header, not
 //                                                            committed (.gitignore): written by --shared-only at
 //                                                            install and build time, compared by --check
+import { performance } from 'node:perf_hooks';
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';

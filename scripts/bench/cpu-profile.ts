@@ -60,7 +60,10 @@ export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: n
     const deltas: number[] = [];
     for (let i = 0; i < prof.samples.length; i++) {
       t += prof.timeDeltas[i] ?? 0;
-      if (t >= window.fromUs && t <= window.toUs) (samples.push(prof.samples[i]), deltas.push(prof.timeDeltas[i] ?? 0));
+      if (t >= window.fromUs && t <= window.toUs) {
+        samples.push(prof.samples[i]);
+        deltas.push(prof.timeDeltas[i] ?? 0);
+      }
     }
     prof.samples = samples;
     prof.timeDeltas = deltas;

@@ -102,8 +102,13 @@ export async function closedLoop(opts: { concurrency: number; maxRequests: numbe
         const i = next++;
         try {
           const a = await opts.send(i);
-          if (isOk(a)) (ok++, latencies.push(a.ms));
-          else (failed++, (firstFailure ??= `${a.status} ${a.text.slice(0, 400)}`));
+          if (isOk(a)) {
+            ok++;
+            latencies.push(a.ms);
+          } else {
+            failed++;
+            firstFailure ??= `${a.status} ${a.text.slice(0, 400)}`;
+          }
         } catch (err) {
           failed++;
           firstFailure ??= (err as Error).message;
@@ -147,8 +152,13 @@ export async function openLoop(opts: { rate: number; maxRequests: number; maxSec
       opts.send(i).then(
         (a) => {
           inFlight--;
-          if (isOk(a)) (ok++, latencies.push(performance.now() - scheduled));
-          else (failed++, (firstFailure ??= `${a.status} ${a.text.slice(0, 400)}`));
+          if (isOk(a)) {
+            ok++;
+            latencies.push(performance.now() - scheduled);
+          } else {
+            failed++;
+            firstFailure ??= `${a.status} ${a.text.slice(0, 400)}`;
+          }
         },
         (err: Error) => {
           inFlight--;

@@ -210,7 +210,7 @@ function treeRss(pid: number): { totalMiB: number; processes: number; largestMiB
   const queue = [pid];
   while (queue.length && processes < 256) {
     const p = queue.shift()!;
-    let comm = '';
+    let comm: string;
     try {
       comm = fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim();
     } catch {
@@ -266,7 +266,7 @@ export function listeningPorts(pid: number): number[] {
   }
   const ports = new Set<number>();
   for (const table of ['tcp', 'tcp6']) {
-    let text = '';
+    let text: string;
     try {
       text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
     } catch {

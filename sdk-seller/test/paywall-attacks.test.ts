@@ -55,7 +55,7 @@ describe('paywall: content leaves only on a confirmed settlement', () => {
   let svc: TestService;
   let env: FacilitatorEnv;
   let api: { url: string; server: Server };
-  let shops: Server[] = [];
+  const shops: Server[] = [];
   let buyer: Keypair;
   let payTo: string;
   let resourceId: string;

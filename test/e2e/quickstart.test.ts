@@ -21,7 +21,7 @@ describe('npm run quickstart', () => {
     expect(run.code).toBe(0);
     const out = run.stdout;
     // every step says what it does and which call it makes
-    for (let n = 0; n <= 16; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n    -> .+`));
+    for (let n = 0; n <= 16; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n {4}-> .+`));
     // least privilege: the paywall is served with a payments-scoped key created after sign-up, which may not write the catalog
     expect(out).toMatch(/\[4\] Create a payments-scoped API key.+\n    -> keys\.create: POST \/v1\/sellers\/[^/\s]+\/keys \{"name":"quickstart paywall","scope":"payments"\}\n    key key_\w+, scope payments, mk_[\w-]+\.\.\. \(shown once/);
     expect(out).toMatch(/\[5\] .+its paywall holds only the payments key/);

@@ -55,7 +55,7 @@ export class ApiError extends Error {
 
   /** Builds an ApiError from an error response of the API (the contract's envelope, or anything else). */
   static async fromResponse(response: Response, request?: Request): Promise<ApiError> {
-    let body: unknown = undefined;
+    let body: unknown;
     const text = await response.clone().text().catch(() => '');
     try {
       body = text ? JSON.parse(text) : undefined;

@@ -34,7 +34,7 @@ export interface TransportOptions {
 
 const RETRY_STATUSES = new Set([429, 502, 503]);
 
-export function createTransport<Paths extends {}>(options: TransportOptions): Client<Paths> {
+export function createTransport<Paths extends object>(options: TransportOptions): Client<Paths> {
   const client = createClient<Paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: retryingFetch(options) });
   if (options.apiKey) client.use(bearerAuth(options.apiKey));
   client.use(idempotencyKeys(options.idempotencyKey));

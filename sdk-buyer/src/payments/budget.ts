@@ -106,7 +106,7 @@ export class FileBudgetStore implements BudgetStore {
       return Array.isArray(doc.commitments) ? doc.commitments : [];
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new Error(`The budget store ${this.file} cannot be read: ${(err as Error).message}`);
+      throw new Error(`The budget store ${this.file} cannot be read: ${(err as Error).message}`, { cause: err });
     }
   }
   save(commitments: Commitment[]): void {
@@ -138,7 +138,9 @@ export class FileBudgetStore implements BudgetStore {
         return await lock(this.file, { realpath: false, stale: this.staleMs, update: Math.floor(this.staleMs / 2), onCompromised, retries: { retries: 20, factor: 1.3, minTimeout: 5, maxTimeout: 200, randomize: true } });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ELOCKED' || Date.now() >= deadline) {
-          throw new Error(`The budget store ${this.file} could not be locked: ${(err as Error).message}`);
+          throw new Error(`The budget store ${this.file} could not be locked: ${(err as Error).message}`, {
+            cause: err,
+          });
         }
       }
     }

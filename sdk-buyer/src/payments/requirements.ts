@@ -62,7 +62,7 @@ export function assertAssetShown(req: Pick<NormalizedRequirements, 'asset' | 'ne
   const { code, issuer, contractId } = req.asset;
   if (!StrKey.isValidContract(contractId)) throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, null, req.network);
   if (code === undefined && issuer === undefined) return;
-  let derived: string | null = null;
+  let derived: string | null;
   try {
     derived = assetContractId(code ?? '', issuer, req.network);
   } catch {

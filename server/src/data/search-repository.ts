@@ -150,7 +150,10 @@ export function searchStatement(plan: ImpactPlan, text: string, filters: Discove
     maxAge: at(signalsMaxAgeSeconds),
     limit: at(limit),
   };
-  if (after) (p.afterScore = at(after.score)), (p.afterId = at(after.id));
+  if (after) {
+    p.afterScore = at(after.score);
+    p.afterId = at(after.id);
+  }
   return { text: searchSql(where, filter.user || plan.required !== null, after !== null, p), values };
 }
 
@@ -223,7 +226,10 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
     async list(filters, afterId, limit) {
       const values: unknown[] = [];
       let { where } = filterSql(filters, values);
-      if (afterId) (values.push(afterId), (where += ` AND d.resource_id < $${values.length}`));
+      if (afterId) {
+        values.push(afterId);
+        where += ` AND d.resource_id < $${values.length}`;
+      }
       values.push(limit);
       const { rows } = await pgQuery<Row>(db, `SELECT ${ITEM_COLUMNS} FROM search_documents d WHERE ${where} ORDER BY d.resource_id DESC LIMIT $${values.length}`, values);
       return rows.map(toItem);

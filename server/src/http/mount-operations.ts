@@ -1,11 +1,9 @@
 import express, { type Router } from 'express';
 import type { Handlers, OperationId, HandlerContext } from './operation-types';
-import { assertScopeAllows, type Principal } from '../domain/auth/principal';
-import { DomainError } from '../domain/errors';
+import type { Principal } from '../domain/auth/principal';
 
 interface SpecOperation {
   operationId: string;
-  security?: Array<Record<string, unknown>>;
   responses: Record<string, { content?: Record<string, unknown> }>;
 }
 type SpecPaths = Record<string, Record<string, SpecOperation>>;
@@ -14,8 +12,8 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 
 /**
  * Mounts one route per operation of the bundled spec onto the handler object. The lookup is by operationId through
- * the typed `Handlers` object; nothing is resolved by file name. An operation whose security has no anonymous
- * alternative requires an API key before its handler runs; a seller key's scope must cover the operation (403).
+ * the typed `Handlers` object; nothing is resolved by file name. Who may call it was decided before the body was
+ * parsed (access-policy.ts); the handler runs with the caller's principal.
  */
 export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers): Router {
   const router = express.Router();
@@ -26,14 +24,11 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
       if (!op) continue;
       const handler = handlers[op.operationId as OperationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
       if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
-      const keyRequired = Array.isArray(op.security) && op.security.length > 0 && !op.security.some((s) => Object.keys(s).length === 0);
       router[method](expressPath, async (req, res, next) => {
         res.locals.routeTemplate = path;
         res.locals.operationId = op.operationId;
         try {
           const principal = res.locals.principal as Principal;
-          if (keyRequired && principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'This operation requires an API key (Authorization: Bearer <key>)');
-          assertScopeAllows(principal, op.operationId);
           const result = await handler({
             params: req.params as never,
             query: (req.query ?? {}) as never,

@@ -1,3 +1,5 @@
+import type { RouteMatch } from './operation-matcher';
+
 /**
  * Bounded metric labels for HTTP requests. A label value is one of the spec's path templates
  * (`/v1/resources/{id}`), `/docs`, or the fixed `unmatched`: never a raw path, so anonymous callers cannot grow
@@ -13,19 +15,10 @@ export function methodLabel(method: string): string {
   return METHODS.has(method) ? method : 'OTHER';
 }
 
-/** A matcher from raw request path to spec template. Templates are fixed at start; each is one anchored regex. */
-export function createRouteMatcher(specPaths: Iterable<string>): (path: string) => string {
-  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const compiled = [...specPaths].map((template) => ({
-    template,
-    // literal segments first, so /v1/sellers/challenges wins over /v1/sellers/{sellerId}
-    params: (template.match(/\{[^}]+\}/g) ?? []).length,
-    re: new RegExp(`^${template.split(/\{[^}]+\}/).map(literal).join('[^/]+')}/?$`),
-  }));
-  compiled.sort((a, b) => a.params - b.params);
+/** The route label of a raw path, from the one operation matcher (operation-matcher.ts). */
+export function createRouteLabeler(match: (method: string, path: string) => RouteMatch | null): (path: string) => string {
   return (path) => {
     for (const prefix of MOUNT_PREFIXES) if (path === prefix || path.startsWith(`${prefix}/`)) return prefix;
-    for (const c of compiled) if (c.re.test(path)) return c.template;
-    return UNMATCHED_ROUTE;
+    return match('GET', path)?.template ?? UNMATCHED_ROUTE;
   };
 }

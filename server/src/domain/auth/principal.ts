@@ -32,36 +32,6 @@ export function assertActsFor(principal: Principal, sellerId: string): void {
   throw new DomainError('FORBIDDEN', 'This API key may not act for that seller');
 }
 
-/**
- * The operations a `payments` key may call: the facilitator face (verify, settle, supported, on /v1 and /x402, and
- * the x402 Bazaar list and search, which stock x402 clients call with the same auth headers), the signing keys of the attestations, and reads of the seller's own payments, settlements and receipts. Everything
- * else needs an `admin` key (403 FORBIDDEN).
- */
-export const PAYMENTS_SCOPE_OPERATIONS: ReadonlySet<string> = new Set([
-  'verifyPayment',
-  'settlePayment',
-  'verifyPaymentPayload',
-  'settlePaymentPayload',
-  'getSupported',
-  'getSupportedKinds',
-  'getFacilitatorDescription',
-  'listBazaarResources',
-  'searchBazaarResources',
-  'getReceiptKeys',
-  'listPayments',
-  'getPayment',
-  'listSellerPayments',
-  'getSettlement',
-  'getReceipt',
-]);
-
-/** 403 FORBIDDEN when the caller's key scope does not cover the operation. */
-export function assertScopeAllows(principal: Principal, operationId: string): void {
-  if (principal.role !== 'seller' || principal.scope === 'admin') return;
-  if (PAYMENTS_SCOPE_OPERATIONS.has(operationId)) return;
-  throw new DomainError('FORBIDDEN', 'This API key has the payments scope: it may verify, settle and read its own payments only; use an admin key');
-}
-
 /** The seller itself with an admin key, or the operator (key management). */
 export function assertAdminFor(principal: Principal, sellerId: string): void {
   assertActsFor(principal, sellerId);

@@ -208,7 +208,7 @@ export function createConformanceRunner(deps: RunnerDeps) {
     const worker = async () => {
       while (next < targets.length) {
         const target = targets[next++];
-        let host = '';
+        let host: string;
         try {
           host = new URL(target.url.replace(/[{}]/g, '')).host;
         } catch {

@@ -113,7 +113,10 @@ export function parseQuery(q: string): ParsedQuery {
       const ws = words(m[2]);
       if (ws.length === 0) continue;
       if (m[1] === '-') excluded.push(ws);
-      else (phrases.push(ws), plain.push(...ws));
+      else {
+        phrases.push(ws);
+        plain.push(...ws);
+      }
       lastIsPrefix = false;
       continue;
     }
@@ -197,10 +200,20 @@ export function concepts(parsed: ParsedQuery, resolved: ResolvedQuery): Concept[
     };
     let reach = 0;
     let df = w.ndoc;
-    if (w.lexeme) (add([{ lexeme: w.lexeme, prefix: false }]), (reach += w.ndoc));
+    if (w.lexeme) {
+      add([{ lexeme: w.lexeme, prefix: false }]);
+      reach += w.ndoc;
+    }
     const isLast = i === resolved.words.length - 1;
-    if (w.lexeme && isLast && parsed.lastIsPrefix && w.lexeme.length >= 3) (add([{ lexeme: w.lexeme, prefix: true }]), (reach += w.prefixNdoc));
-    for (const f of w.fixes) (add([{ lexeme: f.lexeme, prefix: false }]), (reach += f.ndoc), (df = df || f.ndoc));
+    if (w.lexeme && isLast && parsed.lastIsPrefix && w.lexeme.length >= 3) {
+      add([{ lexeme: w.lexeme, prefix: true }]);
+      reach += w.prefixNdoc;
+    }
+    for (const f of w.fixes) {
+      add([{ lexeme: f.lexeme, prefix: false }]);
+      reach += f.ndoc;
+      df = df || f.ndoc;
+    }
     for (const alt of parsed.synonyms[i] ?? []) {
       const lexemes = alt.map((sw) => resolved.synonyms.get(sw)).filter((r): r is ResolvedWord => Boolean(r?.lexeme));
       if (lexemes.length === 0) continue;

@@ -1,3 +1,4 @@
+/// <reference path="./js-xdr.d.ts" />
 import { config } from '@stellar/js-xdr';
 import { xdr } from '@stellar/stellar-sdk';
 

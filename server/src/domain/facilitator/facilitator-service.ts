@@ -96,10 +96,8 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
       return { attempt, settlement: await deps.settlements.findSettlementByAttempt(id), receipt: await deps.receipts.findReceiptByAttempt(id) };
     },
 
-    /** The operator's view of network fees per accountable seller for one UTC day (default today). */
-    async sellerFees(principal: Principal, day?: string) {
-      if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
-      if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Only the operator reads fees per seller');
+    /** Network fees per accountable seller for one UTC day (default today): operator-only (http/access-policy.ts). */
+    async sellerFees(day?: string) {
       const date = day ?? new Date().toISOString().slice(0, 10);
       const report = await deps.settlements.sellerFees(date);
       return { day: date, items: report.items, settlementsNeedingReconciliation: report.needingReconciliation };

@@ -68,7 +68,7 @@ export function keyProofProblem(proof: ReceiptKeyProof, key: SellerReceiptJwk, s
   }
   if (!header || !payload || typeof header !== 'object' || typeof payload !== 'object') return bad('is not a JWS with a JSON header and payload');
   if (header.alg !== 'EdDSA' || header.typ !== PROOF_TYP || header.kid !== key.kid) return bad(`needs the protected header {alg: "EdDSA", kid: "${key.kid}", typ: "${PROOF_TYP}"}`);
-  let verified = false;
+  let verified: boolean;
   try {
     const publicKey = crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.x }, format: 'jwk' });
     verified = crypto.verify(null, Buffer.from(`${h}.${p}`, 'ascii'), publicKey, Buffer.from(sig, 'base64url'));

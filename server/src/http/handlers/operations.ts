@@ -4,7 +4,6 @@ import { DomainError } from '../../domain/errors';
 import { rpcOrigin, type NetworkRegistry } from '../../domain/network-registry';
 import type { Check } from '../../domain/operations/health';
 import type { ConformanceRun } from '../../domain/conformance/types';
-import type { Principal } from '../../domain/auth/principal';
 
 type OperationHandlers = Pick<
   Handlers,
@@ -35,11 +34,6 @@ function presentRun(r: ConformanceRun) {
     createdAt: r.createdAt.toISOString(),
     checks: r.checks.map((c) => ({ name: c.name, outcome: c.outcome, reason: c.reason, ...(c.resourceId ? { resourceId: c.resourceId } : {}), ...(c.durationMs === undefined ? {} : { durationMs: c.durationMs }) })),
   };
-}
-
-function operatorOnly(principal: Principal): void {
-  if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'The operator key is required');
-  if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'This operation is for the operator key only');
 }
 
 /**
@@ -80,8 +74,7 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
         },
       };
     },
-    async getMetrics({ principal }) {
-      if (principal.role !== 'operator') throw new DomainError('FORBIDDEN', 'Metrics are for the operator key only');
+    async getMetrics() {
       return { status: 200, body: await metrics.registry.metrics() };
     },
     async getStats() {
@@ -101,8 +94,7 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
       }
       return { status: 200, body: cached.body, headers: { 'Cache-Control': 'public, max-age=5' } };
     },
-    async listConformanceRuns({ principal, query }) {
-      operatorOnly(principal);
+    async listConformanceRuns({ query }) {
       const limit = query.limit ?? 20;
       let before: string | undefined;
       if (query.cursor) {
@@ -113,20 +105,17 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
       const page = rows.slice(0, limit);
       return { status: 200, body: { items: page.map(presentRun), nextCursor: rows.length > limit ? Buffer.from(page[page.length - 1].id, 'utf8').toString('base64url') : null } };
     },
-    async createConformanceRun({ principal, body }) {
-      operatorOnly(principal);
+    async createConformanceRun({ body }) {
       const runs = await conformance.runner.queue('manual', body?.network);
       if (runs.length) await conformance.enqueueRuns(runs.map((r) => r.id));
       return { status: 202, body: { items: runs.map(presentRun), nextCursor: null } };
     },
-    async getConformanceRun({ principal, params }) {
-      operatorOnly(principal);
+    async getConformanceRun({ params }) {
       const run = await conformance.store.findRun(params.runId);
       if (!run) throw new DomainError('NOT_FOUND', `No conformance run with id ${params.runId}`);
       return { status: 200, body: presentRun(run) };
     },
-    async getOperationsDashboard({ principal }) {
-      operatorOnly(principal);
+    async getOperationsDashboard() {
       const d = await dashboard.dashboard();
       const h = await health();
       return {
@@ -144,8 +133,8 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
         },
       };
     },
-    async listSellerFees({ principal, query }) {
-      const report = await facilitator.sellerFees(principal, query.day);
+    async listSellerFees({ query }) {
+      const report = await facilitator.sellerFees(query.day);
       return { status: 200, body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as Network })) } };
     },
   };

@@ -27,7 +27,7 @@ import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontext
 import { createMarketplaceMcpServer, type MarketplacePort } from '@paid-api-marketplace/sdk-buyer/mcp';
 import type { Handlers } from '../operation-types';
 import type { McpMetrics } from '../../metrics/mcp';
-import { PUBLIC, assertScopeAllows, type Principal } from '../../domain/auth/principal';
+import { PUBLIC } from '../../domain/auth/principal';
 import { DomainError } from '../../domain/errors';
 import type { ChargeRequest } from '../rate-limit';
 
@@ -80,7 +80,6 @@ export function mcpRouter(deps: McpMountDeps): Router {
     res.locals.routeTemplate = '/mcp';
     res.locals.operationId = 'sendMcpMessage';
     try {
-      assertScopeAllows(res.locals.principal as Principal, 'sendMcpMessage');
       const messages = checkTransportRules(req);
       // The POST paid one point in the rate limiter; every further message of a batch pays one more.
       if (messages > 1 && deps.charge) await deps.charge(req, res, messages - 1);

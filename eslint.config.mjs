@@ -1,0 +1,67 @@
+// The linter's rule set (issue #34): typescript-eslint's recommended rules without type information (it runs in
+// seconds), plus the few the house relies on. Formatting is prettier's job (.prettierrc.json), not the linter's.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import globals from 'globals';
+
+export default tseslint.config(
+  {
+    ignores: [
+      '**/node_modules/**',
+      '**/dist/**',
+      '**/generated/**',
+      '.data/**',
+      'openapi/dist/**',
+      'sdk-seller/src/core/**',
+      'sdk-seller/src/receipts/**',
+      'server/src/domain/amount.ts',
+      'server/dist.next/**',
+      'server/.build-test-*/**',
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+      },
+    },
+    rules: {
+      // At most 120 characters a line outside generated files: prettier wraps code, this catches strings and comments.
+      'max-len': ['error', { code: 120, ignoreUrls: true, ignoreRegExpLiterals: true }],
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+      // `a && b()` and `c ? d() : e()` as statements are house style; a bare expression that does nothing is not.
+      '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
+      // Input sanitizers match control characters on purpose (paywall paths, route templates, Bazaar metadata).
+      'no-control-regex': 'off',
+      'no-console': 'off',
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+    },
+  },
+  {
+    // Tests and benches may read loosely typed JSON answers.
+    files: ['**/test/**', 'scripts/**'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // CommonJS configuration files (Jest's, dependency-cruiser's) and scripts loaded by require().
+    files: ['**/*.cjs', '**/jest.config.js', 'test/jest.base.js'],
+    languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
+    // The operator dashboard's script runs in the browser, beside uPlot's bundle.
+    files: ['server/public/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { ...globals.browser, uPlot: 'readonly' } },
+  },
+);
