@@ -23,7 +23,7 @@ describe('npm run quickstart', () => {
     // every step says what it does and which call it makes
     for (let n = 0; n <= 16; n++) expect(out).toMatch(new RegExp(`\\[${n}\\] .+\\n {4}-> .+`));
     // least privilege: the paywall is served with a payments-scoped key created after sign-up, which may not write the catalog
-    expect(out).toMatch(/\[4\] Create a payments-scoped API key.+\n    -> keys\.create: POST \/v1\/sellers\/[^/\s]+\/keys \{"name":"quickstart paywall","scope":"payments"\}\n    key key_\w+, scope payments, mk_[\w-]+\.\.\. \(shown once/);
+    expect(out).toMatch(/\[4\] Create a payments-scoped API key.+\n {4}-> keys\.create: POST \/v1\/sellers\/[^/\s]+\/keys \{"name":"quickstart paywall","scope":"payments"\}\n {4}key key_\w+, scope payments, mk_[\w-]+\.\.\. \(shown once/);
     expect(out).toMatch(/\[5\] .+its paywall holds only the payments key/);
     expect(out).toMatch(/the paywall's payments key may not change it \(PATCH \/v1\/resources\/[^)]+\): 403 FORBIDDEN/);
     expect(out).toContain('wallet ready to be paid: true (USDC on stellar:testnet: ok)');

@@ -194,7 +194,6 @@ const network = z.enum(['stellar:testnet', 'stellar:pubnet']);
 const amount = z.string().regex(AMOUNT_PATTERN, 'a decimal amount with at most 7 fraction digits');
 const resourceId = z.string().regex(/^res_[0-9A-HJKMNP-TV-Z]{26}$/, 'a resource id (res_...)');
 const receiptId = z.string().regex(/^rcp_[0-9A-HJKMNP-TV-Z]{26}$/, 'a receipt id (rcp_...)');
-const shortText = z.string().max(1_000);
 
 // ---- output schemas (issue 32) ----------------------------------------------------------------------------------
 // Every tool declares what its structuredContent holds. A stock MCP client checks structuredContent against the

@@ -13,7 +13,6 @@ import { localNetworkClient } from '../ledger/local-network-client';
 import { createSafeFetcher } from '../net';
 import { networkHealthWorker } from '../jobs/network-health-worker';
 import { conformanceRunnerWorker, CONFORMANCE_RUNNER_WORKER } from '../jobs/conformance-runner-worker';
-import type { Metrics } from '../metrics/registry';
 import { metricReadings, observeConformanceRun, observeNetworkProbe } from '../metrics/observers';
 
 export interface OperationsOptions {

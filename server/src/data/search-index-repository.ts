@@ -1,6 +1,5 @@
 import { toResource } from './resource-repository';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
-import { normalizeAmount } from '../domain/amount';
 import type { IndexOutcome, IndexSnapshot, SearchDocument, SearchIndexRepository } from '../domain/discovery/indexing';
 import type { RankingWeights } from '../domain/discovery/types';
 import { FIELD_WEIGHTS, PROVEN_HOST_TIER, RANKING_WEIGHTS } from '../domain/discovery/ranking';

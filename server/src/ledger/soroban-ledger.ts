@@ -1,6 +1,5 @@
 import { Account, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
 import type {
-  AssetRef,
   ChannelLease,
   LedgerPort,
   PreparedSettlement,

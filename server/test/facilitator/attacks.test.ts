@@ -10,7 +10,7 @@ import { QueryTypes } from 'sequelize';
 import { bearer, signUpSeller } from '../support/fixtures';
 import { OPERATOR_KEY } from '../support/test-service';
 import { toStroops } from '../../src/domain/amount';
-import { asTransactionXdr, facilitatorWorker, fundedBuyer, metric, paymentCase, sellerWithResource, sendTransactions, startFacilitatorEnv, x402Body, type FacilitatorEnv, type PaymentCase } from './helpers';
+import {  facilitatorWorker, fundedBuyer,  paymentCase, sellerWithResource, sendTransactions, startFacilitatorEnv, x402Body, type FacilitatorEnv, type PaymentCase } from './helpers';
 import { authPayload, classicTransaction, signAuthEntry } from '../local-network/helpers';
 
 /** The unsigned transfer(from, to, amount) entry on the env's USDC, with a fresh nonce. */

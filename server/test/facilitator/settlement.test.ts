@@ -4,7 +4,7 @@ import { createFacilitatorArea } from '../../src/areas/facilitator';
 import type { AreaContext } from '../../src/areas/area';
 import { createMetrics } from '../../src/metrics/registry';
 import { createLogger } from '../../src/logger';
-import { facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+import { facilitatorWorker, fundedBuyer, paymentCase, sellerWithResource,  startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
 
 /** A second instance of the facilitator area on the same database and network: "another process" after a crash. */
 function otherProcess(env: FacilitatorEnv) {

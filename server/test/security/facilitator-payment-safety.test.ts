@@ -21,7 +21,6 @@ describe('facilitator payment safety', () => {
   let env: FacilitatorEnv;
   let payTo: string;
   let resourceId: string;
-  let sellerKey: string;
   let hold: Promise<void> | null = null;
   let failAfterClaim = false;
   let closer: NodeJS.Timeout | null = null;
@@ -42,7 +41,6 @@ describe('facilitator payment safety', () => {
     const { seller, resource } = await sellerWithResource(env, '0.5');
     payTo = seller.wallet.publicKey();
     resourceId = resource.id;
-    sellerKey = seller.apiKey;
     closer = setInterval(() => void env.network.closeLedger(), 40);
   });
   afterAll(async () => {

@@ -4,7 +4,6 @@
  * EXTENSION-RESPONSES header (specs/extensions/bazaar.md). Payloads are signed by the stock @x402/stellar client.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import type { HTTPFacilitatorClient } from '@x402/core/server';

@@ -1,7 +1,7 @@
 import type { FeeScope } from './types';
 import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
-import { createVerifyPayment, type PaymentInput, type NetworkLookup, type PaymentPayloadInput, type PaymentRequirementsInput } from './verify-payment';
+import { createVerifyPayment, type PaymentInput, type NetworkLookup } from './verify-payment';
 import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
 import type { AttemptRecord, ReceiptRecord, ReceiptRepository, SettlementRecord } from './types';
 import { withSharedSimulations } from './check-payment';

@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import type { Principal } from '../auth/principal';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';
-import { ensure, refuse } from './rules/rule';
+import {  refuse } from './rules/rule';
 import { checkExactBalanceChanges, checkSimulationSucceeded } from './rules/simulation';
 import type { CheckedPayment, RequiredTerms } from './rules/offline';
 import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';

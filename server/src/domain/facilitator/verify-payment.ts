@@ -1,5 +1,5 @@
 import { DomainError, type ErrorCode } from '../errors';
-import { formatAmount, normalizeAmount, toStroops } from '../amount';
+import { formatAmount } from '../amount';
 import { newId } from '../ids';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';

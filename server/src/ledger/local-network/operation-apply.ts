@@ -1,13 +1,13 @@
 import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
 import { toStroops } from '../../domain/amount';
-import { AssetRegistry, assetIdOf } from './asset-registry';
+import {  assetIdOf } from './asset-registry';
 import { AssetRef, TRUSTLINE_AUTHORIZED, availableNative, credit, debit } from './balances';
 import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
 import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
-import { AccountRecord, LedgerView, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
-import { ParsedTransaction, operationSource } from './transaction-envelope';
+import { AccountRecord,  entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
+import {  operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
 import { manageSellOffer } from './offers';
 import { AccountFlags, setOptions } from './set-options';
