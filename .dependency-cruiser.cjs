@@ -17,14 +17,20 @@ const ROOT = `${SRC}(compose|main|config|cluster-primary|app)\\.ts$`;
 
 /** name: [the layer's path pattern, the paths it must not import]. */
 const rules = {
-  'domain-stays-pure': [layer('domain'), [layer('(data|ledger|net|jobs|http|areas|metrics)'), ROOT, `${SRC}logger\\.ts$`]],
+  'domain-stays-pure': [
+    layer('domain'),
+    [layer('(data|ledger|net|jobs|http|areas|metrics)'), ROOT, `${SRC}logger\\.ts$`],
+  ],
   'data-is-an-adapter': [layer('data'), [layer('(ledger|net|jobs|http|areas)'), ROOT]],
   'ledger-is-an-adapter': [layer('ledger'), [layer('(data|net|jobs|http|areas)'), ROOT]],
   'net-is-an-adapter': [layer('net'), [layer('(data|ledger|jobs|http|areas|metrics)'), ROOT]],
   'jobs-drive-the-domain': [layer('jobs'), [layer('(data|ledger|net|http|areas)'), ROOT]],
   'http-drives-the-domain': [layer('http'), [layer('(data|ledger|net|jobs|areas)'), ROOT]],
   'areas-are-wiring': [layer('areas'), [ROOT]],
-  'leaves-import-nothing-above': [`${SRC}(metrics/|logger\\.ts$|generated/)`, [layer('(domain|data|ledger|net|jobs|http|areas)'), ROOT]],
+  'leaves-import-nothing-above': [
+    `${SRC}(metrics/|logger\\.ts$|generated/)`,
+    [layer('(domain|data|ledger|net|jobs|http|areas)'), ROOT],
+  ],
 };
 
 module.exports = {

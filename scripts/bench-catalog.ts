@@ -19,8 +19,25 @@
 import crypto from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Keypair } from '@stellar/stellar-sdk';
-import { closedLoop, envNumber, httpClient, latencyLine, percentile, type HttpClient, type LoadResult } from './bench/load';
-import { keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startServiceProcess, type NetworkAsset } from './bench/processes';
+import {
+  closedLoop,
+  envNumber,
+  httpClient,
+  latencyLine,
+  percentile,
+  type HttpClient,
+  type LoadResult,
+} from './bench/load';
+import {
+  keepFile,
+  progress,
+  runBench,
+  sampleRss,
+  startBenchDatabase,
+  startNetworkProcess,
+  startServiceProcess,
+  type NetworkAsset,
+} from './bench/processes';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { seedSeller, type SeededSeller } from './bench/seed';
 
@@ -32,7 +49,11 @@ const FRESHNESS_TIMEOUT = envNumber('BENCH_FRESHNESS_TIMEOUT_SECONDS', 120);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 
 /** A lowercase word no English stemmer changes and nothing else in the index carries. */
-const tag = () => `zq${crypto.randomBytes(6).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)])}`;
+const tag = () =>
+  `zq${crypto
+    .randomBytes(6)
+    .toString('hex')
+    .replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)])}`;
 
 function resourceBody(seller: SeededSeller, usdc: NetworkAsset, n: number, word: string) {
   return {
@@ -48,7 +69,11 @@ function resourceBody(seller: SeededSeller, usdc: NetworkAsset, n: number, word:
       assetCode: usdc.code,
       assetIssuer: usdc.issuer,
       amount: '0.01',
-      inputSchema: { type: 'object', required: ['city'], properties: { city: { type: 'string', description: 'City name' } } },
+      inputSchema: {
+        type: 'object',
+        required: ['city'],
+        properties: { city: { type: 'string', description: 'City name' } },
+      },
       outputSchema: { type: 'object', properties: { temperatureC: { type: 'number' } } },
     },
   };
@@ -65,7 +90,10 @@ async function findAll(api: HttpClient, word: string): Promise<Set<string>> {
   const found = new Set<string>();
   let cursor: string | undefined;
   for (let page = 0; page < 50; page++) {
-    const res = await api.json<{ resources?: Array<{ id: string }>; nextCursor?: string | null }>('GET', `/v1/discovery/search?q=${word}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const res = await api.json<{ resources?: Array<{ id: string }>; nextCursor?: string | null }>(
+      'GET',
+      `/v1/discovery/search?q=${word}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
     for (const r of res.body.resources ?? []) found.add(r.id);
     cursor = res.body.nextCursor ?? undefined;
@@ -75,7 +103,10 @@ async function findAll(api: HttpClient, word: string): Promise<Set<string>> {
 }
 
 async function main() {
-  console.log(`bench:catalog — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, burst of ${BURST}`);
+  console.log(
+    `bench:catalog — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s ` +
+      `and ≤ ${REQUESTS} requests per run, burst of ${BURST}`,
+  );
   const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: 5000 });
   const usdc = net.assets.find((a) => a.code === 'USDC')!;
@@ -83,7 +114,12 @@ async function main() {
   await net.fund(wallet.publicKey());
   await net.faucet(wallet.publicKey(), 'USDC', '0.0000001');
   const seller = await seedSeller(db, { walletAddress: wallet.publicKey(), domain: 'catalog.bench.example' });
-  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets, cpuProfile: PROFILE });
+  const service = await startServiceProcess({
+    databaseUrl: db.url,
+    rpcUrl: net.rpcUrl,
+    assets: net.assets,
+    cpuProfile: PROFILE,
+  });
   const api = httpClient(service.baseUrl);
   const auth = { authorization: `Bearer ${seller.apiKey}` };
   const sustainedWord = tag();
@@ -93,14 +129,21 @@ async function main() {
   const validateOk = (a: { status: number; text: string }) => a.status === 200 && a.text.includes('"ok":true');
 
   progress('warming up');
-  await closedLoop({ concurrency: CONCURRENCY, maxRequests: 100, maxSeconds: 30, send: (i) => api.request('POST', '/v1/discovery/validate', resourceBody(seller, usdc, i, sustainedWord), auth), isOk: validateOk });
+  await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: 100,
+    maxSeconds: 30,
+    send: (i) => api.request('POST', '/v1/discovery/validate', resourceBody(seller, usdc, i, sustainedWord), auth),
+    isOk: validateOk,
+  });
 
   progress('measuring validate (baseline)');
   const validate = await closedLoop({
     concurrency: CONCURRENCY,
     maxRequests: REQUESTS,
     maxSeconds: SECONDS,
-    send: (i) => api.request('POST', '/v1/discovery/validate', resourceBody(seller, usdc, 100_000 + i, sustainedWord), auth),
+    send: (i) =>
+      api.request('POST', '/v1/discovery/validate', resourceBody(seller, usdc, 100_000 + i, sustainedWord), auth),
     isOk: validateOk,
   });
 
@@ -122,9 +165,12 @@ async function main() {
   progress('waiting for the index to catch up with the sustained run');
   const catchUpStart = performance.now();
   for (;;) {
-    const [row] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL');
+    const [row] = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL',
+    );
     if (row.n === 0) break;
-    if (performance.now() - catchUpStart > FRESHNESS_TIMEOUT * 1000) throw new Error(`the index still lags by ${row.n} events after ${FRESHNESS_TIMEOUT} s`);
+    if (performance.now() - catchUpStart > FRESHNESS_TIMEOUT * 1000)
+      throw new Error(`the index still lags by ${row.n} events after ${FRESHNESS_TIMEOUT} s`);
     await new Promise((r) => setTimeout(r, 200));
   }
   const catchUp = (performance.now() - catchUpStart) / 1000;
@@ -163,8 +209,14 @@ async function main() {
     Array.from({ length: 8 }, async () => {
       while (next < BURST) {
         const n = next++;
-        const res = await api.json<{ resourceId?: string }>('POST', '/v1/discovery/catalog', resourceBody(seller, usdc, n, word), auth);
-        if (res.status !== 201) throw new Error(`catalog answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+        const res = await api.json<{ resourceId?: string }>(
+          'POST',
+          '/v1/discovery/catalog',
+          resourceBody(seller, usdc, n, word),
+          auth,
+        );
+        if (res.status !== 201)
+          throw new Error(`catalog answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
         const id = res.body.resourceId;
         if (!id) throw new Error(`catalog answer without a resource id: ${JSON.stringify(res.body).slice(0, 300)}`);
         answeredAt.set(id, performance.now());
@@ -182,21 +234,41 @@ async function main() {
 
   console.log('\n=== results (local simulation; the machine is shared, so figures vary with other load) ===');
   report(`validate (baseline, ${CONCURRENCY} clients)`, validate);
-  report(`catalog sustained (${CONCURRENCY} clients)`, catalog, `; service RSS peak ${catalogRss.maxMiB.toFixed(0)} MiB; the index caught up ${catchUp.toFixed(1)} s after the run`);
+  report(
+    `catalog sustained (${CONCURRENCY} clients)`,
+    catalog,
+    `; service RSS peak ${catalogRss.maxMiB.toFixed(0)} MiB; the index caught up ${catchUp.toFixed(1)} s after the run`,
+  );
   console.log(
     `index freshness after a burst of ${BURST} catalog requests (answered in ${burstSeconds.toFixed(2)} s): ` +
-      `${seen.size}/${answeredAt.size} findable by search; time from the 201 to findable p50 ${(percentile(lags, 50) / 1000).toFixed(2)} s  ` +
-      `p95 ${(percentile(lags, 95) / 1000).toFixed(2)} s  max ${((lags[lags.length - 1] ?? NaN) / 1000).toFixed(2)} s (searched every ~100 ms)` +
+      (`${seen.size}/${answeredAt.size} findable by search; time from the 201 to findable p50 ` +
+        `${(percentile(lags, 50) / 1000).toFixed(2)} s  `) +
+      (`p95 ${(percentile(lags, 95) / 1000).toFixed(2)} s  max ` +
+        `${((lags[lags.length - 1] ?? NaN) / 1000).toFixed(2)} s (searched every ~100 ms)`) +
       (seen.size < answeredAt.size ? `; ${answeredAt.size - seen.size} NOT findable after ${FRESHNESS_TIMEOUT} s` : ''),
   );
   if (PROFILE) {
     const per = (n: number) => (n / Math.max(1, catalog.ok + catalog.failed)).toFixed(2);
-    console.log(`\n--- profile: per catalog request over the sustained run (${catalog.ok + catalog.failed} requests; indexing included) ---`);
+    console.log(
+      `\n--- profile: per catalog request over the sustained run (${catalog.ok + catalog.failed} requests; ` +
+        `indexing included) ---`,
+    );
     console.log(`SQL statements per catalog request: ${per(statements.reduce((a, x) => a + x.calls, 0))}`);
-    for (const x of statements.slice(0, 20)) console.log(`  ${per(x.calls).padStart(6)} × ${x.meanMs.toFixed(3).padStart(8)} ms  ${x.query.replace(/\s+/g, ' ').slice(0, 150)}`);
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the sustained catalog run only; whole profile kept in ${keepFile(profileFile, 'catalog')})`);
+    for (const x of statements.slice(0, 20))
+      console.log(
+        `  ${per(x.calls).padStart(6)} × ${x.meanMs.toFixed(3).padStart(8)} ms  ` +
+          `${x.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+      );
+    if (profileFile)
+      console.log(
+        `\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the sustained catalog run only; whole ` +
+          `profile kept in ${keepFile(profileFile, 'catalog')})`,
+      );
   }
-  console.log(`\nratio to validate (same run): catalog ${catalog.rate.toFixed(1)}/s = ${(catalog.rate / Math.max(validate.rate, 1e-9)).toFixed(2)}× validate ${validate.rate.toFixed(1)}/s`);
+  console.log(
+    `\nratio to validate (same run): catalog ${catalog.rate.toFixed(1)}/s = ` +
+      `${(catalog.rate / Math.max(validate.rate, 1e-9)).toFixed(2)}× validate ${validate.rate.toFixed(1)}/s`,
+  );
 }
 
 runBench(main);

@@ -27,12 +27,19 @@ const AMOUNT = 1_000_000n; // 0.1 USDC
 
 async function inBatches<T, R>(items: T[], fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
-  for (let i = 0; i < items.length; i += CONCURRENCY) out.push(...(await Promise.all(items.slice(i, i + CONCURRENCY).map(fn))));
+  for (let i = 0; i < items.length; i += CONCURRENCY)
+    out.push(...(await Promise.all(items.slice(i, i + CONCURRENCY).map(fn))));
   return out;
 }
 
 /** A transfer from `payer` to `payTo` submitted by `channel`, with the payer's address credentials signed. */
-async function buildTransfer(network: LocalNetwork, server: rpc.Server, channel: Keypair, payer: Keypair, payTo: string): Promise<Transaction> {
+async function buildTransfer(
+  network: LocalNetwork,
+  server: rpc.Server,
+  channel: Keypair,
+  payer: Keypair,
+  payTo: string,
+): Promise<Transaction> {
   const account = await server.getAccount(channel.publicKey());
   const op = new Contract(network.assets[0].contractId).call(
     'transfer',
@@ -40,16 +47,28 @@ async function buildTransfer(network: LocalNetwork, server: rpc.Server, channel:
     nativeToScVal(payTo, { type: 'address' }),
     nativeToScVal(AMOUNT, { type: 'i128' }),
   );
-  const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: network.networkPassphrase }).addOperation(op).setTimeout(300).build();
+  const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: network.networkPassphrase })
+    .addOperation(op)
+    .setTimeout(300)
+    .build();
   const sim = await server.simulateTransaction(draft);
   if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(`simulation failed: ${sim.error}`);
-  const auth = await Promise.all((sim.result?.auth ?? []).map((e) => authorizeEntry(e, payer, network.latestLedger() + 100, network.networkPassphrase)));
-  const tx = new TransactionBuilder(new Account(channel.publicKey(), (BigInt(account.sequenceNumber()) - 1n).toString()), {
-    fee: BASE_FEE,
-    networkPassphrase: network.networkPassphrase,
-  })
+  const auth = await Promise.all(
+    (sim.result?.auth ?? []).map((e) =>
+      authorizeEntry(e, payer, network.latestLedger() + 100, network.networkPassphrase),
+    ),
+  );
+  const tx = new TransactionBuilder(
+    new Account(channel.publicKey(), (BigInt(account.sequenceNumber()) - 1n).toString()),
+    {
+      fee: BASE_FEE,
+      networkPassphrase: network.networkPassphrase,
+    },
+  )
     .setSorobanData(sim.transactionData.build())
-    .addOperation(Operation.invokeHostFunction({ func: (draft.operations[0] as Operation.InvokeHostFunction).func, auth }))
+    .addOperation(
+      Operation.invokeHostFunction({ func: (draft.operations[0] as Operation.InvokeHostFunction).func, auth }),
+    )
     .setTimeout(300)
     .build();
   tx.sign(channel);
@@ -62,7 +81,9 @@ async function main(): Promise<void> {
   const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 0 });
   const server = new rpc.Server(network.rpcUrl, { allowHttp: true });
   try {
-    console.log(`local network bench (local simulation): ${PAYERS} payers, ${ROUNDS} rounds, ${CONCURRENCY} concurrent requests`);
+    console.log(
+      `local network bench (local simulation): ${PAYERS} payers, ${ROUNDS} rounds, ${CONCURRENCY} concurrent requests`,
+    );
     const payTo = Keypair.random();
     await network.faucet(payTo.publicKey(), 'USDC', '1');
     const payers = Array.from({ length: PAYERS }, () => Keypair.random());
@@ -78,7 +99,10 @@ async function main(): Promise<void> {
     let sendMs = 0;
     let closeMs = 0;
     for (let round = 0; round < ROUNDS; round += 1) {
-      const txs = await inBatches(payers.map((p, i) => [p, channels[i]] as const), ([payer, channel]) => buildTransfer(network, server, channel, payer, payTo.publicKey()));
+      const txs = await inBatches(
+        payers.map((p, i) => [p, channels[i]] as const),
+        ([payer, channel]) => buildTransfer(network, server, channel, payer, payTo.publicKey()),
+      );
 
       const simStart = performance.now();
       await inBatches(txs, async (tx) => {
@@ -104,11 +128,22 @@ async function main(): Promise<void> {
     }
 
     const expectedStroops = AMOUNT * BigInt(applied) + 10_000_000n;
-    console.log(`payee holds ${network.balance(payTo.publicKey(), 'USDC')} USDC (expected ${fromStroops(expectedStroops)})`);
+    console.log(
+      `payee holds ${network.balance(payTo.publicKey(), 'USDC')} USDC (expected ${fromStroops(expectedStroops)})`,
+    );
     console.log('figures (this machine, local simulation):');
-    console.log(`  simulated  (simulateTransaction, enforcing signed auth): ${simulated} transfers in ${simulateMs.toFixed(0)} ms = ${rate(simulated, simulateMs)}`);
-    console.log(`  verified   (sendTransaction: signatures, seq, fees):     ${applied} transfers in ${sendMs.toFixed(0)} ms = ${rate(applied, sendMs)}`);
-    console.log(`  applied    (ledger close: auth, nonces, balances):       ${applied} transfers in ${closeMs.toFixed(0)} ms = ${rate(applied, closeMs)}`);
+    console.log(
+      `  simulated  (simulateTransaction, enforcing signed auth): ${simulated} transfers in ` +
+        `${simulateMs.toFixed(0)} ms = ${rate(simulated, simulateMs)}`,
+    );
+    console.log(
+      `  verified   (sendTransaction: signatures, seq, fees):     ${applied} transfers in ${sendMs.toFixed(0)} ` +
+        `ms = ${rate(applied, sendMs)}`,
+    );
+    console.log(
+      `  applied    (ledger close: auth, nonces, balances):       ${applied} transfers in ${closeMs.toFixed(0)} ` +
+        `ms = ${rate(applied, closeMs)}`,
+    );
     console.log(`  verified + applied end to end:                            ${rate(applied, sendMs + closeMs)}`);
   } finally {
     await network.stop();

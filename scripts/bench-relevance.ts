@@ -11,20 +11,33 @@ import { tempDir } from './bench/processes';
 import { bm25, figures, loadCorpus, loadIntoService, loadQueries, searchAll, table } from './bench/relevance/evaluate';
 
 async function main() {
-  const pg = await startEmbeddedDatabase({ dataDir: path.join(tempDir('bench-relevance-pg-'), 'data'), persistent: false });
+  const pg = await startEmbeddedDatabase({
+    dataDir: path.join(tempDir('bench-relevance-pg-'), 'data'),
+    persistent: false,
+  });
   process.env.TEST_ADMIN_DATABASE_URL = pg.adminUrl;
   const { startTestService } = await import('../server/test/support/test-service');
   const { signUpSeller } = await import('../server/test/support/fixtures');
   const { DEFAULT_USDC_ISSUER } = await import('../server/src/config');
   const { createSearchIndexRepository } = await import('../server/src/data/search-index-repository');
-  const svc = await startTestService({ runJobs: true, jobPollMs: 100, rateLimit: { points: 100_000, windowSeconds: 60 }, responseValidation: false });
+  const svc = await startTestService({
+    runJobs: true,
+    jobPollMs: 100,
+    rateLimit: { points: 100_000, windowSeconds: 60 },
+    responseValidation: false,
+  });
   try {
     const corpus = loadCorpus();
     const queries = loadQueries();
-    console.error(`cataloging ${corpus.length} resources in ${new Set(corpus.map((r) => r.category)).size} categories; ${queries.length} judged queries`);
+    console.error(
+      `cataloging ${corpus.length} resources in ${new Set(corpus.map((r) => r.category)).size} categories; ` +
+        `${queries.length} judged queries`,
+    );
     const keys = await loadIntoService(svc.app, corpus, signUpSeller, DEFAULT_USDC_ISSUER['stellar:testnet']);
     for (;;) {
-      const [[row]] = (await svc.db.query('SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL')) as [Array<{ n: number }>, unknown];
+      const [[row]] = (await svc.db.query(
+        'SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL',
+      )) as [Array<{ n: number }>, unknown];
       if (row.n === 0) break;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -36,8 +49,14 @@ async function main() {
     if (process.env.BENCH_RELEVANCE_DETAIL) {
       const cat = new Map(corpus.map((r) => [r.key, r.category]));
       for (const [i, q] of queries.entries()) {
-        const hit = (a: string[]) => (a.slice(0, 5).some((k) => q.grades.get(cat.get(k) ?? '') === 2) ? 'hit ' : 'MISS');
-        console.log(`${hit(oursAnswers[i])} ours | ${hit(baseAnswers[i])} bm25 | ${q.query} -> ${oursAnswers[i].slice(0, 5).map((k) => cat.get(k)).join(', ')}`);
+        const hit = (a: string[]) =>
+          a.slice(0, 5).some((k) => q.grades.get(cat.get(k) ?? '') === 2) ? 'hit ' : 'MISS';
+        console.log(
+          `${hit(oursAnswers[i])} ours | ${hit(baseAnswers[i])} bm25 | ${q.query} -> ${oursAnswers[i]
+            .slice(0, 5)
+            .map((k) => cat.get(k))
+            .join(', ')}`,
+        );
       }
     }
     console.log(table(figures(corpus, queries, oursAnswers), figures(corpus, queries, baseAnswers)));

@@ -24,7 +24,16 @@
  */
 import { Pool } from 'pg';
 import { closedLoop, envNumber, httpClient, latencyLine, percentile, type Answer, type LoadResult } from './bench/load';
-import { keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startServiceProcess, type BenchDatabase } from './bench/processes';
+import {
+  keepFile,
+  progress,
+  runBench,
+  sampleRss,
+  startBenchDatabase,
+  startNetworkProcess,
+  startServiceProcess,
+  type BenchDatabase,
+} from './bench/processes';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { performance } from 'node:perf_hooks';
 import { seedSearch } from './bench/search-seed';
@@ -34,7 +43,8 @@ const SEARCHES = envNumber('BENCH_SEARCHES', 3000);
 const SECONDS = envNumber('BENCH_SECONDS', 20);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 4);
 const PROFILE = process.env.BENCH_PROFILE === '1';
-/** Natural queries as agents type them (like the relevance set's, scripts/bench/relevance/queries.txt): sentences, short ones, a typo, punctuation. */
+/** Natural queries as agents type them (like the relevance set's, scripts/bench/relevance/queries.txt): sentences,
+ * short ones, a typo, punctuation. */
 const QUERIES = [
   'weather forecast',
   'translate english to spanish',
@@ -84,7 +94,10 @@ function report(label: string, r: LoadResult, extra = ''): void {
 }
 
 async function main() {
-  console.log(`bench:search — local simulation, separate processes, ${RESOURCES} resources, ${CONCURRENCY} concurrent clients, ≤ ${SEARCHES} searches and ≤ ${SECONDS} s per run${PROFILE ? ', PROFILE mode' : ''}`);
+  console.log(
+    `bench:search — local simulation, separate processes, ${RESOURCES} resources, ${CONCURRENCY} concurrent ` +
+      `clients, ≤ ${SEARCHES} searches and ≤ ${SECONDS} s per run${PROFILE ? ', PROFILE mode' : ''}`,
+  );
   const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: 5000 });
   const usdc = net.assets.find((a) => a.code === 'USDC')!;
@@ -94,10 +107,19 @@ async function main() {
   // The first search-sync pass recomputes every document's signals in one UPDATE; on a shared, busy machine that
   // statement outlasts the service's default 15 s statement_timeout at 100k documents, is cancelled and retried
   // forever. The bench lets it finish (the searches measured are bounded by nothing of the kind).
-  const service = await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets, cpuProfile: PROFILE, env: { DATABASE_STATEMENT_TIMEOUT_MS: '300000' } });
+  const service = await startServiceProcess({
+    databaseUrl: db.url,
+    rpcUrl: net.rpcUrl,
+    assets: net.assets,
+    cpuProfile: PROFILE,
+    env: { DATABASE_STATEMENT_TIMEOUT_MS: '300000' },
+  });
   const api = httpClient(service.baseUrl);
   const path = (s: ReturnType<typeof searchOf>) =>
-    `/v1/discovery/search?q=${encodeURIComponent(s.q)}${s.type ? `&type=${s.type}` : ''}${s.maxPrice ? `&maxPrice=${s.maxPrice}` : ''}&limit=${s.limit}`;
+    `/v1/discovery/search?q=${encodeURIComponent(s.q)}` +
+    (s.type ? `&type=${s.type}` : '') +
+    (s.maxPrice ? `&maxPrice=${s.maxPrice}` : '') +
+    `&limit=${s.limit}`;
   let results = 0;
   const countResults = (a: Answer) => {
     if (a.status === 200) results += (JSON.parse(a.text) as { resources?: unknown[] }).resources?.length ?? 0;
@@ -108,7 +130,11 @@ async function main() {
   // rewrite, nor read the index entries it left pending. Wait for it, then VACUUM ANALYZE as autovacuum would.
   const syncDeadline = performance.now() + 600_000;
   for (;;) {
-    const [row] = await db.query<{ done: boolean }>(`SELECT EXISTS (SELECT 1 FROM search_signal_sync WHERE id = 1 AND synced_at > now() - interval '10 minutes' AND synced_at > $1) AS done`, [serviceStarted]);
+    const [row] = await db.query<{ done: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM search_signal_sync WHERE id = 1 AND synced_at > now() - interval '10 ` +
+        `minutes' AND synced_at > $1) AS done`,
+      [serviceStarted],
+    );
     if (row.done) break;
     if (performance.now() > syncDeadline) throw new Error('the first search-sync pass did not finish within 600 s');
     await new Promise((r) => setTimeout(r, 500));
@@ -122,7 +148,13 @@ async function main() {
   progress('measuring search through HTTP');
   const rss = sampleRss(service.pid);
   const fromUs = profileClockUs();
-  const search = await closedLoop({ concurrency: CONCURRENCY, maxRequests: SEARCHES, maxSeconds: SECONDS, send: (i) => api.request('GET', path(searchOf(i))), isOk: countResults });
+  const search = await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: SEARCHES,
+    maxSeconds: SECONDS,
+    send: (i) => api.request('GET', path(searchOf(i))),
+    isOk: countResults,
+  });
   const toUs = profileClockUs();
   const searchRss = rss.stop();
   const statements = await db.statementCounts();
@@ -151,18 +183,34 @@ async function main() {
   });
   await pool.end();
 
-  console.log(`\n=== results over ${RESOURCES} resources (local simulation; the machine is shared, so figures vary with other load) ===`);
-  report(`search through HTTP (${CONCURRENCY} clients)`, search, `; ${(results / Math.max(1, search.ok)).toFixed(1)} results/page; service RSS peak ${searchRss.maxMiB.toFixed(0)} MiB`);
+  console.log(
+    `\n=== results over ${RESOURCES} resources (local simulation; the machine is shared, so figures vary with ` +
+      `other load) ===`,
+  );
+  report(
+    `search through HTTP (${CONCURRENCY} clients)`,
+    search,
+    `; ${(results / Math.max(1, search.ok)).toFixed(1)} results/page; service RSS peak ` +
+      `${searchRss.maxMiB.toFixed(0)} MiB`,
+  );
   report(`listing through HTTP (${CONCURRENCY} clients)`, listing);
   report(`plain PostgreSQL full-text query, same filters (pg, ${CONCURRENCY} connections)`, plain);
   if (PROFILE) {
     const per = (n: number) => (n / Math.max(1, search.ok + search.failed)).toFixed(2);
     console.log(`\n--- profile: per search over the measured run (${search.ok + search.failed} requests) ---`);
     console.log(`SQL statements per search: ${per(statements.reduce((a, s) => a + s.calls, 0))}`);
-    for (const s of statements.slice(0, 15)) console.log(`  ${per(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(8)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 160)}`);
+    for (const s of statements.slice(0, 15))
+      console.log(
+        `  ${per(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(8)} ms  ` +
+          `${s.query.replace(/\s+/g, ' ').slice(0, 160)}`,
+      );
     console.log('rows each query matches (all of them are scored by the ranking expression before LIMIT):');
     for (const q of QUERIES) {
-      const [m] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM search_documents WHERE discoverable AND document @@ websearch_to_tsquery('english', $1)`, [q]);
+      const [m] = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM search_documents WHERE discoverable AND document @@ ` +
+          `websearch_to_tsquery('english', $1)`,
+        [q],
+      );
       console.log(`  ${String(m.n).padStart(8)}  "${q}"`);
     }
     // What ranking every matching row costs, against scoring a bounded candidate set (the issue's candidate fix),
@@ -170,26 +218,53 @@ async function main() {
     const execMs = async (sql: string, q: string) => {
       const times: number[] = [];
       for (let i = 0; i < 15; i++) {
-        const [plan] = await db.query<{ 'QUERY PLAN': Array<{ 'Execution Time': number }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, [q]);
+        const [plan] = await db.query<{ 'QUERY PLAN': Array<{ 'Execution Time': number }> }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+          [q],
+        );
         times.push(plan['QUERY PLAN'][0]['Execution Time']);
       }
       return times.sort((a, b) => a - b)[7];
     };
-    const rankAll = `SELECT d.resource_id FROM search_documents d WHERE d.discoverable AND d.document @@ websearch_to_tsquery('english', $1)
-                      ORDER BY ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document, websearch_to_tsquery('english', $1), 32) + d.metadata_quality + d.schema_completeness DESC LIMIT 20`;
-    const bounded = (n: number) => `SELECT c.resource_id FROM (SELECT d.resource_id, d.document, d.metadata_quality, d.schema_completeness FROM search_documents d
+    const rankAll = `SELECT d.resource_id FROM search_documents d WHERE d.discoverable AND d.document @@
+      websearch_to_tsquery('english', $1)
+                      ORDER BY ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', d.document,
+                        websearch_to_tsquery('english', $1), 32) + d.metadata_quality + d.schema_completeness DESC
+                        LIMIT 20`;
+    const bounded = (
+      n: number,
+    ) => `SELECT c.resource_id FROM (SELECT d.resource_id, d.document, d.metadata_quality, d.schema_completeness FROM
+      search_documents d
                       WHERE d.discoverable AND d.document @@ websearch_to_tsquery('english', $1) LIMIT ${n}) c
-                      ORDER BY ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', c.document, websearch_to_tsquery('english', $1), 32) + c.metadata_quality + c.schema_completeness DESC LIMIT 20`;
-    console.log('PostgreSQL execution time, median of 15 (rank every match vs rank a bounded candidate set of 1000 / 200):');
+                      ORDER BY ts_rank_cd('{0.1, 0.2, 0.4, 1.0}', c.document,
+                        websearch_to_tsquery('english', $1), 32) + c.metadata_quality + c.schema_completeness DESC
+                        LIMIT 20`;
+    console.log(
+      'PostgreSQL execution time, median of 15 (rank every match vs rank a bounded candidate set of 1000 / 200):',
+    );
     for (const q of ['translate', 'weather forecast', 'image generator']) {
-      console.log(`  "${q}": rank all ${(await execMs(rankAll, q)).toFixed(1)} ms, first 1000 candidates ${(await execMs(bounded(1000), q)).toFixed(1)} ms, first 200 ${(await execMs(bounded(200), q)).toFixed(1)} ms`);
+      console.log(
+        `  "${q}": rank all ${(await execMs(rankAll, q)).toFixed(1)} ms, first 1000 candidates ` +
+          `${(await execMs(bounded(1000), q)).toFixed(1)} ms, first 200 ` +
+          `${(await execMs(bounded(200), q)).toFixed(1)} ms`,
+      );
     }
-    if (profileFile) console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the measured search run only: profile clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'search')})`);
+    if (profileFile)
+      console.log(
+        `\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the measured search run only: profile ` +
+          `clock ${fromUs}..${toUs} µs; whole profile kept in ${keepFile(profileFile, 'search')})`,
+      );
   }
-  if (PROFILE || process.env.BENCH_EXPLAIN === '1') await explainSearch(db).catch((err: Error) => console.log(`(EXPLAIN of the search statement failed: ${err.message})`));
+  if (PROFILE || process.env.BENCH_EXPLAIN === '1')
+    await explainSearch(db).catch((err: Error) =>
+      console.log(`(EXPLAIN of the search statement failed: ${err.message})`),
+    );
   const p95 = percentile(search.latencies, 95);
   const plainP95 = percentile(plain.latencies, 95);
-  console.log(`\nratio to a plain PostgreSQL full-text query (same rows, filters, run): search p95 ${p95.toFixed(1)} ms = ${(p95 / plainP95).toFixed(2)}× the plain query's p95 ${plainP95.toFixed(1)} ms`);
+  console.log(
+    `\nratio to a plain PostgreSQL full-text query (same rows, filters, run): search p95 ${p95.toFixed(1)} ms = ` +
+      `${(p95 / plainP95).toFixed(2)}× the plain query's p95 ${plainP95.toFixed(1)} ms`,
+  );
 }
 
 /**
@@ -205,7 +280,10 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
   const { SEARCH_CANDIDATES } = await import('../server/src/domain/discovery/ranking');
   const seq = new Sequelize(db.url, { logging: false, pool: { max: 1 } });
   const explain = async (sql: string, bind: unknown[]) => {
-    const [r] = await seq.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, { bind, type: QueryTypes.SELECT });
+    const [r] = await seq.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`,
+      { bind, type: QueryTypes.SELECT },
+    );
     const top = r['QUERY PLAN'][0];
     const nodes: string[] = [];
     const walk = (node: Record<string, unknown>) => {
@@ -214,13 +292,22 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
     };
     walk(top.Plan);
     const buffers = Number(top.Plan['Shared Hit Blocks'] ?? 0) + Number(top.Plan['Shared Read Blocks'] ?? 0);
-    return `${top['Execution Time'].toFixed(1)} ms, ${top.Plan['Actual Rows']} rows, ${buffers} buffers; ${nodes.join(' > ')}`;
+    return (
+      `${top['Execution Time'].toFixed(1)} ms, ${top.Plan['Actual Rows']} rows, ${buffers} buffers; ` +
+      `${nodes.join(' > ')}`
+    );
   };
-  console.log('\n--- EXPLAIN (ANALYZE, BUFFERS): the service\'s search statement and the plain full-text query, limit 20 ---');
+  console.log(
+    "\n--- EXPLAIN (ANALYZE, BUFFERS): the service's search statement and the plain full-text query, limit 20 ---",
+  );
   try {
     for (const q of ['translate', 'weather forecast', 'image generator', 'realtime stock feed', 'wether forcast']) {
       const parsed = parseQuery(q);
-      const plan = planImpact(parsed, await resolveWords(seq, parsed), { rareBudget: RARE_BUDGET, rareCap: RARE_CAP, candidates: SEARCH_CANDIDATES });
+      const plan = planImpact(parsed, await resolveWords(seq, parsed), {
+        rareBudget: RARE_BUDGET,
+        rareCap: RARE_CAP,
+        candidates: SEARCH_CANDIDATES,
+      });
       if (!plan) continue;
       const st = searchStatement(plan, parsed.words.join(' '), {}, null, 20, 600);
       await explain(st.text, st.values);

@@ -22,7 +22,15 @@
 import http from 'node:http';
 import os from 'node:os';
 import { Keypair } from '@stellar/stellar-sdk';
-import { progress, runBench, startBenchDatabase, startNetworkProcess, startServiceProcess, type NetworkAsset, type NetworkProcess } from './bench/processes';
+import {
+  progress,
+  runBench,
+  startBenchDatabase,
+  startNetworkProcess,
+  startServiceProcess,
+  type NetworkAsset,
+  type NetworkProcess,
+} from './bench/processes';
 import { channelSecrets, fundBuyers, signedVerifyBody } from './bench/payments';
 import { seedSeller, type SeededSeller } from './bench/seed';
 
@@ -47,7 +55,11 @@ function post(localAddress: string, url: string, body: unknown, apiKey?: string)
         method: 'POST',
         localAddress,
         agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': payload.length, ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+        },
       },
       (res) => {
         const chunks: Buffer[] = [];
@@ -55,7 +67,11 @@ function post(localAddress: string, url: string, body: unknown, apiKey?: string)
         res.on('end', () => {
           try {
             const ra = res.headers['retry-after'];
-            resolve({ status: res.statusCode ?? 0, retryAfter: ra ? Number(ra) : null, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+            resolve({
+              status: res.statusCode ?? 0,
+              retryAfter: ra ? Number(ra) : null,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+            });
           } catch (err) {
             reject(err);
           }
@@ -79,7 +95,13 @@ interface Settle {
   resourceId: string;
 }
 
-async function createResource(baseUrl: string, seller: SeededSeller, asset: NetworkAsset, amount: string, name: string): Promise<string> {
+async function createResource(
+  baseUrl: string,
+  seller: SeededSeller,
+  asset: NetworkAsset,
+  amount: string,
+  name: string,
+): Promise<string> {
   const r = await post(
     HONEST_CLIENT,
     `${baseUrl}/v1/resources`,
@@ -120,10 +142,23 @@ async function verifiedPayments(
       while (next < specs.length) {
         const i = next++;
         const s = specs[i];
-        const body = await signedVerifyBody({ passphrase: net.passphrase, asset, buyer: s.payer, payTo: s.payTo, stroops: s.stroops, amount: s.amount, expiration, resourceId: s.resourceId });
+        const body = await signedVerifyBody({
+          passphrase: net.passphrase,
+          asset,
+          buyer: s.payer,
+          payTo: s.payTo,
+          stroops: s.stroops,
+          amount: s.amount,
+          expiration,
+          resourceId: s.resourceId,
+        });
         const v = await post(HONEST_CLIENT, `${baseUrl}/v1/verify`, body);
         if (v.status !== 200) throw new Error(`verify: ${v.status} ${JSON.stringify(v.body)}`);
-        out[i] = { paymentAttemptId: v.body.paymentAttemptId, paymentPayload: body.paymentPayload, resourceId: s.resourceId };
+        out[i] = {
+          paymentAttemptId: v.body.paymentAttemptId,
+          paymentPayload: body.paymentPayload,
+          resourceId: s.resourceId,
+        };
       }
     }),
   );
@@ -131,7 +166,11 @@ async function verifiedPayments(
 }
 
 /** Honest settles one at a time, each at a random point of a ledger: the latencies of those answered settled. */
-async function honestRun(baseUrl: string, settles: Settle[], ledgerMs: number): Promise<{ ms: number[]; other: string[] }> {
+async function honestRun(
+  baseUrl: string,
+  settles: Settle[],
+  ledgerMs: number,
+): Promise<{ ms: number[]; other: string[] }> {
   const ms: number[] = [];
   const other: string[] = [];
   for (const s of settles) {
@@ -158,10 +197,16 @@ runBench(async () => {
     databaseUrl: db.url,
     rpcUrl: net.rpcUrl,
     assets: net.assets,
-    env: { STELLAR_TESTNET_CHANNEL_SECRETS: secrets, SETTLEMENT_TX_TIMEOUT_SECONDS: '120', LEDGER_CLOSE_MS: String(ledgerMs) },
+    env: {
+      STELLAR_TESTNET_CHANNEL_SECRETS: secrets,
+      SETTLEMENT_TX_TIMEOUT_SECONDS: '120',
+      LEDGER_CLOSE_MS: String(ledgerMs),
+    },
   });
 
-  progress('seeding the honest seller, five flood sellers (wallets funded: they pay one another) and the honest buyers');
+  progress(
+    'seeding the honest seller, five flood sellers (wallets funded: they pay one another) and the honest buyers',
+  );
   const honestWallet = Keypair.random();
   await net.faucet(honestWallet.publicKey(), 'USDC', '0.0000001');
   const honest = await seedSeller(db, { walletAddress: honestWallet.publicKey(), domain: 'honest-seller.example.com' });
@@ -172,7 +217,11 @@ runBench(async () => {
     await net.fund(w.publicKey());
     await net.faucet(w.publicKey(), 'USDC', '10');
     const seller = await seedSeller(db, { walletAddress: w.publicKey(), domain: `flood-${i}.example.com` });
-    flooders.push({ seller, wallet: w, resourceId: await createResource(svc.baseUrl, seller, usdc, '0.0001', `Flood resource ${i}`) });
+    flooders.push({
+      seller,
+      wallet: w,
+      resourceId: await createResource(svc.baseUrl, seller, usdc, '0.0001', `Flood resource ${i}`),
+    });
   }
   const buyers = await fundBuyers(net, 2 * honestCount, '1');
   const expiration = (await net.latestLedger()) + Math.floor(300_000 / Math.max(ledgerMs, 1000)) - 5;
@@ -181,7 +230,13 @@ runBench(async () => {
     svc.baseUrl,
     net,
     usdc,
-    buyers.map((b) => ({ payer: b, payTo: honestWallet.publicKey(), resourceId: honestResource, amount: '0.01', stroops: 100_000n })),
+    buyers.map((b) => ({
+      payer: b,
+      payTo: honestWallet.publicKey(),
+      resourceId: honestResource,
+      amount: '0.01',
+      stroops: 100_000n,
+    })),
     expiration,
   );
   const floodSettles = await verifiedPayments(
@@ -190,13 +245,20 @@ runBench(async () => {
     usdc,
     Array.from({ length: floodSupply }, (_, i) => {
       const payee = flooders[(i + 1) % 5];
-      return { payer: flooders[i % 5].wallet, payTo: payee.seller.walletAddress, resourceId: payee.resourceId, amount: '0.0001', stroops: 1_000n };
+      return {
+        payer: flooders[i % 5].wallet,
+        payTo: payee.seller.walletAddress,
+        resourceId: payee.resourceId,
+        amount: '0.0001',
+        stroops: 1_000n,
+      };
     }),
     expiration,
   );
 
   console.log(
-    `settle fairness: one service process, ${channels} channel accounts (default fair-capacity bounds), local network at ${ledgerMs} ms ledgers (local simulation); ` +
+    `settle fairness: one service process, ${channels} channel accounts (default fair-capacity bounds), local ` +
+      `network at ${ledgerMs} ms ledgers (local simulation); ` +
       `load average before: ${loadBefore.map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} CPU(s)`,
   );
 
@@ -205,8 +267,18 @@ runBench(async () => {
   const alone = await honestRun(svc.baseUrl, honestSettles.slice(0, honestCount), ledgerMs);
 
   // 2. The same under the flood: 45 outstanding at every moment from the flood client.
-  progress(`phase 2: ${honestCount} honest settles under a flood of ${FLOOD_IN_FLIGHT} outstanding self-dealing dust settles`);
-  const flood = { sent: 0, settled: 0, refused: 0, other: 0, bounds: new Map<string, number>(), refusedMs: [] as number[], exhausted: false };
+  progress(
+    `phase 2: ${honestCount} honest settles under a flood of ${FLOOD_IN_FLIGHT} outstanding self-dealing dust settles`,
+  );
+  const flood = {
+    sent: 0,
+    settled: 0,
+    refused: 0,
+    other: 0,
+    bounds: new Map<string, number>(),
+    refusedMs: [] as number[],
+    exhausted: false,
+  };
   let stop = false;
   let nextFresh = 0;
   const floodLoop = async () => {
@@ -239,20 +311,27 @@ runBench(async () => {
   await sleep(2 * ledgerMs); // the flood fills the pool and the queue before the first honest settle
   const underFlood = await honestRun(svc.baseUrl, honestSettles.slice(honestCount), ledgerMs);
   stop = true;
-  progress('waiting for the flood\'s outstanding settles to end');
+  progress("waiting for the flood's outstanding settles to end");
   await Promise.all(loops);
   const loadAfter = os.loadavg();
   await svc.stop();
   await net.stop();
 
   const p = (xs: number[], q: number) => quantile(xs, q).toFixed(0);
-  console.log(`honest seller alone:       settle -> settled p50 ${p(alone.ms, 0.5)} ms, p95 ${p(alone.ms, 0.95)} ms (${alone.ms.length} settled${alone.other.length ? `; not settled: ${alone.other.join(', ')}` : ''})`);
   console.log(
-    `honest seller under flood: settle -> settled p50 ${p(underFlood.ms, 0.5)} ms, p95 ${p(underFlood.ms, 0.95)} ms (${underFlood.ms.length} settled${underFlood.other.length ? `; not settled: ${underFlood.other.join(', ')}` : ''})`,
+    `honest seller alone:       settle -> settled p50 ${p(alone.ms, 0.5)} ms, p95 ${p(alone.ms, 0.95)} ms ` +
+      `(${alone.ms.length} settled${alone.other.length ? `; not settled: ${alone.other.join(', ')}` : ''})`,
   );
   console.log(
-    `flood (one client, five sellers, ${FLOOD_IN_FLIGHT} outstanding): ${flood.sent} settle requests, ${flood.settled} settled, ${flood.refused} refused 503 ` +
-      `(${[...flood.bounds].map(([k, v]) => `${k}: ${v}`).join(', ') || 'none'}; answered in p50 ${p(flood.refusedMs, 0.5)} ms, p95 ${p(flood.refusedMs, 0.95)} ms), ${flood.other} other answers` +
+    `honest seller under flood: settle -> settled p50 ${p(underFlood.ms, 0.5)} ms, p95 ` +
+      `${p(underFlood.ms, 0.95)} ms (${underFlood.ms.length} ` +
+      `settled${underFlood.other.length ? `; not settled: ${underFlood.other.join(', ')}` : ''})`,
+  );
+  console.log(
+    `flood (one client, five sellers, ${FLOOD_IN_FLIGHT} outstanding): ${flood.sent} settle requests, ` +
+      `${flood.settled} settled, ${flood.refused} refused 503 ` +
+      (`(${[...flood.bounds].map(([k, v]) => `${k}: ${v}`).join(', ') || 'none'}; answered in p50 ` +
+        `${p(flood.refusedMs, 0.5)} ms, p95 ${p(flood.refusedMs, 0.95)} ms), ${flood.other} other answers`) +
       (flood.exhausted ? ' (flood payments ran out: raise BENCH_FLOOD_PAYMENTS)' : ''),
   );
   console.log(`load average after: ${loadAfter.map((l) => l.toFixed(2)).join(' ')}`);

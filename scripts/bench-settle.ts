@@ -24,14 +24,27 @@
  */
 import fs from 'node:fs';
 import { Keypair } from '@stellar/stellar-sdk';
-import { keepFile, progress, runBench, startBenchDatabase, startNetworkProcess, startServiceProcess, type ServiceProcess } from './bench/processes';
+import {
+  keepFile,
+  progress,
+  runBench,
+  startBenchDatabase,
+  startNetworkProcess,
+  startServiceProcess,
+  type ServiceProcess,
+} from './bench/processes';
 import { channelSecrets, fundBuyers, signedVerifyBody } from './bench/payments';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function post(baseUrl: string, path: string, body: unknown, apiKey?: string): Promise<{ status: number; body: Record<string, any> }> {
+async function post(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  apiKey?: string,
+): Promise<{ status: number; body: Record<string, any> }> {
   for (let attempt = 0; ; attempt++) {
     try {
       const res = await fetch(`${baseUrl}${path}`, {
@@ -86,7 +99,9 @@ runBench(async () => {
   const db = await startBenchDatabase({ name: 'bench_settle' });
   const net = await startNetworkProcess({ ledgerCloseMs: ledgerMs });
   const usdc = net.assets.find((a) => a.code === 'USDC') ?? net.assets[0];
-  const [{ setting: pgData }] = await db.query<{ setting: string }>(`SELECT setting FROM pg_settings WHERE name = 'data_directory'`);
+  const [{ setting: pgData }] = await db.query<{ setting: string }>(
+    `SELECT setting FROM pg_settings WHERE name = 'data_directory'`,
+  );
   const postmaster = Number(fs.readFileSync(`${pgData}/postmaster.pid`, 'utf8').split('\n')[0]);
 
   const wallet = Keypair.random();
@@ -95,7 +110,10 @@ runBench(async () => {
 
   const results: Array<{ n: number; perLedger: number }> = [];
   const latencies: number[] = [];
-  console.log(`settle with 2 service processes sharing one channel pool, local network at ${ledgerMs} ms ledgers (local simulation)`);
+  console.log(
+    `settle with 2 service processes sharing one channel pool, local network at ${ledgerMs} ms ledgers (local ` +
+      `simulation)`,
+  );
   for (const n of rounds) {
     const secrets = (await channelSecrets(net, n)).join(',');
     // Each service holds about half the channels: its database pool (DATABASE_POOL_MAX) is sized to them, so the
@@ -104,9 +122,23 @@ runBench(async () => {
     // A settlement transaction's time bound (settle waits at most this plus a grace, then answers a final outcome):
     // 120 s unless BENCH_SETTLE_TX_TIMEOUT_SECONDS says otherwise (FACILITATOR_CONFIRM_WAIT_MS is retired).
     const txTimeout = process.env.BENCH_SETTLE_TX_TIMEOUT_SECONDS ?? '120';
-    const env = { STELLAR_TESTNET_CHANNEL_SECRETS: secrets, SETTLEMENT_TX_TIMEOUT_SECONDS: txTimeout, LEDGER_CLOSE_MS: String(ledgerMs), DATABASE_POOL_MAX: poolMax };
+    const env = {
+      STELLAR_TESTNET_CHANNEL_SECRETS: secrets,
+      SETTLEMENT_TX_TIMEOUT_SECONDS: txTimeout,
+      LEDGER_CLOSE_MS: String(ledgerMs),
+      DATABASE_POOL_MAX: poolMax,
+    };
     const services: ServiceProcess[] = [];
-    for (let i = 0; i < 2; i++) services.push(await startServiceProcess({ databaseUrl: db.url, rpcUrl: net.rpcUrl, assets: net.assets, env, cpuProfile: profile }));
+    for (let i = 0; i < 2; i++)
+      services.push(
+        await startServiceProcess({
+          databaseUrl: db.url,
+          rpcUrl: net.rpcUrl,
+          assets: net.assets,
+          env,
+          cpuProfile: profile,
+        }),
+      );
     let window: { fromUs: number; toUs: number } | undefined;
     try {
       const resource = await post(
@@ -136,13 +168,24 @@ runBench(async () => {
       progress(`N=${n}: funding ${count + latencySettles} buyers and verifying their payments`);
       const buyers = await fundBuyers(net, count + latencySettles, '1');
       const expiration = (await net.latestLedger()) + Math.floor(300_000 / Math.max(ledgerMs, 1000)) - 5;
-      const settles: Array<{ paymentAttemptId: string; paymentPayload: unknown; resourceId: string }> = new Array(buyers.length);
+      const settles: Array<{ paymentAttemptId: string; paymentPayload: unknown; resourceId: string }> = new Array(
+        buyers.length,
+      );
       let next = 0;
       await Promise.all(
         Array.from({ length: 8 }, async () => {
           while (next < buyers.length) {
             const i = next++;
-            const body = await signedVerifyBody({ passphrase: net.passphrase, asset: usdc, buyer: buyers[i], payTo: wallet.publicKey(), stroops: 100_000n, amount: '0.01', expiration, resourceId });
+            const body = await signedVerifyBody({
+              passphrase: net.passphrase,
+              asset: usdc,
+              buyer: buyers[i],
+              payTo: wallet.publicKey(),
+              stroops: 100_000n,
+              amount: '0.01',
+              expiration,
+              resourceId,
+            });
             const v = await post(services[i % 2].baseUrl, '/v1/verify', body);
             if (v.status !== 200) throw new Error(`verify: ${v.status} ${JSON.stringify(v.body)}`);
             settles[i] = { paymentAttemptId: v.body.paymentAttemptId, paymentPayload: body.paymentPayload, resourceId };
@@ -153,7 +196,11 @@ runBench(async () => {
       const single = settles.slice(count);
 
       // 1. Throughput: every settle at once.
-      const cpuBefore = { services: services.map((s) => cpuSeconds(s.pid)), network: cpuSeconds(net.pid), postgres: cpuSeconds(postmaster, true) };
+      const cpuBefore = {
+        services: services.map((s) => cpuSeconds(s.pid)),
+        network: cpuSeconds(net.pid),
+        postgres: cpuSeconds(postmaster, true),
+      };
       const firstLedger = await net.latestLedger();
       const started = performance.now();
       window = { fromUs: profileClockUs(), toUs: 0 };
@@ -166,7 +213,10 @@ runBench(async () => {
       );
       const ids = burst.map((s) => s.paymentAttemptId);
       for (let i = 0; i < 600; i++) {
-        const [open] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM settlements WHERE status = 'pending' AND payment_attempt_id = ANY($1)`, [ids]);
+        const [open] = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM settlements WHERE status = 'pending' AND payment_attempt_id = ANY($1)`,
+          [ids],
+        );
         if (open.n === 0) break;
         await sleep(200);
       }
@@ -177,8 +227,15 @@ runBench(async () => {
         network: cpuSeconds(net.pid) - cpuBefore.network,
         postgres: cpuSeconds(postmaster, true) - cpuBefore.postgres,
       };
-      const rows = await db.query<{ status: string; ledger: number | null; channel_account: string; created: number; finalized: number }>(
-        `SELECT status, ledger, channel_account, extract(epoch FROM created_at)::float8 * 1000 AS created, extract(epoch FROM updated_at)::float8 * 1000 AS finalized
+      const rows = await db.query<{
+        status: string;
+        ledger: number | null;
+        channel_account: string;
+        created: number;
+        finalized: number;
+      }>(
+        `SELECT status, ledger, channel_account, extract(epoch FROM created_at)::float8 * 1000 AS created,
+          extract(epoch FROM updated_at)::float8 * 1000 AS finalized
            FROM settlements WHERE payment_attempt_id = ANY($1)`,
         [ids],
       );
@@ -208,17 +265,28 @@ runBench(async () => {
       const failed = rows.filter((r) => r.status === 'failed').length;
       results.push({ n, perLedger });
       console.log(
-        `N=${String(n).padStart(2)}: ${settled.length}/${count} settled in ledgers ${firstHeld}..${lastHeld} (${span}): ${perLedger.toFixed(2)} settlements per ledger ` +
-          `(ideal ${n}, ratio ${(perLedger / n).toFixed(2)}; fired in ledger ${firstLedger + 1}, ${lastHeld - firstLedger} ledger(s) counted from it: ${(settled.length / Math.max(1, lastHeld - firstLedger)).toFixed(2)}/ledger; ` +
-          `${(settled.length / elapsed).toFixed(1)} per second; ${byChannel.size} channel(s) used; ${failed} failed on the ledger` +
-          (refused.length ? `; ${refused.length} settle answers not ok, first: ${refused[0].status} ${JSON.stringify(refused[0].body).slice(0, 200)}` : '') +
+        `N=${String(n).padStart(2)}: ${settled.length}/${count} settled in ledgers ${firstHeld}..${lastHeld} ` +
+          `(${span}): ${perLedger.toFixed(2)} settlements per ledger ` +
+          (`(ideal ${n}, ratio ${(perLedger / n).toFixed(2)}; fired in ledger ${firstLedger + 1}, ` +
+            `${lastHeld - firstLedger} ledger(s) counted from it: ` +
+            `${(settled.length / Math.max(1, lastHeld - firstLedger)).toFixed(2)}/ledger; `) +
+          (`${(settled.length / elapsed).toFixed(1)} per second; ${byChannel.size} channel(s) used; ${failed} ` +
+            `failed on the ledger`) +
+          (refused.length
+            ? `; ${refused.length} settle answers not ok, first: ${refused[0].status} ` +
+              `${JSON.stringify(refused[0].body).slice(0, 200)}`
+            : '') +
           ')',
       );
       console.log(
-        `      channel turnaround: free between two transactions p50 ${median(gaps).toFixed(0)} ms, p90 ${quantile(gaps, 0.9).toFixed(0)} ms; ` +
-          `in flight (pending record -> final) p50 ${median(inFlight).toFixed(0)} ms; consecutive transactions of a channel ${ledgerSteps.filter((s) => s === 1).length}/${ledgerSteps.length} in the next ledger; ` +
+        `      channel turnaround: free between two transactions p50 ${median(gaps).toFixed(0)} ms, p90 ` +
+          `${quantile(gaps, 0.9).toFixed(0)} ms; ` +
+          (`in flight (pending record -> final) p50 ${median(inFlight).toFixed(0)} ms; consecutive transactions ` +
+            `of a channel ${ledgerSteps.filter((s) => s === 1).length}/${ledgerSteps.length} in the next ledger; `) +
           `burst answers p50 ${median(answers.map((a) => a.ms)).toFixed(0)} ms; ` +
-          `CPU during the burst (${elapsed.toFixed(1)} s): services ${cpu.services.map((c) => c.toFixed(1)).join(' + ')} s, network ${cpu.network.toFixed(1)} s, PostgreSQL ${cpu.postgres.toFixed(1)} s; database pool ${poolMax} per service`,
+          (`CPU during the burst (${elapsed.toFixed(1)} s): services ` +
+            `${cpu.services.map((c) => c.toFixed(1)).join(' + ')} s, network ${cpu.network.toFixed(1)} s, ` +
+            `PostgreSQL ${cpu.postgres.toFixed(1)} s; database pool ${poolMax} per service`),
       );
 
       // 2. Latency: one settle at a time, each at a random point of a ledger.
@@ -235,7 +303,8 @@ runBench(async () => {
       latencies.push(...lat);
       if (lat.length) {
         console.log(
-          `      settle -> settled, one at a time: p50 ${median(lat).toFixed(0)} ms, p90 ${quantile(lat, 0.9).toFixed(0)} ms (${lat.length} settles; target <= ${ledgerMs + 250} ms)` +
+          `      settle -> settled, one at a time: p50 ${median(lat).toFixed(0)} ms, p90 ` +
+            `${quantile(lat, 0.9).toFixed(0)} ms (${lat.length} settles; target <= ${ledgerMs + 250} ms)` +
             (notSettled ? `; ${notSettled} not answered settled` : ''),
         );
       }
@@ -243,13 +312,23 @@ runBench(async () => {
       for (const s of services) {
         const file = await s.stop();
         if (file && window) {
-          console.log(`      CPU profile of service ${s.pid} during the burst (${keepFile(file, `settle-N${n}-service-${s.pid}`)}):`);
+          console.log(
+            `      CPU profile of service ${s.pid} during the burst ` +
+              `(${keepFile(file, `settle-N${n}-service-${s.pid}`)}):`,
+          );
           console.log(summarizeCpuProfile(file, 15, window).replace(/^/gm, '        '));
         }
       }
     }
   }
   await net.stop();
-  console.log(`settle -> settled latency p50: ${median(latencies).toFixed(0)} ms, p90 ${quantile(latencies, 0.9).toFixed(0)} ms over ${latencies.length} settles one at a time (target <= 1 ledger close + 250 ms = ${ledgerMs + 250} ms)`);
-  console.log(`ratio to the ideal N (settlements per ledger / N): ${results.map((r) => `N=${r.n} ${(r.perLedger / r.n).toFixed(2)}`).join(', ')}`);
+  console.log(
+    `settle -> settled latency p50: ${median(latencies).toFixed(0)} ms, p90 ` +
+      `${quantile(latencies, 0.9).toFixed(0)} ms over ${latencies.length} settles one at a time (target <= 1 ` +
+      `ledger close + 250 ms = ${ledgerMs + 250} ms)`,
+  );
+  console.log(
+    `ratio to the ideal N (settlements per ledger / N): ` +
+      `${results.map((r) => `N=${r.n} ${(r.perLedger / r.n).toFixed(2)}`).join(', ')}`,
+  );
 });

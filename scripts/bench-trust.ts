@@ -30,13 +30,18 @@ interface Listing {
   description: string;
 }
 const HERE = path.join(__dirname, 'bench', 'trust');
-const rows = (file: string) => fs.readFileSync(path.join(HERE, file), 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+const rows = (file: string) =>
+  fs
+    .readFileSync(path.join(HERE, file), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'));
 const set: Listing[] = rows('set.txt').map((l) => {
   const [key, kind, topic, amount, name, description] = l.split(' | ').map((x) => x.trim());
   return { key, kind, topic, amount, name, description };
 });
 const queries = rows('queries.txt');
-const topicOf = (q: string) => set.find((l) => l.kind === 'honest' && q.split(' ').some((w) => l.topic.startsWith(w.slice(0, 4))))?.topic ?? '';
+const topicOf = (q: string) =>
+  set.find((l) => l.kind === 'honest' && q.split(' ').some((w) => l.topic.startsWith(w.slice(0, 4))))?.topic ?? '';
 
 function bm25(corpus: Listing[]): (q: string) => string[] {
   const tok = (s: string) => s.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
@@ -55,7 +60,11 @@ function bm25(corpus: Listing[]): (q: string) => string[] {
       }
       return { key: corpus[i].key, s };
     });
-    return scored.filter((x) => x.s > 0).sort((a, b) => b.s - a.s).slice(0, 20).map((x) => x.key);
+    return scored
+      .filter((x) => x.s > 0)
+      .sort((a, b) => b.s - a.s)
+      .slice(0, 20)
+      .map((x) => x.key);
   };
 }
 
@@ -70,7 +79,9 @@ function figures(answers: string[][]) {
     bad5: share(5),
     bad20: share(20),
     queriesWithBad5: answers.filter((a) => a.slice(0, 5).some(bad)).length,
-    honestRecall5: answers.filter((a, i) => a.slice(0, 5).some((k) => !bad(k) && kind.get(k)?.topic === topicOf(queries[i]))).length / answers.length,
+    honestRecall5:
+      answers.filter((a, i) => a.slice(0, 5).some((k) => !bad(k) && kind.get(k)?.topic === topicOf(queries[i])))
+        .length / answers.length,
   };
 }
 
@@ -88,7 +99,19 @@ async function main() {
     const e = hosts.get((req.headers.host ?? '').split(':')[0]);
     if (!e) return void res.writeHead(404).end();
     if (e.mode === 'down') return void res.writeHead(503).end();
-    const body = JSON.stringify({ x402Version: 2, accepts: [{ scheme: 'exact', network: 'stellar:testnet', amount: toStroops(e.amount).toString(), payTo: e.payTo, maxTimeoutSeconds: 300, extra: { asset: { code: 'USDC', issuer: e.issuer } } }] });
+    const body = JSON.stringify({
+      x402Version: 2,
+      accepts: [
+        {
+          scheme: 'exact',
+          network: 'stellar:testnet',
+          amount: toStroops(e.amount).toString(),
+          payTo: e.payTo,
+          maxTimeoutSeconds: 300,
+          extra: { asset: { code: 'USDC', issuer: e.issuer } },
+        },
+      ],
+    });
     res.writeHead(402, { 'content-type': 'application/json' }).end(body);
   });
   await new Promise<void>((r) => sellerServer.listen(0, '127.0.0.1', () => r()));
@@ -103,19 +126,42 @@ async function main() {
     trust: {
       liveness: false,
       settings: { intervalMs: 0, retryMs: 0, perHostIntervalMs: 0, maxPerMinute: 100_000, concurrency: 16 },
-      probeFetch: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, readBodyOfStatuses: [200, 402], timeoutMs: 2000, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+      probeFetch: createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        readBodyOfStatuses: [200, 402],
+        timeoutMs: 2000,
+        lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+      }),
     },
   });
   try {
     const ids = new Map<string, string>();
     const owners = new Map<string, { sellerId: string; wallet: string }>();
-    console.error(`cataloging ${set.length} listings (${set.filter((l) => l.kind !== 'honest').length} planted bad), ${queries.length} queries`);
+    console.error(
+      `cataloging ${set.length} listings (${set.filter((l) => l.kind !== 'honest').length} planted bad), ` +
+        `${queries.length} queries`,
+    );
     for (const l of set) {
-      const domain = l.kind === 'squatting' ? `api.${l.topic}co.example` : l.key.endsWith('-h0') ? `${l.topic}co.example` : `${l.key}.example`;
+      const domain =
+        l.kind === 'squatting'
+          ? `api.${l.topic}co.example`
+          : l.key.endsWith('-h0')
+            ? `${l.topic}co.example`
+            : `${l.key}.example`;
       const seller = await signUpSeller(svc.app, { domain });
       const input = resourceInput(seller, { name: l.name, description: l.description, amount: l.amount });
       const url = `http://${domain}:${port}/v1/${l.topic}`;
-      const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url, routeTemplate: `/v1/${l.topic}`, inputSchema: { type: 'object' }, outputSchema: { type: 'object' } });
+      const res = await request(svc.app)
+        .post('/v1/resources')
+        .set(bearer(seller.apiKey))
+        .send({
+          ...input,
+          url,
+          routeTemplate: `/v1/${l.topic}`,
+          inputSchema: { type: 'object' },
+          outputSchema: { type: 'object' },
+        });
       if (res.status !== 201) throw new Error(`${l.key}: ${res.status} ${JSON.stringify(res.body)}`);
       ids.set((res.body.resource ?? res.body).id, l.key);
       owners.set(l.key, { sellerId: seller.id, wallet: seller.wallet.publicKey() });
@@ -127,12 +173,16 @@ async function main() {
       });
     }
     for (;;) {
-      const [[row]] = (await svc.db.query('SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL')) as [Array<{ n: number }>, unknown];
+      const [[row]] = (await svc.db.query(
+        'SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL',
+      )) as [Array<{ n: number }>, unknown];
       if (row.n === 0) break;
       await new Promise((r) => setTimeout(r, 200));
     }
     // The topic owners prove their domains (squatters sit under them); self-dealers pay themselves.
-    await svc.db.query(`UPDATE sellers SET domain_verified_at = now() WHERE domain LIKE '%co.example' AND domain NOT LIKE 'api.%'`);
+    await svc.db.query(
+      `UPDATE sellers SET domain_verified_at = now() WHERE domain LIKE '%co.example' AND domain NOT LIKE 'api.%'`,
+    );
     const byKey = new Map([...ids].map(([id, key]) => [key, id]));
     for (const l of set.filter((x) => x.kind === 'selfdealt')) {
       const o = owners.get(l.key)!;
@@ -140,11 +190,21 @@ async function main() {
       // The payee funds a mule through us (a settled payment from the payee to the mule), then both pay the listing.
       const pay = (payer: string, payTo: string | null, resourceId: string) =>
         svc.db.query(
-          `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer,
+          `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer,
+            nonce, asset_code, asset_issuer,
              amount, pay_to, status, expires_at_ledger, authorization_xdr)
-           SELECT :id, r.id, r.current_version_id, r.seller_id, 'h', 'stellar:testnet', :payer, :nonce, r.asset_code, r.asset_issuer, r.amount, COALESCE(:payTo, r.pay_to), 'settled', 100, 'AAAA'
+           SELECT :id, r.id, r.current_version_id, r.seller_id, 'h', 'stellar:testnet', :payer, :nonce,
+             r.asset_code, r.asset_issuer, r.amount, COALESCE(:payTo, r.pay_to), 'settled', 100, 'AAAA'
              FROM resources r WHERE r.id = :resourceId`,
-          { replacements: { id: `pay_${Keypair.random().publicKey().slice(1, 27)}`, payer, nonce: Keypair.random().publicKey(), payTo, resourceId } },
+          {
+            replacements: {
+              id: `pay_${Keypair.random().publicKey().slice(1, 27)}`,
+              payer,
+              nonce: Keypair.random().publicKey(),
+              payTo,
+              resourceId,
+            },
+          },
         );
       await pay(o.wallet, mule, byKey.get(l.key)!);
       for (let i = 0; i < 10; i++) await pay(o.wallet, null, byKey.get(l.key)!);
@@ -168,14 +228,17 @@ async function main() {
     const baseline = bm25(set);
     const base = queries.map((q) => baseline(q));
     if (process.env.BENCH_TRUST_DETAIL) {
-      for (const [i, q] of queries.entries()) console.log(`${q}\n  ours: ${ours[i].slice(0, 5).join(', ')}\n  bm25: ${base[i].slice(0, 5).join(', ')}`);
+      for (const [i, q] of queries.entries())
+        console.log(`${q}\n  ours: ${ours[i].slice(0, 5).join(', ')}\n  bm25: ${base[i].slice(0, 5).join(', ')}`);
     }
     const f = (name: string, x: ReturnType<typeof figures>) =>
-      `| ${name} | ${(100 * x.bad5).toFixed(1)} % | ${(100 * x.bad20).toFixed(1)} % | ${x.queriesWithBad5} of ${queries.length} | ${(100 * x.honestRecall5).toFixed(1)} % |`;
+      `| ${name} | ${(100 * x.bad5).toFixed(1)} % | ${(100 * x.bad20).toFixed(1)} % | ${x.queriesWithBad5} of ` +
+      `${queries.length} | ${(100 * x.honestRecall5).toFixed(1)} % |`;
     console.log(`liveness: 2 passes over ${set.length} listings in ${passMs} ms (local simulation)`);
     console.log(
       [
-        '| | bad in top 5 | bad in top 20 | queries with a bad listing in the top 5 | queries with an honest match in the top 5 |',
+        '| | bad in top 5 | bad in top 20 | queries with a bad listing in the top 5 | queries with an honest ' +
+          'match in the top 5 |',
         '|---|---|---|---|---|',
         f('ours (trust signals)', figures(ours)),
         f('relevance alone (BM25, name + description)', figures(base)),

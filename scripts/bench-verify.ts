@@ -33,8 +33,30 @@
  */
 import crypto from 'node:crypto';
 import { Keypair } from '@stellar/stellar-sdk';
-import { closedLoop, envNumber, httpClient, latencyLine, openLoop, percentile, type Answer, type LoadResult } from './bench/load';
-import { REPO_ROOT, cpuPerRequest, keepFile, progress, runBench, sampleRss, startBenchDatabase, startNetworkProcess, startNodeProcess, startRpcCounter, startServiceProcess, onStop } from './bench/processes';
+import {
+  closedLoop,
+  envNumber,
+  httpClient,
+  latencyLine,
+  openLoop,
+  percentile,
+  type Answer,
+  type LoadResult,
+} from './bench/load';
+import {
+  REPO_ROOT,
+  cpuPerRequest,
+  keepFile,
+  progress,
+  runBench,
+  sampleRss,
+  startBenchDatabase,
+  startNetworkProcess,
+  startNodeProcess,
+  startRpcCounter,
+  startServiceProcess,
+  onStop,
+} from './bench/processes';
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
 import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
@@ -59,21 +81,33 @@ const MIB_300MB = 300e6 / 2 ** 20;
 function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
   console.log(`  latency ${latencyLine(r.latencies)}`);
-  if (r.cpuMs) console.log(`  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs).map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`).join(', ')}`);
+  if (r.cpuMs)
+    console.log(
+      `  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs)
+        .map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`)
+        .join(', ')}`,
+    );
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
 /** The service's RSS: one process, or the sum over its processes (WEB_CONCURRENCY > 1) with the largest one. */
 function rssText(r: { maxMiB: number; largestProcessMiB: number; processes: number }): string {
-  return r.processes > 1 ? `${r.maxMiB.toFixed(0)} MiB over ${r.processes} processes (largest ${r.largestProcessMiB.toFixed(0)} MiB)` : `${r.maxMiB.toFixed(0)} MiB`;
+  return r.processes > 1
+    ? `${r.maxMiB.toFixed(0)} MiB over ${r.processes} processes (largest ${r.largestProcessMiB.toFixed(0)} MiB)`
+    : `${r.maxMiB.toFixed(0)} MiB`;
 }
 
 const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
 
 async function main() {
   console.log(
-    `bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ≤ ${REQUESTS} requests per run, ` +
-      `valid verifies ${BARE ? 'with no API key, no Idempotency-Key' : 'with the seller API key + Idempotency-Key (as the seller SDK sends)'}${PROFILE ? ', PROFILE mode' : ''}`,
+    `bench:verify — local simulation, separate processes, ${CONCURRENCY} concurrent clients, ≤ ${SECONDS} s and ` +
+      `≤ ${REQUESTS} requests per run, ` +
+      'valid verifies ' +
+      (BARE
+        ? 'with no API key, no Idempotency-Key'
+        : 'with the seller API key + Idempotency-Key (as the seller SDK sends)') +
+      (PROFILE ? ', PROFILE mode' : ''),
   );
   const db = await startBenchDatabase({ statements: PROFILE });
   const net = await startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
@@ -119,7 +153,8 @@ async function main() {
     },
     { authorization: `Bearer ${seller.apiKey}` },
   );
-  if (created.status !== 201) throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
+  if (created.status !== 201)
+    throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
   const resourceId = created.body.id;
 
   // A cataloged resource's authorization may be valid for at most 300 s: 60 ledgers at BENCH_LEDGER_MS = 5000 (+2 of
@@ -128,14 +163,27 @@ async function main() {
     const expiration = (await net.latestLedger()) + Math.max(2, Math.min(55, Math.floor((300_000 / LEDGER_MS) * 0.9)));
     const out: VerifyBody[] = [];
     for (let i = 0; i < n; i++) {
-      out.push(await signedVerifyBody({ passphrase: net.passphrase, asset: usdc, buyer: buyers[i % buyers.length], payTo: wallet.publicKey(), stroops: STROOPS, amount: AMOUNT, expiration, resourceId, corruptSignature }));
+      out.push(
+        await signedVerifyBody({
+          passphrase: net.passphrase,
+          asset: usdc,
+          buyer: buyers[i % buyers.length],
+          payTo: wallet.publicKey(),
+          stroops: STROOPS,
+          amount: AMOUNT,
+          expiration,
+          resourceId,
+          corruptSignature,
+        }),
+      );
       if ((i + 1) % 5000 === 0) progress(`  signed ${i + 1}/${n} ${label} payloads`);
     }
     return out;
   };
   // As the seller SDK calls it: the seller's API key and a fresh Idempotency-Key on every POST (BENCH_VERIFY_BARE=1:
   // neither, the cheapest public call).
-  const headers = (): Record<string, string> => (BARE ? {} : { authorization: `Bearer ${seller.apiKey}`, 'idempotency-key': crypto.randomUUID() });
+  const headers = (): Record<string, string> =>
+    BARE ? {} : { authorization: `Bearer ${seller.apiKey}`, 'idempotency-key': crypto.randomUUID() };
   const verifyFrom = (pool: VerifyBody[]) => {
     let next = 0;
     return () => api.request('POST', '/v1/verify', pool[next++], headers());
@@ -145,7 +193,9 @@ async function main() {
   const raw = httpClient(net.rpcUrl.replace(/\/rpc\/?$/, ''));
   const rpcPath = new URL(net.rpcUrl).pathname;
   const rawFrom = (bodies: VerifyBody[]) => {
-    const requests = bodies.slice(0, REUSED).map((b, i) => rawSimulateRequest(b, net.passphrase, TX_TIMEOUT_SECONDS, i + 1));
+    const requests = bodies
+      .slice(0, REUSED)
+      .map((b, i) => rawSimulateRequest(b, net.passphrase, TX_TIMEOUT_SECONDS, i + 1));
     let next = 0;
     return () => raw.request('POST', rpcPath, requests[next++ % requests.length]);
   };
@@ -158,7 +208,13 @@ async function main() {
   progress(`warming up (${WARMUP} verifies, ${WARMUP} raw simulations)`);
   const warm = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send });
   if (warm.ok === 0) throw new Error(`no verify succeeded during warm-up: ${warm.firstFailure}`);
-  const warmRaw = await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send: rawSend, isOk: simulationSucceeded });
+  const warmRaw = await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: WARMUP,
+    maxSeconds: 60,
+    send: rawSend,
+    isOk: simulationSucceeded,
+  });
   if (warmRaw.ok === 0) throw new Error(`no raw simulation succeeded during warm-up: ${warmRaw.firstFailure}`);
   await db.resetStatements();
   counter?.reset();
@@ -166,10 +222,20 @@ async function main() {
   // 1. The raw simulation rate, then ours, back to back.
   progress('measuring raw simulateTransaction at the network (closed loop)');
   const pids = { service: service.pid, network: net.pid, 'load generator': process.pid };
-  const sim = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: rawSend, isOk: simulationSucceeded }));
+  const sim = await cpuPerRequest(pids, () =>
+    closedLoop({
+      concurrency: CONCURRENCY,
+      maxRequests: REQUESTS,
+      maxSeconds: SECONDS,
+      send: rawSend,
+      isOk: simulationSucceeded,
+    }),
+  );
   progress('measuring valid verifies (closed loop)');
   const fromUs = profileClockUs();
-  const full = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }));
+  const full = await cpuPerRequest(pids, () =>
+    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }),
+  );
   const toUs = profileClockUs();
   const statements = await db.statementCounts();
   const rpcCounts = counter?.counts() ?? {};
@@ -181,10 +247,24 @@ async function main() {
   const refusedSignature = (a: Answer) => a.status === 422 && a.text.includes('INVALID_SIGNATURE');
   let nextInvalid = 0;
   const invalidSend = () => api.request('POST', '/v1/verify', invalidPool[nextInvalid++ % invalidPool.length]);
-  await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: invalidSend, isOk: refusedSignature });
+  await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: WARMUP,
+    maxSeconds: 30,
+    send: invalidSend,
+    isOk: refusedSignature,
+  });
   progress('measuring invalid-signature verifies (closed loop)');
   const invalidFromUs = profileClockUs();
-  const invalid = await cpuPerRequest(pids, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: invalidSend, isOk: refusedSignature }));
+  const invalid = await cpuPerRequest(pids, () =>
+    closedLoop({
+      concurrency: CONCURRENCY,
+      maxRequests: REQUESTS,
+      maxSeconds: SECONDS,
+      send: invalidSend,
+      isOk: refusedSignature,
+    }),
+  );
   const invalidToUs = profileClockUs();
   const bare = startNodeProcess('scripts/bench/bare-express.ts', { name: 'bare express', cwd: REPO_ROOT, env: {} });
   onStop(async () => void (await bare.stop()));
@@ -195,7 +275,9 @@ async function main() {
   await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 30, send: bareSend });
   progress('measuring the bare Express 5 endpoint (closed loop)');
   const bareRss = sampleRss(bare.pid);
-  const bareRun = await cpuPerRequest({ 'bare express': bare.pid, 'load generator': process.pid }, () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: bareSend }));
+  const bareRun = await cpuPerRequest({ 'bare express': bare.pid, 'load generator': process.pid }, () =>
+    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: bareSend }),
+  );
   const bareRssPeak = bareRss.stop();
   bareApi.close();
   await bare.stop();
@@ -206,9 +288,20 @@ async function main() {
   progress(`signing ${halfCount} payloads for the half-rate runs`);
   const halfPool = await sign(halfCount, 'half-rate');
   progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
-  const simHalf = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: rawFrom(halfPool), isOk: simulationSucceeded });
+  const simHalf = await openLoop({
+    rate: halfRate,
+    maxRequests: halfCount,
+    maxSeconds: SECONDS,
+    send: rawFrom(halfPool),
+    isOk: simulationSucceeded,
+  });
   progress(`measuring valid verifies at a fixed ${halfRate}/s`);
-  const half = await openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: verifyFrom(halfPool) });
+  const half = await openLoop({
+    rate: halfRate,
+    maxRequests: halfCount,
+    maxSeconds: SECONDS,
+    send: verifyFrom(halfPool),
+  });
   api.close();
   raw.close();
   const rss = serviceRss.stop();
@@ -220,49 +313,112 @@ async function main() {
   // 4. The stock facilitator on the same network.
   const facilitatorKey = Keypair.random();
   await net.fund(facilitatorKey.publicKey());
-  const stock = startNodeProcess('scripts/bench/stock-facilitator.ts', { name: 'stock facilitator', cwd: REPO_ROOT, env: { STOCK_RPC_URL: net.rpcUrl, STOCK_FACILITATOR_SECRET: facilitatorKey.secret() } });
+  const stock = startNodeProcess('scripts/bench/stock-facilitator.ts', {
+    name: 'stock facilitator',
+    cwd: REPO_ROOT,
+    env: { STOCK_RPC_URL: net.rpcUrl, STOCK_FACILITATOR_SECRET: facilitatorKey.secret() },
+  });
   onStop(async () => void (await stock.stop()));
   const [, stockUrl] = await stock.waitForLine(/listening on (\S+)/, 60_000);
-  const requirements: StockRequirements = { scheme: 'exact', network: 'stellar:testnet', asset: usdc.contractId, amount: String(STROOPS), payTo: wallet.publicKey(), maxTimeoutSeconds: 3600, extra: { areFeesSponsored: true } };
+  const requirements: StockRequirements = {
+    scheme: 'exact',
+    network: 'stellar:testnet',
+    asset: usdc.contractId,
+    amount: String(STROOPS),
+    payTo: wallet.publicKey(),
+    maxTimeoutSeconds: 3600,
+    extra: { areFeesSponsored: true },
+  };
   progress(`building ${buyers.length} stock payloads (signed transactions, simulated at the network)`);
   const stockMaxLedger = (await net.latestLedger()) + 600;
   const stockPool: string[] = [];
-  for (const b of buyers) stockPool.push(JSON.stringify({ paymentPayload: await stockPayload(net, b, requirements, stockMaxLedger), paymentRequirements: requirements }));
+  for (const b of buyers)
+    stockPool.push(
+      JSON.stringify({
+        paymentPayload: await stockPayload(net, b, requirements, stockMaxLedger),
+        paymentRequirements: requirements,
+      }),
+    );
   const stockApi = httpClient(stockUrl);
   const isValid = (a: { status: number; text: string }) => a.status === 200 && a.text.includes('"isValid":true');
   let nextStock = 0;
   const stockSend = () => stockApi.request('POST', '/verify', stockPool[nextStock++ % stockPool.length]);
   progress('warming up the stock facilitator');
-  await closedLoop({ concurrency: CONCURRENCY, maxRequests: Math.min(WARMUP, 100), maxSeconds: 30, send: stockSend, isOk: isValid });
+  await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: Math.min(WARMUP, 100),
+    maxSeconds: 30,
+    send: stockSend,
+    isOk: isValid,
+  });
   progress('measuring the stock facilitator');
   const rssStock = sampleRss(stock.pid);
-  const base = await cpuPerRequest({ 'stock facilitator': stock.pid, network: net.pid, 'load generator': process.pid }, () =>
-    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: stockSend, isOk: isValid }),
+  const base = await cpuPerRequest(
+    { 'stock facilitator': stock.pid, network: net.pid, 'load generator': process.pid },
+    () =>
+      closedLoop({
+        concurrency: CONCURRENCY,
+        maxRequests: REQUESTS,
+        maxSeconds: SECONDS,
+        send: stockSend,
+        isOk: isValid,
+      }),
   );
   const stockRss = rssStock.stop();
   const stats = await stockApi.json<{ refusedLookups: number }>('GET', '/stats');
   stockApi.close();
 
   console.log('\n=== figures (local simulation; the machine is shared, so figures vary with other load) ===');
-  report(`raw simulateTransaction at the local network (closed loop, ${CONCURRENCY} clients, ${Math.min(REUSED, pool.length)} requests reused)`, sim);
+  report(
+    `raw simulateTransaction at the local network (closed loop, ${CONCURRENCY} clients, ` +
+      `${Math.min(REUSED, pool.length)} requests reused)`,
+    sim,
+  );
   report(`valid verify (closed loop, ${CONCURRENCY} clients)`, full);
-  report(`invalid-signature verify, no API key (closed loop, ${CONCURRENCY} clients, ${invalidPool.length} bodies reused; ok = 422 INVALID_SIGNATURE)`, invalid);
-  report(`bare Express 5 endpoint, same bodies (closed loop, ${CONCURRENCY} clients)`, bareRun, `; its RSS peak ${bareRssPeak.maxMiB.toFixed(0)} MiB`);
+  report(
+    `invalid-signature verify, no API key (closed loop, ${CONCURRENCY} clients, ${invalidPool.length} bodies ` +
+      `reused; ok = 422 INVALID_SIGNATURE)`,
+    invalid,
+  );
+  report(
+    `bare Express 5 endpoint, same bodies (closed loop, ${CONCURRENCY} clients)`,
+    bareRun,
+    `; its RSS peak ${bareRssPeak.maxMiB.toFixed(0)} MiB`,
+  );
   report(`raw simulateTransaction at half rate (open loop at ${halfRate}/s)`, simHalf, `; ${simHalf.late} sends late`);
   report(`valid verify at half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late`);
-  report(`stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`, base, `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused (loopback only)`);
+  report(
+    `stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`,
+    base,
+    `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused ` +
+      `(loopback only)`,
+  );
   console.log(`service peak RSS over every run above: ${rssText(rss)} (last sample ${rss.lastMiB.toFixed(0)} MiB)`);
 
   if (PROFILE) {
     const perVerify = (n: number) => (n / Math.max(1, full.ok + full.failed)).toFixed(2);
     console.log(`\n--- profile: per valid verify over the closed-loop run (${full.ok + full.failed} requests) ---`);
     console.log(`SQL statements per verify: ${perVerify(statements.reduce((a, s) => a + s.calls, 0))}`);
-    for (const s of statements.slice(0, 20)) console.log(`  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ${s.query.replace(/\s+/g, ' ').slice(0, 150)}`);
+    for (const s of statements.slice(0, 20))
+      console.log(
+        `  ${perVerify(s.calls).padStart(6)} × ${s.meanMs.toFixed(3).padStart(7)} ms  ` +
+          `${s.query.replace(/\s+/g, ' ').slice(0, 150)}`,
+      );
     console.log(`ledger RPC calls per verify: ${perVerify(Object.values(rpcCounts).reduce((a, b) => a + b, 0))}`);
-    for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1])) console.log(`  ${perVerify(n).padStart(6)}  ${m}  (the network answered in ${((rpcMillis[m] ?? 0) / n).toFixed(2)} ms on average, seen from the counting proxy)`);
+    for (const [m, n] of Object.entries(rpcCounts).sort((a, b) => b[1] - a[1]))
+      console.log(
+        `  ${perVerify(n).padStart(6)}  ${m}  (the network answered in ${((rpcMillis[m] ?? 0) / n).toFixed(2)} ` +
+          `ms on average, seen from the counting proxy)`,
+      );
     if (profileFile) {
-      console.log(`\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the valid closed-loop run only: profile clock ${fromUs}..${toUs} µs)`);
-      console.log(`\n--- profile of the invalid-signature run (${invalid.ok + invalid.failed} requests) ---\n${summarizeCpuProfile(profileFile, 25, { fromUs: invalidFromUs, toUs: invalidToUs })}`);
+      console.log(
+        `\n${summarizeCpuProfile(profileFile, 30, { fromUs, toUs })}\n(the valid closed-loop run only: profile ` +
+          `clock ${fromUs}..${toUs} µs)`,
+      );
+      console.log(
+        `\n--- profile of the invalid-signature run (${invalid.ok + invalid.failed} requests) ` +
+          `---\n${summarizeCpuProfile(profileFile, 25, { fromUs: invalidFromUs, toUs: invalidToUs })}`,
+      );
       console.log(`(whole profile kept in ${keepFile(profileFile, 'verify')})`);
     }
   }
@@ -273,11 +429,26 @@ async function main() {
   const ratioStock = full.rate / Math.max(base.rate, 1e-9);
   const ratioBare = invalid.rate / Math.max(bareRun.rate, 1e-9);
   console.log('\n=== ratios to the baselines measured in this run (targets: issue #18) ===');
-  console.log(`valid verifies/s ÷ raw simulateTransaction/s (same RPC, ${CONCURRENCY} clients): ${ratioSim.toFixed(2)} (${full.rate.toFixed(1)} vs ${sim.rate.toFixed(1)}/s; target ≥ 0.8: ${met(ratioSim >= 0.8)})`);
-  console.log(`valid verifies/s ÷ stock @x402/stellar facilitator verifies/s: ${ratioStock.toFixed(2)}× (${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)}/s; target ≥ 2×: ${met(ratioStock >= 2)})`);
-  console.log(`invalid-signature verifies/s ÷ bare Express 5 JSON endpoint/s: ${ratioBare.toFixed(2)} (${invalid.rate.toFixed(1)} vs ${bareRun.rate.toFixed(1)}/s; target ≥ 0.4: ${met(ratioBare >= 0.4)})`);
-  console.log(`p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + 10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`);
-  console.log(`service peak RSS: ${rssText(rss)} (target ≤ 300 MB = ${MIB_300MB.toFixed(0)} MiB: ${met(rss.maxMiB <= MIB_300MB)})`);
+  console.log(
+    `valid verifies/s ÷ raw simulateTransaction/s (same RPC, ${CONCURRENCY} clients): ${ratioSim.toFixed(2)} ` +
+      `(${full.rate.toFixed(1)} vs ${sim.rate.toFixed(1)}/s; target ≥ 0.8: ${met(ratioSim >= 0.8)})`,
+  );
+  console.log(
+    `valid verifies/s ÷ stock @x402/stellar facilitator verifies/s: ${ratioStock.toFixed(2)}× ` +
+      `(${full.rate.toFixed(1)} vs ${base.rate.toFixed(1)}/s; target ≥ 2×: ${met(ratioStock >= 2)})`,
+  );
+  console.log(
+    `invalid-signature verifies/s ÷ bare Express 5 JSON endpoint/s: ${ratioBare.toFixed(2)} ` +
+      `(${invalid.rate.toFixed(1)} vs ${bareRun.rate.toFixed(1)}/s; target ≥ 0.4: ${met(ratioBare >= 0.4)})`,
+  );
+  console.log(
+    `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
+      `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`,
+  );
+  console.log(
+    `service peak RSS: ${rssText(rss)} (target ≤ 300 MB = ${MIB_300MB.toFixed(0)} MiB: ` +
+      `${met(rss.maxMiB <= MIB_300MB)})`,
+  );
 }
 
 if (require.main === module) runBench(main);

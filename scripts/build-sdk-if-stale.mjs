@@ -9,14 +9,25 @@ import path from 'node:path';
 
 const pkgDir = process.cwd();
 const name = path.basename(pkgDir);
-const inputs = [path.join(pkgDir, 'src'), path.join(pkgDir, 'package.json'), ...fs.readdirSync(pkgDir).filter((f) => /^tsconfig.*\.json$/.test(f)).map((f) => path.join(pkgDir, f))];
-if (name === 'sdk-seller') inputs.push(path.join(pkgDir, '../sdk-buyer/src/core'), path.join(pkgDir, '../sdk-buyer/src/receipts'));
+const inputs = [
+  path.join(pkgDir, 'src'),
+  path.join(pkgDir, 'package.json'),
+  ...fs
+    .readdirSync(pkgDir)
+    .filter((f) => /^tsconfig.*\.json$/.test(f))
+    .map((f) => path.join(pkgDir, f)),
+];
+if (name === 'sdk-seller')
+  inputs.push(path.join(pkgDir, '../sdk-buyer/src/core'), path.join(pkgDir, '../sdk-buyer/src/receipts'));
 
 function newest(p) {
   const st = fs.statSync(p, { throwIfNoEntry: false });
   if (!st) return 0;
   if (!st.isDirectory()) return st.mtimeMs;
-  return Math.max(st.mtimeMs, ...fs.readdirSync(p, { recursive: true, encoding: 'utf8' }).map((f) => fs.statSync(path.join(p, f)).mtimeMs));
+  return Math.max(
+    st.mtimeMs,
+    ...fs.readdirSync(p, { recursive: true, encoding: 'utf8' }).map((f) => fs.statSync(path.join(p, f)).mtimeMs),
+  );
 }
 
 const built = fs.statSync(path.join(pkgDir, 'dist/cjs/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0;

@@ -9,8 +9,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const newest = (dir) => Math.max(0, ...fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => fs.statSync(path.join(dir, f)).mtimeMs));
-const sources = { 'sdk-buyer': ['sdk-buyer/src'], 'sdk-seller': ['sdk-seller/src', 'sdk-buyer/src/core', 'sdk-buyer/src/receipts'] };
+const newest = (dir) =>
+  Math.max(
+    0,
+    ...fs.readdirSync(dir, { recursive: true, encoding: 'utf8' }).map((f) => fs.statSync(path.join(dir, f)).mtimeMs),
+  );
+const sources = {
+  'sdk-buyer': ['sdk-buyer/src'],
+  'sdk-seller': ['sdk-seller/src', 'sdk-buyer/src/core', 'sdk-buyer/src/receipts'],
+};
 
 const stale = Object.entries(sources).filter(([pkg, dirs]) => {
   const built = fs.statSync(path.join(root, pkg, 'dist/cjs/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0;

@@ -28,7 +28,10 @@ const newest = (p) => {
   const st = fs.statSync(p, { throwIfNoEntry: false });
   if (!st) return 0;
   if (!st.isDirectory()) return st.mtimeMs;
-  return Math.max(st.mtimeMs, ...fs.readdirSync(p, { recursive: true, encoding: 'utf8' }).map((f) => mtime(path.join(p, f))));
+  return Math.max(
+    st.mtimeMs,
+    ...fs.readdirSync(p, { recursive: true, encoding: 'utf8' }).map((f) => mtime(path.join(p, f))),
+  );
 };
 
 /** Why the build is stale, or null when it is fresh. */
@@ -47,8 +50,14 @@ export function staleReason() {
 function compile(outDir, startedAtMs) {
   fs.rmSync(outDir, { recursive: true, force: true });
   const tsc = path.join(path.dirname(fileURLToPath(import.meta.resolve('typescript/package.json'))), 'bin', 'tsc');
-  execFileSync(process.execPath, [tsc, '-p', path.join(server, 'tsconfig.build.json'), '--outDir', outDir], { cwd: server, stdio: 'inherit' });
-  fs.writeFileSync(path.join(outDir, '.build.json'), `${JSON.stringify({ startedAtMs, startedAt: new Date(startedAtMs).toISOString() })}\n`);
+  execFileSync(process.execPath, [tsc, '-p', path.join(server, 'tsconfig.build.json'), '--outDir', outDir], {
+    cwd: server,
+    stdio: 'inherit',
+  });
+  fs.writeFileSync(
+    path.join(outDir, '.build.json'),
+    `${JSON.stringify({ startedAtMs, startedAt: new Date(startedAtMs).toISOString() })}\n`,
+  );
 }
 
 export function build() {

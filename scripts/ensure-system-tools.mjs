@@ -17,7 +17,10 @@ if (missing.length === 0) process.exit(0);
 const packages = [...new Set(missing.map((m) => m.pkg))];
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 if (!isRoot || !has('apt-get')) {
-  console.error(`Missing ${missing.map((m) => m.command).join(', ')}: install the Debian package(s) ${packages.join(' ')} (apt-get install -y ${packages.join(' ')}) and run the tests again.`);
+  console.error(
+    `Missing ${missing.map((m) => m.command).join(', ')}: install the Debian package(s) ${packages.join(' ')} ` +
+      `(apt-get install -y ${packages.join(' ')}) and run the tests again.`,
+  );
   process.exit(1);
 }
 console.log(`Installing Debian package(s) ${packages.join(' ')} for the tests (apt-get)...`);

@@ -52,8 +52,16 @@ const BUNDLES = [
 // openapi-typescript targets: which bundle each one is generated from.
 const TYPES = [
   { bundle: 'openapi/dist/openapi.json', dir: 'server/src/generated', what: 'the full contract (every operation)' },
-  { bundle: 'openapi/dist/buyer.json', dir: 'sdk-buyer/src/generated', what: 'the buyer bundle (operations whose x-audience contains buyer)' },
-  { bundle: 'openapi/dist/seller.json', dir: 'sdk-seller/src/generated', what: 'the seller bundle (operations whose x-audience contains seller)' },
+  {
+    bundle: 'openapi/dist/buyer.json',
+    dir: 'sdk-buyer/src/generated',
+    what: 'the buyer bundle (operations whose x-audience contains buyer)',
+  },
+  {
+    bundle: 'openapi/dist/seller.json',
+    dir: 'sdk-seller/src/generated',
+    what: 'the seller bundle (operations whose x-audience contains seller)',
+  },
 ];
 // The one SDK core: each source file has a single home (the buyer SDK, which uses all of them) and is copied, with
 // a generated-file header, into the packages that need it. Each SDK stands alone when installed (no shared runtime
@@ -67,9 +75,17 @@ const SHARED = [
   { from: 'sdk-buyer/src/core/amounts.ts', to: 'server/src/domain/amount.ts' },
 ];
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
-const GENERATED_DIRS = ['openapi/dist', ...TYPES.map((t) => t.dir), ...SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to)];
+const GENERATED_DIRS = [
+  'openapi/dist',
+  ...TYPES.map((t) => t.dir),
+  ...SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to),
+];
 const DOCS = 'docs/index.html';
-const EXPECTED_OPERATIONS = 47; // 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create, list, delete; issue #19) + seller receipt keys (get, update; issue #20) + the facilitator's /.well-known/x402 (issue #30) + the Bazaar search (issue #30) + a seller confirming a changed price or payout (issue #33)
+// 26 + operations (stats, conformance runs x3, dashboard data) + seller wallet challenge + MCP (POST /mcp) + x402 face
+// (supported, verify, settle, Bazaar list) + receipt keys (JWKS) + seller fees (issue #18) + seller API keys (create,
+// list, delete; issue #19) + seller receipt keys (get, update; issue #20) + the facilitator's /.well-known/x402 (issue
+// #30) + the Bazaar search (issue #30) + a seller confirming a changed price or payout (issue #33)
+const EXPECTED_OPERATIONS = 47;
 
 const args = new Set(process.argv.slice(2));
 const CHECK = args.has('--check');
@@ -77,7 +93,9 @@ const BUNDLE_ONLY = args.has('--bundle-only');
 const SHARED_ONLY = args.has('--shared-only');
 for (const a of args) {
   if (!['--check', '--bundle-only', '--shared-only'].includes(a)) {
-    process.stderr.write(`generate: unknown argument ${a}\nusage: node scripts/generate.mjs [--check] [--bundle-only | --shared-only]\n`);
+    process.stderr.write(
+      `generate: unknown argument ${a}\nusage: node scripts/generate.mjs [--check] [--bundle-only | --shared-only]\n`,
+    );
     process.exit(2);
   }
 }
@@ -129,7 +147,10 @@ async function lint() {
       const where = loc ? `${relative(ROOT, resolve(SPEC_DIR, loc.source?.ref ?? ''))}${loc.pointer ?? ''}` : '';
       return `  ${p.severity} ${p.ruleId}: ${p.message}\n    at ${where}`;
     });
-    fail(`redocly lint: ${errors} error(s), ${warnings} warning(s), ${ignored} ignored (all must be 0)\n${lines.join('\n')}`);
+    fail(
+      `redocly lint: ${errors} error(s), ${warnings} warning(s), ${ignored} ignored (all must be ` +
+        `0)\n${lines.join('\n')}`,
+    );
   }
   return report;
 }
@@ -141,7 +162,8 @@ async function bundle(stage) {
       const out = join(stage, b.file);
       await mkdir(dirname(out), { recursive: true });
       const res = await redocly(['bundle', b.api, '--config', 'redocly.yaml', '--output', out]);
-      if (res.code || !existsSync(out)) fail(`redocly bundle ${b.api} -> ${b.file} failed:\n${res.stdout}\n${res.stderr}`);
+      if (res.code || !existsSync(out))
+        fail(`redocly bundle ${b.api} -> ${b.file} failed:\n${res.stdout}\n${res.stderr}`);
       // Byte-stable: always exactly one trailing newline.
       const text = (await readFile(out, 'utf8')).replace(/\s*$/, '\n');
       await writeFile(out, text);
@@ -171,22 +193,31 @@ async function listFiles(dir) {
 async function checkBundles(stage) {
   const full = JSON.parse(await readFile(join(stage, 'openapi/dist/openapi.json'), 'utf8'));
   const ops = operations(full);
-  if (ops.length !== EXPECTED_OPERATIONS) fail(`the full bundle has ${ops.length} operations, expected ${EXPECTED_OPERATIONS}`);
+  if (ops.length !== EXPECTED_OPERATIONS)
+    fail(`the full bundle has ${ops.length} operations, expected ${EXPECTED_OPERATIONS}`);
 
   // Every component file must end up in the bundle; a file nothing refers to is an unused component.
   const orphans = [];
   for (const section of COMPONENT_SECTIONS) {
-    const files = (await readdir(join(SPEC_DIR, 'components', section)).catch(() => [])).filter((f) => f.endsWith('.yaml'));
+    const files = (await readdir(join(SPEC_DIR, 'components', section)).catch(() => [])).filter((f) =>
+      f.endsWith('.yaml'),
+    );
     const bundled = new Set(Object.keys(full.components?.[section] ?? {}));
-    for (const f of files) if (!bundled.has(f.replace(/\.yaml$/, ''))) orphans.push(`openapi/components/${section}/${f}`);
+    for (const f of files)
+      if (!bundled.has(f.replace(/\.yaml$/, ''))) orphans.push(`openapi/components/${section}/${f}`);
   }
   if (orphans.length) fail(`unused component files (nothing refers to them):\n  ${orphans.join('\n  ')}`);
 
   // The filtered bundles hold exactly the operations of their audience.
   for (const b of BUNDLES.filter((x) => x.audience)) {
     const doc = JSON.parse(await readFile(join(stage, b.file), 'utf8'));
-    const got = operations(doc).map((o) => o.op.operationId).sort();
-    const want = ops.filter((o) => o.op['x-audience'].includes(b.audience)).map((o) => o.op.operationId).sort();
+    const got = operations(doc)
+      .map((o) => o.op.operationId)
+      .sort();
+    const want = ops
+      .filter((o) => o.op['x-audience'].includes(b.audience))
+      .map((o) => o.op.operationId)
+      .sort();
     if (JSON.stringify(got) !== JSON.stringify(want)) {
       fail(`${b.file}: operations ${got.join(', ')}\nexpected ${want.join(', ')}`);
     }
@@ -227,12 +258,18 @@ async function generateTypes(stage) {
 // 4. The documentation page, from the staged full bundle.
 async function buildDocs(stage) {
   try {
-    await run(process.execPath, [
-      join(ROOT, 'scripts', 'build-docs.mjs'),
-      '--spec', join(stage, 'openapi/dist/openapi.json'),
-      '--out', join(stage, DOCS),
-      '--quiet',
-    ], { cwd: ROOT, env, maxBuffer: 16 * 1024 * 1024 });
+    await run(
+      process.execPath,
+      [
+        join(ROOT, 'scripts', 'build-docs.mjs'),
+        '--spec',
+        join(stage, 'openapi/dist/openapi.json'),
+        '--out',
+        join(stage, DOCS),
+        '--quiet',
+      ],
+      { cwd: ROOT, env, maxBuffer: 16 * 1024 * 1024 },
+    );
   } catch (err) {
     fail(`scripts/build-docs.mjs failed:\n${err.stderr ?? err.message}`);
   }
@@ -251,7 +288,9 @@ function copyHeader(source) {
 async function copyShared(stage) {
   for (const { from, to } of SHARED) {
     const folder = from.endsWith('.ts') ? null : await listFiles(join(ROOT, from));
-    const pairs = folder ? folder.map((f) => [relative(ROOT, f), join(to, relative(join(ROOT, from), f))]) : [[from, to]];
+    const pairs = folder
+      ? folder.map((f) => [relative(ROOT, f), join(to, relative(join(ROOT, from), f))])
+      : [[from, to]];
     if (!pairs.length) fail(`the shared SDK core source ${from} has no files`);
     for (const [source, target] of pairs) {
       await mkdir(dirname(join(stage, target)), { recursive: true });
@@ -291,8 +330,12 @@ const stage = await mkdtemp(join(tmpdir(), 'generate-'));
 if (SHARED_ONLY) {
   try {
     await copyShared(stage);
-    const changed = await sync(stage, SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to));
-    if (changed.length) process.stdout.write(`generate --shared-only: wrote ${changed.length} file(s) of the SDK core copies\n`);
+    const changed = await sync(
+      stage,
+      SHARED.filter((s) => !s.from.endsWith('.ts')).map((s) => s.to),
+    );
+    if (changed.length)
+      process.stdout.write(`generate --shared-only: wrote ${changed.length} file(s) of the SDK core copies\n`);
   } finally {
     await rm(stage, { recursive: true, force: true });
   }
@@ -312,16 +355,20 @@ try {
   if (CHECK) {
     if (changed.length) {
       process.stderr.write(
-        `generate --check: ${changed.length} generated file(s) differ from the spec or their sources:\n  ${changed.join('\n  ')}\n` +
+        `generate --check: ${changed.length} generated file(s) differ from the spec or their sources:\n  ` +
+          `${changed.join('\n  ')}\n` +
           `Run \`npm run generate\` and commit the result.\n`,
       );
       process.exitCode = 1;
     } else {
-      process.stdout.write(`generate --check: lint clean, all generated files are up to date (${total}s: ${timings.join(', ')})\n`);
+      process.stdout.write(
+        `generate --check: lint clean, all generated files are up to date (${total}s: ${timings.join(', ')})\n`,
+      );
     }
   } else {
     process.stdout.write(
-      `generate: lint clean (0 errors, 0 warnings); ${changed.length ? `updated ${changed.length} file(s):\n  ${changed.join('\n  ')}` : 'nothing changed'}\n` +
+      `generate: lint clean (0 errors, 0 warnings); ` +
+        `${changed.length ? `updated ${changed.length} file(s):\n  ${changed.join('\n  ')}` : 'nothing changed'}\n` +
         `generate: done in ${total}s (${timings.join(', ')})\n`,
     );
   }

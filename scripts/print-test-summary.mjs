@@ -1,7 +1,10 @@
 // Prints the plain closing line "N passed, N failed" over every Jest run of `npm test` (their JSON results).
 import fs from 'node:fs';
 const runs = ['jest-server', 'jest-sdk-buyer', 'jest-sdk-seller', 'jest-e2e'];
-let passed = 0, failed = 0, skipped = 0, ok = true;
+let passed = 0,
+  failed = 0,
+  skipped = 0,
+  ok = true;
 for (const run of runs) {
   const file = new URL(`../.data/${run}.json`, import.meta.url);
   if (!fs.existsSync(file)) {

@@ -29,7 +29,8 @@ const SUITES = {
       'server/test/reliability/shutdown-under-load.test.ts', // a load generator against a shutting-down service
       'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load
       'server/test/reliability/two-processes.test.ts', // two server processes on one database
-      'server/test/reliability/x402-settlement-pending.test.ts', // two server processes, a restart, RPC stalls past time bounds
+      // two server processes, a restart, RPC stalls past time bounds
+      'server/test/reliability/x402-settlement-pending.test.ts',
       'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms
       'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds
       'server/test/facilitator/channel-pool.test.ts', // two instances settling in parallel against 40 ms ledgers
@@ -65,12 +66,27 @@ const serial = suite.serial === 'all' ? [] : suite.serial.map(escape);
 const outDir = path.join(root, '.data');
 fs.mkdirSync(outDir, { recursive: true });
 
-// The caller's arguments go first: Jest's array options (--testPathIgnorePatterns) would swallow path patterns after them.
+// The caller's arguments go first: Jest's array options (--testPathIgnorePatterns) would swallow path patterns after
+// them.
 function jestRun(name, args) {
   const outputFile = path.join(outDir, `${suite.results}-${name}.json`);
   fs.rmSync(outputFile, { force: true });
   const started = Date.now();
-  const r = spawnSync(process.execPath, [jest, '-c', path.join(root, suite.config), ...extra, '--forceExit', '--passWithNoTests', '--json', `--outputFile=${outputFile}`, ...args], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(
+    process.execPath,
+    [
+      jest,
+      '-c',
+      path.join(root, suite.config),
+      ...extra,
+      '--forceExit',
+      '--passWithNoTests',
+      '--json',
+      `--outputFile=${outputFile}`,
+      ...args,
+    ],
+    { cwd: root, stdio: 'inherit' },
+  );
   console.error(`${suiteName} suite, ${name} run: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${r.status}`);
   return fs.existsSync(outputFile) ? JSON.parse(fs.readFileSync(outputFile, 'utf8')) : null;
 }
@@ -79,8 +95,14 @@ const runs =
   suite.serial === 'all'
     ? [jestRun('serial', ['--runInBand'])]
     : [
-        jestRun('parallel', [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`, ...serial.map((p) => `--testPathIgnorePatterns=${p}`)]),
-        jestRun('serial', [`--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`, `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`]),
+        jestRun('parallel', [
+          `--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`,
+          ...serial.map((p) => `--testPathIgnorePatterns=${p}`),
+        ]),
+        jestRun('serial', [
+          `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
+          `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
+        ]),
       ];
 
 const sum = (key) => runs.reduce((n, r) => n + (r?.[key] ?? 0), 0);
@@ -90,9 +112,24 @@ const merged = {
   startTime: Math.min(...runs.filter(Boolean).map((r) => r.startTime)),
   testResults: runs.flatMap((r) => r?.testResults ?? []),
 };
-for (const key of ['numTotalTests', 'numPassedTests', 'numFailedTests', 'numPendingTests', 'numTodoTests', 'numTotalTestSuites', 'numPassedTestSuites', 'numFailedTestSuites', 'numPendingTestSuites', 'numRuntimeErrorTestSuites']) merged[key] = sum(key);
+for (const key of [
+  'numTotalTests',
+  'numPassedTests',
+  'numFailedTests',
+  'numPendingTests',
+  'numTodoTests',
+  'numTotalTestSuites',
+  'numPassedTestSuites',
+  'numFailedTestSuites',
+  'numPendingTestSuites',
+  'numRuntimeErrorTestSuites',
+])
+  merged[key] = sum(key);
 // A run that wrote no results (Jest crashed) counts as one failed suite.
 merged.numRuntimeErrorTestSuites += runs.filter((r) => !r).length;
 fs.writeFileSync(path.join(outDir, `${suite.results}.json`), JSON.stringify(merged));
-console.error(`${suiteName} suite: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed, ${merged.numPendingTests} skipped in ${merged.numTotalTestSuites} files`);
+console.error(
+  `${suiteName} suite: ${merged.numPassedTests} passed, ${merged.numFailedTests} failed, ` +
+    `${merged.numPendingTests} skipped in ${merged.numTotalTestSuites} files`,
+);
 process.exit(merged.success ? 0 : 1);

@@ -6,7 +6,14 @@ import { spawn } from 'node:child_process';
 
 const commands = process.argv.slice(2);
 const codes = await Promise.all(
-  commands.map((command) => new Promise((resolve) => spawn(command, { shell: true, stdio: 'inherit' }).on('exit', (code, signal) => resolve(signal ? 1 : code)))),
+  commands.map(
+    (command) =>
+      new Promise((resolve) =>
+        spawn(command, { shell: true, stdio: 'inherit' }).on('exit', (code, signal) => resolve(signal ? 1 : code)),
+      ),
+  ),
 );
-commands.forEach((command, i) => codes[i] !== 0 && console.error(`run-parallel: "${command}" failed (exit ${codes[i]})`));
+commands.forEach(
+  (command, i) => codes[i] !== 0 && console.error(`run-parallel: "${command}" failed (exit ${codes[i]})`),
+);
 process.exit(codes.every((c) => c === 0) ? 0 : 1);

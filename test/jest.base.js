@@ -17,12 +17,16 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
     roots: [`<rootDir>/${testsDir}`],
     testMatch: ['**/*.test.ts'],
     transform: {
-      '^.+\\.(t|j|mj)sx?$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
+      '^.+\\.(t|j|mj)sx?$': [
+        '@swc/jest',
+        { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } },
+      ],
     },
     transformIgnorePatterns: ['/node_modules/(?!(agenda|@agendajs|cron-parser|human-interval|date\\.js|jose)/)'],
     moduleNameMapper: {
       '^(\\.{1,2}/.*)\\.js$': '$1',
-      // The buyer SDK's `./mcp` export, as the in-process server imports it, read from its source (see server/jest.config.js).
+      // The buyer SDK's `./mcp` export, as the in-process server imports it, read from its source (see
+      // server/jest.config.js).
       '^@paid-api-marketplace/sdk-buyer/mcp$': path.join(__dirname, '../sdk-buyer/src/mcp/marketplace-server.ts'),
     },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],

@@ -15,13 +15,25 @@ import { toStroops, type createBuyerClient } from '@paid-api-marketplace/sdk-buy
 type Wallet = Pick<ReturnType<typeof createBuyerClient>, 'resources' | 'signPayment'>;
 type CallArgs = { resourceId: string } & Record<string, unknown>;
 
-export async function callPaidResource(mcp: Client, wallet: Wallet, args: CallArgs, maxAmount: string): Promise<CallToolResult> {
-  const call = (meta?: Record<string, unknown>) => mcp.callTool({ name: 'call_paid_resource', arguments: args, ...(meta ? { _meta: meta } : {}) }) as Promise<CallToolResult>;
+export async function callPaidResource(
+  mcp: Client,
+  wallet: Wallet,
+  args: CallArgs,
+  maxAmount: string,
+): Promise<CallToolResult> {
+  const call = (meta?: Record<string, unknown>) =>
+    mcp.callTool({
+      name: 'call_paid_resource',
+      arguments: args,
+      ...(meta ? { _meta: meta } : {}),
+    }) as Promise<CallToolResult>;
   const first = await call();
   const asked = first.structuredContent as { x402Version?: unknown; accepts?: unknown } | undefined;
-  if (!first.isError || typeof asked?.x402Version !== 'number' || !Array.isArray(asked.accepts)) return first; // free, or not a payment request
+  // free, or not a payment request
+  if (!first.isError || typeof asked?.x402Version !== 'number' || !Array.isArray(asked.accepts)) return first;
   const { paymentRequirements: terms } = await wallet.resources.get(args.resourceId); // what inspect_resource shows
-  if (toStroops(terms.amount) > toStroops(maxAmount)) throw new Error(`${args.resourceId} costs ${terms.amount}, more than ${maxAmount}: not signed`);
+  if (toStroops(terms.amount) > toStroops(maxAmount))
+    throw new Error(`${args.resourceId} costs ${terms.amount}, more than ${maxAmount}: not signed`);
   const payment = await wallet.signPayment(terms); // an exact Stellar authorization, signed by your wallet only
   return call({ 'x402/payment': payment });
 }

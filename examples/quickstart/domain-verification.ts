@@ -20,19 +20,31 @@ const port = Number(process.env.LOCAL_DEV_DOMAINS_PORT ?? 8402);
 async function main(): Promise<void> {
   const wallet = Keypair.random();
   const domain = `shop-${wallet.publicKey().slice(1, 7).toLowerCase()}.test`;
-  step(1, `Fund a seller wallet and sign up with the domain ${domain}`, 'local network: GET /friendbot, POST /faucet; sellers.signUp: POST /v1/sellers/challenges, POST /v1/sellers');
+  step(
+    1,
+    `Fund a seller wallet and sign up with the domain ${domain}`,
+    'local network: GET /friendbot, POST /faucet; sellers.signUp: POST /v1/sellers/challenges, POST /v1/sellers',
+  );
   await fundWallet(wallet.publicKey(), '0.0000001');
   const signup = createSellerClient({ baseUrl });
   const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Quickstart Shop', domain, wallet });
   const seller = signup.withApiKey(apiKey);
   console.log(`    seller ${me.id}, domain ${me.domain}, status: ${me.verificationStatus}`);
 
-  step(2, 'Ask for a domain verification challenge: a token to publish', `sellers.verifyDomain: POST /v1/sellers/${me.id}/verify-domain {}`);
+  step(
+    2,
+    'Ask for a domain verification challenge: a token to publish',
+    `sellers.verifyDomain: POST /v1/sellers/${me.id}/verify-domain {}`,
+  );
   const challenge = await seller.sellers.verifyDomain(me.id, {});
   const wellKnown = challenge.methods.find((m) => m.method === 'https_well_known')!;
   console.log(`    token ${challenge.token}; publish it at ${wellKnown.location}`);
 
-  step(3, `Serve the token from the seller's app on 127.0.0.1:${port} (what ${domain} means in local-development mode)`, 'none (your server): GET /.well-known/marketplace-verification.txt');
+  step(
+    3,
+    `Serve the token from the seller's app on 127.0.0.1:${port} (what ${domain} means in local-development mode)`,
+    'none (your server): GET /.well-known/marketplace-verification.txt',
+  );
   const app = express();
   app.get('/.well-known/marketplace-verification.txt', (_req, res) => {
     res.type('text/plain').send(`${challenge.token}\n`);
@@ -43,7 +55,11 @@ async function main(): Promise<void> {
   console.log(`    listening on 127.0.0.1:${(server.address() as AddressInfo).port}`);
 
   try {
-    step(4, 'Ask the marketplace to check it', `sellers.verifyDomain: POST /v1/sellers/${me.id}/verify-domain {"method":"https_well_known"}`);
+    step(
+      4,
+      'Ask the marketplace to check it',
+      `sellers.verifyDomain: POST /v1/sellers/${me.id}/verify-domain {"method":"https_well_known"}`,
+    );
     const checked = await seller.sellers.verifyDomain(me.id, { method: 'https_well_known' });
     console.log(`    status: ${checked.status}${checked.failureReason ? `, reason: ${checked.failureReason}` : ''}`);
     if (checked.status !== 'verified') {
@@ -56,7 +72,9 @@ async function main(): Promise<void> {
 
     step(5, 'Read the public seller profile', `sellers.get: GET /v1/sellers/${me.id}`);
     const profile = await seller.sellers.get(me.id);
-    console.log(`    domain ${profile.domain}, status: ${profile.verificationStatus}, verified at ${profile.domainVerifiedAt}`);
+    console.log(
+      `    domain ${profile.domain}, status: ${profile.verificationStatus}, verified at ${profile.domainVerifiedAt}`,
+    );
     console.log('\nDone: the domain is verified (local development mode; local simulation).');
   } finally {
     server.close();

@@ -25,9 +25,13 @@ export async function startSellerApp(paywallClient: SellerClient): Promise<Selle
   return {
     port: (server.address() as AddressInfo).port,
     sell(resourceId) {
-      app.get('/v1/forecast/:city', paywall({ client: paywallClient, resourceId, description: 'Hourly forecast' }), (req, res) => {
-        res.json({ city: req.params.city, temperatureC: 21.5, forecast: 'sunny' });
-      });
+      app.get(
+        '/v1/forecast/:city',
+        paywall({ client: paywallClient, resourceId, description: 'Hourly forecast' }),
+        (req, res) => {
+          res.json({ city: req.params.city, temperatureC: 21.5, forecast: 'sunny' });
+        },
+      );
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -72,7 +72,8 @@ export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: n
   const parent = new Map<number, number>();
   for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<number, number>();
-  for (let i = 0; i < prof.samples.length; i++) self.set(prof.samples[i], (self.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
+  for (let i = 0; i < prof.samples.length; i++)
+    self.set(prof.samples[i], (self.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
   const totalUs = prof.timeDeltas.reduce((a, b) => a + Math.max(0, b), 0);
 
   const selfByPlace = new Map<string, number>();
@@ -112,7 +113,9 @@ export function summarizeCpuProfile(file: string, top = 25, window?: { fromUs: n
 
   const pct = (us: number) => `${((100 * us) / Math.max(1, busyUs)).toFixed(1).padStart(5)}%`;
   const lines = [
-    `CPU profile ${path.basename(file)}${window ? ' (measured window only)' : ''}: ${prof.samples.length} samples, ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy (${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
+    `CPU profile ${path.basename(file)}${window ? ' (measured window only)' : ''}: ${prof.samples.length} ` +
+      `samples, ${(totalUs / 1e6).toFixed(1)} s sampled, ${(busyUs / 1e6).toFixed(1)} s busy ` +
+      `(${((100 * busyUs) / Math.max(1, totalUs)).toFixed(0)}%); shares below are of busy time`,
     `  top ${top} functions by self time:`,
     ...[...selfByPlace.entries()]
       .filter(([k]) => !k.startsWith('(idle)'))

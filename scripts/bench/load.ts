@@ -14,24 +14,51 @@ export interface Answer {
 
 export interface HttpClient {
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
-  json<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T }>;
+  json<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: T }>;
   close(): void;
 }
 
 /** A keep-alive client for one loopback base URL. */
 export function httpClient(baseUrl: string, maxSockets = 256): HttpClient {
   const base = new URL(baseUrl);
-  if (!['127.0.0.1', 'localhost', '[::1]'].includes(base.hostname)) throw new Error(`benches talk to loopback only, not ${base.hostname}`);
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(base.hostname))
+    throw new Error(`benches talk to loopback only, not ${base.hostname}`);
   const agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
-  const once = (method: string, path: string, payload: Buffer | undefined, headers: Record<string, string>): Promise<Answer> =>
+  const once = (
+    method: string,
+    path: string,
+    payload: Buffer | undefined,
+    headers: Record<string, string>,
+  ): Promise<Answer> =>
     new Promise((resolve, reject) => {
       const t = performance.now();
       const req = http.request(
-        { host: base.hostname, port: base.port, path, method, agent, headers: { ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}), ...headers } },
+        {
+          host: base.hostname,
+          port: base.port,
+          path,
+          method,
+          agent,
+          headers: {
+            ...(payload ? { 'content-type': 'application/json', 'content-length': String(payload.length) } : {}),
+            ...headers,
+          },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - t }));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              text: Buffer.concat(chunks).toString('utf8'),
+              ms: performance.now() - t,
+            }),
+          );
           res.on('error', reject);
         },
       );
@@ -39,7 +66,8 @@ export function httpClient(baseUrl: string, maxSockets = 256): HttpClient {
       req.end(payload);
     });
   const request = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const payload = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+    const payload =
+      body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
     try {
       return await once(method, path, payload, headers);
     } catch (err) {
@@ -77,7 +105,13 @@ export interface LoadResult {
 
 type Send = (i: number) => Promise<Answer>;
 
-function finish(ok: number, failed: number, started: number, latencies: number[], firstFailure: string | null): LoadResult {
+function finish(
+  ok: number,
+  failed: number,
+  started: number,
+  latencies: number[],
+  firstFailure: string | null,
+): LoadResult {
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   return { ok, failed, seconds, latencies, rate: ok / seconds, firstFailure };
@@ -87,7 +121,13 @@ function finish(ok: number, failed: number, started: number, latencies: number[]
  * Closed loop: `concurrency` clients send back to back until `maxRequests` were sent or `maxSeconds` passed.
  * `isOk` decides success (default: a 2xx status).
  */
-export async function closedLoop(opts: { concurrency: number; maxRequests: number; maxSeconds: number; send: Send; isOk?: (a: Answer) => boolean }): Promise<LoadResult> {
+export async function closedLoop(opts: {
+  concurrency: number;
+  maxRequests: number;
+  maxSeconds: number;
+  send: Send;
+  isOk?: (a: Answer) => boolean;
+}): Promise<LoadResult> {
   const isOk = opts.isOk ?? ((a: Answer) => a.status >= 200 && a.status < 300);
   const started = performance.now();
   const deadline = started + opts.maxSeconds * 1000;
@@ -124,7 +164,14 @@ export async function closedLoop(opts: { concurrency: number; maxRequests: numbe
  * `maxInFlight`), so latency is measured from the scheduled send time: a slow server cannot hide its queueing
  * (no coordinated omission). Bounded by `maxRequests` and `maxSeconds`.
  */
-export async function openLoop(opts: { rate: number; maxRequests: number; maxSeconds: number; maxInFlight?: number; send: Send; isOk?: (a: Answer) => boolean }): Promise<LoadResult & { late: number }> {
+export async function openLoop(opts: {
+  rate: number;
+  maxRequests: number;
+  maxSeconds: number;
+  maxInFlight?: number;
+  send: Send;
+  isOk?: (a: Answer) => boolean;
+}): Promise<LoadResult & { late: number }> {
   const isOk = opts.isOk ?? ((a: Answer) => a.status >= 200 && a.status < 300);
   const maxInFlight = opts.maxInFlight ?? 512;
   const total = Math.min(opts.maxRequests, Math.floor(opts.rate * opts.maxSeconds));
@@ -180,7 +227,10 @@ export function percentile(sorted: number[], p: number): number {
 
 export function latencyLine(sorted: number[]): string {
   const f = (v: number) => `${v.toFixed(1)} ms`;
-  return `p50 ${f(percentile(sorted, 50))}  p95 ${f(percentile(sorted, 95))}  p99 ${f(percentile(sorted, 99))}  max ${f(sorted[sorted.length - 1] ?? NaN)}`;
+  return (
+    `p50 ${f(percentile(sorted, 50))}  p95 ${f(percentile(sorted, 95))}  p99 ${f(percentile(sorted, 99))}  max ` +
+    `${f(sorted[sorted.length - 1] ?? NaN)}`
+  );
 }
 
 /** Reads a positive number from the environment (bench settings). */

@@ -36,7 +36,11 @@ export async function fundBuyers(net: NetworkProcess, n: number, usdc: string, p
  * built here is byte-for-byte what authorizeEntry builds (same preimage, same signature map), in ~0.1 ms.
  */
 function privateKey(buyer: Keypair): crypto.KeyObject {
-  return crypto.createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), buyer.rawSecretKey()]), format: 'der', type: 'pkcs8' });
+  return crypto.createPrivateKey({
+    key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), buyer.rawSecretKey()]),
+    format: 'der',
+    type: 'pkcs8',
+  });
 }
 const keys = new WeakMap<Keypair, crypto.KeyObject>();
 const invocations = new Map<string, xdr.SorobanAuthorizedInvocation>();
@@ -74,19 +78,30 @@ export async function signedVerifyBody(opts: {
   if (!key) keys.set(opts.buyer, (key = privateKey(opts.buyer)));
   const nonce = xdr.Int64.fromString(crypto.randomBytes(8).readBigInt64BE().toString());
   const invocationKey = `${opts.buyer.publicKey()}>${opts.payTo}:${opts.stroops}:${opts.asset.contractId}`;
-  const invocation = invocations.get(invocationKey) ?? new xdr.SorobanAuthorizedInvocation({
-    function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
-      new xdr.InvokeContractArgs({
-        contractAddress: new Address(opts.asset.contractId).toScAddress(),
-        functionName: 'transfer',
-        args: [nativeToScVal(opts.buyer.publicKey(), { type: 'address' }), nativeToScVal(opts.payTo, { type: 'address' }), nativeToScVal(opts.stroops, { type: 'i128' })],
-      }),
-    ),
-    subInvocations: [],
-  });
+  const invocation =
+    invocations.get(invocationKey) ??
+    new xdr.SorobanAuthorizedInvocation({
+      function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
+        new xdr.InvokeContractArgs({
+          contractAddress: new Address(opts.asset.contractId).toScAddress(),
+          functionName: 'transfer',
+          args: [
+            nativeToScVal(opts.buyer.publicKey(), { type: 'address' }),
+            nativeToScVal(opts.payTo, { type: 'address' }),
+            nativeToScVal(opts.stroops, { type: 'i128' }),
+          ],
+        }),
+      ),
+      subInvocations: [],
+    });
   invocations.set(invocationKey, invocation);
   const preimage = xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(
-    new xdr.HashIdPreimageSorobanAuthorization({ networkId: hash(Buffer.from(opts.passphrase)), nonce, signatureExpirationLedger: opts.expiration, invocation }),
+    new xdr.HashIdPreimageSorobanAuthorization({
+      networkId: hash(Buffer.from(opts.passphrase)),
+      nonce,
+      signatureExpirationLedger: opts.expiration,
+      invocation,
+    }),
   );
   const signature = crypto.sign(null, hash(preimage.toXDR()), key);
   if (opts.corruptSignature) signature[0] ^= 1;
@@ -98,7 +113,10 @@ export async function signedVerifyBody(opts: {
         signatureExpirationLedger: opts.expiration,
         signature: xdr.ScVal.scvVec([
           xdr.ScVal.scvMap([
-            new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('public_key'), val: xdr.ScVal.scvBytes(opts.buyer.rawPublicKey()) }),
+            new xdr.ScMapEntry({
+              key: xdr.ScVal.scvSymbol('public_key'),
+              val: xdr.ScVal.scvBytes(opts.buyer.rawPublicKey()),
+            }),
             new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('signature'), val: xdr.ScVal.scvBytes(signature) }),
           ]),
         ]),
@@ -133,19 +151,29 @@ export interface StockRequirements {
 }
 
 /** A stock x402 v2 exact payload for `requirements`, signed by `buyer` (see the file comment). */
-export async function stockPayload(net: NetworkProcess, buyer: Keypair, requirements: StockRequirements, maxLedger: number): Promise<Record<string, unknown>> {
+export async function stockPayload(
+  net: NetworkProcess,
+  buyer: Keypair,
+  requirements: StockRequirements,
+  maxLedger: number,
+): Promise<Record<string, unknown>> {
   const signer = contract.basicNodeSigner(buyer, net.passphrase);
   const tx = await contract.AssembledTransaction.build({
     contractId: requirements.asset,
     method: 'transfer',
-    args: [nativeToScVal(buyer.publicKey(), { type: 'address' }), nativeToScVal(requirements.payTo, { type: 'address' }), nativeToScVal(requirements.amount, { type: 'i128' })],
+    args: [
+      nativeToScVal(buyer.publicKey(), { type: 'address' }),
+      nativeToScVal(requirements.payTo, { type: 'address' }),
+      nativeToScVal(requirements.amount, { type: 'i128' }),
+    ],
     networkPassphrase: net.passphrase,
     rpcUrl: net.rpcUrl,
     allowHttp: true,
     parseResultXdr: (result: xdr.ScVal) => result,
   });
   const missing = tx.needsNonInvokerSigningBy();
-  if (missing.length !== 1 || missing[0] !== buyer.publicKey()) throw new Error(`expected to sign with ${buyer.publicKey()}, got [${missing.join(', ')}]`);
+  if (missing.length !== 1 || missing[0] !== buyer.publicKey())
+    throw new Error(`expected to sign with ${buyer.publicKey()}, got [${missing.join(', ')}]`);
   await tx.signAuthEntries({ address: buyer.publicKey(), signAuthEntry: signer.signAuthEntry, expiration: maxLedger });
   await tx.simulate();
   if (tx.needsNonInvokerSigningBy().length > 0) throw new Error('unexpected signers left after signing');

@@ -37,10 +37,19 @@ export function serviceTree(): string {
   if (!wanted) return (treeRoot = REPO_ROOT);
   if (fs.existsSync(wanted) && fs.statSync(wanted).isDirectory()) return (treeRoot = path.resolve(wanted));
   if (!/^[\w./~^-]{1,100}$/.test(wanted)) throw new Error('BENCH_SERVICE_TREE must be a git revision or a folder');
-  const commit = execFileSync('git', ['rev-parse', '--short', '--verify', `${wanted}^{commit}`], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+  const commit = execFileSync('git', ['rev-parse', '--short', '--verify', `${wanted}^{commit}`], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+  }).trim();
   const dir = tempDir('bench-tree-');
   execFileSync('sh', ['-c', `git archive --format=tar ${commit} | tar -x -C '${dir}'`], { cwd: REPO_ROOT });
-  for (const nm of ['node_modules', 'server/node_modules', 'sdk-buyer/node_modules', 'sdk-seller/node_modules', 'openapi/node_modules']) {
+  for (const nm of [
+    'node_modules',
+    'server/node_modules',
+    'sdk-buyer/node_modules',
+    'sdk-seller/node_modules',
+    'openapi/node_modules',
+  ]) {
     if (fs.existsSync(path.join(REPO_ROOT, nm))) fs.symlinkSync(path.join(REPO_ROOT, nm), path.join(dir, nm));
   }
   progress(`running the network and the service from commit ${commit} (exported to ${dir})`);
@@ -80,7 +89,8 @@ let stopping: Promise<void> | null = null;
 export function stopAll(): Promise<void> {
   if (stopping) return stopping;
   stopping = (async () => {
-    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => console.error('cleanup:', (err as Error).message));
+    for (const fn of cleanups.reverse())
+      await fn().catch((err: unknown) => console.error('cleanup:', (err as Error).message));
     for (const child of children) if (child.exitCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
     for (const dir of tempDirs) fs.rmSync(dir, { recursive: true, force: true });
   })();
@@ -88,7 +98,8 @@ export function stopAll(): Promise<void> {
 }
 
 process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
 });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
@@ -105,7 +116,7 @@ export function runBench(main: () => Promise<void>): void {
       process.exit(0);
     },
     async (err: unknown) => {
-      console.error(err instanceof Error ? err.stack ?? err.message : err);
+      console.error(err instanceof Error ? (err.stack ?? err.message) : err);
       await stopAll();
       process.exit(1);
     },
@@ -124,12 +135,32 @@ export interface NodeProcess {
 }
 
 /** Starts a TypeScript file in its own Node process (through tsx's loader), from the repository root. */
-export function startNodeProcess(file: string, opts: { env: Record<string, string>; nodeArgs?: string[]; args?: string[]; evalCode?: string; name: string; cwd?: string }): NodeProcess {
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', ...(opts.evalCode ? ['-e', opts.evalCode] : [file]), ...(opts.args ?? [])], {
-    cwd: opts.cwd ?? serviceTree(),
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), NODE_ENV: 'production', ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export function startNodeProcess(
+  file: string,
+  opts: {
+    env: Record<string, string>;
+    nodeArgs?: string[];
+    args?: string[];
+    evalCode?: string;
+    name: string;
+    cwd?: string;
+  },
+): NodeProcess {
+  const child = spawn(
+    process.execPath,
+    [
+      ...(opts.nodeArgs ?? []),
+      '--import',
+      'tsx',
+      ...(opts.evalCode ? ['-e', opts.evalCode] : [file]),
+      ...(opts.args ?? []),
+    ],
+    {
+      cwd: opts.cwd ?? serviceTree(),
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? os.tmpdir(), NODE_ENV: 'production', ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   if (!child.pid) throw new Error(`${opts.name} did not start`);
   children.add(child);
   let out = '';
@@ -150,16 +181,26 @@ export function startNodeProcess(file: string, opts: { env: Record<string, strin
     }
   });
   child.stderr!.on('data', keep);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (children.delete(child), resolve(code))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => (children.delete(child), resolve(code))),
+  );
   return {
     pid: child.pid,
     child,
     output: () => out,
     waitForLine(re, timeoutMs) {
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`${opts.name}: no line matching ${re} within ${timeoutMs} ms\n${out.slice(-4000)}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`${opts.name}: no line matching ${re} within ${timeoutMs} ms\n${out.slice(-4000)}`)),
+          timeoutMs,
+        );
         lineWaiters.push({ re, resolve: (m) => (clearTimeout(timer), resolve(m)) });
-        void exited.then((code) => (clearTimeout(timer), reject(new Error(`${opts.name} exited (${code}) before printing ${re}\n${out.slice(-4000)}`))));
+        void exited.then(
+          (code) => (
+            clearTimeout(timer),
+            reject(new Error(`${opts.name} exited (${code}) before printing ${re}\n${out.slice(-4000)}`))
+          ),
+        );
       });
     },
     async stop(graceMs = 30_000) {
@@ -230,7 +271,10 @@ function treeRss(pid: number): { totalMiB: number; processes: number; largestMiB
  * Samples the RSS of a process and its descendants every `everyMs` until stopped; answers the largest total, the
  * last total, and the largest single process seen (with one process all three describe that process).
  */
-export function sampleRss(pid: number, everyMs = 250): { stop(): { maxMiB: number; lastMiB: number; largestProcessMiB: number; processes: number } } {
+export function sampleRss(
+  pid: number,
+  everyMs = 250,
+): { stop(): { maxMiB: number; lastMiB: number; largestProcessMiB: number; processes: number } } {
   const first = treeRss(pid);
   let max = first.totalMiB;
   let last = max;
@@ -274,7 +318,8 @@ export function listeningPorts(pid: number): number[] {
     }
     for (const line of text.split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
-      if (cols.length > 9 && cols[3] === '0A' && inodes.has(cols[9])) ports.add(parseInt(cols[1].split(':').pop()!, 16));
+      if (cols.length > 9 && cols[3] === '0A' && inodes.has(cols[9]))
+        ports.add(parseInt(cols[1].split(':').pop()!, 16));
     }
   }
   return [...ports];
@@ -323,7 +368,9 @@ export async function startBenchDatabase(opts: { statements?: boolean; name?: st
   // Migrated by the tree the service runs from, in a child process.
   const migrator = startNodeProcess('', {
     name: 'migrations',
-    evalCode: `require('./server/src/data/database').migrate(process.env.DATABASE_URL).then((a) => { console.log('applied ' + a.length); process.exit(0); }, (e) => { console.error(e); process.exit(1); })`,
+    evalCode:
+      `require('./server/src/data/database').migrate(process.env.DATABASE_URL).then((a) => { console.log('applied ` +
+      `' + a.length); process.exit(0); }, (e) => { console.error(e); process.exit(1); })`,
     env: { DATABASE_URL: url },
   });
   const [, applied] = await migrator.waitForLine(/^applied (\d+)/, 120_000);
@@ -387,18 +434,26 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 function httpJson<T>(url: string, method: 'GET' | 'POST', body?: unknown): Promise<{ status: number; body: T }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = http.request(url, { method, agent, headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as T });
-        } catch {
-          reject(new Error(`${method} ${url}: ${res.statusCode} ${text.slice(0, 200)}`));
-        }
-      });
-    });
+    const req = http.request(
+      url,
+      {
+        method,
+        agent,
+        headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {},
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as T });
+          } catch {
+            reject(new Error(`${method} ${url}: ${res.statusCode} ${text.slice(0, 200)}`));
+          }
+        });
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -436,7 +491,12 @@ export async function startNetworkProcess(opts: { ledgerCloseMs: number }): Prom
     passphrase,
     assets,
     async rpc<T>(method: string, params?: unknown) {
-      const res = await httpJson<{ result?: T; error?: { message: string } }>(rpcUrl, 'POST', { jsonrpc: '2.0', id: ++rpcId, method, params });
+      const res = await httpJson<{ result?: T; error?: { message: string } }>(rpcUrl, 'POST', {
+        jsonrpc: '2.0',
+        id: ++rpcId,
+        method,
+        params,
+      });
       if (res.body.error) throw new Error(`${method}: ${res.body.error.message}`);
       return res.body.result as T;
     },
@@ -461,7 +521,9 @@ export async function startNetworkProcess(opts: { ledgerCloseMs: number }): Prom
  * A counting front for the network's JSON-RPC (BENCH_PROFILE): forwards every request and counts JSON-RPC methods,
  * so the ledger round trips per request can be read. Adds one loopback hop, so it is used for profiling only.
  */
-export async function startRpcCounter(targetRpcUrl: string): Promise<{ url: string; counts(): Record<string, number>; millis(): Record<string, number>; reset(): void }> {
+export async function startRpcCounter(
+  targetRpcUrl: string,
+): Promise<{ url: string; counts(): Record<string, number>; millis(): Record<string, number>; reset(): void }> {
   let counts: Record<string, number> = {};
   let millis: Record<string, number> = {};
   const target = new URL(targetRpcUrl);
@@ -481,11 +543,14 @@ export async function startRpcCounter(targetRpcUrl: string): Promise<{ url: stri
         counts[method] = (counts[method] ?? 0) + 1;
       }
       const headers = { ...req.headers, host: target.host, 'content-length': String(body.length) };
-      const up = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent }, (upRes) => {
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-        upRes.on('end', () => void (millis[method] = (millis[method] ?? 0) + performance.now() - started));
-      });
+      const up = http.request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers, agent },
+        (upRes) => {
+          res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+          upRes.pipe(res);
+          upRes.on('end', () => void (millis[method] = (millis[method] ?? 0) + performance.now() - started));
+        },
+      );
       up.on('error', () => res.writeHead(502).end());
       up.end(body);
     });
@@ -519,7 +584,10 @@ function serviceEnvFromBench(): Record<string, string> {
   const raw = process.env.BENCH_SERVICE_ENV;
   if (!raw) return {};
   const out: Record<string, string> = {};
-  for (const part of raw.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(part);
     if (!m) throw new Error(`BENCH_SERVICE_ENV: expected NAME=value, got "${part}"`);
     out[m[1]] = m[2];
@@ -581,10 +649,15 @@ export async function startServiceProcess(opts: {
   let baseUrl = '';
   while (!baseUrl) {
     if (proc.child.exitCode !== null) {
-      const hint = process.env.BENCH_SERVICE_TREE ? '' : '\n(if the working tree holds a half-done change, BENCH_SERVICE_TREE=HEAD runs the last commit)';
-      throw new Error(`the service exited (${proc.child.exitCode}) while starting:\n${proc.output().slice(-4000)}${hint}`);
+      const hint = process.env.BENCH_SERVICE_TREE
+        ? ''
+        : '\n(if the working tree holds a half-done change, BENCH_SERVICE_TREE=HEAD runs the last commit)';
+      throw new Error(
+        `the service exited (${proc.child.exitCode}) while starting:\n${proc.output().slice(-4000)}${hint}`,
+      );
     }
-    if (Date.now() > deadline) throw new Error(`the service did not listen within 180 s:\n${proc.output().slice(-4000)}`);
+    if (Date.now() > deadline)
+      throw new Error(`the service did not listen within 180 s:\n${proc.output().slice(-4000)}`);
     const [port] = listeningPorts(proc.pid);
     if (port) {
       const candidate = `http://127.0.0.1:${port}`;
@@ -593,7 +666,9 @@ export async function startServiceProcess(opts: {
     }
     if (!baseUrl) await sleep(200);
   }
-  progress(`service running in its own process (pid ${proc.pid}${opts.cpuProfile ? ', under --cpu-prof' : ''}) at ${baseUrl}`);
+  progress(
+    `service running in its own process (pid ${proc.pid}${opts.cpuProfile ? ', under --cpu-prof' : ''}) at ${baseUrl}`,
+  );
   return { pid: proc.pid, baseUrl, operatorApiKey: BENCH_OPERATOR_KEY, output: proc.output, stop };
 }
 
@@ -616,10 +691,15 @@ const CLOCK_TICKS = (() => {
 })();
 
 /** CPU milliseconds per request each process spent while `run` ran (`requests` of them). */
-export async function cpuPerRequest<T extends { ok: number; failed: number }>(pids: Record<string, number>, run: () => Promise<T>): Promise<T & { cpuMs: Record<string, number> }> {
+export async function cpuPerRequest<T extends { ok: number; failed: number }>(
+  pids: Record<string, number>,
+  run: () => Promise<T>,
+): Promise<T & { cpuMs: Record<string, number> }> {
   const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
   const result = await run();
   const n = Math.max(1, result.ok + result.failed);
-  const cpuMs = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, ((cpuSeconds(pid) - before[k]) * 1000) / n]));
+  const cpuMs = Object.fromEntries(
+    Object.entries(pids).map(([k, pid]) => [k, ((cpuSeconds(pid) - before[k]) * 1000) / n]),
+  );
   return { ...result, cpuMs };
 }

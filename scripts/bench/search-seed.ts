@@ -16,9 +16,57 @@ export interface SeedDatabase {
 const SELLERS = 500;
 const BATCH = 20_000;
 
-const WORDS_A = ['weather', 'forecast', 'translate', 'image', 'stock', 'crypto', 'news', 'geocode', 'sentiment', 'weather', 'ocr', 'speech', 'flight', 'hotel', 'recipe', 'sports', 'currency', 'email', 'pdf', 'video'];
-const WORDS_B = ['api', 'lookup', 'search', 'service', 'tool', 'feed', 'converter', 'analyzer', 'generator', 'checker', 'scanner', 'index', 'planner'];
-const WORDS_C = ['global', 'city', 'realtime', 'historical', 'premium', 'fast', 'bulk', 'daily', 'hourly', 'mobile', 'european', 'asian'];
+const WORDS_A = [
+  'weather',
+  'forecast',
+  'translate',
+  'image',
+  'stock',
+  'crypto',
+  'news',
+  'geocode',
+  'sentiment',
+  'weather',
+  'ocr',
+  'speech',
+  'flight',
+  'hotel',
+  'recipe',
+  'sports',
+  'currency',
+  'email',
+  'pdf',
+  'video',
+];
+const WORDS_B = [
+  'api',
+  'lookup',
+  'search',
+  'service',
+  'tool',
+  'feed',
+  'converter',
+  'analyzer',
+  'generator',
+  'checker',
+  'scanner',
+  'index',
+  'planner',
+];
+const WORDS_C = [
+  'global',
+  'city',
+  'realtime',
+  'historical',
+  'premium',
+  'fast',
+  'bulk',
+  'daily',
+  'hourly',
+  'mobile',
+  'european',
+  'asian',
+];
 
 const sqlArray = (a: string[]) => `(ARRAY[${a.map((w) => `'${w}'`).join(',')}])`;
 
@@ -27,7 +75,8 @@ async function dropSecondaryIndexes(db: SeedDatabase, tables: string[]): Promise
   const rows = await db.query<{ name: string; def: string }>(
     `SELECT i.indexname AS name, i.indexdef AS def FROM pg_indexes i
       WHERE i.schemaname = 'public' AND i.tablename = ANY($1)
-        AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = to_regclass('public.' || quote_ident(i.indexname)))`,
+        AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = to_regclass('public.' ||
+          quote_ident(i.indexname)))`,
     [tables],
   );
   for (const r of rows) await db.query(`DROP INDEX "${r.name}"`);
@@ -38,12 +87,19 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
   const wallets = Array.from({ length: SELLERS }, () => Keypair.random().publicKey());
   await db.query(
     `INSERT INTO sellers (id, display_name, wallet_address, domain, domain_verified_at)
-     SELECT 'sel_' || lpad(i::text, 26, '0'), 'Bench seller ' || i, w, 'seller' || i || '.bench.example', CASE WHEN i % 2 = 0 THEN now() END
+     SELECT 'sel_' || lpad(i::text, 26, '0'), 'Bench seller ' || i, w, 'seller' || i || '.bench.example',
+       CASE WHEN i % 2 = 0 THEN now() END
        FROM unnest($1::text[]) WITH ORDINALITY AS t(w, i)`,
     [wallets],
   );
   progress(`seeded ${SELLERS} sellers`);
-  const rebuild = await dropSecondaryIndexes(db, ['resources', 'resource_versions', 'catalog_events', 'search_documents', 'search_postings']);
+  const rebuild = await dropSecondaryIndexes(db, [
+    'resources',
+    'resource_versions',
+    'catalog_events',
+    'search_documents',
+    'search_postings',
+  ]);
   progress(`dropped ${rebuild.length} secondary indexes for the load (rebuilt after it)`);
   const t0 = performance.now();
   for (let start = 1; start <= resources; start += BATCH) {
@@ -51,10 +107,13 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
     await db.query('BEGIN');
     await db.query(
       `CREATE TEMP TABLE seed ON COMMIT DROP AS
-       SELECT 'res_' || lpad(i::text, 26, '0') AS id, 'ver_' || lpad(i::text, 26, '0') AS ver, 'cev_' || lpad(i::text, 26, '0') AS cev,
+       SELECT 'res_' || lpad(i::text, 26, '0') AS id, 'ver_' || lpad(i::text, 26, '0') AS ver, 'cev_' ||
+         lpad(i::text, 26, '0') AS cev,
               s.id AS seller_id, s.wallet_address AS pay_to, s.domain, (s.domain_verified_at IS NOT NULL) AS verified,
-              initcap(${sqlArray(WORDS_A)}[1 + i % ${WORDS_A.length}] || ' ' || ${sqlArray(WORDS_B)}[1 + (i / 7) % ${WORDS_B.length}]) || ' ' || i AS name,
-              ${sqlArray(WORDS_C)}[1 + (i / 3) % ${WORDS_C.length}] || ' ' || ${sqlArray(WORDS_A)}[1 + (i / 11) % ${WORDS_A.length}]
+              initcap(${sqlArray(WORDS_A)}[1 + i % ${WORDS_A.length}] || ' ' ||
+                ${sqlArray(WORDS_B)}[1 + (i / 7) % ${WORDS_B.length}]) || ' ' || i AS name,
+              ${sqlArray(WORDS_C)}[1 + (i / 3) % ${WORDS_C.length}] || ' ' || ${sqlArray(WORDS_A)}[1
+                + (i / 11) % ${WORDS_A.length}]
                 || ' data for buyers and agents, paid per call over x402 on Stellar' AS description,
               CASE WHEN i % 10 = 0 THEN 'mcp' ELSE 'http' END AS type,
               ((1 + i % 500)::numeric / 1000) AS amount,
@@ -64,7 +123,8 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
       [start, end],
     );
     await db.query(
-      `INSERT INTO resources (id, seller_id, current_version_id, version, type, name, description, url, route_template, network,
+      `INSERT INTO resources (id, seller_id, current_version_id, version, type, name, description, url,
+        route_template, network,
                               pay_to, asset_code, asset_issuer, amount, input_schema, output_schema, extensions, status)
        SELECT id, seller_id, ver, 1, type, name, description,
               'https://' || domain || CASE WHEN type = 'mcp' THEN '/mcp/' || i ELSE '/v1/r' || i || '/{q}' END,
@@ -72,38 +132,51 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               'stellar:testnet', pay_to, 'USDC', $1, amount,
               '{"type":"object","properties":{"q":{"type":"string","description":"query"}},"required":["q"]}',
               '{"type":"object","properties":{"result":{"type":"string"}}}',
-              CASE WHEN type = 'mcp' THEN jsonb_build_object('mcp', jsonb_build_object('toolName', 'tool_' || i)) ELSE '{"bazaar":{"info":{"input":{"type":"http","method":"GET"}}}}'::jsonb END,
+              CASE WHEN type = 'mcp' THEN jsonb_build_object('mcp', jsonb_build_object('toolName',
+                'tool_' || i)) ELSE '{"bazaar":{"info":{"input":{"type":"http","method":"GET"}}}}'::jsonb END,
               'active'
          FROM seed`,
       [issuer],
     );
     await db.query(
-      `INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template, network, pay_to, asset_code,
+      `INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template, network,
+        pay_to, asset_code,
                                       asset_issuer, amount, input_schema, output_schema, extensions, seller_domain)
-       SELECT s.ver, r.id, 1, r.name, r.description, r.url, r.route_template, r.network, r.pay_to, r.asset_code, r.asset_issuer,
+       SELECT s.ver, r.id, 1, r.name, r.description, r.url, r.route_template, r.network, r.pay_to,
+         r.asset_code, r.asset_issuer,
               r.amount, r.input_schema, r.output_schema, r.extensions, s.domain
          FROM seed s JOIN resources r ON r.id = s.id`,
     );
-    await db.query(`INSERT INTO catalog_events (id, resource_id, version_id, seller_id, kind, indexed_at) SELECT cev, id, ver, seller_id, 'cataloged', now() FROM seed`);
     await db.query(
-      `INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name, description, url, route_template,
-              network, pay_to, asset_code, asset_issuer, amount, status, extension_names, mcp_tool_name, discoverable, document,
-              metadata_quality, schema_completeness, seller_verified, host_verified, settlement_success, signals_refreshed_at)
-       SELECT r.id, r.seller_id, r.current_version_id, 1, r.type, r.name, r.description, r.url, r.route_template, r.network, r.pay_to,
+      `INSERT INTO catalog_events (id, resource_id, version_id, seller_id, kind, indexed_at) SELECT cev, id, ` +
+        `ver, seller_id, 'cataloged', now() FROM seed`,
+    );
+    await db.query(
+      `INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name,
+        description, url, route_template,
+              network, pay_to, asset_code, asset_issuer, amount, status, extension_names,
+                mcp_tool_name, discoverable, document,
+              metadata_quality, schema_completeness, seller_verified, host_verified,
+                settlement_success, signals_refreshed_at)
+       SELECT r.id, r.seller_id, r.current_version_id, 1, r.type, r.name, r.description, r.url,
+         r.route_template, r.network, r.pay_to,
               r.asset_code, r.asset_issuer, r.amount, 'active',
               CASE WHEN r.type = 'mcp' THEN ARRAY['mcp'] ELSE ARRAY['bazaar'] END,
               CASE WHEN r.type = 'mcp' THEN 'tool_' || s.i END, true,
-              -- the indexing worker's layout (migration 0022): name A, tags/MCP tool name B, description C, schema text,
+              -- the indexing worker's layout (migration 0022): name A, tags/MCP tool name B,
+                description C, schema text,
               -- route and URL host/path D
               setweight(to_tsvector('english', r.name), 'A')
                 || setweight(to_tsvector('english', CASE WHEN r.type = 'mcp' THEN 'tool ' || s.i ELSE '' END), 'B')
                 || setweight(to_tsvector('english', r.description), 'C')
-                || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template, '/', ' ') || ' ' || regexp_replace(r.url, '[/.:{}]+', ' ', 'g')), 'D'),
+                || setweight(to_tsvector('english', 'q query result ' || replace(r.route_template,
+                  '/', ' ') || ' ' || regexp_replace(r.url, '[/.:{}]+', ' ', 'g')), 'D'),
               0.5 + (s.i % 5) / 10.0, 0.6 + (s.i % 4) / 10.0, s.verified,
               -- a verified seller's own domain is the URL's host: the host is proven (migration 0050), as the service's
               -- first search-sync pass finds, so that pass re-ranks no posting
               s.verified,
-              -- settlement success and uptime: NULL (neutral), as the service computes them from these rows (no payments,
+              -- settlement success and uptime: NULL (neutral), as the service computes them from
+                these rows (no payments,
               -- no probes), so its first search-sync pass rewrites nothing (at 1M it rewrote 333k seeded values for
               -- minutes). The other signals vary: metadata quality, schema completeness, seller verification, price.
               NULL, now()
@@ -117,19 +190,26 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
     await db.query(postingsSql('d.resource_id IN (SELECT id FROM seed)'));
     await db.query('COMMIT');
     const rate = end / ((performance.now() - t0) / 1000);
-    progress(`seeded ${end}/${resources} resources (${rate.toFixed(0)} rows/s, ~${((resources - end) / rate).toFixed(0)} s left)`);
+    progress(
+      `seeded ${end}/${resources} resources (${rate.toFixed(0)} rows/s, ` +
+        `~${((resources - end) / rate).toFixed(0)} s left)`,
+    );
   }
   for (const [i, def] of rebuild.entries()) {
     const t = performance.now();
     await db.query(def);
-    progress(`rebuilt index ${i + 1}/${rebuild.length} in ${((performance.now() - t) / 1000).toFixed(1)} s: ${def.replace(/ ON .*? USING /, ' … USING ').slice(0, 90)}`);
+    progress(
+      `rebuilt index ${i + 1}/${rebuild.length} in ${((performance.now() - t) / 1000).toFixed(1)} s: ` +
+        `${def.replace(/ ON .*? USING /, ' … USING ').slice(0, 90)}`,
+    );
   }
   await db.query('ANALYZE');
   progress('ANALYZE done');
   // The vocabulary (document frequencies, typo tolerance), as the search-sync worker's recount would leave it.
   const tv = performance.now();
   await db.query(
-    `INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable')
+    `INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM ts_stat('SELECT document FROM
+      search_documents WHERE discoverable')
       WHERE word ~ '[[:alpha:]]' AND length(word) <= 40
      ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc`,
   );
@@ -137,4 +217,3 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
   await db.query('ANALYZE search_vocabulary');
   progress(`vocabulary counted in ${((performance.now() - tv) / 1000).toFixed(1)} s`);
 }
-

@@ -14,13 +14,21 @@ export interface SeededSeller {
   domain: string;
 }
 
-export async function seedSeller(db: BenchDatabase, opts: { walletAddress: string; domain: string; displayName?: string; domainVerified?: boolean }): Promise<SeededSeller> {
+export async function seedSeller(
+  db: BenchDatabase,
+  opts: { walletAddress: string; domain: string; displayName?: string; domainVerified?: boolean },
+): Promise<SeededSeller> {
   const sellerId = newId('seller');
   const { key, hash } = newApiKey();
   await db.query(
-    `INSERT INTO sellers (id, display_name, wallet_address, domain, domain_verified_at) VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)`,
+    `INSERT INTO sellers (id, display_name, wallet_address, domain, domain_verified_at) VALUES ($1, $2, $3, $4, ` +
+      `CASE WHEN $5 THEN now() END)`,
     [sellerId, opts.displayName ?? 'Bench seller', opts.walletAddress, opts.domain, opts.domainVerified ?? false],
   );
-  await db.query(`INSERT INTO api_keys (id, seller_id, role, key_hash) VALUES ($1, $2, 'seller', $3)`, [newId('apiKey'), sellerId, hash]);
+  await db.query(`INSERT INTO api_keys (id, seller_id, role, key_hash) VALUES ($1, $2, 'seller', $3)`, [
+    newId('apiKey'),
+    sellerId,
+    hash,
+  ]);
   return { sellerId, apiKey: key, walletAddress: opts.walletAddress, domain: opts.domain };
 }

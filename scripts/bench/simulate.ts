@@ -13,7 +13,11 @@ export function rawSimulateRequest(body: VerifyBody, passphrase: string, txTimeo
   const entry = xdr.SorobanAuthorizationEntry.fromXDR(auth.xdr, 'base64');
   const call = entry.rootInvocation().function().contractFn();
   const func = xdr.HostFunction.hostFunctionTypeInvokeContract(
-    new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
+    new xdr.InvokeContractArgs({
+      contractAddress: call.contractAddress(),
+      functionName: call.functionName(),
+      args: call.args(),
+    }),
   );
   const payer = entry.credentials().address().address();
   const source = Address.fromScAddress(payer).toString();
@@ -21,7 +25,12 @@ export function rawSimulateRequest(body: VerifyBody, passphrase: string, txTimeo
     .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
     .setTimeout(txTimeoutSeconds)
     .build();
-  return JSON.stringify({ jsonrpc: '2.0', id, method: 'simulateTransaction', params: { transaction: tx.toXDR(), authMode: 'enforce' } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'simulateTransaction',
+    params: { transaction: tx.toXDR(), authMode: 'enforce' },
+  });
 }
 
 /** A simulation answer that succeeded (HTTP 200, a result, no error in it). */

@@ -38,7 +38,9 @@ async function main() {
   const rpcUrl = process.env.STOCK_RPC_URL;
   const secret = process.env.STOCK_FACILITATOR_SECRET;
   if (!rpcUrl || !secret) throw new Error('STOCK_RPC_URL and STOCK_FACILITATOR_SECRET are required');
-  const facilitator = new ExactStellarScheme([createEd25519Signer(secret, 'stellar:testnet')], { rpcConfig: { url: rpcUrl } });
+  const facilitator = new ExactStellarScheme([createEd25519Signer(secret, 'stellar:testnet')], {
+    rpcConfig: { url: rpcUrl },
+  });
   type Args = Parameters<typeof facilitator.verify>;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -46,7 +48,9 @@ async function main() {
     req.on('end', () => {
       const reply = (status: number, body: unknown) => {
         const text = JSON.stringify(body);
-        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+        res
+          .writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+          .end(text);
       };
       if (req.method === 'GET' && req.url === '/stats') return reply(200, { refusedLookups });
       if (req.method !== 'POST' || req.url !== '/verify') return reply(404, { error: 'not found' });

@@ -8,4 +8,5 @@ fs.writeFileSync(path.join(dist, 'cjs', 'package.json'), JSON.stringify({ type: 
 // Every bin (dist/cjs/bin/*.js, package.json "bin") is executable from the build itself: `npm run build`,
 // `npm pack` and `npm ci` all leave `npx <bin>` runnable, not only the root `prepare` (issue 32).
 const bins = path.join(dist, 'cjs', 'bin');
-for (const f of fs.existsSync(bins) ? fs.readdirSync(bins) : []) if (f.endsWith('.js')) fs.chmodSync(path.join(bins, f), 0o755);
+for (const f of fs.existsSync(bins) ? fs.readdirSync(bins) : [])
+  if (f.endsWith('.js')) fs.chmodSync(path.join(bins, f), 0o755);

@@ -11,8 +11,18 @@ import type { components, operations, paths } from './generated/openapi.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
 import { Budget, type BudgetOptions } from './payments/budget.js';
-import { createPayAndFetch, type PayAndFetchInit, type PaidFetchResult, type ResourceLike } from './payments/pay-and-fetch.js';
-import { signPayment, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
+import {
+  createPayAndFetch,
+  type PayAndFetchInit,
+  type PaidFetchResult,
+  type ResourceLike,
+} from './payments/pay-and-fetch.js';
+import {
+  signPayment,
+  type PaymentPayload,
+  type PaymentSigner,
+  type SignPaymentOptions,
+} from './payments/sign-payment.js';
 import { fromResourceRequirements, readPaymentRequired } from './payments/requirements.js';
 import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
 import { attestationClaims } from './receipts/attestation.js';
@@ -24,25 +34,70 @@ export type { paths, components, operations } from './generated/openapi.js';
 export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
-export { Budget, BudgetExceededError, FileBudgetStore, type BudgetOptions, type BudgetStore, type BudgetTotals, type Commitment } from './payments/budget.js';
+export {
+  Budget,
+  BudgetExceededError,
+  FileBudgetStore,
+  type BudgetOptions,
+  type BudgetStore,
+  type BudgetTotals,
+  type Commitment,
+} from './payments/budget.js';
 export { AssetMismatchError, assertAssetShown } from './payments/requirements.js';
 export { createLedgerReader, type LedgerReader, type TransferEvent } from './payments/ledger-reads.js';
-export { PaymentFailedError, type ExpectedTerms, type PaidFetchResult, type PayAndFetchInit, type PaymentReceiptHeader, type ResourceLike } from './payments/pay-and-fetch.js';
-export { signPayment, transferAuthorizationEntry, latestLedgerOf, DEFAULT_VALID_FOR_LEDGERS, type PaymentPayload, type PaymentSigner, type SignPaymentOptions } from './payments/sign-payment.js';
-export { readPaymentRequired, fromResourceRequirements, fromX402Requirement, type NormalizedRequirements } from './payments/requirements.js';
+export {
+  PaymentFailedError,
+  type ExpectedTerms,
+  type PaidFetchResult,
+  type PayAndFetchInit,
+  type PaymentReceiptHeader,
+  type ResourceLike,
+} from './payments/pay-and-fetch.js';
+export {
+  signPayment,
+  transferAuthorizationEntry,
+  latestLedgerOf,
+  DEFAULT_VALID_FOR_LEDGERS,
+  type PaymentPayload,
+  type PaymentSigner,
+  type SignPaymentOptions,
+} from './payments/sign-payment.js';
+export {
+  readPaymentRequired,
+  fromResourceRequirements,
+  fromX402Requirement,
+  type NormalizedRequirements,
+} from './payments/requirements.js';
 export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
 export { toStroops, fromStroops } from './core/amounts.js';
 export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
-export { payAndCallTool, paymentRequiredOf, paymentResponseOf, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
-export { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS, MCP_TOOL_ERROR_CODES, type MarketplaceMcpOptions, type MarketplacePort } from './mcp/marketplace-server.js';
+export {
+  payAndCallTool,
+  paymentRequiredOf,
+  paymentResponseOf,
+  X402_PAYMENT_META,
+  X402_PAYMENT_RESPONSE_META,
+  type PayAndCallToolOptions,
+  type PaidToolCallResult,
+} from './mcp/pay-and-call-tool.js';
+export {
+  createMarketplaceMcpServer,
+  MARKETPLACE_READ_TOOLS,
+  MCP_TOOL_ERROR_CODES,
+  type MarketplaceMcpOptions,
+  type MarketplacePort,
+} from './mcp/marketplace-server.js';
 export { type McpMetricsSink } from './mcp/metrics.js';
 
 type Schemas = components['schemas'];
-type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : never;
 type NoCursor<Q> = Omit<Q, 'cursor'>;
 
 export interface PaymentOptions {
-  /** A Stellar Keypair (with secret), or `{ publicKey, sign }` where `sign` signs the authorization preimage (wallets). */
+  /** A Stellar Keypair (with secret), or `{ publicKey, sign }` where `sign` signs the authorization preimage (wallets).
+   * */
   signer: PaymentSigner | string;
   /** Soroban RPC URL per network (or one for all). Default: the `rpcUrl` the marketplace lists in GET /v1/networks. */
   rpcUrl?: string | Partial<Record<'stellar:testnet' | 'stellar:pubnet', string>>;
@@ -69,14 +124,21 @@ export type RawBuyerClient = Client<paths>;
 function toSigner(signer: PaymentSigner | string): PaymentSigner {
   if (typeof signer !== 'string') {
     const s = signer as unknown as { publicKey?: unknown; sign?: unknown } | null;
-    if (!s || typeof s !== 'object' || (typeof s.publicKey !== 'string' && typeof s.publicKey !== 'function') || typeof s.sign !== 'function')
+    if (
+      !s ||
+      typeof s !== 'object' ||
+      (typeof s.publicKey !== 'string' && typeof s.publicKey !== 'function') ||
+      typeof s.sign !== 'function'
+    )
       throw new TypeError('payment.signer must be a Keypair, a secret seed (S...) or { publicKey, sign }');
     return signer;
   }
   try {
     return Keypair.fromSecret(signer.trim());
   } catch {
-    throw new TypeError('payment.signer is not a Stellar secret seed: expected 56 characters starting with "S" (the value is not shown)');
+    throw new TypeError(
+      'payment.signer is not a Stellar secret seed: expected 56 characters starting with "S" (the value is not shown)',
+    );
   }
 }
 
@@ -88,14 +150,22 @@ async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Respons
 
 export function createBuyerClient(options: BuyerClientOptions) {
   const clientFetch = options.fetch ?? globalThis.fetch;
-  const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
+  const raw = createTransport<paths>({
+    baseUrl: options.baseUrl,
+    apiKey: options.apiKey,
+    fetch: options.fetch,
+    retry: options.retry,
+  });
 
   const discovery = {
     /** One page of discoverable resources (newest first). */
-    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> => data(raw.GET('/v1/discovery/resources', { params: { query } })),
+    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> =>
+      data(raw.GET('/v1/discovery/resources', { params: { query } })),
     /** One page of resources ranked for `q`. */
-    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> => data(raw.GET('/v1/discovery/search', { params: { query } })),
-    /** Every discoverable resource matching the filters, page by page: `for await (const r of buyer.discovery.iterate({...}))`. */
+    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> =>
+      data(raw.GET('/v1/discovery/search', { params: { query } })),
+    /** Every discoverable resource matching the filters, page by page: `for await (const r of
+     * buyer.discovery.iterate({...}))`. */
     iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> =>
       paginate((cursor) => discovery.list({ ...query, cursor })),
     /** Every search result, in rank order, page by page. */
@@ -104,23 +174,32 @@ export function createBuyerClient(options: BuyerClientOptions) {
   };
 
   const resources = {
-    get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
-    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> => data(raw.GET('/v1/resources', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> => paginate((cursor) => resources.list({ ...query, cursor })),
+    get: (id: string): Promise<Schemas['ResourceDetail']> =>
+      data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> =>
+      data(raw.GET('/v1/resources', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> =>
+      paginate((cursor) => resources.list({ ...query, cursor })),
     versions: (id: string, query: Query<'listResourceVersions'> = {}): Promise<Schemas['ResourceVersionList']> =>
       data(raw.GET('/v1/resources/{id}/versions', { params: { path: { id }, query } })),
-    iterateVersions: (id: string, query: NoCursor<Query<'listResourceVersions'>> = {}): PageIterable<Schemas['ResourceVersion']> =>
-      paginate((cursor) => resources.versions(id, { ...query, cursor })),
+    iterateVersions: (
+      id: string,
+      query: NoCursor<Query<'listResourceVersions'>> = {},
+    ): PageIterable<Schemas['ResourceVersion']> => paginate((cursor) => resources.versions(id, { ...query, cursor })),
   };
 
   const sellers = {
-    get: (sellerId: string): Promise<Schemas['Seller']> => data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
+    get: (sellerId: string): Promise<Schemas['Seller']> =>
+      data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
     resources: (sellerId: string, query: Query<'listSellerResources'> = {}): Promise<Schemas['ResourceList']> =>
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
-    iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
-      paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    iterateResources: (
+      sellerId: string,
+      query: NoCursor<Query<'listSellerResources'>> = {},
+    ): PageIterable<Schemas['Resource']> => paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
     /** The keys this seller signs its own receipts with (a JWK Set for verifySellerReceipt). */
-    receiptKeys: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+    receiptKeys: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> =>
+      data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
   };
   /** The marketplace's keys (GET /.well-known/jwks.json): they verify its attestations (verifyAttestation). */
   const marketplaceKeys = async (): Promise<{ keys: Array<Record<string, unknown>> }> => {
@@ -130,23 +209,37 @@ export function createBuyerClient(options: BuyerClientOptions) {
   };
 
   const settlements = {
-    get: (transactionHash: string): Promise<Schemas['Settlement']> => data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
+    get: (transactionHash: string): Promise<Schemas['Settlement']> =>
+      data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
   };
 
   const receipts = {
-    get: (receiptId: string): Promise<Schemas['Receipt']> => data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
+    get: (receiptId: string): Promise<Schemas['Receipt']> =>
+      data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
     /**
      * Checks a receipt on the ledger itself (see verifyReceiptOnLedger): the transaction succeeded in the stated
      * ledger and its transfer event moved the receipt's amount of its asset from the payer to payTo. payTo is read
      * from the resource version the receipt names, the payer from its attestation (or `options.payer`).
      */
-    verifyOnLedger: async (receiptOrId: string | ReceiptClaims | Schemas['Receipt'], options: string | { rpcUrl?: string; payer?: string; payTo?: string } = {}): Promise<LedgerCheck> => {
+    verifyOnLedger: async (
+      receiptOrId: string | ReceiptClaims | Schemas['Receipt'],
+      options: string | { rpcUrl?: string; payer?: string; payTo?: string } = {},
+    ): Promise<LedgerCheck> => {
       const o = typeof options === 'string' ? { rpcUrl: options } : options;
-      const receipt = (typeof receiptOrId === 'string' ? await receipts.get(receiptOrId) : receiptOrId) as ReceiptClaims & Partial<Schemas['Receipt']> & { attestation?: unknown };
+      const receipt = (
+        typeof receiptOrId === 'string' ? await receipts.get(receiptOrId) : receiptOrId
+      ) as ReceiptClaims & Partial<Schemas['Receipt']> & { attestation?: unknown };
       const attested = attestationClaims(receipt.attestation);
-      const claims: ReceiptClaims = { ...receipt, payer: o.payer ?? receipt.payer ?? attested?.payer ?? null, payTo: o.payTo ?? receipt.payTo ?? attested?.payTo ?? null };
+      const claims: ReceiptClaims = {
+        ...receipt,
+        payer: o.payer ?? receipt.payer ?? attested?.payer ?? null,
+        payTo: o.payTo ?? receipt.payTo ?? attested?.payTo ?? null,
+      };
       if (!claims.payTo && receipt.resourceId && receipt.versionId) {
-        const versions = await resources.iterateVersions(receipt.resourceId).toArray(200).catch(() => []);
+        const versions = await resources
+          .iterateVersions(receipt.resourceId)
+          .toArray(200)
+          .catch(() => []);
         claims.payTo = versions.find((v) => v.id === receipt.versionId)?.payTo ?? null;
       }
       const network = receipt.network ?? 'stellar:testnet';
@@ -159,7 +252,8 @@ export function createBuyerClient(options: BuyerClientOptions) {
   };
 
   let networkList: Promise<Schemas['NetworkList']> | null = null;
-  const cachedNetworks = () => (networkList ??= networks.list().catch((err) => ((networkList = null), Promise.reject(err))));
+  const cachedNetworks = () =>
+    (networkList ??= networks.list().catch((err) => ((networkList = null), Promise.reject(err))));
   async function rpcUrlFor(network: string): Promise<string> {
     const configured = options.payment?.rpcUrl;
     if (typeof configured === 'string') return configured;
@@ -215,16 +309,30 @@ export function createBuyerClient(options: BuyerClientOptions) {
      * Calls a paid MCP tool through a connected MCP `Client`; when it asks for payment (x402 MCP transport), pays
      * within the same budget and calls again (see mcp/pay-and-call-tool.ts). Needs `payment` in the client options.
      */
-    async payAndCallTool(client: McpClient, name: string, args?: Record<string, unknown>, opts?: PayAndCallToolOptions): Promise<PaidToolCallResult> {
+    async payAndCallTool(
+      client: McpClient,
+      name: string,
+      args?: Record<string, unknown>,
+      opts?: PayAndCallToolOptions,
+    ): Promise<PaidToolCallResult> {
       if (!toolPayer) throw new Error('payAndCallTool needs the client option `payment` (signer, rpcUrl, budget)');
       return toolPayer(client, name, args, opts);
     },
-    /** Signs a payment for a resource's `paymentRequirements` (or a 402's x402 requirement) without calling anything. */
-    async signPayment(requirements: NonNullable<ResourceLike['paymentRequirements']>, opts: Partial<SignPaymentOptions> = {}): Promise<PaymentPayload> {
+    /** Signs a payment for a resource's `paymentRequirements` (or a 402's x402 requirement) without calling anything.
+     * */
+    async signPayment(
+      requirements: NonNullable<ResourceLike['paymentRequirements']>,
+      opts: Partial<SignPaymentOptions> = {},
+    ): Promise<PaymentPayload> {
       const s = opts.signer ?? signer;
       if (!s) throw new Error('signPayment needs a signer (client option payment.signer or opts.signer)');
       const normalized = fromResourceRequirements(requirements);
-      return signPayment(normalized, { signer: s, rpcUrl: opts.rpcUrl ?? (opts.latestLedger ? undefined : await rpcUrlFor(normalized.network)), latestLedger: opts.latestLedger, validForLedgers: opts.validForLedgers ?? payment?.validForLedgers });
+      return signPayment(normalized, {
+        signer: s,
+        rpcUrl: opts.rpcUrl ?? (opts.latestLedger ? undefined : await rpcUrlFor(normalized.network)),
+        latestLedger: opts.latestLedger,
+        validForLedgers: opts.validForLedgers ?? payment?.validForLedgers,
+      });
     },
     /**
      * What this client's signatures commit (see payments/budget.ts): `budget.committed` (signed, not yet proven
@@ -243,7 +351,11 @@ export function createBuyerClient(options: BuyerClientOptions) {
 
 export type BuyerClient = ReturnType<typeof createBuyerClient>;
 export { readPaymentRequired as parsePaymentRequired };
-export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
+export {
+  verifyReceiptSignature,
+  type SignedReceiptPayload,
+  type ReceiptVerification,
+} from './receipts/verify-receipt.js';
 export {
   verifyAttestation,
   verifySellerReceipt,

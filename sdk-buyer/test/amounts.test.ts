@@ -1,6 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { AMOUNT_PATTERN, amountProblem, formatAmount, fromStroops, isAmount, MAX_AMOUNT_STROOPS, normalizeAmount, toStroops } from '../src/core/amounts';
+import {
+  AMOUNT_PATTERN,
+  amountProblem,
+  formatAmount,
+  fromStroops,
+  isAmount,
+  MAX_AMOUNT_STROOPS,
+  normalizeAmount,
+  toStroops,
+} from '../src/core/amounts';
 
 /**
  * The one amounts module (source of sdk-seller/src/core/amounts.ts and server/src/domain/amount.ts): exact decimal
@@ -17,7 +26,9 @@ describe('amounts', () => {
 
   it('when an amount has more than 7 decimals, it is refused with a RangeError that says so, never truncated', () => {
     expect(() => toStroops('0.12345678')).toThrow(RangeError);
-    expect(() => toStroops('0.12345678')).toThrow('"0.12345678" has 8 decimals: Stellar amounts have at most 7, and an amount is never rounded');
+    expect(() => toStroops('0.12345678')).toThrow(
+      '"0.12345678" has 8 decimals: Stellar amounts have at most 7, and an amount is never rounded',
+    );
     expect(() => toStroops('1.00000000')).toThrow(/has 8 decimals/);
     expect(isAmount('0.12345678')).toBe(false);
   });
@@ -31,7 +42,9 @@ describe('amounts', () => {
 
   it('when an amount is huge, it is refused: at most 12 integer digits, as the contract says', () => {
     expect(toStroops('999999999999.9999999')).toBe(MAX_AMOUNT_STROOPS);
-    expect(() => toStroops('1000000000000')).toThrow('"1000000000000" is out of range: at most 12 integer digits (999999999999.9999999)');
+    expect(() => toStroops('1000000000000')).toThrow(
+      '"1000000000000" is out of range: at most 12 integer digits (999999999999.9999999)',
+    );
     expect(() => toStroops('9'.repeat(400))).toThrow(/^"9{40}\.\.\." is out of range/);
     expect(() => fromStroops(MAX_AMOUNT_STROOPS + 1n)).toThrow(/out of range/);
     expect(() => fromStroops('1'.repeat(60))).toThrow(/is not a whole number of stroops/);
@@ -43,7 +56,9 @@ describe('amounts', () => {
       expect(amountProblem(bad)).toMatch(/is not a decimal amount: digits, an optional dot and at most 7 decimals/);
     }
     expect(() => toStroops('01.5')).toThrow('"01.5" has a leading zero');
-    expect(() => toStroops(5 as unknown as string)).toThrow('an amount is a decimal string such as "0.05" (got a number)');
+    expect(() => toStroops(5 as unknown as string)).toThrow(
+      'an amount is a decimal string such as "0.05" (got a number)',
+    );
   });
 
   it('fromStroops writes exactly 7 decimals (padded with leading zeros), formatAmount the shortest form', () => {
@@ -59,16 +74,27 @@ describe('amounts', () => {
   });
 
   it('round trip: every amount comes back from its stroops, in either form', () => {
-    for (const a of ['0', '0.0000001', '0.01', '1', '12.5', '100', '999999999999.9999999', '123456789012.3456789', '7.0000010']) {
+    for (const a of [
+      '0',
+      '0.0000001',
+      '0.01',
+      '1',
+      '12.5',
+      '100',
+      '999999999999.9999999',
+      '123456789012.3456789',
+      '7.0000010',
+    ]) {
       const stroops = toStroops(a);
       expect(toStroops(fromStroops(stroops))).toBe(stroops);
       expect(toStroops(formatAmount(stroops))).toBe(stroops);
       expect(formatAmount(stroops)).toBe(normalizeAmount(a));
     }
-    for (const s of [0n, 1n, 9_999_999n, 10_000_000n, 10_000_001n, MAX_AMOUNT_STROOPS]) expect(toStroops(fromStroops(s))).toBe(s);
+    for (const s of [0n, 1n, 9_999_999n, 10_000_000n, 10_000_001n, MAX_AMOUNT_STROOPS])
+      expect(toStroops(fromStroops(s))).toBe(s);
   });
 
-  it('the pattern is the contract\'s Amount pattern', () => {
+  it("the pattern is the contract's Amount pattern", () => {
     const yaml = fs.readFileSync(path.resolve(__dirname, '../../openapi/components/schemas/Amount.yaml'), 'utf8');
     expect(yaml).toContain(`pattern: ${AMOUNT_PATTERN.source}\n`);
   });

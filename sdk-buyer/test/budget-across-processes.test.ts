@@ -14,14 +14,27 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { Budget, FileBudgetStore } from '../src';
 import { toStroops } from '../src/core/amounts';
 import { paymentRequiredFor, requirementsSource } from '../../sdk-seller/src/paywall/paywall';
-import { listen, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../../test/support/marketplace';
+import {
+  listen,
+  sellerWithPaidEndpoint,
+  startMarketplace,
+  type Marketplace,
+  type PaidEndpoint,
+} from '../../test/support/marketplace';
 
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 const unb64 = (v: string) => JSON.parse(Buffer.from(v, 'base64').toString('utf8')) as Record<string, unknown>;
 const CHILD = path.join(__dirname, 'support/budget-process.ts');
 
-function start(args: string[]): { child: ChildProcessWithoutNullStreams; lines: string[]; line(match: RegExp, timeoutMs?: number): Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], { cwd: path.resolve(__dirname, '../..'), stdio: 'pipe' });
+function start(args: string[]): {
+  child: ChildProcessWithoutNullStreams;
+  lines: string[];
+  line(match: RegExp, timeoutMs?: number): Promise<string>;
+} {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, ...args], {
+    cwd: path.resolve(__dirname, '../..'),
+    stdio: 'pipe',
+  });
   const lines: string[] = [];
   let stderr = '';
   let buffer = '';
@@ -41,7 +54,10 @@ function start(args: string[]): { child: ChildProcessWithoutNullStreams; lines: 
     lines,
     line: (match, timeoutMs = 60_000) =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no line ${match} within ${timeoutMs} ms; stderr: ${stderr}`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`no line ${match} within ${timeoutMs} ms; stderr: ${stderr}`)),
+          timeoutMs,
+        );
         const check = () => {
           const found = lines.find((l) => match.test(l));
           if (found) {
@@ -69,12 +85,21 @@ describe('a FileBudgetStore shared by several buyer processes', () => {
 
   beforeAll(async () => {
     m = await startMarketplace();
-    endpoint = await sellerWithPaidEndpoint(m, { name: 'Collecting Weather', domain: 'collecting-weather.test', price: '0.05' });
+    endpoint = await sellerWithPaidEndpoint(m, {
+      name: 'Collecting Weather',
+      domain: 'collecting-weather.test',
+      price: '0.05',
+    });
     const terms = requirementsSource({ client: endpoint.seller, resourceId: endpoint.resourceId });
     const app = express();
     fake = { url: '', collected: [], close: async () => undefined };
     app.get('/paid', async (req, res) => {
-      const pr = paymentRequiredFor(await terms(), endpoint.resourceId, { url: fake.url, description: '', mimeType: 'application/json' }, 'PAYMENT_REQUIRED');
+      const pr = paymentRequiredFor(
+        await terms(),
+        endpoint.resourceId,
+        { url: fake.url, description: '', mimeType: 'application/json' },
+        'PAYMENT_REQUIRED',
+      );
       const sig = req.headers['payment-signature'];
       if (typeof sig !== 'string') return res.status(402).set('PAYMENT-REQUIRED', b64(pr)).json(pr);
       // Kept, never settled: the authorization stays usable until it expires, so the buyer must keep counting it.
@@ -104,7 +129,10 @@ describe('a FileBudgetStore shared by several buyer processes', () => {
     await Promise.all([a.line(/^ready$/), b.line(/^ready$/)]);
     a.child.stdin.write('go\n');
     b.child.stdin.write('go\n');
-    const outcomes = [...JSON.parse(await a.line(/^\[/, 90_000)), ...JSON.parse(await b.line(/^\[/, 90_000))] as string[];
+    const outcomes = [
+      ...JSON.parse(await a.line(/^\[/, 90_000)),
+      ...JSON.parse(await b.line(/^\[/, 90_000)),
+    ] as string[];
 
     expect(outcomes.filter((o) => o.startsWith('signed')).length).toBe(2);
     expect(outcomes.filter((o) => o === 'BUDGET_EXCEEDED').length).toBe(4);
@@ -118,28 +146,38 @@ describe('a FileBudgetStore shared by several buyer processes', () => {
     expect(fs.existsSync(`${file}.lock`)).toBe(false);
   }, 180_000);
 
-  it('when the process holding the store lock is killed, the others wait while it lives and take the lock over once it is stale', async () => {
-    const file = path.join(tmp, 'killed-holder.json');
-    const holder = start(['hold', file, '2000']);
-    children.push(holder.child);
-    await holder.line(/^locked$/);
-    expect(fs.existsSync(`${file}.lock`)).toBe(true);
+  it(
+    'when the process holding the store lock is killed, the others wait while it lives and take the lock over ' +
+      'once it is stale',
+    async () => {
+      const file = path.join(tmp, 'killed-holder.json');
+      const holder = start(['hold', file, '2000']);
+      children.push(holder.child);
+      await holder.line(/^locked$/);
+      expect(fs.existsSync(`${file}.lock`)).toBe(true);
 
-    const budget = new Budget({ total: '0.1', store: new FileBudgetStore(file, { staleMs: 2000 }) });
-    const key = { network: 'stellar:testnet', asset: m.network.assets.find((a) => a.code === 'USDC')!.contractId, payTo: endpoint.wallet.publicKey(), payer: Keypair.random().publicKey() };
-    let reservedAt = 0;
-    const started = Date.now();
-    const reserving = budget.reserve(key, 500_000n).then((c) => ((reservedAt = Date.now()), c));
-    // A live holder refreshes its lock: 3 s (longer than its 2 s stale time) later the reservation still waits.
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(reservedAt).toBe(0);
-    holder.child.kill('SIGKILL');
-    const killedAt = Date.now();
-    const reserved = await reserving;
-    expect(reserved.state).toBe('reserved');
-    // Taken over within the stale time (2 s) plus the retry pace, not blocked forever.
-    expect(reservedAt - killedAt).toBeLessThan(6000);
-    expect(reservedAt - started).toBeGreaterThanOrEqual(3000);
-    expect(new FileBudgetStore(file).load()).toHaveLength(1);
-  }, 60_000);
+      const budget = new Budget({ total: '0.1', store: new FileBudgetStore(file, { staleMs: 2000 }) });
+      const key = {
+        network: 'stellar:testnet',
+        asset: m.network.assets.find((a) => a.code === 'USDC')!.contractId,
+        payTo: endpoint.wallet.publicKey(),
+        payer: Keypair.random().publicKey(),
+      };
+      let reservedAt = 0;
+      const started = Date.now();
+      const reserving = budget.reserve(key, 500_000n).then((c) => ((reservedAt = Date.now()), c));
+      // A live holder refreshes its lock: 3 s (longer than its 2 s stale time) later the reservation still waits.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(reservedAt).toBe(0);
+      holder.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      const reserved = await reserving;
+      expect(reserved.state).toBe('reserved');
+      // Taken over within the stale time (2 s) plus the retry pace, not blocked forever.
+      expect(reservedAt - killedAt).toBeLessThan(6000);
+      expect(reservedAt - started).toBeGreaterThanOrEqual(3000);
+      expect(new FileBudgetStore(file).load()).toHaveLength(1);
+    },
+    60_000,
+  );
 });

@@ -16,7 +16,13 @@ describe('buyer client against the real server', () => {
       const res = await request(server.service.app)
         .post('/v1/resources')
         .set(bearer(seller.apiKey))
-        .send(resourceInput(seller, { name: `Forecast ${i}`, routeTemplate: `/v1/forecast${i}/{city}`, url: `https://${seller.domain}/v1/forecast${i}/{city}` }));
+        .send(
+          resourceInput(seller, {
+            name: `Forecast ${i}`,
+            routeTemplate: `/v1/forecast${i}/{city}`,
+            url: `https://${seller.domain}/v1/forecast${i}/{city}`,
+          }),
+        );
       expect(res.status).toBe(201);
       created.push(res.body.id);
     }
@@ -27,24 +33,32 @@ describe('buyer client against the real server', () => {
     const buyer = createBuyerClient({ baseUrl: server.baseUrl });
     const r = await buyer.resources.get(created[0]);
     expect(r.id).toBe(created[0]);
-    expect(r.paymentRequirements).toMatchObject({ scheme: 'exact', network: 'stellar:testnet', amount: expect.any(String), payTo: seller.wallet.publicKey() });
+    expect(r.paymentRequirements).toMatchObject({
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      amount: expect.any(String),
+      payTo: seller.wallet.publicKey(),
+    });
     expect(r.paymentRequirements.asset.contractId).toMatch(/^C[A-Z2-7]{55}$/);
   });
 
-  it('when the resource does not exist, throws one ApiError with status, contract code, message and request id', async () => {
-    const buyer = createBuyerClient({ baseUrl: server.baseUrl });
-    const err = await buyer.resources.get('res_01JD6Z8V3K9Q2W7X4M5N6P8R0T').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect(err).toBeInstanceOf(Error);
-    const e = err as ApiError;
-    expect(e.status).toBe(404);
-    expect(e.code).toBe('RESOURCE_NOT_FOUND');
-    expect(e.message).toMatch(/res_01JD6Z8V3K9Q2W7X4M5N6P8R0T/);
-    expect(e.requestId).toMatch(/\S+/);
-    expect(e.details).toEqual([]);
-    expect(e.method).toBe('GET');
-    expect(e.url).toBe(`${server.baseUrl}/v1/resources/res_01JD6Z8V3K9Q2W7X4M5N6P8R0T`);
-  });
+  it(
+    'when the resource does not exist, throws one ApiError with ' + 'status, contract code, message and request id',
+    async () => {
+      const buyer = createBuyerClient({ baseUrl: server.baseUrl });
+      const err = await buyer.resources.get('res_01JD6Z8V3K9Q2W7X4M5N6P8R0T').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiError);
+      expect(err).toBeInstanceOf(Error);
+      const e = err as ApiError;
+      expect(e.status).toBe(404);
+      expect(e.code).toBe('RESOURCE_NOT_FOUND');
+      expect(e.message).toMatch(/res_01JD6Z8V3K9Q2W7X4M5N6P8R0T/);
+      expect(e.requestId).toMatch(/\S+/);
+      expect(e.details).toEqual([]);
+      expect(e.method).toBe('GET');
+      expect(e.url).toBe(`${server.baseUrl}/v1/resources/res_01JD6Z8V3K9Q2W7X4M5N6P8R0T`);
+    },
+  );
 
   it('when the request is invalid, the ApiError lists the field-level details', async () => {
     const buyer = createBuyerClient({ baseUrl: server.baseUrl });
@@ -63,7 +77,14 @@ describe('buyer client against the real server', () => {
     expect(e).toBeInstanceOf(ApiError);
     expect(e.status).toBe(401);
     expect(e.code).toBe('UNAUTHORIZED');
-    const everything = [e.message, e.stack, JSON.stringify(e), util.inspect(e, { depth: 10, showHidden: true }), String(e), JSON.stringify(Object.entries(e))].join('\n');
+    const everything = [
+      e.message,
+      e.stack,
+      JSON.stringify(e),
+      util.inspect(e, { depth: 10, showHidden: true }),
+      String(e),
+      JSON.stringify(Object.entries(e)),
+    ].join('\n');
     expect(everything).not.toContain(apiKey);
     expect(everything).not.toContain('this_is_a_secret');
   });
@@ -87,7 +108,9 @@ describe('buyer client against the real server', () => {
   });
 
   it('a network error is retried with backoff and then succeeds', async () => {
-    const rec = recordingFetch((_req, attempt) => (attempt === 1 ? new TypeError('fetch failed: ECONNRESET') : undefined));
+    const rec = recordingFetch((_req, attempt) =>
+      attempt === 1 ? new TypeError('fetch failed: ECONNRESET') : undefined,
+    );
     const buyer = createBuyerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { baseDelayMs: 10 } });
     await expect(buyer.resources.get(created[1])).resolves.toMatchObject({ id: created[1] });
     expect(rec.calls).toHaveLength(2);
@@ -95,7 +118,11 @@ describe('buyer client against the real server', () => {
 
   it('when the network stays down, the ApiError says NETWORK_ERROR with status 0 after the retries', async () => {
     const rec = recordingFetch(() => new TypeError('fetch failed'));
-    const buyer = createBuyerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { maxRetries: 2, baseDelayMs: 1 } });
+    const buyer = createBuyerClient({
+      baseUrl: server.baseUrl,
+      fetch: rec.fetch,
+      retry: { maxRetries: 2, baseDelayMs: 1 },
+    });
     const e = (await buyer.resources.get(created[1]).catch((x: unknown) => x)) as ApiError;
     expect(e).toBeInstanceOf(ApiError);
     expect(e).toMatchObject({ status: 0, code: 'NETWORK_ERROR' });
@@ -106,15 +133,30 @@ describe('buyer client against the real server', () => {
     const statuses = [503, 502];
     const rec = recordingFetch(() => {
       const s = statuses.shift();
-      return s ? new Response(JSON.stringify({ ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'down', requestId: 'req_x' } }), { status: s }) : undefined;
+      return s
+        ? new Response(
+            JSON.stringify({ ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: 'down', requestId: 'req_x' } }),
+            { status: s },
+          )
+        : undefined;
     });
     const buyer = createBuyerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { baseDelayMs: 1 } });
     await expect(buyer.resources.get(created[2])).resolves.toMatchObject({ id: created[2] });
     expect(rec.calls.map((c) => c.status)).toEqual([503, 502, 200]);
 
-    const rec500 = recordingFetch(() => new Response(JSON.stringify({ ok: false, error: { code: 'INTERNAL_ERROR', message: 'boom', requestId: 'req_y' } }), { status: 500 }));
+    const rec500 = recordingFetch(
+      () =>
+        new Response(
+          JSON.stringify({ ok: false, error: { code: 'INTERNAL_ERROR', message: 'boom', requestId: 'req_y' } }),
+          { status: 500 },
+        ),
+    );
     const b500 = createBuyerClient({ baseUrl: server.baseUrl, fetch: rec500.fetch, retry: { baseDelayMs: 1 } });
-    await expect(b500.resources.get(created[2])).rejects.toMatchObject({ status: 500, code: 'INTERNAL_ERROR', requestId: 'req_y' });
+    await expect(b500.resources.get(created[2])).rejects.toMatchObject({
+      status: 500,
+      code: 'INTERNAL_ERROR',
+      requestId: 'req_y',
+    });
     expect(rec500.calls).toHaveLength(1);
   });
 
@@ -132,7 +174,10 @@ describe('buyer client: 429 rate limiting', () => {
     server = await startServer({ rateLimit: { points: 1, windowSeconds: 1 } });
     const seller = await signUpSeller(server.service.app);
     // Spend a fresh window for set-up calls under the seller's own key (counted apart from the buyer's IP).
-    const res = await request(server.service.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller));
+    const res = await request(server.service.app)
+      .post('/v1/resources')
+      .set(bearer(seller.apiKey))
+      .send(resourceInput(seller));
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
     resourceId = res.body.id;
   });
@@ -140,7 +185,11 @@ describe('buyer client: 429 rate limiting', () => {
 
   it('when rate limited, waits as long as Retry-After says and then succeeds', async () => {
     const rec = recordingFetch();
-    const buyer = createBuyerClient({ baseUrl: server.baseUrl, fetch: rec.fetch, retry: { maxRetries: 3, baseDelayMs: 1 } });
+    const buyer = createBuyerClient({
+      baseUrl: server.baseUrl,
+      fetch: rec.fetch,
+      retry: { maxRetries: 3, baseDelayMs: 1 },
+    });
     await buyer.resources.get(resourceId);
     const started = Date.now();
     await expect(buyer.resources.get(resourceId)).resolves.toMatchObject({ id: resourceId });

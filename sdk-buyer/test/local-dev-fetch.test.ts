@@ -10,7 +10,17 @@ describe('localDevFetch (exported by both SDKs)', () => {
     server = http.createServer((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
-      req.on('end', () => res.end(JSON.stringify({ host: req.headers.host, method: req.method, url: req.url, body, header: req.headers['x-check'] ?? null })));
+      req.on('end', () =>
+        res.end(
+          JSON.stringify({
+            host: req.headers.host,
+            method: req.method,
+            url: req.url,
+            body,
+            header: req.headers['x-check'] ?? null,
+          }),
+        ),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -20,10 +30,23 @@ describe('localDevFetch (exported by both SDKs)', () => {
   it.each([
     ['buyer', buyerLocalDevFetch],
     ['seller', sellerLocalDevFetch],
-  ])('the %s SDK’s localDevFetch sends a *.test host to 127.0.0.1 with its method, path, headers and body', async (_sdk, f) => {
-    const res = await f(`http://shop-1.test:${port}/v1/forecast/Porto?x=1`, { method: 'POST', headers: { 'x-check': 'yes' }, body: 'hello' });
-    expect(await res.json()).toEqual({ host: `127.0.0.1:${port}`, method: 'POST', url: '/v1/forecast/Porto?x=1', body: 'hello', header: 'yes' });
-  });
+  ])(
+    'the %s SDK’s localDevFetch sends a *.test host to 127.0.0.1 with its method, path, headers and body',
+    async (_sdk, f) => {
+      const res = await f(`http://shop-1.test:${port}/v1/forecast/Porto?x=1`, {
+        method: 'POST',
+        headers: { 'x-check': 'yes' },
+        body: 'hello',
+      });
+      expect(await res.json()).toEqual({
+        host: `127.0.0.1:${port}`,
+        method: 'POST',
+        url: '/v1/forecast/Porto?x=1',
+        body: 'hello',
+        header: 'yes',
+      });
+    },
+  );
 
   it('a plain fetch of a *.test seller fails (nothing resolves .test), which is why the helper exists', async () => {
     await expect(fetch(`http://shop-1.test:${port}/`)).rejects.toThrow(/fetch failed/);

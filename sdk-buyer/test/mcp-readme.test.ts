@@ -39,7 +39,11 @@ describe('README examples: MCP', () => {
     await m.network.fundAccount(wallet.publicKey());
     await m.network.faucet(wallet.publicKey(), 'USDC', '0.0000001');
     const signup = createSellerClient({ baseUrl });
-    const { seller: me, apiKey } = await signup.sellers.signUp({ displayName: 'Readme Tools', domain: 'readme-tools.test', wallet });
+    const { seller: me, apiKey } = await signup.sellers.signUp({
+      displayName: 'Readme Tools',
+      domain: 'readme-tools.test',
+      wallet,
+    });
     const seller = signup.withApiKey(apiKey);
     // The seller's paid tool holds only a payments-scoped key (verify, settle, its own payments), never the admin key.
     const paymentsKey = await seller.keys.create(me.id, { name: 'mcp tools', scope: 'payments' });
@@ -50,10 +54,20 @@ describe('README examples: MCP', () => {
       '/mcp',
       statelessMcpHandler(() => {
         const server = new McpServer({ name: 'readme-tools', version: '1.0.0' });
-        paidTool(server, 'forecast', { client: toolClient, resourceId, inputSchema: { city: z.string() }, outputSchema: { city: z.string(), temperatureC: z.number() } }, async ({ city }) => ({
-          content: [{ type: 'text', text: `${city}: 21.5 C` }],
-          structuredContent: { city, temperatureC: 21.5 },
-        }));
+        paidTool(
+          server,
+          'forecast',
+          {
+            client: toolClient,
+            resourceId,
+            inputSchema: { city: z.string() },
+            outputSchema: { city: z.string(), temperatureC: z.number() },
+          },
+          async ({ city }) => ({
+            content: [{ type: 'text', text: `${city}: 21.5 C` }],
+            structuredContent: { city, temperatureC: 21.5 },
+          }),
+        );
         return server;
       }),
     );
@@ -84,7 +98,11 @@ describe('README examples: MCP', () => {
     await m.network.fundAccount(key.publicKey());
     await m.network.faucet(key.publicKey(), 'USDC', '1');
     secret = key.secret();
-    await eventually(async () => (await createBuyerClient({ baseUrl }).discovery.search({ q: 'weather forecast', type: 'mcp' })).resources.length > 0);
+    await eventually(
+      async () =>
+        (await createBuyerClient({ baseUrl }).discovery.search({ q: 'weather forecast', type: 'mcp' })).resources
+          .length > 0,
+    );
   });
   afterAll(async () => {
     log.mockRestore();
@@ -113,7 +131,10 @@ describe('README examples: MCP', () => {
     expect(log).toHaveBeenLastCalledWith({ city: 'Lisbon', temperatureC: 21.5 }, true, expect.stringMatching(/^rcp_/));
     expect(agent.spent).toBe('0.0100000');
     // The seller's tool settled that call with its payments key, which may not write the catalog.
-    expect(await toolClient.resources.update(resourceId, { amount: '0.0001' }).catch((e: unknown) => e)).toMatchObject({ status: 403, code: 'FORBIDDEN' });
+    expect(await toolClient.resources.update(resourceId, { amount: '0.0001' }).catch((e: unknown) => e)).toMatchObject({
+      status: 403,
+      code: 'FORBIDDEN',
+    });
 
     const [forAgent, forServer] = InMemoryTransport.createLinkedPair();
     await createMarketplaceMcpServer({ marketplace: agent, payer: agent, perCallLimit: '0.5' }).connect(forServer);
@@ -122,7 +143,9 @@ describe('README examples: MCP', () => {
     const found = await tools.callTool({ name: 'search_resources', arguments: { q: 'weather forecast', type: 'mcp' } });
     console.log(found.structuredContent);
 
-    expect(log).toHaveBeenLastCalledWith(expect.objectContaining({ resources: [expect.objectContaining({ id: resourceId, type: 'mcp' })] }));
+    expect(log).toHaveBeenLastCalledWith(
+      expect.objectContaining({ resources: [expect.objectContaining({ id: resourceId, type: 'mcp' })] }),
+    );
     expect((await tools.listTools()).tools.map((t) => t.name)).toContain('call_paid_resource');
     await tools.close();
   });

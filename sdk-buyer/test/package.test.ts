@@ -9,10 +9,10 @@ const script = (load: string) => `${load}
   const { items } = await buyer.networks.list();
   let err;
   try { await buyer.resources.get('res_01JD6Z8V3K9Q2W7X4M5N6P8R0T'); } catch (e) { err = e; }
-  console.log(JSON.stringify({ networks: items.map((n) => n.network), isApiError: err instanceof ApiError, code: err && err.code, status: err && err.status, signPayment: typeof signPayment }));
+  console.log(JSON.stringify({ networks: items.map((n) => n.network), isApiError: err instanceof ApiError, code: err
+    && err.code, status: err && err.status, signPayment: typeof signPayment }));
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
-
 
 describe('the packed buyer SDK installs and works in an empty project', () => {
   let server: RunningServer;
@@ -28,7 +28,15 @@ describe('the packed buyer SDK installs and works in an empty project', () => {
 
   it('ships only dist (ESM + CJS with types) and the README, and no server code', () => {
     const installed = path.join(pkg.dir, 'node_modules/@paid-api-marketplace/sdk-buyer');
-    for (const f of ['dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'README.md', 'package.json']) expect(fs.existsSync(path.join(installed, f))).toBe(true);
+    for (const f of [
+      'dist/esm/index.js',
+      'dist/esm/index.d.ts',
+      'dist/cjs/index.js',
+      'dist/cjs/index.d.ts',
+      'README.md',
+      'package.json',
+    ])
+      expect(fs.existsSync(path.join(installed, f))).toBe(true);
     expect(fs.existsSync(path.join(installed, 'src'))).toBe(false);
     expect(fs.existsSync(path.join(pkg.dir, 'node_modules/@paid-api-marketplace/server'))).toBe(false);
     const manifest = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8'));
@@ -36,28 +44,65 @@ describe('the packed buyer SDK installs and works in an empty project', () => {
   });
 
   it.each([
-    ['require (CommonJS)', 'check.cjs', "const { createBuyerClient, ApiError, signPayment } = require('@paid-api-marketplace/sdk-buyer');"],
-    ['import (ESM)', 'check.mjs', "import { createBuyerClient, ApiError, signPayment } from '@paid-api-marketplace/sdk-buyer';"],
+    [
+      'require (CommonJS)',
+      'check.cjs',
+      "const { createBuyerClient, ApiError, signPayment } = require('@paid-api-marketplace/sdk-buyer');",
+    ],
+    [
+      'import (ESM)',
+      'check.mjs',
+      "import { createBuyerClient, ApiError, signPayment } from '@paid-api-marketplace/sdk-buyer';",
+    ],
   ])('from %s it talks to the server and throws ApiError', async (_label, file, load) => {
     const out = JSON.parse(await runIn(pkg.dir, file, script(load), { BASE_URL: server.baseUrl }));
-    expect(out).toEqual({ networks: ['stellar:testnet', 'stellar:pubnet'], isApiError: true, code: 'RESOURCE_NOT_FOUND', status: 404, signPayment: 'function' });
+    expect(out).toEqual({
+      networks: ['stellar:testnet', 'stellar:pubnet'],
+      isApiError: true,
+      code: 'RESOURCE_NOT_FOUND',
+      status: 404,
+      signPayment: 'function',
+    });
   });
 
   it.each([
-    ['require (CommonJS)', 'mcp.cjs', "const { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } = require('@paid-api-marketplace/sdk-buyer/mcp');"],
-    ['import (ESM)', 'mcp.mjs', "import { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } from '@paid-api-marketplace/sdk-buyer/mcp';"],
+    [
+      'require (CommonJS)',
+      'mcp.cjs',
+      "const { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } = require('@paid-api-marketplace/sdk-buyer/mcp');",
+    ],
+    [
+      'import (ESM)',
+      'mcp.mjs',
+      "import { createMarketplaceMcpServer, MARKETPLACE_READ_TOOLS } from '@paid-api-marketplace/sdk-buyer/mcp';",
+    ],
   ])('its ./mcp export (what the marketplace server mounts at /mcp) loads from %s', async (_label, file, load) => {
-    const out = JSON.parse(await runIn(pkg.dir, file, `${load}\nconsole.log(JSON.stringify({ create: typeof createMarketplaceMcpServer, tools: MARKETPLACE_READ_TOOLS }));\n`));
-    expect(out).toEqual({ create: 'function', tools: ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt'] });
+    const out = JSON.parse(
+      await runIn(
+        pkg.dir,
+        file,
+        `${load}\nconsole.log(JSON.stringify({ create: typeof createMarketplaceMcpServer, tools: ` +
+          `MARKETPLACE_READ_TOOLS }));\n`,
+      ),
+    );
+    expect(out).toEqual({
+      create: 'function',
+      tools: ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt'],
+    });
   });
 
-  it('is published quality: attw finds no type problems for node10, node16 (CJS and ESM) and bundler, publint finds nothing', async () => {
-    const lint = await lintPackedTarball(pkg.tarball);
-    expect(lint.attwEntrypoints).toContain('.');
-    expect(lint.attwEntrypoints).toContain('./mcp');
-    expect(lint.attwProblems).toEqual({});
-    expect(lint.publint).toEqual([]);
-  }, 240_000);
+  it(
+    'is published quality: attw finds no type problems for node10, node16 (CJS and ESM) and bundler, publint ' +
+      'finds nothing',
+    async () => {
+      const lint = await lintPackedTarball(pkg.tarball);
+      expect(lint.attwEntrypoints).toContain('.');
+      expect(lint.attwEntrypoints).toContain('./mcp');
+      expect(lint.attwProblems).toEqual({});
+      expect(lint.publint).toEqual([]);
+    },
+    240_000,
+  );
 
   it('ships the Apache-2.0 license', () => {
     const installed = path.join(pkg.dir, 'node_modules/@paid-api-marketplace/sdk-buyer');

@@ -20,19 +20,57 @@ export { ApiError, type ApiErrorDetail } from './core/errors.js';
 export type { RetryOptions } from './core/http.js';
 export type { PageIterable } from './core/pagination.js';
 export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
-export { paywall, type PaywallOptions, type PaywallPayment, type PaywallClient, type PaywallMiddleware } from './paywall/paywall.js';
+export {
+  paywall,
+  type PaywallOptions,
+  type PaywallPayment,
+  type PaywallClient,
+  type PaywallMiddleware,
+} from './paywall/paywall.js';
 export { PaywallConfigurationError } from './paywall/seller-checks.js';
 export { settleOutcome, type SettleOutcome, type SettleWait, type SettlingClient } from './paywall/settle-outcome.js';
-export { createReceiptKey, createReceiptSigner, receiptKeyProof, type ReceiptKey, type ReceiptKeyProof, type ReceiptPayload, type ReceiptSigner } from './paywall/receipt-signer.js';
+export {
+  createReceiptKey,
+  createReceiptSigner,
+  receiptKeyProof,
+  type ReceiptKey,
+  type ReceiptKeyProof,
+  type ReceiptPayload,
+  type ReceiptSigner,
+} from './paywall/receipt-signer.js';
 export { toFacilitatorPayload, decodePaymentHeader } from './paywall/x402-translate.js';
-export { adaptStellarServerScheme, adaptStellarClientScheme, STELLAR_EXACT_PAYMENT_FLOWS, STELLAR_DEFAULT_ASSETS, STELLAR_DEFAULT_ASSET_TRANSFER_METHOD, type X402PaymentFlow, type X402PaymentFlowTable, type StellarDefaultAsset, type StellarServerSchemeMembers, type StellarClientSchemeMembers } from './x402/stock-stellar.js';
-export { paidTool, PAID_TOOL_INSTRUCTIONS, X402_PAYMENT_META, X402_PAYMENT_RESPONSE_META, type PaidToolConfig, type PaidToolHandler } from './mcp/paid-tool.js';
+export {
+  adaptStellarServerScheme,
+  adaptStellarClientScheme,
+  STELLAR_EXACT_PAYMENT_FLOWS,
+  STELLAR_DEFAULT_ASSETS,
+  STELLAR_DEFAULT_ASSET_TRANSFER_METHOD,
+  type X402PaymentFlow,
+  type X402PaymentFlowTable,
+  type StellarDefaultAsset,
+  type StellarServerSchemeMembers,
+  type StellarClientSchemeMembers,
+} from './x402/stock-stellar.js';
+export {
+  paidTool,
+  PAID_TOOL_INSTRUCTIONS,
+  X402_PAYMENT_META,
+  X402_PAYMENT_RESPONSE_META,
+  type PaidToolConfig,
+  type PaidToolHandler,
+} from './mcp/paid-tool.js';
 export { statelessMcpHandler } from './mcp/serve.js';
 
 type Schemas = components['schemas'];
-type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : never;
 type NoCursor<Q> = Omit<Q, 'cursor'>;
-type Body<Op extends keyof operations> = operations[Op] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type Body<Op extends keyof operations> = operations[Op] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
 /** Fields the contract gives a default are optional here (openapi-typescript marks defaulted fields required). */
 type Defaulted<B, K extends keyof B> = Omit<B, K> & Partial<Pick<B, K>>;
 /** Per-call options of a POST: your own Idempotency-Key (otherwise a random one is sent). */
@@ -65,7 +103,8 @@ export interface WalletSigner {
 export interface SignUpInput {
   displayName: string;
   domain: string;
-  /** The seller's wallet: a Keypair, its secret seed (`S...`), or a WalletSigner. It becomes the seller's walletAddress. */
+  /** The seller's wallet: a Keypair, its secret seed (`S...`), or a WalletSigner. It becomes the seller's
+   * walletAddress. */
   wallet: Keypair | string | WalletSigner;
 }
 
@@ -97,8 +136,15 @@ async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Respons
 const idem = (o?: PostOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : undefined);
 
 export function createSellerClient(options: SellerClientOptions) {
-  const raw = createTransport<paths>({ baseUrl: options.baseUrl, apiKey: options.apiKey, fetch: options.fetch, retry: options.retry });
-  const publicRaw = options.apiKey ? createTransport<paths>({ baseUrl: options.baseUrl, fetch: options.fetch, retry: options.retry }) : raw;
+  const raw = createTransport<paths>({
+    baseUrl: options.baseUrl,
+    apiKey: options.apiKey,
+    fetch: options.fetch,
+    retry: options.retry,
+  });
+  const publicRaw = options.apiKey
+    ? createTransport<paths>({ baseUrl: options.baseUrl, fetch: options.fetch, retry: options.retry })
+    : raw;
 
   const sellers = {
     /**
@@ -113,7 +159,17 @@ export function createSellerClient(options: SellerClientOptions) {
       const challenge = await sellers.challenge(walletAddress);
       const signature = await signer.signMessage(challenge.message);
       const { wallet: _w, ...profile } = input;
-      return sellers.create({ ...profile, walletAddress, walletProof: { challengeId: challenge.challengeId, signature: typeof signature === 'string' ? signature : toBase64(signature) } }, o);
+      return sellers.create(
+        {
+          ...profile,
+          walletAddress,
+          walletProof: {
+            challengeId: challenge.challengeId,
+            signature: typeof signature === 'string' ? signature : toBase64(signature),
+          },
+        },
+        o,
+      );
     },
     /** Step one of sign-up: a short-lived, single-use challenge for the wallet to sign. */
     challenge: (walletAddress: string, o?: PostOptions): Promise<Schemas['SellerChallenge']> =>
@@ -121,13 +177,26 @@ export function createSellerClient(options: SellerClientOptions) {
     /** Step two of sign-up, with a `walletProof` you built yourself (see `signUp`, which does both steps). */
     create: (input: Body<'createSeller'>, o?: PostOptions): Promise<Schemas['SellerCreated']> =>
       data(raw.POST('/v1/sellers', { body: input, headers: idem(o) })),
-    get: (sellerId: string): Promise<Schemas['Seller']> => data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
-    verifyDomain: (sellerId: string, input: Body<'verifySellerDomain'>, o?: PostOptions): Promise<Schemas['DomainVerification']> =>
-      data(raw.POST('/v1/sellers/{sellerId}/verify-domain', { params: { path: { sellerId } }, body: input, headers: idem(o) })),
+    get: (sellerId: string): Promise<Schemas['Seller']> =>
+      data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
+    verifyDomain: (
+      sellerId: string,
+      input: Body<'verifySellerDomain'>,
+      o?: PostOptions,
+    ): Promise<Schemas['DomainVerification']> =>
+      data(
+        raw.POST('/v1/sellers/{sellerId}/verify-domain', {
+          params: { path: { sellerId } },
+          body: input,
+          headers: idem(o),
+        }),
+      ),
     resources: (sellerId: string, query: Query<'listSellerResources'> = {}): Promise<Schemas['ResourceList']> =>
       data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
-    iterateResources: (sellerId: string, query: NoCursor<Query<'listSellerResources'>> = {}): PageIterable<Schemas['Resource']> =>
-      paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
+    iterateResources: (
+      sellerId: string,
+      query: NoCursor<Query<'listSellerResources'>> = {},
+    ): PageIterable<Schemas['Resource']> => paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
     /**
      * The seller's receipt keys: `publish` replaces the set (admin key), `get` reads it (public). Buyers verify the
      * paywall's signed receipts against it. Give `publish` the ReceiptKey of createReceiptKey() for each new key: it
@@ -135,70 +204,115 @@ export function createSellerClient(options: SellerClientOptions) {
      * already published may be given as its public JWK (no proof needed, e.g. a retired key kept for old receipts).
      */
     receiptKeys: {
-      get: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> => data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
-      publish: async (sellerId: string, input: { keys: Array<ReceiptKey | Schemas['SellerReceiptKey']>; proofs?: Schemas['ReceiptKeyProof'][] }): Promise<Schemas['SellerReceiptKeys']> => {
-        const isReceiptKey = (k: ReceiptKey | Schemas['SellerReceiptKey']): k is ReceiptKey => typeof (k as ReceiptKey).privateJwk === 'object' && (k as ReceiptKey).privateJwk !== null;
+      get: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> =>
+        data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
+      publish: async (
+        sellerId: string,
+        input: { keys: Array<ReceiptKey | Schemas['SellerReceiptKey']>; proofs?: Schemas['ReceiptKeyProof'][] },
+      ): Promise<Schemas['SellerReceiptKeys']> => {
+        const isReceiptKey = (k: ReceiptKey | Schemas['SellerReceiptKey']): k is ReceiptKey =>
+          typeof (k as ReceiptKey).privateJwk === 'object' && (k as ReceiptKey).privateJwk !== null;
         const keys = input.keys.map((k) => (isReceiptKey(k) ? k.publicJwk : k));
-        const proofs = [...(input.proofs ?? []), ...(await Promise.all(input.keys.filter(isReceiptKey).map((k) => receiptKeyProof(k.privateJwk, sellerId))))];
-        return data(raw.PUT('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } }, body: { keys, ...(proofs.length ? { proofs } : {}) } }));
+        const proofs = [
+          ...(input.proofs ?? []),
+          ...(await Promise.all(input.keys.filter(isReceiptKey).map((k) => receiptKeyProof(k.privateJwk, sellerId)))),
+        ];
+        return data(
+          raw.PUT('/v1/sellers/{sellerId}/receipt-keys', {
+            params: { path: { sellerId } },
+            body: { keys, ...(proofs.length ? { proofs } : {}) },
+          }),
+        );
       },
     },
   };
 
   const resources = {
-    /** The created resource and its readiness `warnings` (e.g. TRUSTLINE_REQUIRED on payTo: the wallet cannot receive yet). */
+    /** The created resource and its readiness `warnings` (e.g. TRUSTLINE_REQUIRED on payTo: the wallet cannot receive
+     * yet). */
     create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceCreated']> =>
       data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceCreated']>,
-    get: (id: string): Promise<Schemas['ResourceDetail']> => data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    get: (id: string): Promise<Schemas['ResourceDetail']> =>
+      data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
     /** The public read of a resource, sent without the API key (what buyers see; used by paywall and paidTool). */
-    getPublic: (id: string): Promise<Schemas['ResourceDetail']> => data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    getPublic: (id: string): Promise<Schemas['ResourceDetail']> =>
+      data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
     update: (id: string, patch: Body<'updateResource'>): Promise<Schemas['ResourceDetail']> =>
-      data(raw.PATCH('/v1/resources/{id}', { params: { path: { id } }, body: patch })) as Promise<Schemas['ResourceDetail']>,
-    delete: (id: string): Promise<Schemas['ResourceDeletion']> => data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
-    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> => data(raw.GET('/v1/resources', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> => paginate((cursor) => resources.list({ ...query, cursor })),
+      data(raw.PATCH('/v1/resources/{id}', { params: { path: { id } }, body: patch })) as Promise<
+        Schemas['ResourceDetail']
+      >,
+    delete: (id: string): Promise<Schemas['ResourceDeletion']> =>
+      data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
+    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> =>
+      data(raw.GET('/v1/resources', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> =>
+      paginate((cursor) => resources.list({ ...query, cursor })),
     versions: (id: string, query: Query<'listResourceVersions'> = {}): Promise<Schemas['ResourceVersionList']> =>
       data(raw.GET('/v1/resources/{id}/versions', { params: { path: { id }, query } })),
-    iterateVersions: (id: string, query: NoCursor<Query<'listResourceVersions'>> = {}): PageIterable<Schemas['ResourceVersion']> =>
-      paginate((cursor) => resources.versions(id, { ...query, cursor })),
+    iterateVersions: (
+      id: string,
+      query: NoCursor<Query<'listResourceVersions'>> = {},
+    ): PageIterable<Schemas['ResourceVersion']> => paginate((cursor) => resources.versions(id, { ...query, cursor })),
   };
 
   const catalog = {
     /** Checks a resource against the catalog rules without changing anything. */
-    validate: (input: Defaulted<Body<'validateResource'>, 'trusted' | 'payToDeclared'>, o?: PostOptions): Promise<Schemas['ValidationResult']> =>
+    validate: (
+      input: Defaulted<Body<'validateResource'>, 'trusted' | 'payToDeclared'>,
+      o?: PostOptions,
+    ): Promise<Schemas['ValidationResult']> =>
       data(raw.POST('/v1/discovery/validate', { body: input as Body<'validateResource'>, headers: idem(o) })),
     /** Validates and publishes a resource in discovery. */
-    catalog: (input: Defaulted<Body<'catalogResource'>, 'trusted' | 'payToDeclared'>, o?: PostOptions): Promise<Schemas['CatalogResult']> =>
-      data(raw.POST('/v1/discovery/catalog', { body: input as Body<'catalogResource'>, headers: idem(o) })) as Promise<Schemas['CatalogResult']>,
+    catalog: (
+      input: Defaulted<Body<'catalogResource'>, 'trusted' | 'payToDeclared'>,
+      o?: PostOptions,
+    ): Promise<Schemas['CatalogResult']> =>
+      data(raw.POST('/v1/discovery/catalog', { body: input as Body<'catalogResource'>, headers: idem(o) })) as Promise<
+        Schemas['CatalogResult']
+      >,
   };
 
   const discovery = {
-    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> => data(raw.GET('/v1/discovery/resources', { params: { query } })),
-    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> => data(raw.GET('/v1/discovery/search', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> => paginate((cursor) => discovery.list({ ...query, cursor })),
-    iterateSearch: (query: NoCursor<Query<'searchResources'>>): PageIterable<Schemas['DiscoveryResource']> => paginate((cursor) => discovery.search({ ...query, cursor })),
+    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> =>
+      data(raw.GET('/v1/discovery/resources', { params: { query } })),
+    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> =>
+      data(raw.GET('/v1/discovery/search', { params: { query } })),
+    iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> =>
+      paginate((cursor) => discovery.list({ ...query, cursor })),
+    iterateSearch: (query: NoCursor<Query<'searchResources'>>): PageIterable<Schemas['DiscoveryResource']> =>
+      paginate((cursor) => discovery.search({ ...query, cursor })),
   };
 
   const payments = {
-    /** Payment attempts (GET /v1/payments; a seller key sees only its own). Pass `sellerId` to use the seller's own list. */
+    /** Payment attempts (GET /v1/payments; a seller key sees only its own). Pass `sellerId` to use the seller's own
+     * list. */
     list: (query: Query<'listPayments'> = {}): Promise<Schemas['PaymentAttemptList']> =>
       query.sellerId
-        ? data(raw.GET('/v1/sellers/{sellerId}/payments', { params: { path: { sellerId: query.sellerId }, query: { ...query, sellerId: undefined } } }))
+        ? data(
+            raw.GET('/v1/sellers/{sellerId}/payments', {
+              params: { path: { sellerId: query.sellerId }, query: { ...query, sellerId: undefined } },
+            }),
+          )
         : data(raw.GET('/v1/payments', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listPayments'>> = {}): PageIterable<Schemas['PaymentAttempt']> => paginate((cursor) => payments.list({ ...query, cursor })),
-    get: (paymentId: string): Promise<Schemas['PaymentDetail']> => data(raw.GET('/v1/payments/{paymentId}', { params: { path: { paymentId } } })),
+    iterate: (query: NoCursor<Query<'listPayments'>> = {}): PageIterable<Schemas['PaymentAttempt']> =>
+      paginate((cursor) => payments.list({ ...query, cursor })),
+    get: (paymentId: string): Promise<Schemas['PaymentDetail']> =>
+      data(raw.GET('/v1/payments/{paymentId}', { params: { path: { paymentId } } })),
   };
 
   const settlements = {
-    get: (transactionHash: string): Promise<Schemas['Settlement']> => data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
+    get: (transactionHash: string): Promise<Schemas['Settlement']> =>
+      data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
   };
   const receipts = {
-    get: (receiptId: string): Promise<Schemas['Receipt']> => data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
+    get: (receiptId: string): Promise<Schemas['Receipt']> =>
+      data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
   };
 
   const facilitator = {
     supported: (): Promise<Schemas['Supported']> => data(raw.GET('/v1/supported')),
-    verify: (input: Schemas['VerifyRequest'], o?: PostOptions): Promise<Schemas['VerifyResponse']> => data(raw.POST('/v1/verify', { body: input, headers: idem(o) })),
+    verify: (input: Schemas['VerifyRequest'], o?: PostOptions): Promise<Schemas['VerifyResponse']> =>
+      data(raw.POST('/v1/verify', { body: input, headers: idem(o) })),
     settle: (input: Schemas['SettleRequest'], o?: PostOptions): Promise<Schemas['SettleResponse']> =>
       data(raw.POST('/v1/settle', { body: input, headers: idem(o) })) as Promise<Schemas['SettleResponse']>,
   };
@@ -234,6 +348,24 @@ export function createSellerClient(options: SellerClientOptions) {
 }
 
 export type SellerClient = ReturnType<typeof createSellerClient>;
-export { verifyReceiptSignature, type SignedReceiptPayload, type ReceiptVerification } from './receipts/verify-receipt.js';
-export { checkWalletReadiness, type WalletReadiness, type WalletReadinessOptions, type WalletAssetReadiness } from './wallet/readiness.js';
-export { verifyAttestation, verifySellerReceipt, sellerReceiptOf, attestationOf, attestationClaims, type AttestationPayload, type SellerReceiptPayload, type SignedDocumentCheck } from './receipts/attestation.js';
+export {
+  verifyReceiptSignature,
+  type SignedReceiptPayload,
+  type ReceiptVerification,
+} from './receipts/verify-receipt.js';
+export {
+  checkWalletReadiness,
+  type WalletReadiness,
+  type WalletReadinessOptions,
+  type WalletAssetReadiness,
+} from './wallet/readiness.js';
+export {
+  verifyAttestation,
+  verifySellerReceipt,
+  sellerReceiptOf,
+  attestationOf,
+  attestationClaims,
+  type AttestationPayload,
+  type SellerReceiptPayload,
+  type SignedDocumentCheck,
+} from './receipts/attestation.js';

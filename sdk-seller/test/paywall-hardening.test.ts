@@ -9,7 +9,12 @@ import express from 'express';
 import type { Keypair } from '@stellar/stellar-sdk';
 import { startLocalNetwork, type LocalNetwork } from '../../server/src/ledger/local-network';
 import { startTestService, testNetworks, type TestService } from '../../server/test/support/test-service';
-import { fundedBuyer, paymentCase, sellerWithResource, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  sellerWithResource,
+  type FacilitatorEnv,
+} from '../../server/test/facilitator/helpers';
 import { createSellerClient, paywall, type PaywallOptions } from '../src';
 
 const paymentWithin = (e: FacilitatorEnv, b: Keypair, to: string, amount: string, expiration?: number) =>
@@ -18,7 +23,11 @@ const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** GET with the path sent byte for byte (fetch's URL parser would resolve `%2E%2E` before sending). */
-function rawGet(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function rawGet(
+  base: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: hostname, port, path, method: 'GET', headers }, (res) => {
@@ -55,7 +64,10 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
   beforeAll(async () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 400, assets: [{ code: 'USDC' }] });
     svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       facilitator: { channelAccounts: 2, pollMs: 25 },
     });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
@@ -78,14 +90,25 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
   });
 
   /** A shop with paid routes `/paid`, `/paid/:name` and a regex route `/files/.*` (no dotAll). */
-  async function shop(fetchFn: typeof fetch = fetch, extra: Partial<PaywallOptions> = {}, handler?: express.RequestHandler): Promise<string> {
-    const client = createSellerClient({ baseUrl: api.url, apiKey, fetch: fetchFn, retry: { baseDelayMs: 1, maxRetries: 2 } });
+  async function shop(
+    fetchFn: typeof fetch = fetch,
+    extra: Partial<PaywallOptions> = {},
+    handler?: express.RequestHandler,
+  ): Promise<string> {
+    const client = createSellerClient({
+      baseUrl: api.url,
+      apiKey,
+      fetch: fetchFn,
+      retry: { baseDelayMs: 1, maxRetries: 2 },
+    });
     const app = express();
     const wall = paywall({ client, resourceId, settle: { waitMs: 20_000, pollMs: 100 }, ...extra });
-    const serve: express.RequestHandler = handler ?? ((_req, res) => {
-      served++;
-      res.json({ secret: 'paid content' });
-    });
+    const serve: express.RequestHandler =
+      handler ??
+      ((_req, res) => {
+        served++;
+        res.json({ secret: 'paid content' });
+      });
     app.get('/paid', wall, serve);
     app.get('/paid/:name', wall, serve);
     app.get(/^\/files\/.*$/, wall, serve);
@@ -95,11 +118,13 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
   }
 
   /** fetch that never answers the given marketplace operation (the call hangs, as a stalled facilitator would). */
-  const stalling = (pathname: string) => (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const req = input instanceof Request ? input : new Request(input, init);
-    if (req.method === 'POST' && new URL(req.url).pathname === pathname) return new Promise<Response>((_, reject) => stalled.push(reject));
-    return fetch(req);
-  }) as typeof fetch;
+  const stalling = (pathname: string) =>
+    (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const req = input instanceof Request ? input : new Request(input, init);
+      if (req.method === 'POST' && new URL(req.url).pathname === pathname)
+        return new Promise<Response>((_, reject) => stalled.push(reject));
+      return fetch(req);
+    }) as typeof fetch;
 
   const balance = () => Number(network.balance(buyer.publicKey(), 'USDC'));
 
@@ -109,7 +134,7 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
     expect(res.headers.get('cache-control')).toBe('no-store');
   });
 
-  it('a paid 200 carries Cache-Control: private, keeping the handler\'s max-age but never public', async () => {
+  it("a paid 200 carries Cache-Control: private, keeping the handler's max-age but never public", async () => {
     const url = await shop(fetch, {}, (_req, res) => {
       res.set('Cache-Control', 'public, max-age=60, s-maxage=600').json({ secret: 'paid content' });
     });
@@ -119,17 +144,20 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
     expect(res.headers.get('cache-control')).toBe('private, max-age=60');
   });
 
-  it('a failed settlement (authorization expired while the handler ran) answers 402 with Cache-Control: no-store', async () => {
-    const latest = network.latestLedger();
-    const url = await shop(fetch, {}, async (_req, res) => {
-      while (network.latestLedger() <= latest + 3) await sleep(100);
-      res.json({ secret: 'paid content' });
-    });
-    const c = await paymentWithin(env, buyer, payTo, '0.25', latest + 3);
-    const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
-    expect(res.status).toBe(402);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-  });
+  it(
+    'a failed settlement (authorization expired while the handler ' + 'ran) answers 402 with Cache-Control: no-store',
+    async () => {
+      const latest = network.latestLedger();
+      const url = await shop(fetch, {}, async (_req, res) => {
+        while (network.latestLedger() <= latest + 3) await sleep(100);
+        res.json({ secret: 'paid content' });
+      });
+      const c = await paymentWithin(env, buyer, payTo, '0.25', latest + 3);
+      const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+      expect(res.status).toBe(402);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+    },
+  );
 
   it.each([
     ['an encoded slash %2F', '/paid/public%2F..%2Fsecret'],
@@ -138,20 +166,23 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
     ['an encoded dot segment', '/paid/%2E%2E'],
     ['a newline %0A past a route regex without dotAll', '/files/x%0Ay'],
     ['a carriage return %0D', '/paid/x%0D'],
-  ])('path trick: %s is refused 400 before verifying, the handler does not run and nothing is charged', async (_name, path) => {
-    served = 0;
-    const url = await shop();
-    const before = balance();
-    const c = await paymentWithin(env, buyer, payTo, '0.25');
-    const res = await rawGet(url, path, { 'PAYMENT-SIGNATURE': b64(c.payload) });
-    expect(res.status).toBe(400);
-    expect(res.headers['cache-control']).toBe('no-store');
-    expect(res.headers['payment-required']).toBeUndefined();
-    expect(JSON.parse(res.body).error).toMatchObject({ code: 'INVALID_REQUEST' });
-    expect(served).toBe(0);
-    await sleep(500);
-    expect(balance()).toBe(before);
-  });
+  ])(
+    'path trick: %s is refused 400 before verifying, the handler does not run and nothing is charged',
+    async (_name, path) => {
+      served = 0;
+      const url = await shop();
+      const before = balance();
+      const c = await paymentWithin(env, buyer, payTo, '0.25');
+      const res = await rawGet(url, path, { 'PAYMENT-SIGNATURE': b64(c.payload) });
+      expect(res.status).toBe(400);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['payment-required']).toBeUndefined();
+      expect(JSON.parse(res.body).error).toMatchObject({ code: 'INVALID_REQUEST' });
+      expect(served).toBe(0);
+      await sleep(500);
+      expect(balance()).toBe(before);
+    },
+  );
 
   it('a plain paid path with an encoded ordinary character (%20) is still served', async () => {
     const url = await shop();
@@ -160,38 +191,53 @@ describe('paywall hardening: caching, path tricks, facilitator timeouts', () => 
     expect(res.status).toBe(200);
   });
 
-  it('a verify call that times out is indeterminate: 503 with Retry-After, "pending", no PAYMENT-REQUIRED, the handler does not run', async () => {
-    served = 0;
-    const url = await shop(stalling('/v1/verify'), { settle: { waitMs: 20_000, pollMs: 100, facilitatorTimeoutMs: 300 } });
-    const c = await paymentWithin(env, buyer, payTo, '0.25');
-    const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('5');
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.headers.get('payment-required')).toBeNull();
-    const body = await res.json();
-    expect(body.error.code).toBe('SETTLEMENT_UNCONFIRMED');
-    expect(body.error.message).toMatch(/pending, not failed/);
-    expect(served).toBe(0);
-  });
+  it(
+    'a verify call that times out is indeterminate: 503 with Retry-After, "pending", no PAYMENT-REQUIRED, the ' +
+      'handler does not run',
+    async () => {
+      served = 0;
+      const url = await shop(stalling('/v1/verify'), {
+        settle: { waitMs: 20_000, pollMs: 100, facilitatorTimeoutMs: 300 },
+      });
+      const c = await paymentWithin(env, buyer, payTo, '0.25');
+      const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('payment-required')).toBeNull();
+      const body = await res.json();
+      expect(body.error.code).toBe('SETTLEMENT_UNCONFIRMED');
+      expect(body.error.message).toMatch(/pending, not failed/);
+      expect(served).toBe(0);
+    },
+  );
 
-  it('a settle call that times out is indeterminate, never a failure: 503 with Retry-After, "pending", the content withheld', async () => {
-    served = 0;
-    const url = await shop(stalling('/v1/settle'), { settle: { waitMs: 20_000, pollMs: 100, facilitatorTimeoutMs: 500 } });
-    const c = await paymentWithin(env, buyer, payTo, '0.25');
-    const started = Date.now();
-    const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
-    expect(Date.now() - started).toBeLessThan(10_000);
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('5');
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.headers.get('payment-required')).toBeNull();
-    expect(res.headers.get('payment-response')).toBeNull();
-    const text = await res.text();
-    expect(text).not.toContain('paid content');
-    const body = JSON.parse(text);
-    expect(body.error).toMatchObject({ code: 'SETTLEMENT_UNCONFIRMED', details: [{ field: 'paymentAttemptId', message: expect.stringMatching(/^pay_/) }] });
-    expect(body.error.message).toMatch(/pending, not failed/);
-    expect(served).toBe(1);
-  });
+  it(
+    'a settle call that times out is indeterminate, never a failure: 503 with Retry-After, "pending", the ' +
+      'content withheld',
+    async () => {
+      served = 0;
+      const url = await shop(stalling('/v1/settle'), {
+        settle: { waitMs: 20_000, pollMs: 100, facilitatorTimeoutMs: 500 },
+      });
+      const c = await paymentWithin(env, buyer, payTo, '0.25');
+      const started = Date.now();
+      const res = await fetch(`${url}/paid`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('payment-required')).toBeNull();
+      expect(res.headers.get('payment-response')).toBeNull();
+      const text = await res.text();
+      expect(text).not.toContain('paid content');
+      const body = JSON.parse(text);
+      expect(body.error).toMatchObject({
+        code: 'SETTLEMENT_UNCONFIRMED',
+        details: [{ field: 'paymentAttemptId', message: expect.stringMatching(/^pay_/) }],
+      });
+      expect(body.error.message).toMatch(/pending, not failed/);
+      expect(served).toBe(1);
+    },
+  );
 });

@@ -6,11 +6,20 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import type { Keypair } from '@stellar/stellar-sdk';
-import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../../server/test/facilitator/helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  sellerWithResource,
+  startFacilitatorEnv,
+  type FacilitatorEnv,
+} from '../../server/test/facilitator/helpers';
 import { createSellerClient, paywall } from '../src';
 
 /** paymentCase with an expiry inside the facilitator's window (maxTimeoutSeconds / ledger seconds + 2) unless set. */
-const paymentWithin = (e: FacilitatorEnv, ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never) => {
+const paymentWithin = (
+  e: FacilitatorEnv,
+  ...rest: Parameters<typeof paymentCase> extends [unknown, ...infer R] ? R : never
+) => {
   const [b, to, amount, o = {}] = rest;
   return paymentCase(e, b, to, amount, { ...o, sign: { expiration: e.network.latestLedger() + 30, ...o.sign } });
 };
@@ -69,19 +78,31 @@ describe('paywall middleware', () => {
   });
   beforeEach(() => (calls.length = 0));
 
-  it('without payment: 402 with the requirements in PAYMENT-REQUIRED and the body; the handler does not run', async () => {
-    const res = await fetch(`${shopUrl}/ok/Lisbon`);
-    expect(res.status).toBe(402);
-    const header = unb64(res.headers.get('payment-required'));
-    expect(header).toEqual(await res.json());
-    expect(header).toMatchObject({
-      x402Version: 2,
-      error: 'PAYMENT_REQUIRED',
-      resource: { url: `${shopUrl}/ok/Lisbon` },
-      accepts: [{ scheme: 'exact', network: 'stellar:testnet', amount: '2500000', asset: env.usdc.contractId, payTo, extra: { areFeesSponsored: true, asset: { code: 'USDC', issuer: env.usdc.issuer }, resourceId } }],
-    });
-    expect(calls).toEqual([]);
-  });
+  it(
+    'without payment: 402 with the requirements in ' + 'PAYMENT-REQUIRED and the body; the handler does not run',
+    async () => {
+      const res = await fetch(`${shopUrl}/ok/Lisbon`);
+      expect(res.status).toBe(402);
+      const header = unb64(res.headers.get('payment-required'));
+      expect(header).toEqual(await res.json());
+      expect(header).toMatchObject({
+        x402Version: 2,
+        error: 'PAYMENT_REQUIRED',
+        resource: { url: `${shopUrl}/ok/Lisbon` },
+        accepts: [
+          {
+            scheme: 'exact',
+            network: 'stellar:testnet',
+            amount: '2500000',
+            asset: env.usdc.contractId,
+            payTo,
+            extra: { areFeesSponsored: true, asset: { code: 'USDC', issuer: env.usdc.issuer }, resourceId },
+          },
+        ],
+      });
+      expect(calls).toEqual([]);
+    },
+  );
 
   it('a header that is not a payment: 402 INVALID_PAYMENT_PAYLOAD, the handler does not run', async () => {
     const res = await fetch(`${shopUrl}/ok/Lisbon`, { headers: { 'PAYMENT-SIGNATURE': b64({ hello: 'world' }) } });
@@ -90,15 +111,18 @@ describe('paywall middleware', () => {
     expect(calls).toEqual([]);
   });
 
-  it('a payment signed by someone else fails verify before the handler runs: 402 with the facilitator code', async () => {
-    const other = await fundedBuyer(env, '1');
-    const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { signer: other } });
-    const res = await fetch(`${shopUrl}/ok/Lisbon`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
-    expect(res.status).toBe(402);
-    const body = await res.json();
-    expect(body.error).toMatchObject({ code: 'INVALID_SIGNATURE' });
-    expect(calls).toEqual([]);
-  });
+  it(
+    'a payment signed by someone else fails verify before the ' + 'handler runs: 402 with the facilitator code',
+    async () => {
+      const other = await fundedBuyer(env, '1');
+      const c = await paymentWithin(env, buyer, payTo, '0.25', { sign: { signer: other } });
+      const res = await fetch(`${shopUrl}/ok/Lisbon`, { headers: { 'PAYMENT-SIGNATURE': b64(c.payload) } });
+      expect(res.status).toBe(402);
+      const body = await res.json();
+      expect(body.error).toMatchObject({ code: 'INVALID_SIGNATURE' });
+      expect(calls).toEqual([]);
+    },
+  );
 
   it('when the handler fails (500), nothing is settled and its error goes out unpaid', async () => {
     const before = env.network.balance(buyer.publicKey(), 'USDC');
@@ -112,19 +136,33 @@ describe('paywall middleware', () => {
     expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe(before);
   });
 
-  it('a valid payment: verified, handler runs, settled, PAYMENT-RESPONSE added, content released; accepts X-PAYMENT (v1) too', async () => {
-    const before = env.network.balance(buyer.publicKey(), 'USDC');
-    const c = await paymentWithin(env, buyer, payTo, '0.25');
-    const res = await fetch(`${shopUrl}/ok/Porto`, { headers: { 'X-PAYMENT': b64(c.payload) } });
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ city: 'Porto', temperatureC: 20 });
-    expect(unb64(res.headers.get('payment-response'))).toMatchObject({ success: true, transactionHash: expect.stringMatching(/^[0-9a-f]{64}$/), receiptId: expect.stringMatching(/^rcp_/), network: 'stellar:testnet', payer: buyer.publicKey() });
-    expect(Number(before) - Number(env.network.balance(buyer.publicKey(), 'USDC'))).toBeCloseTo(0.25, 7);
-  });
+  it(
+    'a valid payment: verified, handler runs, settled, PAYMENT-RESPONSE added, content released; accepts ' +
+      'X-PAYMENT (v1) too',
+    async () => {
+      const before = env.network.balance(buyer.publicKey(), 'USDC');
+      const c = await paymentWithin(env, buyer, payTo, '0.25');
+      const res = await fetch(`${shopUrl}/ok/Porto`, { headers: { 'X-PAYMENT': b64(c.payload) } });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ city: 'Porto', temperatureC: 20 });
+      expect(unb64(res.headers.get('payment-response'))).toMatchObject({
+        success: true,
+        transactionHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+        receiptId: expect.stringMatching(/^rcp_/),
+        network: 'stellar:testnet',
+        payer: buyer.publicKey(),
+      });
+      expect(Number(before) - Number(env.network.balance(buyer.publicKey(), 'USDC'))).toBeCloseTo(0.25, 7);
+    },
+  );
 
   it('the stock x402 payload ({ payload: { transaction } }) is translated and settled', async () => {
     const c = await paymentWithin(env, buyer, payTo, '0.25', { format: 'transaction' });
-    const x402 = { x402Version: 2, accepted: { scheme: 'exact', network: 'stellar:testnet', amount: '2500000', asset: env.usdc.contractId, payTo }, payload: { transaction: c.payload.authorization.xdr } };
+    const x402 = {
+      x402Version: 2,
+      accepted: { scheme: 'exact', network: 'stellar:testnet', amount: '2500000', asset: env.usdc.contractId, payTo },
+      payload: { transaction: c.payload.authorization.xdr },
+    };
     const res = await fetch(`${shopUrl}/ok/Faro`, { headers: { 'PAYMENT-SIGNATURE': b64(x402) } });
     expect(res.status).toBe(200);
     expect(unb64(res.headers.get('payment-response'))).toMatchObject({ success: true, payer: buyer.publicKey() });
@@ -142,31 +180,35 @@ describe('paywall middleware', () => {
     expect(res.headers.get('payment-response')).toBeNull();
   });
 
-  it('when 12 requests carry one payment signature to a slow paid route, exactly one is served (200), the others get 409 REPLAY_DETECTED, the handler runs once and the money moves once', async () => {
-    const payer = await fundedBuyer(env, '1');
-    const c = await paymentWithin(env, payer, payTo, '0.25');
-    const header = b64(c.payload);
-    const answers = await Promise.all(
-      Array.from({ length: 12 }, async () => {
-        const res = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
-        return { status: res.status, text: await res.text() };
-      }),
-    );
-    const served = answers.filter((a) => a.status === 200);
-    expect(served).toHaveLength(1);
-    expect(served[0].text).toContain('paid content');
-    const refused = answers.filter((a) => a.status !== 200);
-    expect(refused).toHaveLength(11);
-    for (const r of refused) {
-      expect(r.status).toBe(409);
-      expect(r.text).not.toContain('paid content');
-      expect(JSON.parse(r.text).error).toMatchObject({ code: 'REPLAY_DETECTED' });
-    }
-    expect(calls).toEqual(['slow']);
-    expect(env.network.balance(payer.publicKey(), 'USDC')).toBe('0.75');
-    // The same payment sent again later is refused before the handler runs.
-    const later = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
-    expect(later.status).toBe(409);
-    expect(calls).toEqual(['slow']);
-  });
+  it(
+    'when 12 requests carry one payment signature to a slow paid route, exactly one is served (200), the others ' +
+      'get 409 REPLAY_DETECTED, the handler runs once and the money moves once',
+    async () => {
+      const payer = await fundedBuyer(env, '1');
+      const c = await paymentWithin(env, payer, payTo, '0.25');
+      const header = b64(c.payload);
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, async () => {
+          const res = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
+          return { status: res.status, text: await res.text() };
+        }),
+      );
+      const served = answers.filter((a) => a.status === 200);
+      expect(served).toHaveLength(1);
+      expect(served[0].text).toContain('paid content');
+      const refused = answers.filter((a) => a.status !== 200);
+      expect(refused).toHaveLength(11);
+      for (const r of refused) {
+        expect(r.status).toBe(409);
+        expect(r.text).not.toContain('paid content');
+        expect(JSON.parse(r.text).error).toMatchObject({ code: 'REPLAY_DETECTED' });
+      }
+      expect(calls).toEqual(['slow']);
+      expect(env.network.balance(payer.publicKey(), 'USDC')).toBe('0.75');
+      // The same payment sent again later is refused before the handler runs.
+      const later = await fetch(`${shopUrl}/slow`, { headers: { 'PAYMENT-SIGNATURE': header } });
+      expect(later.status).toBe(409);
+      expect(calls).toEqual(['slow']);
+    },
+  );
 });

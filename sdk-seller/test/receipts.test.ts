@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { verifyAttestation as sellerVerify, verifySellerReceipt } from '../src';
 import { verifyAttestation as buyerVerify } from '../../sdk-buyer/src';
-import { createReceiptSigner, generateReceiptKeyPem, publicJwkOfPem } from '../../server/src/domain/receipts/receipt-signer';
+import {
+  createReceiptSigner,
+  generateReceiptKeyPem,
+  publicJwkOfPem,
+} from '../../server/src/domain/receipts/receipt-signer';
 
 const claims = {
   network: 'stellar:testnet',
@@ -17,46 +21,84 @@ const claims = {
 };
 
 describe('offline verification of the facilitator attestation', () => {
-  it('the buyer and seller packages ship identical copies of the verifiers (the seller\'s is generated: the source behind a header naming it)', () => {
-    const buyer = path.resolve(__dirname, '../../sdk-buyer/src/receipts');
-    const seller = path.resolve(__dirname, '../src/receipts');
-    const files = fs.readdirSync(buyer).sort();
-    expect(fs.readdirSync(seller).sort()).toEqual(files);
-    for (const f of files) {
-      const copy = fs.readFileSync(path.join(seller, f), 'utf8');
-      expect(copy.startsWith(`/**\n * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/receipts/${f}, `)).toBe(true);
-      expect(copy.slice(copy.indexOf(' */\n') + 4)).toBe(fs.readFileSync(path.join(buyer, f), 'utf8'));
-    }
-  });
+  it(
+    "the buyer and seller packages ship identical copies of the verifiers (the seller's is generated: the source " +
+      'behind a header naming it)',
+    () => {
+      const buyer = path.resolve(__dirname, '../../sdk-buyer/src/receipts');
+      const seller = path.resolve(__dirname, '../src/receipts');
+      const files = fs.readdirSync(buyer).sort();
+      expect(fs.readdirSync(seller).sort()).toEqual(files);
+      for (const f of files) {
+        const copy = fs.readFileSync(path.join(seller, f), 'utf8');
+        expect(copy.startsWith(`/**\n * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/receipts/${f}, `)).toBe(
+          true,
+        );
+        expect(copy.slice(copy.indexOf(' */\n') + 4)).toBe(fs.readFileSync(path.join(buyer, f), 'utf8'));
+      }
+    },
+  );
 
-  it('an attestation signed by the service verifies with its JWK Set in both SDKs; a tampered one does not; a seller receipt verifier refuses it', async () => {
-    const signer = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
-    const jws = await signer.sign(claims);
-    const jwks = signer.jwks();
-    for (const verify of [sellerVerify, buyerVerify]) {
-      expect(await verify(jws, jwks)).toEqual({ valid: true, kid: signer.kid, payload: { kind: 'facilitator-attestation', version: 1, ...claims } });
-    }
-    const [header, payload, signature] = jws.split('.');
-    const forged = Buffer.from(JSON.stringify({ kind: 'facilitator-attestation', version: 1, ...claims, payer: 'GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3' })).toString('base64url');
-    expect(await sellerVerify(`${header}.${forged}.${signature}`, jwks)).toEqual({ valid: false, reason: 'bad_signature' });
-    const bytes = Buffer.from(signature, 'base64url');
-    bytes[0] ^= 0x01;
-    const flipped = bytes.toString('base64url');
-    expect((await buyerVerify(`${header}.${payload}.${flipped}`, jwks)).valid).toBe(false);
-    expect(await sellerVerify('not-a-jws', jwks)).toEqual({ valid: false, reason: 'malformed' });
-    // Not a seller receipt: the offer-and-receipt verifier finds no receipt payload in it.
-    expect(await verifySellerReceipt({ format: 'jws', signature: jws }, jwks, { network: 'stellar:testnet', url: 'https://shop.example/paid', amount: '1', asset: 'C', payTo: 'G' })).toEqual({ valid: false, reason: 'bad_payload' });
-  });
+  it(
+    'an attestation signed by the service verifies with its JWK Set in both SDKs; a tampered one does not; a ' +
+      'seller receipt verifier refuses it',
+    async () => {
+      const signer = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
+      const jws = await signer.sign(claims);
+      const jwks = signer.jwks();
+      for (const verify of [sellerVerify, buyerVerify]) {
+        expect(await verify(jws, jwks)).toEqual({
+          valid: true,
+          kid: signer.kid,
+          payload: { kind: 'facilitator-attestation', version: 1, ...claims },
+        });
+      }
+      const [header, payload, signature] = jws.split('.');
+      const forged = Buffer.from(
+        JSON.stringify({
+          kind: 'facilitator-attestation',
+          version: 1,
+          ...claims,
+          payer: 'GDQNY3PBOJOKYZSRMK2S7LHHGWZIUISD4QORETLMXEWXBI7KFZZMKTL3',
+        }),
+      ).toString('base64url');
+      expect(await sellerVerify(`${header}.${forged}.${signature}`, jwks)).toEqual({
+        valid: false,
+        reason: 'bad_signature',
+      });
+      const bytes = Buffer.from(signature, 'base64url');
+      bytes[0] ^= 0x01;
+      const flipped = bytes.toString('base64url');
+      expect((await buyerVerify(`${header}.${payload}.${flipped}`, jwks)).valid).toBe(false);
+      expect(await sellerVerify('not-a-jws', jwks)).toEqual({ valid: false, reason: 'malformed' });
+      // Not a seller receipt: the offer-and-receipt verifier finds no receipt payload in it.
+      expect(
+        await verifySellerReceipt({ format: 'jws', signature: jws }, jwks, {
+          network: 'stellar:testnet',
+          url: 'https://shop.example/paid',
+          amount: '1',
+          asset: 'C',
+          payTo: 'G',
+        }),
+      ).toEqual({ valid: false, reason: 'bad_payload' });
+    },
+  );
 
-  it('after a rotation the old key stays listed, so old attestations keep verifying; another key set refuses them', async () => {
-    const oldPem = generateReceiptKeyPem();
-    const oldSigner = await createReceiptSigner({ privateKeyPem: oldPem });
-    const old = await oldSigner.sign(claims);
-    const rotated = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem(), previous: [await publicJwkOfPem(oldPem)] });
-    expect(rotated.jwks().keys.map((k) => k.kid)).toEqual([rotated.kid, oldSigner.kid]);
-    expect(await buyerVerify(old, rotated.jwks())).toMatchObject({ valid: true, kid: oldSigner.kid });
-    const stranger = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
-    expect(await buyerVerify(old, stranger.jwks())).toEqual({ valid: false, reason: 'unknown_key' });
-    expect(JSON.stringify(rotated.jwks())).not.toMatch(/"d"/);
-  });
+  it(
+    'after a rotation the old key stays listed, so old ' + 'attestations keep verifying; another key set refuses them',
+    async () => {
+      const oldPem = generateReceiptKeyPem();
+      const oldSigner = await createReceiptSigner({ privateKeyPem: oldPem });
+      const old = await oldSigner.sign(claims);
+      const rotated = await createReceiptSigner({
+        privateKeyPem: generateReceiptKeyPem(),
+        previous: [await publicJwkOfPem(oldPem)],
+      });
+      expect(rotated.jwks().keys.map((k) => k.kid)).toEqual([rotated.kid, oldSigner.kid]);
+      expect(await buyerVerify(old, rotated.jwks())).toMatchObject({ valid: true, kid: oldSigner.kid });
+      const stranger = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
+      expect(await buyerVerify(old, stranger.jwks())).toEqual({ valid: false, reason: 'unknown_key' });
+      expect(JSON.stringify(rotated.jwks())).not.toMatch(/"d"/);
+    },
+  );
 });

@@ -29,7 +29,9 @@ describe('checkWalletReadiness', () => {
           account: false,
           trustline: false,
           ready: false,
-          fix: `The account does not exist on stellar:testnet: fund it with XLM (it needs a minimum balance), then add a trustline to USDC issued by ${usdc().issuer}.`,
+          fix:
+            `The account does not exist on stellar:testnet: fund it with XLM (it needs a minimum balance), then ` +
+            `add a trustline to USDC issued by ${usdc().issuer}.`,
         },
       ],
     });
@@ -40,7 +42,12 @@ describe('checkWalletReadiness', () => {
     await m.network.fundAccount(wallet);
     const r = await checkWalletReadiness({ baseUrl: m.baseUrl, walletAddress: wallet, network: 'stellar:testnet' });
     expect(r.ready).toBe(false);
-    expect(r.checks[0]).toMatchObject({ account: true, trustline: false, ready: false, fix: expect.stringContaining('Add a trustline to USDC issued by') });
+    expect(r.checks[0]).toMatchObject({
+      account: true,
+      trustline: false,
+      ready: false,
+      fix: expect.stringContaining('Add a trustline to USDC issued by'),
+    });
   });
 
   it('when the wallet holds the trustline, it is ready', async () => {
@@ -51,6 +58,8 @@ describe('checkWalletReadiness', () => {
   });
 
   it('when the address is not a Stellar account, it throws before any request', async () => {
-    await expect(checkWalletReadiness({ baseUrl: 'http://127.0.0.1:9', walletAddress: 'GABC' })).rejects.toThrow('walletAddress must be a Stellar account address');
+    await expect(checkWalletReadiness({ baseUrl: 'http://127.0.0.1:9', walletAddress: 'GABC' })).rejects.toThrow(
+      'walletAddress must be a Stellar account address',
+    );
   });
 });

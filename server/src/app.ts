@@ -68,10 +68,12 @@ function requestSideOf(spec: AppDeps['spec']): AppDeps['spec'] {
   const copy = structuredClone(spec);
   for (const item of Object.values(copy.paths)) {
     for (const [method, operation] of Object.entries(item)) {
-      if (HTTP_METHODS.has(method)) (operation as { responses: unknown }).responses = { default: { description: 'see response-validation.ts' } };
+      if (HTTP_METHODS.has(method))
+        (operation as { responses: unknown }).responses = { default: { description: 'see response-validation.ts' } };
     }
   }
-  // Bounded refusal work: the validator's work and errors per closed object and array are bounded (validation-bounds.ts).
+  // Bounded refusal work: the validator's work and errors per closed object and array are bounded
+  // (validation-bounds.ts).
   guardValidationWork(copy);
   return copy;
 }
@@ -104,7 +106,14 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestMetrics(deps.metrics, routeOf));
   if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
   // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
-  app.use(resolveCredentials({ sellers: deps.sellers, operatorApiKey: deps.operatorApiKey, operatorKeys: deps.operatorKeys, cache: deps.apiKeyCache }));
+  app.use(
+    resolveCredentials({
+      sellers: deps.sellers,
+      operatorApiKey: deps.operatorApiKey,
+      operatorKeys: deps.operatorKeys,
+      cache: deps.apiKeyCache,
+    }),
+  );
   const limiter = createRateLimiter({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf });
   app.use(limiter.middleware);
   app.use(rejectBadCredentials());
@@ -112,12 +121,29 @@ export function createApp(deps: AppDeps): Express {
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.get('/', homePage());
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'], verify: verifyJsonDepth }));
+  app.use(
+    express.json({
+      limit: deps.bodyLimitBytes,
+      type: ['application/json', 'application/*+json'],
+      verify: verifyJsonDepth,
+    }),
+  );
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
-  app.use(admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }));
+  app.use(
+    admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }),
+  );
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
-  const mcp = { handlers: deps.handlers, metrics: deps.metrics.mcp, charge: limiter.charge, localDevDomains: deps.localDevDomains ?? false, version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? '') };
-  app.use('/mcp', builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))));
+  const mcp = {
+    handlers: deps.handlers,
+    metrics: deps.metrics.mcp,
+    charge: limiter.charge,
+    localDevDomains: deps.localDevDomains ?? false,
+    version: String((deps.spec.info as { version?: unknown } | undefined)?.version ?? ''),
+  };
+  app.use(
+    '/mcp',
+    builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))),
+  );
   app.use(
     OpenApiValidator.middleware({
       apiSpec: requestSideOf(deps.spec) as never,

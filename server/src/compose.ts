@@ -107,7 +107,10 @@ export function loadBundledSpec(): AppSpec {
 type AppSpec = Parameters<typeof createApp>[0]['spec'];
 
 export async function createService(opts: ServiceOptions): Promise<Service> {
-  const db = createSequelize(opts.databaseUrl, { statementTimeoutMs: opts.statementTimeoutMs, poolMax: opts.databasePoolMax });
+  const db = createSequelize(opts.databaseUrl, {
+    statementTimeoutMs: opts.statementTimeoutMs,
+    poolMax: opts.databasePoolMax,
+  });
   defineModels(db);
   const metrics = createMetrics(opts.environment);
   const spec = loadBundledSpec();
@@ -141,18 +144,37 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT,
     walletState: createWalletStateReader(opts.networks),
   });
-  const ctx: AreaContext = { db, networks: opts.networks, minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT, metrics, logger: opts.logger, jobs, sellers, sellerRepository: sellerRepo, resources };
+  const ctx: AreaContext = {
+    db,
+    networks: opts.networks,
+    minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT,
+    metrics,
+    logger: opts.logger,
+    jobs,
+    sellers,
+    sellerRepository: sellerRepo,
+    resources,
+  };
   const trust = createTrustArea(ctx, opts.trust);
   const discovery = createDiscoveryArea(ctx, { trustOf: (ids) => trust.service.trustOf(ids) });
   onCatalogChange = (id) => discovery.onCatalogChange(id);
   // The ledger pace verify converts maxTimeoutSeconds with: configured, else the close interval the operations area
   // judges the network by (the local network's own interval when it runs embedded), else the spec's 5 s.
-  const ledgerSeconds = opts.facilitator?.ledgerSeconds ?? (opts.operations?.ledgerCloseMs ? opts.operations.ledgerCloseMs / 1000 : undefined);
+  const ledgerSeconds =
+    opts.facilitator?.ledgerSeconds ??
+    (opts.operations?.ledgerCloseMs ? opts.operations.ledgerCloseMs / 1000 : undefined);
   const facilitator = createFacilitatorArea(ctx, { ...opts.facilitator, ledgerSeconds });
   const operations = createOperationsArea(ctx, facilitator.service, opts.operations);
   const areas = [discovery, facilitator, operations, trust];
   for (const area of areas) for (const worker of area.workers) jobs.define(worker);
-  jobs.define(retentionWorker({ store: createRetentionRepository(db), metrics: metrics.abuse, logger: opts.logger, ...opts.retention }));
+  jobs.define(
+    retentionWorker({
+      store: createRetentionRepository(db),
+      metrics: metrics.abuse,
+      logger: opts.logger,
+      ...opts.retention,
+    }),
+  );
   const payments = createPaymentReadService({
     payments: createPaymentReadRepository(),
     sellerExists: async (id) => (await sellerRepo.findById(id)) !== null,
@@ -183,7 +205,9 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
             return failedCheck('down', 'DATABASE_UNREACHABLE', Date.now() - t);
           }
         },
-        jobs: opts.runJobs ? () => jobs.health() : async () => ({ status: 'ok', message: 'this process does not run background jobs' }),
+        jobs: opts.runJobs
+          ? () => jobs.health()
+          : async () => ({ status: 'ok', message: 'this process does not run background jobs' }),
         // From the current health record the network-health worker writes (no RPC call per /health request).
         ledger: () => operations.ledgerChecks(),
       },
@@ -193,13 +217,24 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
   const handlers = createHandlers({
     sellers,
     keys,
-    sellerReceiptKeys: createSellerReceiptKeyService({ repository: createSellerReceiptKeyRepository(db), assertSellerExists: async (id) => void (await sellers.get(id)) }),
+    sellerReceiptKeys: createSellerReceiptKeyService({
+      repository: createSellerReceiptKeyRepository(db),
+      assertSellerExists: async (id) => void (await sellers.get(id)),
+    }),
     resources,
     resourceConformance: operations.resourceConformance,
     trust: trust.service,
     payments,
     discovery: discovery.service,
-    bazaar: createBazaar({ repo: createObservedResourceRepository(db), catalog: createBazaarListingRepository(db), search: discovery.service.search, trustOf: (ids) => trust.service.trustOf(ids), networks: opts.networks, localDevDomains: opts.localDevDomains, onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }) }),
+    bazaar: createBazaar({
+      repo: createObservedResourceRepository(db),
+      catalog: createBazaarListingRepository(db),
+      search: discovery.service.search,
+      trustOf: (ids) => trust.service.trustOf(ids),
+      networks: opts.networks,
+      localDevDomains: opts.localDevDomains,
+      onError: (err) => opts.logger.warn('bazaar observation failed', { error: String(err) }),
+    }),
     facilitator: facilitator.service,
     facilitatorAddresses: facilitator.facilitatorAddresses,
     paymentIdentifiers: createPaymentIdentifiers({ store: createPaymentIdentifierRepository(db) }),
@@ -209,7 +244,11 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     networks: opts.networks,
     metrics,
     health,
-    version: { version: opts.version, commit: opts.commit, contractVersion: String((spec.info as { version: string }).version) },
+    version: {
+      version: opts.version,
+      commit: opts.commit,
+      contractVersion: String((spec.info as { version: string }).version),
+    },
   });
 
   const app = createApp({

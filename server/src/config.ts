@@ -47,10 +47,18 @@ export interface Config {
    * `primaryRpcUrl`: set by a cluster's primary for its service processes only (LOCAL_NETWORK_PRIMARY_RPC_URL): the
    * RPC of the local network the primary runs, which they connect to instead of starting one.
    */
-  localNetwork: { enabled: boolean; host: string; port: number; ledgerCloseMs: number; dataFile: string; primaryRpcUrl: string | null };
+  localNetwork: {
+    enabled: boolean;
+    host: string;
+    port: number;
+    ledgerCloseMs: number;
+    dataFile: string;
+    primaryRpcUrl: string | null;
+  };
   networks: NetworkConfig[];
   domainVerificationTestMode: boolean;
-  /** LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1:LOCAL_DEV_DOMAINS_PORT (local development only). */
+  /** LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1:LOCAL_DEV_DOMAINS_PORT (local development
+   * only). */
   localDevDomains: { enabled: boolean; port: number };
   responseValidation: boolean;
   version: string;
@@ -62,9 +70,11 @@ export interface Config {
   facilitator: {
     /** Channel accounts per network created at start on the local network. */
     channelAccounts: number;
-    /** Channel account secret seeds per network (real networks); the same list for every process (leases are shared in the database). */
+    /** Channel account secret seeds per network (real networks); the same list for every process (leases are shared in
+     * the database). */
     channelSecrets: Partial<Record<NetworkId, string[]>>;
-    /** Local network: file holding the seed channel keypairs derive from (DATA_DIR/channel-seed, created 0600; never logged). */
+    /** Local network: file holding the seed channel keypairs derive from (DATA_DIR/channel-seed, created 0600; never
+     * logged). */
     channelSeedFile: string;
     /** Highest total fee a settlement transaction may pay, in stroops. */
     maxFeeStroops: number;
@@ -74,7 +84,8 @@ export interface Config {
     /** The getFeeStats Soroban inclusion fee percentile a settlement bids, and how long one answer is reused (ms). */
     inclusionFeePercentile: FeePercentile;
     feeStatsTtlMs: number;
-    /** FACILITATOR_FEE_ACCOUNT_SECRET: pays every settlement's fee through a fee-bump (unset: channels pay). Never logged. */
+    /** FACILITATOR_FEE_ACCOUNT_SECRET: pays every settlement's fee through a fee-bump (unset: channels pay). Never
+     * logged. */
     feeAccountSecret: string | null;
     /** FACILITATOR_MIN_AMOUNT: the smallest amount the facilitator verifies or settles (decimal). */
     minAmount: string;
@@ -89,7 +100,8 @@ export interface Config {
     txTimeoutSeconds: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
-    /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last renewal (a killed process frees its channels then). */
+    /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last
+     * renewal (a killed process frees its channels then). */
     channelLeaseSeconds: number;
     /**
      * Fair capacity (issue #29): FACILITATOR_CHANNELS_PER_SELLER / _PER_PAYER / _PER_CLIENT, the channels of a network
@@ -98,7 +110,8 @@ export interface Config {
     channelsPerSeller: number | null;
     channelsPerPayer: number | null;
     channelsPerClient: number | null;
-    /** FACILITATOR_SETTLE_QUEUE_PER_SELLER / _PER_PAYER / _PER_CLIENT / _TOTAL: settles waiting for a channel per process. */
+    /** FACILITATOR_SETTLE_QUEUE_PER_SELLER / _PER_PAYER / _PER_CLIENT / _TOTAL: settles waiting for a channel per
+     * process. */
     settleQueuePerSeller: number;
     settleQueuePerPayer: number;
     settleQueuePerClient: number;
@@ -198,8 +211,12 @@ class Reader {
   secrets(name: string): string[] {
     const raw = this.optional(name);
     if (raw === null) return [];
-    const out = raw.split(',').map((s) => s.trim()).filter(Boolean);
-    if (out.some((s) => !/^S[A-Z2-7]{55}$/.test(s))) this.problems.push(`${name} must be a comma-separated list of Stellar secret seeds (S...)`);
+    const out = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (out.some((s) => !/^S[A-Z2-7]{55}$/.test(s)))
+      this.problems.push(`${name} must be a comma-separated list of Stellar secret seeds (S...)`);
     return out;
   }
 
@@ -208,7 +225,10 @@ class Reader {
     const raw = this.optional(name);
     if (raw === null) return fallback;
     const out: AssetConfig[] = [];
-    for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const part of raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const m = /^([A-Za-z0-9]{1,12}):(G[A-Z2-7]{55})$/.exec(part);
       if (!m) {
         this.problems.push(`${name} must be a comma-separated list of CODE:ISSUER (bad entry "${part}")`);
@@ -253,10 +273,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
   ];
   const operatorApiKey = r.optional('OPERATOR_API_KEY');
-  if (operatorApiKey !== null && operatorApiKey.length < 24) r.problems.push('OPERATOR_API_KEY must be at least 24 characters');
+  if (operatorApiKey !== null && operatorApiKey.length < 24)
+    r.problems.push('OPERATOR_API_KEY must be at least 24 characters');
   const operatorApiKeyPrevious = r.optional('OPERATOR_API_KEY_PREVIOUS');
-  if (operatorApiKeyPrevious !== null && operatorApiKeyPrevious.length < 24) r.problems.push('OPERATOR_API_KEY_PREVIOUS must be at least 24 characters');
-  if (operatorApiKeyPrevious !== null && operatorApiKey === null) r.problems.push('OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY');
+  if (operatorApiKeyPrevious !== null && operatorApiKeyPrevious.length < 24)
+    r.problems.push('OPERATOR_API_KEY_PREVIOUS must be at least 24 characters');
+  if (operatorApiKeyPrevious !== null && operatorApiKey === null)
+    r.problems.push('OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY');
   const config: Config = {
     environment,
     host: r.str('HOST', '127.0.0.1'),
@@ -300,7 +323,10 @@ export function loadConfig(env: Env = process.env): Config {
     },
     networks,
     domainVerificationTestMode: r.bool('DOMAIN_VERIFICATION_TEST_MODE', false),
-    localDevDomains: { enabled: r.bool('LOCAL_DEV_DOMAINS', false), port: r.int('LOCAL_DEV_DOMAINS_PORT', 8402, 1, 65535) },
+    localDevDomains: {
+      enabled: r.bool('LOCAL_DEV_DOMAINS', false),
+      port: r.int('LOCAL_DEV_DOMAINS_PORT', 8402, 1, 65535),
+    },
     responseValidation: r.bool('RESPONSE_VALIDATION', false),
     version: r.str('SERVICE_VERSION', readPackageVersion()),
     commit: r.optional('GIT_COMMIT'),
@@ -321,17 +347,34 @@ export function loadConfig(env: Env = process.env): Config {
       feeAccountSecret: r.secrets('FACILITATOR_FEE_ACCOUNT_SECRET')[0] ?? null,
       minAmount: r.amount('FACILITATOR_MIN_AMOUNT', '0.0001'),
       feeBudgets: {
-        seller: budgetOrUnlimited(r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.seller, 0, 1_000_000_000_000)),
-        payer: budgetOrUnlimited(r.int('FACILITATOR_PAYER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.payer, 0, 1_000_000_000_000)),
-        client: budgetOrUnlimited(r.int('FACILITATOR_CLIENT_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.client, 0, 1_000_000_000_000)),
-        global: budgetOrUnlimited(r.int('FACILITATOR_DAILY_FEE_CAP_STROOPS', DEFAULT_FEE_BUDGETS.global, 0, 1_000_000_000_000)),
+        seller: budgetOrUnlimited(
+          r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.seller, 0, 1_000_000_000_000),
+        ),
+        payer: budgetOrUnlimited(
+          r.int('FACILITATOR_PAYER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.payer, 0, 1_000_000_000_000),
+        ),
+        client: budgetOrUnlimited(
+          r.int('FACILITATOR_CLIENT_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.client, 0, 1_000_000_000_000),
+        ),
+        global: budgetOrUnlimited(
+          r.int('FACILITATOR_DAILY_FEE_CAP_STROOPS', DEFAULT_FEE_BUDGETS.global, 0, 1_000_000_000_000),
+        ),
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
       channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', 15, 3, 600),
-      channelsPerSeller: r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_SELLER', 1, 1, 256),
-      channelsPerPayer: r.optional('FACILITATOR_CHANNELS_PER_PAYER') === null ? null : r.int('FACILITATOR_CHANNELS_PER_PAYER', 1, 1, 256),
-      channelsPerClient: r.optional('FACILITATOR_CHANNELS_PER_CLIENT') === null ? null : r.int('FACILITATOR_CHANNELS_PER_CLIENT', 1, 1, 256),
+      channelsPerSeller:
+        r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null
+          ? null
+          : r.int('FACILITATOR_CHANNELS_PER_SELLER', 1, 1, 256),
+      channelsPerPayer:
+        r.optional('FACILITATOR_CHANNELS_PER_PAYER') === null
+          ? null
+          : r.int('FACILITATOR_CHANNELS_PER_PAYER', 1, 1, 256),
+      channelsPerClient:
+        r.optional('FACILITATOR_CHANNELS_PER_CLIENT') === null
+          ? null
+          : r.int('FACILITATOR_CHANNELS_PER_CLIENT', 1, 1, 256),
       settleQueuePerSeller: r.int('FACILITATOR_SETTLE_QUEUE_PER_SELLER', 4, 0, 10_000),
       settleQueuePerPayer: r.int('FACILITATOR_SETTLE_QUEUE_PER_PAYER', 4, 0, 10_000),
       settleQueuePerClient: r.int('FACILITATOR_SETTLE_QUEUE_PER_CLIENT', 4, 0, 10_000),

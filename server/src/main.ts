@@ -20,7 +20,14 @@ import { generateReceiptKeyPem, parsePreviousKeys, type PublicJwk } from './doma
 import { clusterWanted, runClusterPrimary } from './cluster-primary';
 import { detectLocalSimulators } from './ledger/simulator-detection';
 import { OperatorKeyRing } from './http/operator-keys';
-import { checkDatabase, checkPortFree, checkRpcs, listenError, StartupError, STARTUP_FAILURE_EXIT_CODE } from './startup-checks';
+import {
+  checkDatabase,
+  checkPortFree,
+  checkRpcs,
+  listenError,
+  StartupError,
+  STARTUP_FAILURE_EXIT_CODE,
+} from './startup-checks';
 
 /** Until the configuration is read: info and above; then LOG_LEVEL. */
 let logger = createLogger();
@@ -54,17 +61,25 @@ async function receiptSigning(config: Config): Promise<{ privateKeyPem: string; 
   }
   const previous: PublicJwk[] = [];
   if (previousKeys) previous.push(...(await parsePreviousKeys(JSON.parse(previousKeys))));
-  if (fs.existsSync(previousKeysFile)) previous.push(...(await parsePreviousKeys(JSON.parse(fs.readFileSync(previousKeysFile, 'utf8')))));
+  if (fs.existsSync(previousKeysFile))
+    previous.push(...(await parsePreviousKeys(JSON.parse(fs.readFileSync(previousKeysFile, 'utf8')))));
   return { privateKeyPem, previous };
 }
 
 async function preStartChecks(config: Config): Promise<void> {
   await checkPortFree(config.port, config.host);
-  if (config.localNetwork.enabled && config.localNetwork.port !== 0) await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
-  if (!config.databaseUrl && config.embeddedDatabasePort !== 0) await checkPortFree(config.embeddedDatabasePort, '127.0.0.1', 'EMBEDDED_POSTGRES_PORT');
+  if (config.localNetwork.enabled && config.localNetwork.port !== 0)
+    await checkPortFree(config.localNetwork.port, config.localNetwork.host, 'LOCAL_NETWORK_PORT');
+  if (!config.databaseUrl && config.embeddedDatabasePort !== 0)
+    await checkPortFree(config.embeddedDatabasePort, '127.0.0.1', 'EMBEDDED_POSTGRES_PORT');
   if (config.databaseUrl) await checkDatabase(config.databaseUrl);
   await checkRpcs(
-    config.networks.filter((n) => n.rpcUrl).map((n) => ({ variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`, rpcUrl: n.rpcUrl! })),
+    config.networks
+      .filter((n) => n.rpcUrl)
+      .map((n) => ({
+        variable: `STELLAR_${n.network === 'stellar:pubnet' ? 'PUBNET' : 'TESTNET'}_RPC_URL`,
+        rpcUrl: n.rpcUrl!,
+      })),
   );
 }
 
@@ -90,8 +105,16 @@ async function startOwned(config: Config) {
     logger.info('DATABASE_URL is unset: starting the embedded PostgreSQL', { dataDir: config.embeddedDatabaseDir });
     // Every service process opens its own pool (and the job system's connections): PostgreSQL's default of 100
     // connections would be short for many processes.
-    const settings = config.webConcurrency > 1 ? { max_connections: Math.max(100, config.webConcurrency * (config.databasePoolMax + 10) + 10) } : undefined;
-    embedded = await startEmbeddedDatabase({ dataDir: config.embeddedDatabaseDir, persistent: true, settings, port: config.embeddedDatabasePort || undefined });
+    const settings =
+      config.webConcurrency > 1
+        ? { max_connections: Math.max(100, config.webConcurrency * (config.databasePoolMax + 10) + 10) }
+        : undefined;
+    embedded = await startEmbeddedDatabase({
+      dataDir: config.embeddedDatabaseDir,
+      persistent: true,
+      settings,
+      port: config.embeddedDatabasePort || undefined,
+    });
     databaseUrl = await embedded.urlFor('marketplace');
   }
   const applied = await migrate(databaseUrl);
@@ -105,10 +128,16 @@ async function startOwned(config: Config) {
       ledgerCloseMs: config.localNetwork.ledgerCloseMs,
       dataFile: config.localNetwork.dataFile,
       // testnet's twin: it hosts the configured testnet assets (default Circle's testnet USDC) with their issuers.
-      assets: config.networks.find((n) => n.network === 'stellar:testnet')!.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      assets: config.networks
+        .find((n) => n.network === 'stellar:testnet')!
+        .assets.map((a) => ({ code: a.code, issuer: a.issuer })),
     });
-    for (const m of localNetwork.migrated) logger.info('local network: balances moved from an old local issuer to the hosted asset', { ...m });
-    logger.info('local network started (evidence: local simulation)', { rpcUrl: localNetwork.rpcUrl, assets: localNetwork.assets });
+    for (const m of localNetwork.migrated)
+      logger.info('local network: balances moved from an old local issuer to the hosted asset', { ...m });
+    logger.info('local network started (evidence: local simulation)', {
+      rpcUrl: localNetwork.rpcUrl,
+      assets: localNetwork.assets,
+    });
   }
   const networks = withLocalNetwork(config, localNetwork?.rpcUrl ?? null);
   const stop = async () => {
@@ -151,11 +180,17 @@ async function main(): Promise<void> {
   // A service process of a cluster whose primary runs the local network: connect to it instead of starting one.
   const primaryRpcUrl = cluster.isWorker ? config.localNetwork.primaryRpcUrl : null;
   const { embedded, databaseUrl, localNetwork, networks } = primaryRpcUrl
-    ? { embedded: null, databaseUrl: config.databaseUrl!, localNetwork: null, networks: withLocalNetwork(config, primaryRpcUrl) }
+    ? {
+        embedded: null,
+        databaseUrl: config.databaseUrl!,
+        localNetwork: null,
+        networks: withLocalNetwork(config, primaryRpcUrl),
+      }
     : await startOwned(config);
 
   const operatorApiKey = operatorKey(config);
-  if (!config.operatorApiKey) logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
+  if (!config.operatorApiKey)
+    logger.info('operator API key kept in a file (OPERATOR_API_KEY unset)', { file: config.operatorKeyFile });
   // Rotation without a restart: the key file's lines are re-read on change and on SIGHUP (http/operator-keys.ts).
   const operatorKeys = config.operatorApiKey
     ? new OperatorKeyRing({ fixed: [config.operatorApiKey, config.operatorApiKeyPrevious ?? ''] })
@@ -170,9 +205,16 @@ async function main(): Promise<void> {
 
   // LOCAL_DEV_DOMAINS: *.test seller domains verify over http on 127.0.0.1 (net/local-dev-domain-check.ts).
   const localDev = config.localDevDomains.enabled
-    ? createLocalDevDomainCheck({ port: config.localDevDomains.port, real: { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() } })
+    ? createLocalDevDomainCheck({
+        port: config.localDevDomains.port,
+        real: { fetchText: createSafeFetcher(), resolveTxt: createDnsTxtResolver() },
+      })
     : null;
-  if (localDev) logger.warn('LOCAL_DEV_DOMAINS is on: *.test seller domains are verified over http on 127.0.0.1 (local development only)', { port: config.localDevDomains.port });
+  if (localDev)
+    logger.warn(
+      'LOCAL_DEV_DOMAINS is on: *.test seller domains are verified over http on 127.0.0.1 (local development only)',
+      { port: config.localDevDomains.port },
+    );
   const service = await createService({
     databaseUrl,
     environment: config.environment,
@@ -199,7 +241,10 @@ async function main(): Promise<void> {
       conformanceEvery: config.operations.conformanceEvery,
       conformanceAtStart: !cluster.isWorker || cluster.worker?.id === 1,
       // With the local network on, its own close interval is the one /health judges staleness by.
-      ledgerCloseMs: (localNetwork || primaryRpcUrl) && config.localNetwork.ledgerCloseMs > 0 ? config.localNetwork.ledgerCloseMs : config.operations.ledgerCloseMs,
+      ledgerCloseMs:
+        (localNetwork || primaryRpcUrl) && config.localNetwork.ledgerCloseMs > 0
+          ? config.localNetwork.ledgerCloseMs
+          : config.operations.ledgerCloseMs,
     },
     // Liveness probes of every listing (issue #33): unpaid, bounded per host and overall.
     trust: {
@@ -208,7 +253,10 @@ async function main(): Promise<void> {
     },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
-      ? { fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }), resolveTxt: createDnsTxtResolver() }
+      ? {
+          fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true }),
+          resolveTxt: createDnsTxtResolver(),
+        }
       : localDev?.ports,
     domainUrlBase: localDev?.urlBase,
     localDevDomains: config.localDevDomains.enabled,
@@ -218,10 +266,15 @@ async function main(): Promise<void> {
   const server: Server = service.app.listen(config.port, config.host, (err?: Error) => {
     if (err) {
       process.stderr.write(`${listenError(err as NodeJS.ErrnoException, config.port, config.host).message}\n`);
-      void Promise.allSettled([service.close(), localNetwork?.stop(), embedded?.stop()]).finally(() => process.exit(STARTUP_FAILURE_EXIT_CODE));
+      void Promise.allSettled([service.close(), localNetwork?.stop(), embedded?.stop()]).finally(() =>
+        process.exit(STARTUP_FAILURE_EXIT_CODE),
+      );
       return;
     }
-    logger.info('listening', { url: `http://${config.host}:${config.port}`, docs: `http://${config.host}:${config.port}/docs` });
+    logger.info('listening', {
+      url: `http://${config.host}:${config.port}`,
+      docs: `http://${config.host}:${config.port}/docs`,
+    });
   });
 
   let stopping = false;

@@ -37,7 +37,8 @@ export async function checkDatabase(databaseUrl: string, timeoutMs = 8_000): Pro
   } catch (err) {
     const code = (err as { code?: string }).code;
     throw new StartupError(
-      `cannot start: the database in DATABASE_URL (${databaseHost(databaseUrl)}) is unreachable (${code ?? 'no answer'}); start PostgreSQL or unset DATABASE_URL to use the embedded one`,
+      `cannot start: the database in DATABASE_URL (${databaseHost(databaseUrl)}) is unreachable ` +
+        `(${code ?? 'no answer'}); start PostgreSQL or unset DATABASE_URL to use the embedded one`,
     );
   } finally {
     await client.end().catch(() => undefined);
@@ -54,8 +55,14 @@ export async function checkRpcs(rpcs: Array<{ variable: string; rpcUrl: string }
           return;
         } catch (err) {
           if (attempt >= 2) {
-            const cause = err instanceof JsonRpcError && err.kind === 'timeout' ? `no answer in ${timeoutMs / 1000} s` : 'connection failed';
-            throw new StartupError(`cannot start: the Soroban RPC in ${variable} (${rpcOrigin(rpcUrl) ?? 'unparseable URL'}) is unreachable (${cause} to getHealth); fix or unset ${variable}`);
+            const cause =
+              err instanceof JsonRpcError && err.kind === 'timeout'
+                ? `no answer in ${timeoutMs / 1000} s`
+                : 'connection failed';
+            throw new StartupError(
+              `cannot start: the Soroban RPC in ${variable} (${rpcOrigin(rpcUrl) ?? 'unparseable URL'}) is ` +
+                `unreachable (${cause} to getHealth); fix or unset ${variable}`,
+            );
           }
           await new Promise((r) => setTimeout(r, 1_000));
         }
@@ -75,7 +82,16 @@ export async function checkPortFree(port: number, host: string, variable = 'PORT
 
 /** The one line for a listen failure (EADDRINUSE, EACCES, EADDRNOTAVAIL). */
 export function listenError(err: NodeJS.ErrnoException, port: number, host: string, variable = 'PORT'): StartupError {
-  if (err.code === 'EADDRINUSE') return new StartupError(`cannot start: port ${port} on ${host} is already in use by another program; stop it or set ${variable} to a free port`);
-  if (err.code === 'EACCES') return new StartupError(`cannot start: no permission to listen on port ${port} on ${host}; set ${variable} to a port above 1023`);
-  return new StartupError(`cannot start: cannot listen on ${host}:${port} (${err.code ?? err.message}); check HOST and PORT`);
+  if (err.code === 'EADDRINUSE')
+    return new StartupError(
+      `cannot start: port ${port} on ${host} is already in use by another program; stop it or set ${variable} ` +
+        `to a free port`,
+    );
+  if (err.code === 'EACCES')
+    return new StartupError(
+      `cannot start: no permission to listen on port ${port} on ${host}; set ${variable} to a port above 1023`,
+    );
+  return new StartupError(
+    `cannot start: cannot listen on ${host}:${port} (${err.code ?? err.message}); check HOST and PORT`,
+  );
 }

@@ -20,7 +20,7 @@ import { bazaarResourceServerExtension, declareDiscoveryExtension, withBazaar } 
 import { adaptStellarClientScheme, adaptStellarServerScheme, createSellerClient } from '../../sdk-seller/src';
 import { httpsRpcFront, listen, loopbackFetch, startMarketplace, type Marketplace } from '../support/marketplace';
 
-describe('the Bazaar learns from a stock @x402/express seller\'s settled payments', () => {
+describe("the Bazaar learns from a stock @x402/express seller's settled payments", () => {
   let m: Marketplace;
   let front: { rpcUrl: string; close(): Promise<void> };
   let shop: { close(): Promise<void> };
@@ -36,7 +36,11 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
 
     // The seller signs up first: its wallet is the payTo, its key authorises settling an uncataloged URL.
     const signup = createSellerClient({ baseUrl: m.baseUrl });
-    const { seller, apiKey } = await signup.sellers.signUp({ displayName: 'Learning Shop', domain: 'learning-shop.test', wallet });
+    const { seller, apiKey } = await signup.sellers.signUp({
+      displayName: 'Learning Shop',
+      domain: 'learning-shop.test',
+      wallet,
+    });
     sellerId = seller.id;
     // Issue #29: the Bazaar learns only on a host the paid seller has proven. The domain check itself is tested in
     // server/test/api/verify-domain.test.ts; here the seller is marked verified as that check would.
@@ -44,9 +48,15 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
 
     const facilitator = new HTTPFacilitatorClient({
       url: `${m.baseUrl}/x402`,
-      createAuthHeaders: async () => ({ verify: { Authorization: `Bearer ${apiKey}` }, settle: { Authorization: `Bearer ${apiKey}` }, supported: {} }),
+      createAuthHeaders: async () => ({
+        verify: { Authorization: `Bearer ${apiKey}` },
+        settle: { Authorization: `Bearer ${apiKey}` },
+        supported: {},
+      }),
     });
-    const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new ExactStellarServer())).registerExtension(bazaarResourceServerExtension);
+    const server = new x402ResourceServer(facilitator)
+      .register('stellar:testnet', adaptStellarServerScheme(new ExactStellarServer()))
+      .registerExtension(bazaarResourceServerExtension);
     const app = express();
     const started = await listen(app);
     shop = started;
@@ -81,38 +91,54 @@ describe('the Bazaar learns from a stock @x402/express seller\'s settled payment
     await m?.stop();
   });
 
-  it('when two buyers pay the uncataloged URL, it is listed as an observed resource of that seller with 2 calls from 2 unique payers', async () => {
-    for (const _ of [1, 2]) {
-      const buyer = Keypair.random();
-      await m.network.faucet(buyer.publicKey(), 'USDC', '1');
-      const client = new x402Client().register('stellar:testnet', adaptStellarClientScheme(new ExactStellarScheme(createEd25519Signer(buyer.secret(), 'stellar:testnet'), { url: front.rpcUrl })));
-      const response = await wrapFetchWithPayment(loopbackFetch as typeof fetch, client)(`${url}?days=2`);
-      expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({ harbour: 'Porto', highTides: ['06:12', '18:40'] });
-    }
+  it(
+    'when two buyers pay the uncataloged URL, it is listed as an observed resource of that seller with 2 calls ' +
+      'from 2 unique payers',
+    async () => {
+      for (const _ of [1, 2]) {
+        const buyer = Keypair.random();
+        await m.network.faucet(buyer.publicKey(), 'USDC', '1');
+        const client = new x402Client().register(
+          'stellar:testnet',
+          adaptStellarClientScheme(
+            new ExactStellarScheme(createEd25519Signer(buyer.secret(), 'stellar:testnet'), { url: front.rpcUrl }),
+          ),
+        );
+        const response = await wrapFetchWithPayment(loopbackFetch as typeof fetch, client)(`${url}?days=2`);
+        expect(response.status).toBe(200);
+        expect(await response.json()).toEqual({ harbour: 'Porto', highTides: ['06:12', '18:40'] });
+      }
 
-    const bazaar = withBazaar(new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402` }));
-    const list = await bazaar.extensions.bazaar.listResources({ type: 'http', limit: 500 });
-    expect(list.pagination.limit).toBe(100);
-    const observed = list.items.find((i) => i.resource === url);
-    expect(observed).toMatchObject({
-      type: 'http',
-      x402Version: 2,
-      accepts: [expect.objectContaining({ scheme: 'exact', network: 'stellar:testnet', amount: '100000', payTo: wallet.publicKey() })],
-      metadata: expect.objectContaining({
-        observed: true,
-        trust: 'observed',
-        hostVerified: true,
-        untrusted: true,
-        sellerId,
-        description: 'Tide times for Porto harbour',
-        usage: expect.objectContaining({ settledCalls30d: 2, uniquePayers30d: 2 }),
-      }),
-    });
+      const bazaar = withBazaar(new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402` }));
+      const list = await bazaar.extensions.bazaar.listResources({ type: 'http', limit: 500 });
+      expect(list.pagination.limit).toBe(100);
+      const observed = list.items.find((i) => i.resource === url);
+      expect(observed).toMatchObject({
+        type: 'http',
+        x402Version: 2,
+        accepts: [
+          expect.objectContaining({
+            scheme: 'exact',
+            network: 'stellar:testnet',
+            amount: '100000',
+            payTo: wallet.publicKey(),
+          }),
+        ],
+        metadata: expect.objectContaining({
+          observed: true,
+          trust: 'observed',
+          hostVerified: true,
+          untrusted: true,
+          sellerId,
+          description: 'Tide times for Porto harbour',
+          usage: expect.objectContaining({ settledCalls30d: 2, uniquePayers30d: 2 }),
+        }),
+      });
 
-    // Paging outside the spec's range is clamped, never refused.
-    const far = await fetch(`${m.baseUrl}/x402/discovery/resources?limit=0&offset=-3`);
-    expect(far.status).toBe(200);
-    expect((await far.json()).pagination).toMatchObject({ limit: 1, offset: 0 });
-  });
+      // Paging outside the spec's range is clamped, never refused.
+      const far = await fetch(`${m.baseUrl}/x402/discovery/resources?limit=0&offset=-3`);
+      expect(far.status).toBe(200);
+      expect((await far.json()).pagination).toMatchObject({ limit: 1, offset: 0 });
+    },
+  );
 });

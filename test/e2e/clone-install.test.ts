@@ -15,24 +15,46 @@ const ROOT = path.resolve(__dirname, '../..');
 
 describe('a clone after npm ci', () => {
   beforeAll(() => {
-    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+    };
     expect(pkg.scripts.prepare).toContain('build -w sdk-buyer -w sdk-seller');
   });
 
   it('imports both SDKs from ESM and from CommonJS (their dist, built by the install)', () => {
     const esm = spawnSync(
       process.execPath,
-      ['--input-type=module', '-e', "const b = await import('@paid-api-marketplace/sdk-buyer'); const s = await import('@paid-api-marketplace/sdk-seller'); console.log(typeof b.createBuyerClient, typeof s.createSellerClient, typeof s.checkWalletReadiness);"],
+      [
+        '--input-type=module',
+        '-e',
+        "const b = await import('@paid-api-marketplace/sdk-buyer'); const s = await " +
+          "import('@paid-api-marketplace/sdk-seller'); console.log(typeof b.createBuyerClient, typeof " +
+          's.createSellerClient, typeof s.checkWalletReadiness);',
+      ],
       { cwd: ROOT, encoding: 'utf8' },
     );
     expect(esm.stderr).toBe('');
     expect(esm.stdout.trim()).toBe('function function function');
-    const cjs = spawnSync(process.execPath, ['-e', "console.log(require.resolve('@paid-api-marketplace/sdk-buyer'), typeof require('@paid-api-marketplace/sdk-seller').paywall)"], { cwd: ROOT, encoding: 'utf8' });
+    const cjs = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        "console.log(require.resolve('@paid-api-marketplace/sdk-buyer'), typeof " +
+          "require('@paid-api-marketplace/sdk-seller').paywall)",
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     expect(cjs.stdout.trim()).toMatch(/sdk-buyer\/dist\/cjs\/index\.js function$/);
   });
 
   it('npx paid-api-marketplace-mcp runs the bin from the clone and answers MCP', async () => {
-    const transport = new StdioClientTransport({ command: 'npx', args: ['--no-install', 'paid-api-marketplace-mcp'], cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MARKETPLACE_URL: 'http://127.0.0.1:9' }, stderr: 'pipe' });
+    const transport = new StdioClientTransport({
+      command: 'npx',
+      args: ['--no-install', 'paid-api-marketplace-mcp'],
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', MARKETPLACE_URL: 'http://127.0.0.1:9' },
+      stderr: 'pipe',
+    });
     const client = new Client({ name: 'clone-test', version: '1.0.0' });
     await client.connect(transport);
     try {

@@ -19,8 +19,16 @@ function restBlock(): string {
   return block[1];
 }
 
-function bash(script: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function bash(
+  script: string,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -47,17 +55,38 @@ describe('REST in six requests (root README)', () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('the curl lines, run as written, sign up a seller, create and find a resource, verify and settle a payment', async () => {
-    const run = await bash(restBlock(), dir, { MARKETPLACE_URL: main.baseUrl, LOCAL_NETWORK_URL: main.localNetworkUrl });
-    if (run.code !== 0) throw new Error(`the REST block failed (exit ${run.code}):\n${run.stdout}\n${run.stderr}\n${main.logs().slice(-3000)}`);
-    const read = (f: string) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
-    expect(read('seller.json').seller).toMatchObject({ domain: 'rest-weather.test', verificationStatus: 'unverified' });
-    expect(read('resource.json')).toMatchObject({ amount: '0.01', warnings: [{ code: 'CATALOG_VALIDATION_FAILED', field: 'url', message: expect.stringContaining('plain http') }] });
-    expect(read('search.json').resources).toEqual(expect.any(Array));
-    expect(read('verified.json')).toMatchObject({ ok: true, paymentAttemptId: expect.stringMatching(/^pay_/) });
-    expect(read('settled.json')).toMatchObject({ ok: true, status: 'settled', evidence: 'local_simulation', receiptId: expect.stringMatching(/^rcp_/) });
-    expect(run.stdout).toMatch(/^settled [0-9a-f]{64} rcp_\S+ \(local_simulation\)$/m);
-    // no secret reaches the output
-    expect(run.stdout + run.stderr).not.toMatch(/\bS[A-Z2-7]{55}\b/);
-  }, 300_000);
+  it(
+    'the curl lines, run as written, sign up a seller, create and ' + 'find a resource, verify and settle a payment',
+    async () => {
+      const run = await bash(restBlock(), dir, {
+        MARKETPLACE_URL: main.baseUrl,
+        LOCAL_NETWORK_URL: main.localNetworkUrl,
+      });
+      if (run.code !== 0)
+        throw new Error(
+          `the REST block failed (exit ${run.code}):\n${run.stdout}\n${run.stderr}\n${main.logs().slice(-3000)}`,
+        );
+      const read = (f: string) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+      expect(read('seller.json').seller).toMatchObject({
+        domain: 'rest-weather.test',
+        verificationStatus: 'unverified',
+      });
+      expect(read('resource.json')).toMatchObject({
+        amount: '0.01',
+        warnings: [{ code: 'CATALOG_VALIDATION_FAILED', field: 'url', message: expect.stringContaining('plain http') }],
+      });
+      expect(read('search.json').resources).toEqual(expect.any(Array));
+      expect(read('verified.json')).toMatchObject({ ok: true, paymentAttemptId: expect.stringMatching(/^pay_/) });
+      expect(read('settled.json')).toMatchObject({
+        ok: true,
+        status: 'settled',
+        evidence: 'local_simulation',
+        receiptId: expect.stringMatching(/^rcp_/),
+      });
+      expect(run.stdout).toMatch(/^settled [0-9a-f]{64} rcp_\S+ \(local_simulation\)$/m);
+      // no secret reaches the output
+      expect(run.stdout + run.stderr).not.toMatch(/\bS[A-Z2-7]{55}\b/);
+    },
+    300_000,
+  );
 });

@@ -41,8 +41,14 @@ describe('a stock @x402/hono 2.27 seller and a stock @x402/fetch 2.27 buyer, thr
 
     // The seller's key on verify and settle: this URL is not cataloged, so it settles only when its seller asks.
     const auth = { Authorization: `Bearer ${sellerApiKey}` };
-    const facilitator = new HTTPFacilitatorClient({ url: `${m.baseUrl}/x402`, createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }) });
-    const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new ExactStellarServer()));
+    const facilitator = new HTTPFacilitatorClient({
+      url: `${m.baseUrl}/x402`,
+      createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }),
+    });
+    const server = new x402ResourceServer(facilitator).register(
+      'stellar:testnet',
+      adaptStellarServerScheme(new ExactStellarServer()),
+    );
     const app = new Hono();
     // Listen first (routes are added before the first request), so the route's resource URL names the real port.
     const listening = await new Promise<ReturnType<typeof serve>>((resolve) => {
@@ -52,7 +58,13 @@ describe('a stock @x402/hono 2.27 seller and a stock @x402/fetch 2.27 buyer, thr
     url = `http://hono-shop.test:${port}/v1/tides/porto`;
     app.use(
       paymentMiddleware(
-        { 'GET /v1/tides/porto': { accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() }, resource: url, description: 'Porto tides' } },
+        {
+          'GET /v1/tides/porto': {
+            accepts: { scheme: 'exact', price: '$0.125', network: 'stellar:testnet', payTo: wallet.publicKey() },
+            resource: url,
+            description: 'Porto tides',
+          },
+        },
         server,
       ),
     );
@@ -69,47 +81,72 @@ describe('a stock @x402/hono 2.27 seller and a stock @x402/fetch 2.27 buyer, thr
     await m?.stop();
   });
 
-  it('an unpaid request answers 402 with our facilitator\'s Stellar requirements', async () => {
+  it("an unpaid request answers 402 with our facilitator's Stellar requirements", async () => {
     const unpaid = await loopbackFetch(url);
     expect(unpaid.status).toBe(402);
-    const required = JSON.parse(Buffer.from(unpaid.headers.get('payment-required') as string, 'base64').toString('utf8'));
-    expect(required.accepts[0]).toMatchObject({ scheme: 'exact', network: 'stellar:testnet', amount: '1250000', payTo: wallet.publicKey(), extra: { areFeesSponsored: true } });
+    const required = JSON.parse(
+      Buffer.from(unpaid.headers.get('payment-required') as string, 'base64').toString('utf8'),
+    );
+    expect(required.accepts[0]).toMatchObject({
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      amount: '1250000',
+      payTo: wallet.publicKey(),
+      extra: { areFeesSponsored: true },
+    });
     expect(handlerCalls).toBe(0);
   });
 
-  it('pays once: the answer arrives, balances move by the price, the receipt is kept; a replay is refused', async () => {
-    const client = new x402Client().register('stellar:testnet', adaptStellarClientScheme(new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl })));
-    const sent: string[] = [];
-    const recordingFetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
-      const request = input instanceof Request ? input : new Request(input, init);
-      const header = request.headers.get('PAYMENT-SIGNATURE');
-      if (header) sent.push(header);
-      return loopbackFetch(request);
-    };
-    const response = await wrapFetchWithPayment(recordingFetch as typeof fetch, client)(url);
-    expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ harbour: 'Porto', highTides: ['06:12', '18:40'] });
-    expect(handlerCalls).toBe(1);
-    const settle = decodePaymentResponseHeader(response.headers.get('PAYMENT-RESPONSE') as string) as unknown as {
-      success: boolean;
-      transaction: string;
-      payer: string;
-      extensions: { marketplace: { receiptId: string; evidence: string } };
-    };
-    expect(settle).toMatchObject({ success: true, payer: buyerKey.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(settle.extensions.marketplace.evidence).toBe('local_simulation');
-    expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('1.875');
-    expect(m.network.balance(wallet.publicKey(), 'USDC')).toBe('0.1250001');
-    const receipt = await eventually(async () => {
-      const r = await createBuyerClient({ baseUrl: m.baseUrl }).receipts.get(settle.extensions.marketplace.receiptId);
-      return r.status === 'settled' ? r : null;
-    });
-    expect(receipt).toMatchObject({ resourceId: null, transactionHash: settle.transaction, amount: '0.125', evidence: 'local_simulation' });
+  it(
+    'pays once: the answer arrives, balances move by the ' + 'price, the receipt is kept; a replay is refused',
+    async () => {
+      const client = new x402Client().register(
+        'stellar:testnet',
+        adaptStellarClientScheme(
+          new ExactStellarScheme(createEd25519Signer(buyerKey.secret(), 'stellar:testnet'), { url: front.rpcUrl }),
+        ),
+      );
+      const sent: string[] = [];
+      const recordingFetch = (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
+        const request = input instanceof Request ? input : new Request(input, init);
+        const header = request.headers.get('PAYMENT-SIGNATURE');
+        if (header) sent.push(header);
+        return loopbackFetch(request);
+      };
+      const response = await wrapFetchWithPayment(recordingFetch as typeof fetch, client)(url);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ harbour: 'Porto', highTides: ['06:12', '18:40'] });
+      expect(handlerCalls).toBe(1);
+      const settle = decodePaymentResponseHeader(response.headers.get('PAYMENT-RESPONSE') as string) as unknown as {
+        success: boolean;
+        transaction: string;
+        payer: string;
+        extensions: { marketplace: { receiptId: string; evidence: string } };
+      };
+      expect(settle).toMatchObject({
+        success: true,
+        payer: buyerKey.publicKey(),
+        transaction: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
+      expect(settle.extensions.marketplace.evidence).toBe('local_simulation');
+      expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('1.875');
+      expect(m.network.balance(wallet.publicKey(), 'USDC')).toBe('0.1250001');
+      const receipt = await eventually(async () => {
+        const r = await createBuyerClient({ baseUrl: m.baseUrl }).receipts.get(settle.extensions.marketplace.receiptId);
+        return r.status === 'settled' ? r : null;
+      });
+      expect(receipt).toMatchObject({
+        resourceId: null,
+        transactionHash: settle.transaction,
+        amount: '0.125',
+        evidence: 'local_simulation',
+      });
 
-    expect(sent).toHaveLength(1);
-    const replay = await loopbackFetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
-    expect(replay.status).toBe(402);
-    expect(handlerCalls).toBe(1);
-    expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('1.875');
-  });
+      expect(sent).toHaveLength(1);
+      const replay = await loopbackFetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0] } });
+      expect(replay.status).toBe(402);
+      expect(handlerCalls).toBe(1);
+      expect(m.network.balance(buyerKey.publicKey(), 'USDC')).toBe('1.875');
+    },
+  );
 });

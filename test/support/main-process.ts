@@ -5,7 +5,6 @@ import path from 'node:path';
 import { createTestDatabase } from '../../server/test/support/database';
 import { freePort } from '../../server/test/support/free-port';
 
-
 export interface StartedMain {
   baseUrl: string;
   localNetworkUrl: string;
@@ -26,7 +25,15 @@ export async function startMain(env: Record<string, string> = {}): Promise<Start
   const rpcPort = await freePort();
   const child: ChildProcess = spawn(process.execPath, [require.resolve('tsx/cli'), 'src/main.ts'], {
     cwd: path.resolve(__dirname, '../../server'),
-    env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), DATA_DIR: dataDir, LOCAL_NETWORK_PORT: String(rpcPort), LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: database.url,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOCAL_NETWORK_PORT: String(rpcPort),
+      LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logs = '';
@@ -43,7 +50,10 @@ export async function startMain(env: Record<string, string> = {}): Promise<Start
   };
   for (let i = 0; i < 240; i++) {
     if (child.exitCode !== null) break;
-    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { baseUrl, localNetworkUrl: `http://127.0.0.1:${rpcPort}`, logs: () => logs, stop };
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -52,8 +62,16 @@ export async function startMain(env: Record<string, string> = {}): Promise<Start
 }
 
 /** Runs an npm script of the repository root (as `npm run <script>` would) and returns its exit code and output. */
-export async function runNpmScript(script: string, env: Record<string, string>, timeoutMs = 240_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn('npm', ['run', '--silent', script], { cwd: path.resolve(__dirname, '../..'), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runNpmScript(
+  script: string,
+  env: Record<string, string>,
+  timeoutMs = 240_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn('npm', ['run', '--silent', script], {
+    cwd: path.resolve(__dirname, '../..'),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

@@ -9,7 +9,9 @@ import { createSelfSignedCertificate } from '../../server/src/ledger/local-netwo
 import { startTestService, testNetworks, type TestService } from '../../server/test/support/test-service';
 import { createSellerClient, paywall, type SellerClient } from '../../sdk-seller/src';
 
-export async function listen(app: { listen: (port: number, host: string, cb: () => void) => Server }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function listen(app: {
+  listen: (port: number, host: string, cb: () => void) => Server;
+}): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -36,7 +38,10 @@ export interface Marketplace {
 export async function startMarketplace(): Promise<Marketplace> {
   const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
   const service = await startTestService({
-    networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({
+      rpcUrl: network.rpcUrl,
+      assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
     runJobs: true,
     jobPollMs: 100,
   });
@@ -82,7 +87,10 @@ export interface PaidEndpoint {
  * The tutorial's seller: signs up through the seller SDK, serves a paywalled Express route (its paywall holds a
  * payments-scoped key; `seller` is the admin client) and catalogs it.
  */
-export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: string; domain: string; price: string }): Promise<PaidEndpoint> {
+export async function sellerWithPaidEndpoint(
+  m: Marketplace,
+  opts: { name: string; domain: string; price: string },
+): Promise<PaidEndpoint> {
   const wallet = Keypair.random();
   await m.network.fundAccount(wallet.publicKey());
   await m.network.faucet(wallet.publicKey(), 'USDC', '0.0000001');
@@ -96,11 +104,28 @@ export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: strin
   const paywallClient = createSellerClient({ baseUrl: m.baseUrl, apiKey: paymentsKey.secret });
 
   const app = express();
-  const endpoint: PaidEndpoint = { seller, sellerId: me.id, wallet, resourceId: '', url: '', handlerCalls: 0, stop: async () => undefined };
-  app.get('/v1/forecast/:city', (req, res, next) => paywall({ client: paywallClient, resourceId: endpoint.resourceId, description: 'Hourly forecast' })(req, res, next), (req, res) => {
-    endpoint.handlerCalls += 1;
-    res.json({ city: req.params.city, temperatureC: 21.5 });
-  });
+  const endpoint: PaidEndpoint = {
+    seller,
+    sellerId: me.id,
+    wallet,
+    resourceId: '',
+    url: '',
+    handlerCalls: 0,
+    stop: async () => undefined,
+  };
+  app.get(
+    '/v1/forecast/:city',
+    (req, res, next) =>
+      paywall({ client: paywallClient, resourceId: endpoint.resourceId, description: 'Hourly forecast' })(
+        req,
+        res,
+        next,
+      ),
+    (req, res) => {
+      endpoint.handlerCalls += 1;
+      res.json({ city: req.params.city, temperatureC: 21.5 });
+    },
+  );
   const http = await listen(app);
   endpoint.stop = http.close;
   endpoint.url = `http://${opts.domain}:${http.port}/v1/forecast/{city}`;
@@ -127,7 +152,11 @@ export async function sellerWithPaidEndpoint(m: Marketplace, opts: { name: strin
   return endpoint;
 }
 
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 20_000, everyMs = 200): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 20_000,
+  everyMs = 200,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -146,10 +175,13 @@ export async function httpsRpcFront(network: LocalNetwork): Promise<{ rpcUrl: st
   const material = await createSelfSignedCertificate(['127.0.0.1']);
   const target = new URL(network.baseUrl);
   const server = https.createServer({ key: material.keyPem, cert: material.certPem }, (req, res) => {
-    const upstream = http.request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const upstream = http.request(
+      { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });

@@ -12,20 +12,50 @@ import path from 'node:path';
  * lacks a packument (a fresh machine), it falls back to `--prefer-offline`, which fetches only what is missing.
  * Nothing is taken from the monorepo's node_modules, so this proves the tarball's own dependency list is complete.
  */
-export function packAndInstall(packageDir: string): { dir: string; tarball: string; installMode: string; cleanup(): void } {
+export function packAndInstall(packageDir: string): {
+  dir: string;
+  tarball: string;
+  installMode: string;
+  cleanup(): void;
+} {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-pack-'));
   const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  const env = { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-  const out = execFileSync(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: packageDir, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  const filename = (JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>)[0].filename.replace(/^@/, '').replace(/\//, '-');
+  const env = {
+    ...process.env,
+    npm_config_loglevel: 'error',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  };
+  const out = execFileSync(npm, ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], {
+    cwd: packageDir,
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const filename = (JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string }>)[0].filename
+    .replace(/^@/, '')
+    .replace(/\//, '-');
   const tarball = path.join(dir, filename);
-  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'sdk-pack-consumer', version: '1.0.0', private: true }));
+  fs.writeFileSync(
+    path.join(dir, 'package.json'),
+    JSON.stringify({ name: 'sdk-pack-consumer', version: '1.0.0', private: true }),
+  );
   let installMode = '--offline';
   try {
-    execFileSync(npm, ['install', '--offline', '--no-audit', tarball], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+    execFileSync(npm, ['install', '--offline', '--no-audit', tarball], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 180_000,
+    });
   } catch {
     installMode = '--prefer-offline';
-    execFileSync(npm, ['install', '--prefer-offline', '--no-audit', tarball], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 180_000 });
+    execFileSync(npm, ['install', '--prefer-offline', '--no-audit', tarball], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 180_000,
+    });
   }
   return { dir, tarball, installMode, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
@@ -34,9 +64,19 @@ export function packAndInstall(packageDir: string): { dir: string; tarball: stri
  * Runs a script in the temp project (`.cjs` -> require, `.mjs` -> import) and returns its stdout. Asynchronous on
  * purpose: the script calls the test server running in this process, which must keep serving meanwhile.
  */
-export async function runIn(dir: string, file: string, source: string, env: Record<string, string> = {}): Promise<string> {
+export async function runIn(
+  dir: string,
+  file: string,
+  source: string,
+  env: Record<string, string> = {},
+): Promise<string> {
   fs.writeFileSync(path.join(dir, file), source);
-  const { stdout } = await promisify(execFile)(process.execPath, [file], { cwd: dir, env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8', timeout: 60_000 });
+  const { stdout } = await promisify(execFile)(process.execPath, [file], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return stdout;
 }
 
@@ -57,19 +97,31 @@ export interface PackageLint {
 export async function lintPackedTarball(tarball: string): Promise<PackageLint> {
   const root = path.resolve(__dirname, '../..');
   const run = promisify(execFile);
-  const attw = await run(process.execPath, [path.join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'json'], {
+  const attw = await run(
+    process.execPath,
+    [path.join(root, 'node_modules/@arethetypeswrong/cli/dist/index.js'), tarball, '--format', 'json'],
+    {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+      maxBuffer: 64 * 1024 * 1024,
+    },
+  ).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '{}' }));
+  const report = JSON.parse(attw.stdout) as {
+    problems?: Record<string, unknown>;
+    analysis?: { entrypoints?: Record<string, unknown> };
+  };
+  const publintScript = `import('publint').then(async ({ publint }) => {
+    const b = require('node:fs').readFileSync(process.argv[1]);
+    const r = await publint({ pack: { tarball: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) }, level:
+      'suggestion', strict: true });
+    process.stdout.write(JSON.stringify(r.messages));
+  }).catch((e) => { console.error(e); process.exit(1); });`;
+  const pub = await run(process.execPath, ['-e', publintScript, tarball], {
     cwd: root,
     encoding: 'utf8',
     timeout: 120_000,
-    maxBuffer: 64 * 1024 * 1024,
-  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '{}' }));
-  const report = JSON.parse(attw.stdout) as { problems?: Record<string, unknown>; analysis?: { entrypoints?: Record<string, unknown> } };
-  const publintScript = `import('publint').then(async ({ publint }) => {
-    const b = require('node:fs').readFileSync(process.argv[1]);
-    const r = await publint({ pack: { tarball: b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) }, level: 'suggestion', strict: true });
-    process.stdout.write(JSON.stringify(r.messages));
-  }).catch((e) => { console.error(e); process.exit(1); });`;
-  const pub = await run(process.execPath, ['-e', publintScript, tarball], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  });
   return {
     attwProblems: report.problems ?? { error: 'attw printed no report' },
     attwEntrypoints: Object.keys(report.analysis?.entrypoints ?? {}),

@@ -29,11 +29,18 @@ export async function startServer(overrides: Parameters<typeof startTestService>
 }
 
 /** A fetch that records every request it sends (method, URL, headers) and can inject failures. */
-export function recordingFetch(inject?: (request: Request, attempt: number) => Response | Error | undefined | Promise<Response | Error | undefined>) {
-  const calls: Array<{ method: string; url: string; headers: Headers; status?: number; retryAfter?: string | null }> = [];
+export function recordingFetch(
+  inject?: (request: Request, attempt: number) => Response | Error | undefined | Promise<Response | Error | undefined>,
+) {
+  const calls: Array<{ method: string; url: string; headers: Headers; status?: number; retryAfter?: string | null }> =
+    [];
   const fetchFn = async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = input instanceof Request ? input : new Request(input, init);
-    const call: (typeof calls)[number] = { method: request.method, url: request.url, headers: new Headers(request.headers) };
+    const call: (typeof calls)[number] = {
+      method: request.method,
+      url: request.url,
+      headers: new Headers(request.headers),
+    };
     calls.push(call);
     const injected = await inject?.(request.clone(), calls.length);
     if (injected instanceof Error) throw injected;

@@ -46,7 +46,11 @@ export function loadQueries(file = path.join(HERE, 'queries.txt')): JudgedQuery[
     .map((l) => {
       const [query, main, partial] = l.split('|').map((s) => s.trim());
       const grades = new Map<string, number>([[main, 2]]);
-      for (const c of (partial ?? '').split(',').map((s) => s.trim()).filter(Boolean)) grades.set(c, 1);
+      for (const c of (partial ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean))
+        grades.set(c, 1);
       return { query, grades };
     });
 }
@@ -69,7 +73,11 @@ export function bm25(corpus: JudgedResource[]): (q: string) => string[] {
       }
       return { key: corpus[i].key, s };
     });
-    return scored.filter((x) => x.s > 0).sort((a, b) => b.s - a.s).slice(0, 10).map((x) => x.key);
+    return scored
+      .filter((x) => x.s > 0)
+      .sort((a, b) => b.s - a.s)
+      .slice(0, 10)
+      .map((x) => x.key);
   };
 }
 
@@ -98,7 +106,10 @@ export function figures(corpus: JudgedResource[], queries: JudgedQuery[], answer
     const first = ranked.findIndex((k) => grade(k) === 2);
     if (first >= 0) mrr += 1 / (first + 1);
     const dcg = ranked.reduce((a, k, r) => a + (2 ** grade(k) - 1) / Math.log2(r + 2), 0);
-    const ideal = corpus.map((r) => q.grades.get(r.category) ?? 0).sort((a, b) => b - a).slice(0, 10);
+    const ideal = corpus
+      .map((r) => q.grades.get(r.category) ?? 0)
+      .sort((a, b) => b - a)
+      .slice(0, 10);
     const idcg = ideal.reduce((a, g, r) => a + (2 ** g - 1) / Math.log2(r + 2), 0);
     ndcg += idcg > 0 ? dcg / idcg : 0;
   }
@@ -169,6 +180,12 @@ export async function searchAll(app: Express, queries: JudgedQuery[], keys: Map<
 
 export function table(ours: Figures, baseline: Figures): string {
   const row = (name: string, f: Figures) =>
-    `| ${name} | ${f.recallAt5.toFixed(3)} | ${f.mrrAt10.toFixed(3)} | ${f.ndcgAt10.toFixed(3)} | ${(100 * f.emptyShare).toFixed(1)} % |`;
-  return ['| | recall@5 | MRR@10 | nDCG@10 | empty answers |', '|---|---|---|---|---|', row(`ours (${RANKING_STRATEGY})`, ours), row('BM25 baseline (name + description)', baseline)].join('\n');
+    `| ${name} | ${f.recallAt5.toFixed(3)} | ${f.mrrAt10.toFixed(3)} | ${f.ndcgAt10.toFixed(3)} | ` +
+    `${(100 * f.emptyShare).toFixed(1)} % |`;
+  return [
+    '| | recall@5 | MRR@10 | nDCG@10 | empty answers |',
+    '|---|---|---|---|---|',
+    row(`ours (${RANKING_STRATEGY})`, ours),
+    row('BM25 baseline (name + description)', baseline),
+  ].join('\n');
 }

@@ -13,8 +13,10 @@
  * | MARKETPLACE_RPC_URL | the RPC the marketplace lists | Soroban RPC used to read the latest ledger when signing |
  * | MARKETPLACE_MCP_METRICS_PORT | unset | serve Prometheus metrics on 127.0.0.1:<port>/metrics (0: any free port) |
  * | MARKETPLACE_ENVIRONMENT | local | the `environment` label of the metrics |
- * | MARKETPLACE_ALLOW_PRIVATE_NETWORKS | unset | `true`: call_paid_resource may reach loopback/private addresses (local development) |
- * | LOCAL_DEV_DOMAINS | unset | `true`: sellers listed under `*.test` are reached on 127.0.0.1, the service's own switch (local development); off, they are refused with a message naming it |
+ * | MARKETPLACE_ALLOW_PRIVATE_NETWORKS | unset | `true`: call_paid_resource may reach loopback/private addresses (local
+ * development) |
+ * | LOCAL_DEV_DOMAINS | unset | `true`: sellers listed under `*.test` are reached on 127.0.0.1, the service's own
+ * switch (local development); off, they are refused with a message naming it |
  * | MARKETPLACE_BUDGET_FILE | unset | keep the budget's commitments in this JSON file (they survive a restart) |
  *
  * stdout carries the MCP protocol only. The one diagnostic line (where metrics listen) and fatal configuration
@@ -68,11 +70,14 @@ async function main(): Promise<void> {
     ...(env.MARKETPLACE_BUDGET_FILE ? { store: new FileBudgetStore(env.MARKETPLACE_BUDGET_FILE) } : {}),
   };
   const allowPrivate = env.MARKETPLACE_ALLOW_PRIVATE_NETWORKS;
-  if (allowPrivate !== undefined && allowPrivate !== 'true' && allowPrivate !== 'false') fail('MARKETPLACE_ALLOW_PRIVATE_NETWORKS must be true or false');
+  if (allowPrivate !== undefined && allowPrivate !== 'true' && allowPrivate !== 'false')
+    fail('MARKETPLACE_ALLOW_PRIVATE_NETWORKS must be true or false');
   const localDev = env.LOCAL_DEV_DOMAINS;
-  if (localDev !== undefined && localDev !== 'true' && localDev !== 'false') fail('LOCAL_DEV_DOMAINS must be true or false');
+  if (localDev !== undefined && localDev !== 'true' && localDev !== 'false')
+    fail('LOCAL_DEV_DOMAINS must be true or false');
   const metricsPort = env.MARKETPLACE_MCP_METRICS_PORT;
-  if (metricsPort !== undefined && !/^\d{1,5}$/.test(metricsPort)) fail('MARKETPLACE_MCP_METRICS_PORT must be a port number');
+  if (metricsPort !== undefined && !/^\d{1,5}$/.test(metricsPort))
+    fail('MARKETPLACE_MCP_METRICS_PORT must be a port number');
 
   const buyer = createBuyerClient({
     baseUrl,

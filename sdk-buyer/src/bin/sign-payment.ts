@@ -21,19 +21,33 @@ function fail(message: string): never {
 async function main(): Promise<void> {
   const secret = process.env.BUYER_WALLET_SECRET?.trim();
   const resourceId = process.argv[2];
-  if (!secret || !resourceId) fail('usage: BUYER_WALLET_SECRET=S... [MARKETPLACE_URL=...] paid-api-marketplace-sign-payment <resourceId>');
+  if (!secret || !resourceId)
+    fail('usage: BUYER_WALLET_SECRET=S... [MARKETPLACE_URL=...] paid-api-marketplace-sign-payment <resourceId>');
   let signer: Keypair;
   try {
     signer = Keypair.fromSecret(secret);
   } catch {
     fail('BUYER_WALLET_SECRET is not a Stellar secret seed (S..., 56 characters)');
   }
-  const buyer = createBuyerClient({ baseUrl: process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000', payment: { signer } });
+  const buyer = createBuyerClient({
+    baseUrl: process.env.MARKETPLACE_URL ?? 'http://127.0.0.1:3000',
+    payment: { signer },
+  });
   const resource = await buyer.resources.get(resourceId);
   const r = resource.paymentRequirements;
   const paymentPayload = await buyer.signPayment(r);
-  const paymentRequirements = { scheme: r.scheme, network: r.network, amount: r.amount, payTo: r.payTo, asset: { code: r.asset.code, issuer: r.asset.issuer }, maxTimeoutSeconds: r.maxTimeoutSeconds, resource: r.resource };
-  process.stdout.write(`${JSON.stringify({ x402Version: paymentPayload.x402Version, paymentPayload, paymentRequirements, resourceId })}\n`);
+  const paymentRequirements = {
+    scheme: r.scheme,
+    network: r.network,
+    amount: r.amount,
+    payTo: r.payTo,
+    asset: { code: r.asset.code, issuer: r.asset.issuer },
+    maxTimeoutSeconds: r.maxTimeoutSeconds,
+    resource: r.resource,
+  };
+  process.stdout.write(
+    `${JSON.stringify({ x402Version: paymentPayload.x402Version, paymentPayload, paymentRequirements, resourceId })}\n`,
+  );
 }
 
 main().catch((err: unknown) => fail((err as Error).message));

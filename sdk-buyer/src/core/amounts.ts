@@ -28,9 +28,17 @@ export function amountProblem(value: unknown): string | null {
   if (isAmount(value)) return null;
   const shown = JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
   const m = DECIMAL.exec(value);
-  if (!m) return `${shown} is not a decimal amount: digits, an optional dot and at most ${AMOUNT_DECIMALS} decimals, such as "0.05"`;
+  if (!m)
+    return (
+      `${shown} is not a decimal amount: digits, an optional dot and at most ${AMOUNT_DECIMALS} decimals, such as ` +
+      `"0.05"`
+    );
   if (m[1]) return `${shown} is negative: an amount is zero or more`;
-  if ((m[3] ?? '').length > AMOUNT_DECIMALS) return `${shown} has ${m[3].length} decimals: Stellar amounts have at most ${AMOUNT_DECIMALS}, and an amount is never rounded`;
+  if ((m[3] ?? '').length > AMOUNT_DECIMALS)
+    return (
+      `${shown} has ${m[3].length} decimals: Stellar amounts have at most ${AMOUNT_DECIMALS}, and an amount is ` +
+      `never rounded`
+    );
   if (m[2].length > 1 && m[2].startsWith('0')) return `${shown} has a leading zero`;
   return `${shown} is out of range: at most 12 integer digits (999999999999.9999999)`;
 }
@@ -44,14 +52,17 @@ export function toStroops(amount: string): bigint {
 }
 
 function checkedStroops(stroops: bigint | string): bigint {
-  if (typeof stroops === 'string' && !/^-?[0-9]{1,40}$/.test(stroops)) throw new RangeError(`${JSON.stringify(stroops.slice(0, 40))} is not a whole number of stroops`);
+  if (typeof stroops === 'string' && !/^-?[0-9]{1,40}$/.test(stroops))
+    throw new RangeError(`${JSON.stringify(stroops.slice(0, 40))} is not a whole number of stroops`);
   const v = BigInt(stroops);
   if (v < 0n) throw new RangeError(`${v} stroops is negative: an amount is zero or more`);
-  if (v > MAX_AMOUNT_STROOPS) throw new RangeError(`${v} stroops is out of range: at most ${MAX_AMOUNT_STROOPS} (999999999999.9999999)`);
+  if (v > MAX_AMOUNT_STROOPS)
+    throw new RangeError(`${v} stroops is out of range: at most ${MAX_AMOUNT_STROOPS} (999999999999.9999999)`);
   return v;
 }
 
-/** 2500000n -> "0.2500000": always 7 decimals, the way Stellar writes amounts. Throws a RangeError when out of range. */
+/** 2500000n -> "0.2500000": always 7 decimals, the way Stellar writes amounts. Throws a RangeError when out of range.
+ * */
 export function fromStroops(stroops: bigint | string): string {
   const v = checkedStroops(stroops);
   return `${v / STROOPS_PER_UNIT}.${(v % STROOPS_PER_UNIT).toString().padStart(AMOUNT_DECIMALS, '0')}`;

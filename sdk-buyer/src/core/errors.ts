@@ -50,25 +50,43 @@ export class ApiError extends Error {
   }
 
   toJSON(): Record<string, unknown> {
-    return { name: this.name, status: this.status, code: this.code, message: this.message, requestId: this.requestId, details: this.details, method: this.method, url: this.url };
+    return {
+      name: this.name,
+      status: this.status,
+      code: this.code,
+      message: this.message,
+      requestId: this.requestId,
+      details: this.details,
+      method: this.method,
+      url: this.url,
+    };
   }
 
   /** Builds an ApiError from an error response of the API (the contract's envelope, or anything else). */
   static async fromResponse(response: Response, request?: Request): Promise<ApiError> {
     let body: unknown;
-    const text = await response.clone().text().catch(() => '');
+    const text = await response
+      .clone()
+      .text()
+      .catch(() => '');
     try {
       body = text ? JSON.parse(text) : undefined;
     } catch {
       body = undefined;
     }
-    const envelope = (body as { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } } | undefined)?.error;
+    const envelope = (
+      body as { error?: { code?: unknown; message?: unknown; requestId?: unknown; details?: unknown } } | undefined
+    )?.error;
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
-    const requestId = typeof envelope?.requestId === 'string' ? envelope.requestId : response.headers.get('x-request-id');
+    const requestId =
+      typeof envelope?.requestId === 'string' ? envelope.requestId : response.headers.get('x-request-id');
     return new ApiError({
       status: response.status,
       code: typeof envelope?.code === 'string' ? envelope.code : codeForStatus(response.status),
-      message: typeof envelope?.message === 'string' ? envelope.message : `HTTP ${response.status} ${response.statusText || ''}`.trim(),
+      message:
+        typeof envelope?.message === 'string'
+          ? envelope.message
+          : `HTTP ${response.status} ${response.statusText || ''}`.trim(),
       requestId,
       details: Array.isArray(envelope?.details) ? (envelope.details as ApiErrorDetail[]) : [],
       method: request?.method,

@@ -1,5 +1,6 @@
 /**
- * Transport of both SDKs (one source, copied into the seller SDK by scripts/generate.mjs): openapi-fetch with middleware for the
+ * Transport of both SDKs (one source, copied into the seller SDK by scripts/generate.mjs): openapi-fetch with
+ * middleware for the
  * API key, automatic Idempotency-Key on POST and throwing ApiError, over a fetch wrapper that retries safe cases.
  *
  * Retries (stripe-node style): network errors, 429 (waiting at least Retry-After), 502 and 503, with exponential
@@ -55,7 +56,8 @@ export function bearerAuth(apiKey: string): Middleware {
 export function idempotencyKeys(generate: () => string = () => globalThis.crypto.randomUUID()): Middleware {
   return {
     onRequest({ request }) {
-      if (request.method === 'POST' && !request.headers.has('Idempotency-Key')) request.headers.set('Idempotency-Key', generate());
+      if (request.method === 'POST' && !request.headers.has('Idempotency-Key'))
+        request.headers.set('Idempotency-Key', generate());
       return request;
     },
   };
@@ -72,7 +74,9 @@ export function throwApiErrors(): Middleware {
 }
 
 /** fetch with retries of network errors, 429 (honouring Retry-After), 502 and 503. */
-export function retryingFetch(options: Pick<TransportOptions, 'fetch' | 'retry' | 'sleep'>): (input: Request) => Promise<Response> {
+export function retryingFetch(
+  options: Pick<TransportOptions, 'fetch' | 'retry' | 'sleep'>,
+): (input: Request) => Promise<Response> {
   const baseFetch = options.fetch ?? globalThis.fetch;
   const maxRetries = options.retry?.maxRetries ?? 2;
   const baseDelay = options.retry?.baseDelayMs ?? 250;

@@ -1,5 +1,6 @@
 /**
- * Async-iterable pagination over the contract's cursor lists (one source, copied into the seller SDK by scripts/generate.mjs): a page carries its
+ * Async-iterable pagination over the contract's cursor lists (one source, copied into the seller SDK by
+ * scripts/generate.mjs): a page carries its
  * items and `nextCursor`; `null` ends the list. `for await (const item of paginate(...))` fetches lazily, one page
  * at a time, and stops as soon as the caller breaks out of the loop.
  */
@@ -14,7 +15,10 @@ export type PageIterable<T> = AsyncIterable<T> & {
   toArray(max?: number): Promise<T[]>;
 };
 
-export function paginate<T>(fetchPage: (cursor: string | undefined) => Promise<PageLike<T>>, startCursor?: string): PageIterable<T> {
+export function paginate<T>(
+  fetchPage: (cursor: string | undefined) => Promise<PageLike<T>>,
+  startCursor?: string,
+): PageIterable<T> {
   async function* iterate(): AsyncGenerator<T, void, undefined> {
     let cursor = startCursor;
     for (;;) {

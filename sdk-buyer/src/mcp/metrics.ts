@@ -8,7 +8,14 @@
  * `none`), an error code (UPPER_SNAKE, else INTERNAL_ERROR) and the budget limit. No argument, query text, URL,
  * address, secret or payment credential is ever a label or a log field.
  */
-export const MARKETPLACE_TOOLS = ['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt', 'call_paid_resource', 'get_budget'] as const;
+export const MARKETPLACE_TOOLS = [
+  'search_resources',
+  'inspect_resource',
+  'list_supported_networks',
+  'get_receipt',
+  'call_paid_resource',
+  'get_budget',
+] as const;
 export type MarketplaceToolName = (typeof MARKETPLACE_TOOLS)[number];
 
 export interface ToolCallEvent {
@@ -67,7 +74,8 @@ export function createTextMetrics(environment: string) {
       const net = safeNetwork(network);
       inc(MCP_METRIC_NAMES.toolCalls, { tool, network: net, outcome: code ? 'error' : 'ok' });
       if (code) inc(MCP_METRIC_NAMES.toolErrors, { tool, network: net, code: safeCode(code) });
-      if (tool === 'get_receipt') inc(MCP_METRIC_NAMES.receiptFetches, { network: net, outcome: code ? 'error' : 'ok' });
+      if (tool === 'get_receipt')
+        inc(MCP_METRIC_NAMES.receiptFetches, { network: net, outcome: code ? 'error' : 'ok' });
       if (tool === 'list_supported_networks') inc(MCP_METRIC_NAMES.networkQueries, { outcome: code ? 'error' : 'ok' });
       const key = labelText({ environment: env, tool });
       const h = histogram.get(key) ?? { buckets: MCP_LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
@@ -93,7 +101,10 @@ export function createTextMetrics(environment: string) {
 
   function render(): string {
     const out: string[] = [];
-    out.push(`# HELP ${MCP_METRIC_NAMES.uptime} Seconds since this MCP server started`, `# TYPE ${MCP_METRIC_NAMES.uptime} gauge`);
+    out.push(
+      `# HELP ${MCP_METRIC_NAMES.uptime} Seconds since this MCP server started`,
+      `# TYPE ${MCP_METRIC_NAMES.uptime} gauge`,
+    );
     out.push(`${MCP_METRIC_NAMES.uptime}{environment="${env}"} ${(Date.now() - startedAt) / 1000}`);
     for (const [name, text] of Object.entries(help)) {
       out.push(`# HELP ${name} ${text}`, `# TYPE ${name} counter`);
@@ -103,7 +114,11 @@ export function createTextMetrics(environment: string) {
     out.push(`# HELP ${h} MCP tool call latency by tool`, `# TYPE ${h} histogram`);
     for (const [labels, v] of histogram) {
       MCP_LATENCY_BUCKETS.forEach((b, i) => out.push(`${h}_bucket{${labels},le="${b}"} ${v.buckets[i]}`));
-      out.push(`${h}_bucket{${labels},le="+Inf"} ${v.count}`, `${h}_sum{${labels}} ${v.sum}`, `${h}_count{${labels}} ${v.count}`);
+      out.push(
+        `${h}_bucket{${labels},le="+Inf"} ${v.count}`,
+        `${h}_sum{${labels}} ${v.sum}`,
+        `${h}_count{${labels}} ${v.count}`,
+      );
     }
     return out.join('\n') + '\n';
   }

@@ -23,7 +23,16 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { CallToolResultSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { readPaymentRequired, type NormalizedRequirements } from '../payments/requirements.js';
 import type { PaymentPayload } from '../payments/sign-payment.js';
-import { PaymentFailedError, chooseRequirement, commitAndSign, termsProblem, withAssetCode, type ExpectedTerms, type PayerDeps, type PaymentReceiptHeader } from '../payments/pay-and-fetch.js';
+import {
+  PaymentFailedError,
+  chooseRequirement,
+  commitAndSign,
+  termsProblem,
+  withAssetCode,
+  type ExpectedTerms,
+  type PayerDeps,
+  type PaymentReceiptHeader,
+} from '../payments/pay-and-fetch.js';
 
 export const X402_PAYMENT_META = 'x402/payment';
 export const X402_PAYMENT_RESPONSE_META = 'x402/payment-response';
@@ -53,7 +62,10 @@ type Payer = Omit<PayerDeps, 'fetch'>;
 type PaymentRequiredDoc = Record<string, unknown> & { accepts: unknown[] };
 
 const isPaymentRequired = (v: unknown): v is PaymentRequiredDoc =>
-  !!v && typeof v === 'object' && Array.isArray((v as { accepts?: unknown }).accepts) && typeof (v as { x402Version?: unknown }).x402Version === 'number';
+  !!v &&
+  typeof v === 'object' &&
+  Array.isArray((v as { accepts?: unknown }).accepts) &&
+  typeof (v as { x402Version?: unknown }).x402Version === 'number';
 
 function unwrap(v: unknown): PaymentRequiredDoc | null {
   if (isPaymentRequired(v)) return v;
@@ -87,13 +99,24 @@ export function paymentResponseOf(result: CallToolResult): PaymentReceiptHeader 
   return { ...doc, transactionHash } as PaymentReceiptHeader;
 }
 
-async function callTool(client: Client, name: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined, timeoutMs?: number): Promise<{ result: CallToolResult } | { paymentRequired: PaymentRequiredDoc }> {
+async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+  meta: Record<string, unknown> | undefined,
+  timeoutMs?: number,
+): Promise<{ result: CallToolResult } | { paymentRequired: PaymentRequiredDoc }> {
   try {
     const params = { name, arguments: args, ...(meta ? { _meta: meta } : {}) };
-    const result = (await client.request({ method: 'tools/call', params }, CallToolResultSchema, timeoutMs ? { timeout: timeoutMs } : undefined)) as CallToolResult;
+    const result = (await client.request(
+      { method: 'tools/call', params },
+      CallToolResultSchema,
+      timeoutMs ? { timeout: timeoutMs } : undefined,
+    )) as CallToolResult;
     return { result };
   } catch (err) {
-    if (err instanceof McpError && err.code === X402_PAYMENT_REQUIRED_CODE && isPaymentRequired(err.data)) return { paymentRequired: err.data };
+    if (err instanceof McpError && err.code === X402_PAYMENT_REQUIRED_CODE && isPaymentRequired(err.data))
+      return { paymentRequired: err.data };
     throw err;
   }
 }
@@ -101,26 +124,67 @@ async function callTool(client: Client, name: string, args: Record<string, unkno
 function refusalCode(doc: PaymentRequiredDoc): { code: string; message: string } {
   const error = doc.error as unknown;
   const nested = doc['x402/payment-response'] as { errorReason?: unknown } | undefined;
-  const code = typeof error === 'string' && /^[A-Z_]{3,64}$/.test(error) ? error : typeof nested?.errorReason === 'string' ? nested.errorReason : 'PAYMENT_REJECTED';
-  const message = typeof doc.message === 'string' ? doc.message : typeof error === 'string' ? error : `the server refused the payment (${code})`;
+  const code =
+    typeof error === 'string' && /^[A-Z_]{3,64}$/.test(error)
+      ? error
+      : typeof nested?.errorReason === 'string'
+        ? nested.errorReason
+        : 'PAYMENT_REJECTED';
+  const message =
+    typeof doc.message === 'string'
+      ? doc.message
+      : typeof error === 'string'
+        ? error
+        : `the server refused the payment (${code})`;
   return { code, message };
 }
 
 export function createPayAndCallTool(deps: Payer) {
-  return async function payAndCallTool(client: Client, name: string, args: Record<string, unknown> = {}, options: PayAndCallToolOptions = {}): Promise<PaidToolCallResult> {
+  return async function payAndCallTool(
+    client: Client,
+    name: string,
+    args: Record<string, unknown> = {},
+    options: PayAndCallToolOptions = {},
+  ): Promise<PaidToolCallResult> {
     const first = await callTool(client, name, args, undefined, options.timeoutMs);
     const offered = 'paymentRequired' in first ? first.paymentRequired : paymentRequiredOf(first.result);
-    if (!offered) return { result: (first as { result: CallToolResult }).result, paid: false, receipt: null, payment: null, requirements: null };
+    if (!offered)
+      return {
+        result: (first as { result: CallToolResult }).result,
+        paid: false,
+        receipt: null,
+        payment: null,
+        requirements: null,
+      };
 
     const parsed = readPaymentRequired(new Headers(), offered);
     let requirements = chooseRequirement(parsed, options.expect, offered, `tool ${name}`);
-    if (!requirements) throw new PaymentFailedError(`Tool ${name} asks for a payment this SDK cannot make (no exact Stellar requirement)`, 'NO_PAYABLE_REQUIREMENT', 402, offered);
+    if (!requirements)
+      throw new PaymentFailedError(
+        `Tool ${name} asks for a payment this SDK cannot make (no exact Stellar requirement)`,
+        'NO_PAYABLE_REQUIREMENT',
+        402,
+        offered,
+      );
     requirements = await withAssetCode(deps, requirements, offered);
     if (options.expect && termsProblem(requirements, options.expect))
-      throw new PaymentFailedError(`Refused before signing: tool ${name} asks for other terms than inspected (${termsProblem(requirements, options.expect)})`, 'TERMS_CHANGED', 402, offered);
+      throw new PaymentFailedError(
+        `Refused before signing: tool ${name} asks for other terms than inspected ` +
+          `(${termsProblem(requirements, options.expect)})`,
+        'TERMS_CHANGED',
+        402,
+        offered,
+      );
 
     const { payment, commitment } = await commitAndSign(deps, requirements, options.maxAmount);
-    const meta = { [X402_PAYMENT_META]: { ...payment, x402Version: parsed!.x402Version, accepted: requirements.raw, ...(offered.resource ? { resource: offered.resource } : {}) } };
+    const meta = {
+      [X402_PAYMENT_META]: {
+        ...payment,
+        x402Version: parsed!.x402Version,
+        accepted: requirements.raw,
+        ...(offered.resource ? { resource: offered.resource } : {}),
+      },
+    };
     // The signature is out: it stays counted until settled or proven unusable (see payments/budget.ts).
     const second = await callTool(client, name, args, meta, options.timeoutMs);
     const refused = 'paymentRequired' in second ? second.paymentRequired : paymentRequiredOf(second.result);

@@ -123,7 +123,10 @@ export class FileBudgetStore implements BudgetStore {
     try {
       const next = await change(this.load());
       // The lock was taken over (this process stalled past staleMs): another process may have written since we read.
-      if (compromised) throw new Error(`The lock on the budget store ${this.file} was lost (${(compromised as Error).message}); nothing was written`);
+      if (compromised)
+        throw new Error(
+          `The lock on the budget store ${this.file} was lost (${(compromised as Error).message}); nothing was written`,
+        );
       this.save(next);
       return next;
     } finally {
@@ -135,7 +138,13 @@ export class FileBudgetStore implements BudgetStore {
     const deadline = Date.now() + this.waitMs;
     for (;;) {
       try {
-        return await lock(this.file, { realpath: false, stale: this.staleMs, update: Math.floor(this.staleMs / 2), onCompromised, retries: { retries: 20, factor: 1.3, minTimeout: 5, maxTimeout: 200, randomize: true } });
+        return await lock(this.file, {
+          realpath: false,
+          stale: this.staleMs,
+          update: Math.floor(this.staleMs / 2),
+          onCompromised,
+          retries: { retries: 20, factor: 1.3, minTimeout: 5, maxTimeout: 200, randomize: true },
+        });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ELOCKED' || Date.now() >= deadline) {
           throw new Error(`The budget store ${this.file} could not be locked: ${(err as Error).message}`, {
@@ -169,11 +178,14 @@ export interface BudgetTotals extends BudgetKey {
 
 /** Parses a decimal budget field, with a message naming the field (never at payment time). */
 export function budgetAmount(field: string, value: unknown): bigint {
-  if (typeof value !== 'string') throw new TypeError(`${field} must be a decimal string such as "0.05" (got a ${typeof value})`);
+  if (typeof value !== 'string')
+    throw new TypeError(`${field} must be a decimal string such as "0.05" (got a ${typeof value})`);
   try {
     return toStroops(value);
   } catch {
-    throw new TypeError(`${field} must be a decimal amount with at most 7 fraction digits, such as "0.05" (got "${value.slice(0, 32)}")`);
+    throw new TypeError(
+      `${field} must be a decimal amount with at most 7 fraction digits, such as "0.05" (got "${value.slice(0, 32)}")`,
+    );
   }
 }
 
@@ -187,7 +199,12 @@ const sum = (list: Commitment[]) => list.reduce((a, c) => a + BigInt(c.stroops),
 export const RESERVATION_TTL_MS = 60_000;
 
 function open(list: Commitment[], key: BudgetKey): Commitment[] {
-  return list.filter((c) => c.network === key.network && c.asset === key.asset && (c.state === 'reserved' || c.state === 'committed' || c.state === 'spent'));
+  return list.filter(
+    (c) =>
+      c.network === key.network &&
+      c.asset === key.asset &&
+      (c.state === 'reserved' || c.state === 'committed' || c.state === 'spent'),
+  );
 }
 
 function withoutStaleReservations(list: Commitment[], now = Date.now()): Commitment[] {
@@ -268,7 +285,8 @@ export class Budget {
     if (used + stroops <= this.total) return;
     const left = this.total - used;
     throw new BudgetExceededError(
-      `Payment of ${fromStroops(stroops)} exceeds the remaining budget of ${fromStroops(left < 0n ? 0n : left)} (signed authorizations count until they are settled or expire unused)`,
+      `Payment of ${fromStroops(stroops)} exceeds the remaining budget of ${fromStroops(left < 0n ? 0n : left)} ` +
+        `(signed authorizations count until they are settled or expire unused)`,
       fromStroops(stroops),
       fromStroops(left < 0n ? 0n : left),
       'total',
@@ -280,12 +298,22 @@ export class Budget {
    * first asks the ledger about earlier commitments (reconcile) and counts again. The final check and the
    * reservation are one step (under the shared store's lock).
    */
-  async reserve(key: BudgetKey & { payTo: string; payer: string }, stroops: bigint, perCallOverride?: string): Promise<Commitment> {
+  async reserve(
+    key: BudgetKey & { payTo: string; payer: string },
+    stroops: bigint,
+    perCallOverride?: string,
+  ): Promise<Commitment> {
     await this.load();
     const perCall = perCallOverride !== undefined ? budgetAmount('maxAmount', perCallOverride) : this.perCall;
     if (perCall !== null && stroops > perCall)
-      throw new BudgetExceededError(`Payment of ${fromStroops(stroops)} exceeds the per-call budget of ${fromStroops(perCall)}`, fromStroops(stroops), fromStroops(perCall), 'perCall');
-    if (this.total !== null && sum(open(await this.current(), key)) + stroops > this.total) await this.reconcile(key).catch(() => undefined);
+      throw new BudgetExceededError(
+        `Payment of ${fromStroops(stroops)} exceeds the per-call budget of ${fromStroops(perCall)}`,
+        fromStroops(stroops),
+        fromStroops(perCall),
+        'perCall',
+      );
+    if (this.total !== null && sum(open(await this.current(), key)) + stroops > this.total)
+      await this.reconcile(key).catch(() => undefined);
     const c: Commitment = {
       id: crypto.randomUUID(),
       network: key.network,
@@ -321,7 +349,10 @@ export class Budget {
    * process; if its reservation was dropped meanwhile (stale, see RESERVATION_TTL_MS) it is reserved again with the
    * total checked, and BudgetExceededError means the signature must not be sent.
    */
-  async signed(c: Commitment, signature: { nonce: string; signedAtLedger: number; expiresAtLedger: number }): Promise<void> {
+  async signed(
+    c: Commitment,
+    signature: { nonce: string; signedAtLedger: number; expiresAtLedger: number },
+  ): Promise<void> {
     await this.mutate((list) => {
       let x = list.find((y) => y.id === c.id);
       if (!x) {
@@ -415,7 +446,10 @@ export class Budget {
 
   /** The configured limits, decimal (null: none): what the marketplace MCP server's get_budget shows. */
   get limits(): { perCall: string | null; total: string | null } {
-    return { perCall: this.perCall === null ? null : fromStroops(this.perCall), total: this.total === null ? null : fromStroops(this.total) };
+    return {
+      perCall: this.perCall === null ? null : fromStroops(this.perCall),
+      total: this.total === null ? null : fromStroops(this.total),
+    };
   }
   /** Signed and not yet proven spent or unusable (all assets; use totals() per asset). */
   get committed(): string {

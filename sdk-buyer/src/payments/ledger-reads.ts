@@ -13,7 +13,10 @@ export interface LedgerReader {
 const RPC_TIMEOUT_MS = 15_000;
 
 /** Raw JSON-RPC with a deadline; the RPC URL of each network comes from `rpcUrlFor`. */
-export function createLedgerReader(rpcUrlFor: (network: string) => Promise<string>, fetchFn: typeof globalThis.fetch = globalThis.fetch): LedgerReader {
+export function createLedgerReader(
+  rpcUrlFor: (network: string) => Promise<string>,
+  fetchFn: typeof globalThis.fetch = globalThis.fetch,
+): LedgerReader {
   const reader: LedgerReader = {
     async rpc<T>(network: string, method: string, params: Record<string, unknown> = {}): Promise<T> {
       const url = await rpcUrlFor(network);
@@ -25,7 +28,8 @@ export function createLedgerReader(rpcUrlFor: (network: string) => Promise<strin
       });
       if (!res.ok) throw new Error(`Soroban RPC ${method} answered HTTP ${res.status}`);
       const body = (await res.json()) as { result?: T; error?: { message?: string } };
-      if (body.error || body.result === undefined) throw new Error(`Soroban RPC ${method} failed: ${body.error?.message ?? 'no result'}`);
+      if (body.error || body.result === undefined)
+        throw new Error(`Soroban RPC ${method} failed: ${body.error?.message ?? 'no result'}`);
       return body.result;
     },
     async latestLedger(network: string): Promise<number> {
@@ -47,7 +51,10 @@ export function nonceLedgerKey(address: string, nonce: string): xdr.LedgerKey {
 }
 
 /** True when the ledger holds the nonce entry: the authorization was used (the entry lives until its expiry). */
-export async function consumedNonce(ledger: LedgerReader, c: { network: string; payer: string; nonce: string | null }): Promise<boolean> {
+export async function consumedNonce(
+  ledger: LedgerReader,
+  c: { network: string; payer: string; nonce: string | null },
+): Promise<boolean> {
   if (!c.nonce) return false;
   const key = nonceLedgerKey(c.payer, c.nonce).toXDR('base64');
   const result = await ledger.rpc<{ entries?: unknown[] | null }>(c.network, 'getLedgerEntries', { keys: [key] });
@@ -68,9 +75,15 @@ export function readTransferEvent(event: xdr.ContractEvent): TransferEvent | nul
     if (!contract) return null;
     const body = event.body().v0();
     const topics = body.topics();
-    if (topics.length < 3 || topics[0].switch().name !== 'scvSymbol' || topics[0].sym().toString() !== 'transfer') return null;
+    if (topics.length < 3 || topics[0].switch().name !== 'scvSymbol' || topics[0].sym().toString() !== 'transfer')
+      return null;
     const data = scValToNative(body.data()) as unknown;
-    const amount = typeof data === 'bigint' ? data : data && typeof data === 'object' && typeof (data as { amount?: unknown }).amount === 'bigint' ? (data as { amount: bigint }).amount : null;
+    const amount =
+      typeof data === 'bigint'
+        ? data
+        : data && typeof data === 'object' && typeof (data as { amount?: unknown }).amount === 'bigint'
+          ? (data as { amount: bigint }).amount
+          : null;
     if (amount === null) return null;
     return {
       contractId: StrKey.encodeContract(contract as unknown as Buffer),
@@ -89,16 +102,31 @@ export function readTransferEvent(event: xdr.ContractEvent): TransferEvent | nul
  */
 export async function transferOnLedger(
   ledger: LedgerReader,
-  c: { network: string; asset: string; payer: string; payTo: string; stroops: string; signedAtLedger: number | null; expiresAtLedger: number | null },
+  c: {
+    network: string;
+    asset: string;
+    payer: string;
+    payTo: string;
+    stroops: string;
+    signedAtLedger: number | null;
+    expiresAtLedger: number | null;
+  },
   claimed: Set<string>,
 ): Promise<string | null> {
   if (c.signedAtLedger === null || c.expiresAtLedger === null) throw new Error('unknown ledger range');
-  const topic = [xdr.ScVal.scvSymbol('transfer'), new Address(c.payer).toScVal(), new Address(c.payTo).toScVal()].map((v) => v.toXDR('base64'));
+  const topic = [xdr.ScVal.scvSymbol('transfer'), new Address(c.payer).toScVal(), new Address(c.payTo).toScVal()].map(
+    (v) => v.toXDR('base64'),
+  );
   const filters = [{ type: 'contract', contractIds: [c.asset], topics: [[...topic, '*'], topic] }];
   let cursor: string | undefined;
   for (let page = 0; page < 20; page++) {
-    const params: Record<string, unknown> = cursor ? { filters, pagination: { cursor, limit: 100 } } : { startLedger: c.signedAtLedger, filters, pagination: { limit: 100 } };
-    const result = await ledger.rpc<{ events?: Array<{ ledger: number; txHash: string; value: string; contractId: string; topic: string[] }>; cursor?: string }>(c.network, 'getEvents', params);
+    const params: Record<string, unknown> = cursor
+      ? { filters, pagination: { cursor, limit: 100 } }
+      : { startLedger: c.signedAtLedger, filters, pagination: { limit: 100 } };
+    const result = await ledger.rpc<{
+      events?: Array<{ ledger: number; txHash: string; value: string; contractId: string; topic: string[] }>;
+      cursor?: string;
+    }>(c.network, 'getEvents', params);
     const events = result.events ?? [];
     for (const e of events) {
       if (e.ledger > c.expiresAtLedger) return null;
@@ -118,7 +146,10 @@ export async function transferOnLedger(
 }
 
 /** The transfer events of a transaction as getTransaction reports them (events, else the result meta). */
-export function transferEventsOfTransaction(tx: { events?: { contractEventsXdr?: unknown }; resultMetaXdr?: string }): TransferEvent[] {
+export function transferEventsOfTransaction(tx: {
+  events?: { contractEventsXdr?: unknown };
+  resultMetaXdr?: string;
+}): TransferEvent[] {
   const out: TransferEvent[] = [];
   const nested = tx.events?.contractEventsXdr;
   if (Array.isArray(nested)) {

@@ -14,7 +14,13 @@
  * The request body must be re-sendable (a string, bytes, URLSearchParams or FormData; not a stream).
  */
 import { xdr } from '@stellar/stellar-sdk';
-import { AssetMismatchError, assertAssetShown, readPaymentRequired, fromResourceRequirements, type NormalizedRequirements } from './requirements.js';
+import {
+  AssetMismatchError,
+  assertAssetShown,
+  readPaymentRequired,
+  fromResourceRequirements,
+  type NormalizedRequirements,
+} from './requirements.js';
 import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner } from './sign-payment.js';
 import { Budget, type Commitment } from './budget.js';
 import { toStroops } from '../core/amounts.js';
@@ -120,10 +126,20 @@ export function encodeHeader(value: unknown): string {
 }
 
 /** Fills in the asset code and issuer of a requirement that names only the contract (shared with payAndCallTool). */
-export async function withAssetCode(deps: Pick<PayerDeps, 'resolveAsset'>, requirements: NormalizedRequirements, body: unknown): Promise<NormalizedRequirements> {
+export async function withAssetCode(
+  deps: Pick<PayerDeps, 'resolveAsset'>,
+  requirements: NormalizedRequirements,
+  body: unknown,
+): Promise<NormalizedRequirements> {
   if (requirements.asset.code && requirements.asset.issuer) return requirements;
   const asset = await deps.resolveAsset(requirements.network, requirements.asset.contractId);
-  if (!asset) throw new PaymentFailedError(`Unknown asset contract ${requirements.asset.contractId} on ${requirements.network}`, 'UNKNOWN_ASSET', 402, body);
+  if (!asset)
+    throw new PaymentFailedError(
+      `Unknown asset contract ${requirements.asset.contractId} on ${requirements.network}`,
+      'UNKNOWN_ASSET',
+      402,
+      body,
+    );
   const filled = { ...requirements, asset: { ...requirements.asset, ...asset } };
   assertAssetShown(filled);
   return filled;
@@ -133,7 +149,12 @@ export async function withAssetCode(deps: Pick<PayerDeps, 'resolveAsset'>, requi
  * The requirement to pay among a 402's: the first that matches `expect` (when given), else the first. A 402 whose
  * only exact Stellar requirements show an asset other than the one they would sign is refused (ASSET_MISMATCH).
  */
-export function chooseRequirement(offered: ReturnType<typeof readPaymentRequired>, expect: ExpectedTerms | undefined, body: unknown, what: string): NormalizedRequirements | null {
+export function chooseRequirement(
+  offered: ReturnType<typeof readPaymentRequired>,
+  expect: ExpectedTerms | undefined,
+  body: unknown,
+  what: string,
+): NormalizedRequirements | null {
   const accepts = offered?.accepts ?? [];
   if (!accepts.length && offered?.refused.some((e) => e instanceof AssetMismatchError)) {
     const err = offered.refused.find((e) => e instanceof AssetMismatchError) as AssetMismatchError;
@@ -143,7 +164,12 @@ export function chooseRequirement(offered: ReturnType<typeof readPaymentRequired
   const match = accepts.find((r) => termsProblem(r, expect) === null);
   if (match) return match;
   if (!accepts.length) return null;
-  throw new PaymentFailedError(`Refused before signing: ${what} asks for other terms than inspected (${termsProblem(accepts[0], expect)})`, 'TERMS_CHANGED', 402, body);
+  throw new PaymentFailedError(
+    `Refused before signing: ${what} asks for other terms than inspected (${termsProblem(accepts[0], expect)})`,
+    'TERMS_CHANGED',
+    402,
+    body,
+  );
 }
 
 /** Why `r` is not what was inspected, or null. A lower price is accepted; anything else must be equal. */
@@ -159,58 +185,107 @@ export function termsProblem(r: NormalizedRequirements, expect: ExpectedTerms): 
  * Counts the payment against the budget, then signs it. The commitment stays counted once signed (see budget.ts):
  * only a settlement or the ledger moves it. Shared with payAndCallTool.
  */
-export async function commitAndSign(deps: Omit<PayerDeps, 'fetch'>, requirements: NormalizedRequirements, maxAmount: string | undefined): Promise<{ payment: PaymentPayload; commitment: Commitment }> {
+export async function commitAndSign(
+  deps: Omit<PayerDeps, 'fetch'>,
+  requirements: NormalizedRequirements,
+  maxAmount: string | undefined,
+): Promise<{ payment: PaymentPayload; commitment: Commitment }> {
   assertAssetShown(requirements);
   const payer = signerPublicKey(deps.signer);
-  const commitment = await deps.budget.reserve({ network: requirements.network, asset: requirements.asset.contractId, payTo: requirements.payTo, payer }, requirements.stroops, maxAmount);
+  const commitment = await deps.budget.reserve(
+    { network: requirements.network, asset: requirements.asset.contractId, payTo: requirements.payTo, payer },
+    requirements.stroops,
+    maxAmount,
+  );
   let payment: PaymentPayload;
   let latest: number;
   try {
     latest = await deps.ledger.latestLedger(requirements.network);
-    payment = await signPayment(requirements, { signer: deps.signer, latestLedger: latest, validForLedgers: deps.validForLedgers });
+    payment = await signPayment(requirements, {
+      signer: deps.signer,
+      latestLedger: latest,
+      validForLedgers: deps.validForLedgers,
+    });
   } catch (err) {
     await deps.budget.abandon(commitment);
     throw err;
   }
-  const nonce = xdr.SorobanAuthorizationEntry.fromXDR(payment.authorization.xdr, 'base64').credentials().address().nonce().toString();
+  const nonce = xdr.SorobanAuthorizationEntry.fromXDR(payment.authorization.xdr, 'base64')
+    .credentials()
+    .address()
+    .nonce()
+    .toString();
   await deps.budget.signed(commitment, { nonce, signedAtLedger: latest, expiresAtLedger: payment.expiresAtLedger });
   return { payment, commitment };
 }
 
 export function createPayAndFetch(deps: PayerDeps) {
-  return async function payAndFetch(target: string | URL | ResourceLike, init: PayAndFetchInit = {}): Promise<PaidFetchResult> {
+  return async function payAndFetch(
+    target: string | URL | ResourceLike,
+    init: PayAndFetchInit = {},
+  ): Promise<PaidFetchResult> {
     const { maxAmount, expect, fetch: callFetch, ...requestInit } = init;
     const fetchFn = callFetch ?? deps.fetch;
     const url = typeof target === 'string' || target instanceof URL ? String(target) : target.url;
     if (/\{[^}]*\}/.test(url)) throw new Error(`${url} is a route template: pass the concrete URL to call`);
     const first = await fetchFn(url, requestInit);
-    if (first.status !== 402) return { response: first, paid: false, receipt: null, payment: null, requirements: null, receiptTerms: null };
+    if (first.status !== 402)
+      return { response: first, paid: false, receipt: null, payment: null, requirements: null, receiptTerms: null };
 
-    const body = await first.clone().json().catch(() => undefined);
+    const body = await first
+      .clone()
+      .json()
+      .catch(() => undefined);
     let requirements = chooseRequirement(readPaymentRequired(first.headers, body), expect, body, url);
     if (!requirements && typeof target === 'object' && !(target instanceof URL) && target.paymentRequirements) {
       requirements = fromResourceRequirements(target.paymentRequirements);
     }
-    if (!requirements) throw new PaymentFailedError(`${url} answered 402 without an exact Stellar payment requirement this SDK can pay`, 'NO_PAYABLE_REQUIREMENT', 402, body);
+    if (!requirements)
+      throw new PaymentFailedError(
+        `${url} answered 402 without an exact Stellar payment requirement this SDK can pay`,
+        'NO_PAYABLE_REQUIREMENT',
+        402,
+        body,
+      );
     requirements = await withAssetCode(deps, requirements, body);
-    if (expect && termsProblem(requirements, expect)) throw new PaymentFailedError(`Refused before signing: ${url} asks for other terms than inspected (${termsProblem(requirements, expect)})`, 'TERMS_CHANGED', 402, body);
+    if (expect && termsProblem(requirements, expect))
+      throw new PaymentFailedError(
+        `Refused before signing: ${url} asks for other terms than inspected (${termsProblem(requirements, expect)})`,
+        'TERMS_CHANGED',
+        402,
+        body,
+      );
 
     const { payment, commitment } = await commitAndSign(deps, requirements, maxAmount);
     const headers = new Headers(requestInit.headers);
     headers.set(requirements.x402Version === 1 ? 'X-PAYMENT' : 'PAYMENT-SIGNATURE', encodeHeader(payment));
     // From here the signature is out: whatever happens, it stays counted until settled or proven unusable.
     const response = await fetchFn(url, { ...requestInit, headers });
-    const receipt = decodeReceiptHeader(response.headers.get('payment-response') ?? response.headers.get('x-payment-response'));
+    const receipt = decodeReceiptHeader(
+      response.headers.get('payment-response') ?? response.headers.get('x-payment-response'),
+    );
     if (receipt) await deps.budget.settled(commitment, receipt.transactionHash);
     if (response.status === 402) {
-      const refusal = (await response.clone().json().catch(() => undefined)) as { error?: unknown } | undefined;
+      const refusal = (await response
+        .clone()
+        .json()
+        .catch(() => undefined)) as { error?: unknown } | undefined;
       const err = refusal?.error as { code?: string; message?: string } | string | undefined;
       const code = typeof err === 'string' ? err : (err?.code ?? 'PAYMENT_REJECTED');
-      const message = typeof err === 'object' && err?.message ? err.message : `the seller refused the payment (${code})`;
+      const message =
+        typeof err === 'object' && err?.message ? err.message : `the seller refused the payment (${code})`;
       throw new PaymentFailedError(`Payment for ${url} was refused: ${message}`, code, 402, refusal);
     }
     const receiptTerms: SellerReceiptExpectation | null = receipt
-      ? { network: requirements.network, url, amount: requirements.stroops.toString(), asset: requirements.asset.contractId, payTo: requirements.payTo, payer: signerPublicKey(deps.signer), transaction: receipt.transactionHash }
+      ? {
+          network: requirements.network,
+          url,
+          amount: requirements.stroops.toString(),
+          asset: requirements.asset.contractId,
+          payTo: requirements.payTo,
+          payer: signerPublicKey(deps.signer),
+          transaction: receipt.transactionHash,
+        }
       : null;
     return { response, paid: receipt !== null, receipt, payment, requirements, receiptTerms };
   };

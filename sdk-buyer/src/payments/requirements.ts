@@ -23,12 +23,16 @@ export interface NormalizedRequirements {
   raw: Record<string, unknown>;
 }
 
-export const PASSPHRASES: Record<StellarNetwork, string> = { 'stellar:testnet': Networks.TESTNET, 'stellar:pubnet': Networks.PUBLIC };
+export const PASSPHRASES: Record<StellarNetwork, string> = {
+  'stellar:testnet': Networks.TESTNET,
+  'stellar:pubnet': Networks.PUBLIC,
+};
 
 export function normalizeNetwork(network: string): StellarNetwork {
   const n = network.toLowerCase();
   if (n === 'stellar:testnet' || n === 'stellar-testnet') return 'stellar:testnet';
-  if (n === 'stellar:pubnet' || n === 'stellar' || n === 'stellar-pubnet' || n === 'stellar:mainnet') return 'stellar:pubnet';
+  if (n === 'stellar:pubnet' || n === 'stellar' || n === 'stellar-pubnet' || n === 'stellar:mainnet')
+    return 'stellar:pubnet';
   throw new Error(`Unsupported network ${network}: only stellar:testnet and stellar:pubnet`);
 }
 
@@ -48,7 +52,8 @@ export class AssetMismatchError extends Error {
     readonly network: string,
   ) {
     super(
-      `Refused before signing: the requirement shows ${shown.code}${shown.issuer ? `:${shown.issuer}` : ''} on ${network}, ` +
+      `Refused before signing: the requirement shows ${shown.code}${shown.issuer ? `:${shown.issuer}` : ''} on ` +
+        `${network}, ` +
         `which is contract ${derived ?? '(not a valid asset)'}, but asks to sign a transfer of contract ${contractId}`,
     );
   }
@@ -60,7 +65,8 @@ export class AssetMismatchError extends Error {
  */
 export function assertAssetShown(req: Pick<NormalizedRequirements, 'asset' | 'network'>): void {
   const { code, issuer, contractId } = req.asset;
-  if (!StrKey.isValidContract(contractId)) throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, null, req.network);
+  if (!StrKey.isValidContract(contractId))
+    throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, null, req.network);
   if (code === undefined && issuer === undefined) return;
   let derived: string | null;
   try {
@@ -68,7 +74,8 @@ export function assertAssetShown(req: Pick<NormalizedRequirements, 'asset' | 'ne
   } catch {
     derived = null;
   }
-  if (derived !== contractId) throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, derived, req.network);
+  if (derived !== contractId)
+    throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, derived, req.network);
 }
 
 /** Our ResourceDetail.paymentRequirements (or PaymentRequirements with an asset). */
@@ -106,8 +113,18 @@ export function fromX402Requirement(x402Version: 1 | 2, req: Record<string, unkn
   if (!/^\d+$/.test(atomic)) throw new Error(`Invalid x402 amount ${atomic}`);
   const extra = (req.extra ?? {}) as Record<string, unknown>;
   const extraAsset = (extra.asset ?? {}) as { code?: unknown; issuer?: unknown };
-  const code = typeof extraAsset.code === 'string' ? extraAsset.code : typeof extra.assetCode === 'string' ? extra.assetCode : undefined;
-  const issuer = typeof extraAsset.issuer === 'string' ? extraAsset.issuer : typeof extra.assetIssuer === 'string' ? extra.assetIssuer : undefined;
+  const code =
+    typeof extraAsset.code === 'string'
+      ? extraAsset.code
+      : typeof extra.assetCode === 'string'
+        ? extra.assetCode
+        : undefined;
+  const issuer =
+    typeof extraAsset.issuer === 'string'
+      ? extraAsset.issuer
+      : typeof extra.assetIssuer === 'string'
+        ? extra.assetIssuer
+        : undefined;
   const asset = String(req.asset ?? '');
   let contractId = asset;
   if (!StrKey.isValidContract(asset)) {
@@ -151,7 +168,8 @@ export function readPaymentRequired(
       doc = null;
     }
   }
-  if (!doc && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts)) doc = body as Record<string, unknown>;
+  if (!doc && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts))
+    doc = body as Record<string, unknown>;
   if (!doc) return null;
   const version: 1 | 2 = doc.x402Version === 1 ? 1 : 2;
   const accepts: NormalizedRequirements[] = [];

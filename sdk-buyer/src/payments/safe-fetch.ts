@@ -15,7 +15,9 @@ import net from 'node:net';
 
 /** Why a `*.test` seller cannot be reached with local development domains off, naming the switch (issue 32). */
 export const LOCAL_DEV_DOMAINS_OFF =
-  'a local development name (*.test) that resolves nowhere while local development domains are off. To reach local sellers, turn them on: LOCAL_DEV_DOMAINS=true (the service and the paid-api-marketplace-mcp bin) or localDevDomains: true (createMarketplaceMcpServer)';
+  'a local development name (*.test) that resolves nowhere while local development domains are off. To reach ' +
+  'local sellers, turn them on: LOCAL_DEV_DOMAINS=true (the service and the paid-api-marketplace-mcp bin) or ' +
+  'localDevDomains: true (createMarketplaceMcpServer)';
 
 export class BlockedAddressError extends Error {
   override readonly name = 'BlockedAddressError';
@@ -75,11 +77,13 @@ export function isPrivateAddress(ip: string): boolean {
   return true;
 }
 
-const defaultLookup = async (hostname: string) => (await dns.lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+const defaultLookup = async (hostname: string) =>
+  (await dns.lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
 
 /** Throws BlockedAddressError unless every address of the URL's host is public (or private ones are allowed). */
 export async function assertPublicUrl(url: URL, options: SafeFetchOptions = {}): Promise<void> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new BlockedAddressError(`Only http(s) URLs are fetched, not ${url.protocol}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new BlockedAddressError(`Only http(s) URLs are fetched, not ${url.protocol}`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const localName = isLocalDevHost(host);
   if (localName && options.localDevDomains) return; // sent to 127.0.0.1 by localDevFetch (safeFetch below)
@@ -93,7 +97,10 @@ export async function assertPublicUrl(url: URL, options: SafeFetchOptions = {}):
       });
   const bad = addresses.find(isPrivateAddress);
   if (bad !== undefined || addresses.length === 0) {
-    throw new BlockedAddressError(`${url.host} resolves to ${bad ?? 'no address'}, a private, loopback or link-local address: refused (set allowPrivateNetworks for local development)`);
+    throw new BlockedAddressError(
+      `${url.host} resolves to ${bad ?? 'no address'}, a private, loopback or link-local address: refused (set ` +
+        `allowPrivateNetworks for local development)`,
+    );
   }
 }
 
@@ -109,13 +116,19 @@ export function safeFetch(fetchImpl: typeof globalThis.fetch, options: SafeFetch
       const location = response.headers.get('location');
       if (response.status < 300 || response.status > 399 || !location) return response;
       await response.body?.cancel().catch(() => undefined);
-      if (hop >= maxRedirects) throw new BlockedAddressError(`More than ${maxRedirects} redirects from ${new URL(request.url).host}`);
+      if (hop >= maxRedirects)
+        throw new BlockedAddressError(`More than ${maxRedirects} redirects from ${new URL(request.url).host}`);
       const next = new URL(location, request.url);
       const headers = new Headers(request.headers);
       // A payment is for the URL it was signed for: never forwarded to another one.
       for (const h of ['payment-signature', 'x-payment', 'authorization', 'cookie']) headers.delete(h);
       const keepBody = response.status === 307 || response.status === 308;
-      request = new Request(next, { method: keepBody ? request.method : request.method === 'HEAD' ? 'HEAD' : 'GET', headers, body: keepBody ? await request.clone().arrayBuffer() : undefined, redirect: 'manual' });
+      request = new Request(next, {
+        method: keepBody ? request.method : request.method === 'HEAD' ? 'HEAD' : 'GET',
+        headers,
+        body: keepBody ? await request.clone().arrayBuffer() : undefined,
+        redirect: 'manual',
+      });
     }
   }) as typeof globalThis.fetch;
 }

@@ -47,12 +47,25 @@ export async function latestLedgerOf(rpcUrl: string): Promise<number> {
   return (await server.getLatestLedger()).sequence;
 }
 
-/** The unsigned entry: address credentials of `from`, root invocation transfer(from, to, amount), no sub-invocations. */
-export function transferAuthorizationEntry(contractId: string, from: string, to: string, stroops: bigint): xdr.SorobanAuthorizationEntry {
-  const nonce = xdr.Int64.fromString(BigInt.asIntN(64, BigInt('0x' + crypto.randomBytes(8).toString('hex'))).toString());
+/** The unsigned entry: address credentials of `from`, root invocation transfer(from, to, amount), no sub-invocations.
+ * */
+export function transferAuthorizationEntry(
+  contractId: string,
+  from: string,
+  to: string,
+  stroops: bigint,
+): xdr.SorobanAuthorizationEntry {
+  const nonce = xdr.Int64.fromString(
+    BigInt.asIntN(64, BigInt('0x' + crypto.randomBytes(8).toString('hex'))).toString(),
+  );
   return new xdr.SorobanAuthorizationEntry({
     credentials: xdr.SorobanCredentials.sorobanCredentialsAddress(
-      new xdr.SorobanAddressCredentials({ address: new Address(from).toScAddress(), nonce, signatureExpirationLedger: 0, signature: xdr.ScVal.scvVoid() }),
+      new xdr.SorobanAddressCredentials({
+        address: new Address(from).toScAddress(),
+        nonce,
+        signatureExpirationLedger: 0,
+        signature: xdr.ScVal.scvVoid(),
+      }),
     ),
     rootInvocation: new xdr.SorobanAuthorizedInvocation({
       function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
@@ -68,16 +81,26 @@ export function transferAuthorizationEntry(contractId: string, from: string, to:
 }
 
 /** Signs a payment meeting `requirements` and returns our facilitator's PaymentPayload. */
-export async function signPayment(requirements: NormalizedRequirements, options: SignPaymentOptions): Promise<PaymentPayload> {
-  if (!requirements.asset.code || !requirements.asset.issuer) throw new Error('The payment requirements name no asset code and issuer');
+export async function signPayment(
+  requirements: NormalizedRequirements,
+  options: SignPaymentOptions,
+): Promise<PaymentPayload> {
+  if (!requirements.asset.code || !requirements.asset.issuer)
+    throw new Error('The payment requirements name no asset code and issuer');
   assertAssetShown(requirements);
   const latest = options.latestLedger ?? (options.rpcUrl ? await latestLedgerOf(options.rpcUrl) : undefined);
   if (latest === undefined) throw new Error(`No Soroban RPC URL for ${requirements.network}: pass rpcUrl`);
   let ledgers = options.validForLedgers ?? DEFAULT_VALID_FOR_LEDGERS;
-  if (requirements.maxTimeoutSeconds) ledgers = Math.max(1, Math.min(ledgers, Math.floor(requirements.maxTimeoutSeconds / SECONDS_PER_LEDGER)));
+  if (requirements.maxTimeoutSeconds)
+    ledgers = Math.max(1, Math.min(ledgers, Math.floor(requirements.maxTimeoutSeconds / SECONDS_PER_LEDGER)));
   const expiresAtLedger = latest + ledgers;
   const payer = signerPublicKey(options.signer);
-  const entry = transferAuthorizationEntry(requirements.asset.contractId, payer, requirements.payTo, requirements.stroops);
+  const entry = transferAuthorizationEntry(
+    requirements.asset.contractId,
+    payer,
+    requirements.payTo,
+    requirements.stroops,
+  );
   const signer = options.signer instanceof Keypair ? options.signer : options.signer.sign;
   const signed = await authorizeEntry(entry, signer, expiresAtLedger, PASSPHRASES[requirements.network]);
   return {

@@ -37,30 +37,67 @@ export interface ReceiptClaims {
  * from `payer` to `payTo` (each checked when the receipt names it). Note: RPC nodes keep a retention window (about
  * a day on testnet); older hashes are NOT_FOUND.
  */
-export async function verifyReceiptOnLedger(receipt: ReceiptClaims, rpcUrl: string, fetchFn: typeof globalThis.fetch = globalThis.fetch): Promise<LedgerCheck> {
+export async function verifyReceiptOnLedger(
+  receipt: ReceiptClaims,
+  rpcUrl: string,
+  fetchFn: typeof globalThis.fetch = globalThis.fetch,
+): Promise<LedgerCheck> {
   const network = receipt.network ?? 'stellar:testnet';
   const ledger = createLedgerReader(async () => rpcUrl, fetchFn);
-  const tx = await ledger.rpc<{ status: string; ledger?: number; events?: { contractEventsXdr?: unknown }; resultMetaXdr?: string }>(network, 'getTransaction', { hash: receipt.transactionHash });
+  const tx = await ledger.rpc<{
+    status: string;
+    ledger?: number;
+    events?: { contractEventsXdr?: unknown };
+    resultMetaXdr?: string;
+  }>(network, 'getTransaction', { hash: receipt.transactionHash });
   const txLedger = typeof tx.ledger === 'number' ? tx.ledger : null;
-  if (tx.status !== 'SUCCESS') return { ok: false, status: tx.status, ledger: txLedger, reason: `transaction is ${tx.status}` };
+  if (tx.status !== 'SUCCESS')
+    return { ok: false, status: tx.status, ledger: txLedger, reason: `transaction is ${tx.status}` };
   if (receipt.ledger != null && txLedger !== receipt.ledger) {
-    return { ok: false, status: tx.status, ledger: txLedger, reason: `transaction is in ledger ${txLedger}, the receipt says ${receipt.ledger}` };
+    return {
+      ok: false,
+      status: tx.status,
+      ledger: txLedger,
+      reason: `transaction is in ledger ${txLedger}, the receipt says ${receipt.ledger}`,
+    };
   }
   let asset: string | null = receipt.asset ?? null;
-  if (!asset && receipt.assetCode) asset = assetContractId(receipt.assetCode, receipt.assetIssuer, normalizeNetwork(network));
-  const stroops = receipt.amountStroops !== undefined ? BigInt(receipt.amountStroops) : receipt.amount !== undefined ? toStroops(receipt.amount) : null;
-  if (!asset || stroops === null) return { ok: false, status: tx.status, ledger: txLedger, reason: 'the receipt names no asset or amount to check' };
+  if (!asset && receipt.assetCode)
+    asset = assetContractId(receipt.assetCode, receipt.assetIssuer, normalizeNetwork(network));
+  const stroops =
+    receipt.amountStroops !== undefined
+      ? BigInt(receipt.amountStroops)
+      : receipt.amount !== undefined
+        ? toStroops(receipt.amount)
+        : null;
+  if (!asset || stroops === null)
+    return { ok: false, status: tx.status, ledger: txLedger, reason: 'the receipt names no asset or amount to check' };
 
   const checked: NonNullable<LedgerCheck['checked']> = ['asset', 'amount'];
   if (receipt.payer) checked.push('payer');
   if (receipt.payTo) checked.push('payTo');
   const transfers = transferEventsOfTransaction(tx);
   const matches = (t: TransferEvent) =>
-    t.contractId === asset && t.amount === stroops && (!receipt.payer || t.from === receipt.payer) && (!receipt.payTo || t.to === receipt.payTo);
+    t.contractId === asset &&
+    t.amount === stroops &&
+    (!receipt.payer || t.from === receipt.payer) &&
+    (!receipt.payTo || t.to === receipt.payTo);
   const found = transfers.find(matches);
   if (!found) {
     const seen = transfers.map((t) => `${t.amount} of ${t.contractId} ${t.from} -> ${t.to}`).join('; ') || 'none';
-    return { ok: false, status: tx.status, ledger: txLedger, checked, reason: `no transfer event matches the receipt (transfers: ${seen})` };
+    return {
+      ok: false,
+      status: tx.status,
+      ledger: txLedger,
+      checked,
+      reason: `no transfer event matches the receipt (transfers: ${seen})`,
+    };
   }
-  return { ok: true, status: tx.status, ledger: txLedger, checked, transfer: { asset: found.contractId, from: found.from, to: found.to, amount: found.amount.toString() } };
+  return {
+    ok: true,
+    status: tx.status,
+    ledger: txLedger,
+    checked,
+    transfer: { asset: found.contractId, from: found.from, to: found.to, amount: found.amount.toString() },
+  };
 }

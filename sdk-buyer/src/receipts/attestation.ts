@@ -116,8 +116,14 @@ function isSellerReceipt(p: unknown): p is SellerReceiptPayload {
   );
 }
 
-async function verifyJws<P>(jws: unknown, jwks: JSONWebKeySet, typ: string | null, check: (p: unknown) => p is P): Promise<SignedDocumentCheck<P>> {
-  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH || jws.split('.').length !== 3) return { valid: false, reason: 'malformed' };
+async function verifyJws<P>(
+  jws: unknown,
+  jwks: JSONWebKeySet,
+  typ: string | null,
+  check: (p: unknown) => p is P,
+): Promise<SignedDocumentCheck<P>> {
+  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH || jws.split('.').length !== 3)
+    return { valid: false, reason: 'malformed' };
   try {
     const header = decodeProtectedHeader(jws);
     if (typ !== null && header.typ !== typ) return { valid: false, reason: 'wrong_type' };
@@ -129,7 +135,8 @@ async function verifyJws<P>(jws: unknown, jwks: JSONWebKeySet, typ: string | nul
     result = await compactVerify(jws, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS') return { valid: false, reason: 'unknown_key' };
+    if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS')
+      return { valid: false, reason: 'unknown_key' };
     if (code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') return { valid: false, reason: 'bad_signature' };
     return { valid: false, reason: 'malformed' };
   }
@@ -144,7 +151,10 @@ async function verifyJws<P>(jws: unknown, jwks: JSONWebKeySet, typ: string | nul
 }
 
 /** Verifies the facilitator's attestation against the marketplace's JWK Set (GET /.well-known/jwks.json), offline. */
-export function verifyAttestation(jws: unknown, marketplaceJwks: JSONWebKeySet): Promise<SignedDocumentCheck<AttestationPayload>> {
+export function verifyAttestation(
+  jws: unknown,
+  marketplaceJwks: JSONWebKeySet,
+): Promise<SignedDocumentCheck<AttestationPayload>> {
   return verifyJws(jws, marketplaceJwks, 'x402-facilitator-attestation', isAttestation);
 }
 
@@ -154,7 +164,11 @@ export function verifyAttestation(jws: unknown, marketplaceJwks: JSONWebKeySet):
  * the buyer paid (`expected`; `terms_mismatch` names the first field that differs, or that is missing, as in
  * receipts signed before the terms were added). The marketplace's keys do not verify it: only the seller's do.
  */
-export async function verifySellerReceipt(receipt: unknown, sellerJwks: JSONWebKeySet, expected: SellerReceiptExpectation): Promise<SignedDocumentCheck<SellerReceiptPayload>> {
+export async function verifySellerReceipt(
+  receipt: unknown,
+  sellerJwks: JSONWebKeySet,
+  expected: SellerReceiptExpectation,
+): Promise<SignedDocumentCheck<SellerReceiptPayload>> {
   const r = receipt as { format?: unknown; signature?: unknown } | null;
   const jws = typeof receipt === 'string' ? receipt : r && r.format === 'jws' ? r.signature : null;
   const checked = await verifyJws(jws, sellerJwks, null, isSellerReceipt);
@@ -164,8 +178,16 @@ export async function verifySellerReceipt(receipt: unknown, sellerJwks: JSONWebK
 }
 
 /** The first field where a seller receipt does not state what the buyer paid, or null. */
-export function sellerReceiptTermsProblem(p: SellerReceiptPayload, expected: SellerReceiptExpectation): { field: string; message: string } | null {
-  const differs = (field: string, got: unknown, want: string) => ({ field, message: `the receipt says ${field} ${got === undefined ? '(none)' : JSON.stringify(got)}, the buyer paid ${JSON.stringify(want)}` });
+export function sellerReceiptTermsProblem(
+  p: SellerReceiptPayload,
+  expected: SellerReceiptExpectation,
+): { field: string; message: string } | null {
+  const differs = (field: string, got: unknown, want: string) => ({
+    field,
+    message:
+      `the receipt says ${field} ${got === undefined ? '(none)' : JSON.stringify(got)}, the buyer paid ` +
+      `${JSON.stringify(want)}`,
+  });
   if (p.network !== expected.network) return differs('network', p.network, expected.network);
   if (!urlFitsTemplate(p.resourceUrl, expected.url)) return differs('resourceUrl', p.resourceUrl, expected.url);
   if (p.amount !== expected.amount) return differs('amount', p.amount, expected.amount);
@@ -173,7 +195,8 @@ export function sellerReceiptTermsProblem(p: SellerReceiptPayload, expected: Sel
   if (p.payTo !== expected.payTo) return differs('payTo', p.payTo, expected.payTo);
   if (p.scheme !== undefined && p.scheme !== 'exact') return differs('scheme', p.scheme, 'exact');
   if (expected.payer !== undefined && p.payer !== expected.payer) return differs('payer', p.payer, expected.payer);
-  if (expected.transaction !== undefined && p.transaction !== expected.transaction) return differs('transaction', p.transaction, expected.transaction);
+  if (expected.transaction !== undefined && p.transaction !== expected.transaction)
+    return differs('transaction', p.transaction, expected.transaction);
   return null;
 }
 
@@ -194,12 +217,16 @@ export function urlFitsTemplate(configured: string, called: string): boolean {
   if (t.origin !== c.origin || (t.search && t.search !== c.search)) return false;
   const ts = t.pathname.split('/');
   const cs = c.pathname.split('/');
-  return ts.length === cs.length && ts.every((seg, i) => (/^%7B[A-Za-z0-9_]+%7D$/i.test(seg) ? cs[i].length > 0 : seg === cs[i]));
+  return (
+    ts.length === cs.length &&
+    ts.every((seg, i) => (/^%7B[A-Za-z0-9_]+%7D$/i.test(seg) ? cs[i].length > 0 : seg === cs[i]))
+  );
 }
 
 /** The seller receipt in a settlement response (`extensions["offer-receipt"].info.receipt`), when there is one. */
 export function sellerReceiptOf(settlement: unknown): { format: 'jws'; signature: string } | null {
-  const ext = (settlement as { extensions?: Record<string, unknown> } | null)?.extensions?.['offer-receipt'] as { info?: { receipt?: unknown } } | undefined;
+  const ext = (settlement as { extensions?: Record<string, unknown> } | null)?.extensions?.['offer-receipt'] as
+    { info?: { receipt?: unknown } } | undefined;
   const r = ext?.info?.receipt as { format?: unknown; signature?: unknown } | undefined;
   return r && r.format === 'jws' && typeof r.signature === 'string' ? { format: 'jws', signature: r.signature } : null;
 }

@@ -43,13 +43,15 @@ function isPayload(p: unknown): p is SignedReceiptPayload {
 
 /** Verifies a signed receipt against a JWK Set, offline. Never throws for a bad receipt: it says why. */
 export async function verifyReceiptSignature(jws: string, jwks: JSONWebKeySet): Promise<ReceiptVerification> {
-  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH || jws.split('.').length !== 3) return { valid: false, reason: 'malformed' };
+  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH || jws.split('.').length !== 3)
+    return { valid: false, reason: 'malformed' };
   let result;
   try {
     result = await compactVerify(jws, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
   } catch (err) {
     const code = (err as { code?: string }).code;
-    if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS') return { valid: false, reason: 'unknown_key' };
+    if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS')
+      return { valid: false, reason: 'unknown_key' };
     if (code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') return { valid: false, reason: 'bad_signature' };
     return { valid: false, reason: 'malformed' };
   }

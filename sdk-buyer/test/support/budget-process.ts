@@ -10,7 +10,14 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { BudgetExceededError, createBuyerClient, FileBudgetStore } from '../../src';
 
 async function pay([baseUrl, url, secret, file, tries]: string[]): Promise<void> {
-  const buyer = createBuyerClient({ baseUrl, payment: { signer: Keypair.fromSecret(secret), budget: { perCall: '0.05', total: '0.1', store: new FileBudgetStore(file) }, validForLedgers: 40 } });
+  const buyer = createBuyerClient({
+    baseUrl,
+    payment: {
+      signer: Keypair.fromSecret(secret),
+      budget: { perCall: '0.05', total: '0.1', store: new FileBudgetStore(file) },
+      validForLedgers: 40,
+    },
+  });
   await buyer.networks.list();
   process.stdout.write('ready\n');
   await new Promise((resolve) => process.stdin.once('data', resolve));

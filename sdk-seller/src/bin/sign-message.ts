@@ -24,7 +24,8 @@ async function readStdin(): Promise<string> {
 
 async function main(): Promise<void> {
   const secret = process.env.SELLER_WALLET_SECRET?.trim();
-  if (!secret) fail('set SELLER_WALLET_SECRET to the wallet\'s secret seed (S...); the message is the first argument or stdin');
+  if (!secret)
+    fail("set SELLER_WALLET_SECRET to the wallet's secret seed (S...); the message is the first argument or stdin");
   let keypair: Keypair;
   try {
     keypair = Keypair.fromSecret(secret);

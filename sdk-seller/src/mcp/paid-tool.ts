@@ -42,7 +42,14 @@ import {
   type SellerRequirements,
 } from '../paywall/paywall.js';
 import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
-import { FACILITATOR_TIMEOUT_MS, FacilitatorTimeout, pendingMessage, settleOutcome, withFacilitatorTimeout, type SettleWait } from '../paywall/settle-outcome.js';
+import {
+  FACILITATOR_TIMEOUT_MS,
+  FacilitatorTimeout,
+  pendingMessage,
+  settleOutcome,
+  withFacilitatorTimeout,
+  type SettleWait,
+} from '../paywall/settle-outcome.js';
 import type { ReceiptSigner } from '../paywall/receipt-signer.js';
 
 type Schemas = components['schemas'];
@@ -51,7 +58,10 @@ type Schemas = components['schemas'];
 export const X402_PAYMENT_META = 'x402/payment';
 export const X402_PAYMENT_RESPONSE_META = 'x402/payment-response';
 
-export interface PaidToolConfig<InputArgs extends ZodRawShapeCompat | undefined = undefined, OutputArgs extends ZodRawShapeCompat | undefined = undefined> {
+export interface PaidToolConfig<
+  InputArgs extends ZodRawShapeCompat | undefined = undefined,
+  OutputArgs extends ZodRawShapeCompat | undefined = undefined,
+> {
   /** The seller client: its facilitator calls go to the marketplace it was created for. */
   client: PaywallClient;
   /** The cataloged `mcp` resource this tool is (settlement is recorded against it). */
@@ -73,7 +83,9 @@ export interface PaidToolConfig<InputArgs extends ZodRawShapeCompat | undefined 
   receiptSigner?: ReceiptSigner;
 }
 
-type ToolArgs<InputArgs extends ZodRawShapeCompat | undefined> = InputArgs extends ZodRawShapeCompat ? Parameters<ToolCallback<InputArgs>>[0] : Record<string, never>;
+type ToolArgs<InputArgs extends ZodRawShapeCompat | undefined> = InputArgs extends ZodRawShapeCompat
+  ? Parameters<ToolCallback<InputArgs>>[0]
+  : Record<string, never>;
 type ToolExtra = Parameters<ToolCallback<undefined>>[0];
 
 /** Your tool: runs only once the payment is verified; `payment` names the payer and the attempt. */
@@ -83,24 +95,34 @@ export type PaidToolHandler<InputArgs extends ZodRawShapeCompat | undefined> = (
   extra: ToolExtra,
 ) => CallToolResult | Promise<CallToolResult>;
 
-export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undefined, OutputArgs extends ZodRawShapeCompat | undefined = undefined>(
+export function paidTool<
+  InputArgs extends ZodRawShapeCompat | undefined = undefined,
+  OutputArgs extends ZodRawShapeCompat | undefined = undefined,
+>(
   server: McpServer,
   name: string,
   config: PaidToolConfig<InputArgs, OutputArgs>,
   handler: PaidToolHandler<InputArgs>,
 ): RegisteredTool {
-  if (!config.resourceId) throw new TypeError('paidTool: resourceId is required (settlement is recorded against the cataloged resource)');
+  if (!config.resourceId)
+    throw new TypeError('paidTool: resourceId is required (settlement is recorded against the cataloged resource)');
   const requirements = requirementsSource(config);
   const resource = { url: `mcp://tool/${name}`, description: config.description ?? '', mimeType: 'application/json' };
-  const outputShape = config.outputSchema as Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }> | undefined;
+  const outputShape = config.outputSchema as
+    Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }> | undefined;
 
-  const paymentRequired = (terms: SellerRequirements, error: string, extra: Record<string, unknown> = {}): CallToolResult => {
+  const paymentRequired = (
+    terms: SellerRequirements,
+    error: string,
+    extra: Record<string, unknown> = {},
+  ): CallToolResult => {
     const body = { ...paymentRequiredFor(terms, config.resourceId, resource, error), ...extra };
     return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
   };
   const refusal = (terms: SellerRequirements, err: unknown, extra: Record<string, unknown> = {}): CallToolResult => {
     const code = err instanceof ApiError ? err.code : err instanceof PayloadError ? err.code : 'SERVICE_UNAVAILABLE';
-    const message = err instanceof ApiError || err instanceof PayloadError ? err.message : 'The facilitator could not be reached';
+    const message =
+      err instanceof ApiError || err instanceof PayloadError ? err.message : 'The facilitator could not be reached';
     return paymentRequired(terms, code, { message, ...extra });
   };
 
@@ -124,8 +146,17 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
     }
     let verified: Schemas['VerifyResponse'];
     try {
-      const request = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements: facilitatorRequirements(terms), resourceId: config.resourceId };
-      verified = await withFacilitatorTimeout('verify', config.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => config.client.facilitator.verify(request));
+      const request = {
+        x402Version: payload.x402Version,
+        paymentPayload: payload,
+        paymentRequirements: facilitatorRequirements(terms),
+        resourceId: config.resourceId,
+      };
+      verified = await withFacilitatorTimeout(
+        'verify',
+        config.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS,
+        () => config.client.facilitator.verify(request),
+      );
     } catch (err) {
       if (err instanceof FacilitatorTimeout) {
         // Indeterminate, not a refusal: no PaymentRequired (the caller must not pay again), the tool does not run.
@@ -134,7 +165,11 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
       }
       return refusal(terms, err);
     }
-    const payment: PaywallPayment = { paymentAttemptId: verified.paymentAttemptId, payer: verified.payer, network: verified.network };
+    const payment: PaywallPayment = {
+      paymentAttemptId: verified.paymentAttemptId,
+      payer: verified.payer,
+      network: verified.network,
+    };
 
     let result: CallToolResult;
     try {
@@ -145,17 +180,37 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
     }
     if (result.isError) return result;
     if (outputShape && !(await matchesShape(outputShape, result.structuredContent))) {
-      return { isError: true, content: [{ type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` }] };
+      return {
+        isError: true,
+        content: [
+          { type: 'text', text: `Tool ${name} answered structured content that breaks its output schema: not charged` },
+        ],
+      };
     }
 
-    const outcome = await settleOutcome(config.client, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: config.resourceId }, config.settle);
+    const outcome = await settleOutcome(
+      config.client,
+      { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: config.resourceId },
+      config.settle,
+    );
     if (outcome.kind === 'failed') {
       const err = outcome.error ?? Object.assign(new Error(outcome.message), { code: outcome.code });
-      return refusal(terms, outcome.error ?? err, { error: outcome.code, message: outcome.message, [X402_PAYMENT_RESPONSE_META]: { success: false, errorReason: outcome.code, transaction: '', network: terms.network } });
+      return refusal(terms, outcome.error ?? err, {
+        error: outcome.code,
+        message: outcome.message,
+        [X402_PAYMENT_RESPONSE_META]: {
+          success: false,
+          errorReason: outcome.code,
+          transaction: '',
+          network: terms.network,
+        },
+      });
     }
     if (outcome.kind === 'unknown') {
       // Not a request to pay again: the payment may still settle. The answer is withheld.
-      const body = { error: { code: outcome.code, message: outcome.message, paymentAttemptId: outcome.paymentAttemptId } };
+      const body = {
+        error: { code: outcome.code, message: outcome.message, paymentAttemptId: outcome.paymentAttemptId },
+      };
       return { isError: true, structuredContent: body, content: [{ type: 'text', text: JSON.stringify(body) }] };
     }
     const response = await settlementResponse(outcome, verified.payer, { signer: config.receiptSigner, terms });
@@ -169,8 +224,14 @@ export function paidTool<InputArgs extends ZodRawShapeCompat | undefined = undef
     outputSchema: config.outputSchema,
     annotations: config.annotations,
   };
-  const callback = config.inputSchema ? (args: unknown, extra: ToolExtra) => run(args, extra) : (extra: ToolExtra) => run({}, extra);
-  const registered = (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(name, toolConfig, callback);
+  const callback = config.inputSchema
+    ? (args: unknown, extra: ToolExtra) => run(args, extra)
+    : (extra: ToolExtra) => run({}, extra);
+  const registered = (server.registerTool as (n: string, c: typeof toolConfig, cb: unknown) => RegisteredTool)(
+    name,
+    toolConfig,
+    callback,
+  );
   admitPaymentRequired(registered);
   return registered;
 }
@@ -196,12 +257,20 @@ function admitPaymentRequired(tool: RegisteredTool): void {
  */
 export const PAID_TOOL_INSTRUCTIONS =
   'Paid tools of this server charge per call with x402 (scheme exact, on Stellar), by the x402 MCP transport (https://github.com/coinbase/x402, specs/transports-v2/mcp.md). ' +
-  'Call the tool: unpaid, the result is isError with the x402 PaymentRequired in structuredContent (x402Version; accepts: scheme, network, amount in atomic units, asset contract, payTo, maxTimeoutSeconds). ' +
-  'Sign one of accepts with your own wallet (an exact Stellar authorization entry; the buyer SDK\'s payAndCallTool does it within a budget) and call the same tool again with the same arguments and the payment payload in params._meta["x402/payment"]. ' +
-  'The payment is verified before the tool runs and settled only when the tool succeeds; the result then carries the settlement (transaction, receipt id) in _meta["x402/payment-response"]. A refused payment answers the PaymentRequired again with the reason in `error`. One payment buys one call.';
+  ('Call the tool: unpaid, the result is isError with the x402 PaymentRequired in structuredContent ' +
+    '(x402Version; accepts: scheme, network, amount in atomic units, asset contract, payTo, maxTimeoutSeconds). ') +
+  ("Sign one of accepts with your own wallet (an exact Stellar authorization entry; the buyer SDK's " +
+    'payAndCallTool does it within a budget) and call the same tool again with the same arguments and the ' +
+    'payment payload in params._meta["x402/payment"]. ') +
+  ('The payment is verified before the tool runs and settled only when the tool succeeds; the result then ' +
+    'carries the settlement (transaction, receipt id) in _meta["x402/payment-response"]. A refused payment ' +
+    'answers the PaymentRequired again with the reason in `error`. One payment buys one call.');
 
 /** Structured content against a zod raw shape (zod 3 or 4 classic schemas: each has safeParseAsync). */
-async function matchesShape(shape: Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }>, value: unknown): Promise<boolean> {
+async function matchesShape(
+  shape: Record<string, { safeParseAsync?: (v: unknown) => Promise<{ success: boolean }> }>,
+  value: unknown,
+): Promise<boolean> {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
   for (const [key, schema] of Object.entries(shape)) {
     if (typeof schema?.safeParseAsync !== 'function') continue;

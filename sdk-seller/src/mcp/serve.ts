@@ -17,11 +17,19 @@ import { PAID_TOOL_INSTRUCTIONS } from './paid-tool.js';
 const loadTransport = () => import('@modelcontextprotocol/sdk/server/streamableHttp.js');
 let transportModule: ReturnType<typeof loadTransport> | null = null;
 
-export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => Promise<void> {
+export function statelessMcpHandler(
+  factory: () => McpServer,
+): (req: IncomingMessage & { body?: unknown }, res: ServerResponse) => Promise<void> {
   return async (req, res) => {
     if (req.method !== 'POST') {
       res.writeHead(405, { Allow: 'POST', 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP server is stateless (POST only)' }, id: null }));
+      res.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Method not allowed: this MCP server is stateless (POST only)' },
+          id: null,
+        }),
+      );
       return;
     }
     const { StreamableHTTPServerTransport } = await (transportModule ??= loadTransport());
@@ -37,7 +45,9 @@ export function statelessMcpHandler(factory: () => McpServer): (req: IncomingMes
     } catch {
       if (!res.headersSent) {
         res.writeHead(500, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }));
+        res.end(
+          JSON.stringify({ jsonrpc: '2.0', error: { code: -32603, message: 'Internal server error' }, id: null }),
+        );
       }
     }
   };

@@ -43,9 +43,25 @@ import type { components } from '../generated/openapi.js';
 import { ApiError } from '../core/errors.js';
 import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
-import { confirmedSettlementResponse, FACILITATOR_TIMEOUT_MS, FacilitatorTimeout, pendingMessage, settleOutcome, withFacilitatorTimeout, type SettleOutcome, type SettleWait, type SettlingClient } from './settle-outcome.js';
+import {
+  confirmedSettlementResponse,
+  FACILITATOR_TIMEOUT_MS,
+  FacilitatorTimeout,
+  pendingMessage,
+  settleOutcome,
+  withFacilitatorTimeout,
+  type SettleOutcome,
+  type SettleWait,
+  type SettlingClient,
+} from './settle-outcome.js';
 import type { ReceiptPayload, ReceiptSigner } from './receipt-signer.js';
-import { createKeyCheck, MISCONFIGURED_MESSAGE, trustlineMessage, type KeyCheckClient, type ReadinessClient } from './seller-checks.js';
+import {
+  createKeyCheck,
+  MISCONFIGURED_MESSAGE,
+  trustlineMessage,
+  type KeyCheckClient,
+  type ReadinessClient,
+} from './seller-checks.js';
 
 type Schemas = components['schemas'];
 type Requirements = Schemas['ResourcePaymentRequirements'];
@@ -56,8 +72,12 @@ export interface PaywallClient extends SettlingClient {
    * The resource's terms. `getPublic` (the seller client's anonymous read) is preferred, so the paywall's key needs
    * no catalog permission: a payments-scoped key (verify, settle, read own payments) is enough.
    */
-  resources: { get(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }>; getPublic?(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }> };
-  /** The seller's own payments: the key check reads one (createSellerClient has it; without it the key is not checked). */
+  resources: {
+    get(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }>;
+    getPublic?(id: string): Promise<{ id: string; sellerId?: string; paymentRequirements: Requirements }>;
+  };
+  /** The seller's own payments: the key check reads one (createSellerClient has it; without it the key is not checked).
+   * */
   payments?: SettlingClient['payments'] & KeyCheckClient['payments'];
   /** Wallet readiness: tells a buyer whose wallet lacks a trustline (createSellerClient has it). */
   wallet?: ReadinessClient['wallet'];
@@ -92,8 +112,11 @@ export interface PaywallOptions {
   onMisconfigured?: (message: string) => void;
 }
 
-/** The middleware, and `ready()`: resolves once the marketplace accepted the paywall's key, rejects (PaywallConfigurationError) when it refused it. */
-export type PaywallMiddleware = ((req: IncomingMessage, res: ServerResponse, next: Next) => void) & { ready(): Promise<void> };
+/** The middleware, and `ready()`: resolves once the marketplace accepted the paywall's key, rejects
+ * (PaywallConfigurationError) when it refused it. */
+export type PaywallMiddleware = ((req: IncomingMessage, res: ServerResponse, next: Next) => void) & {
+  ready(): Promise<void>;
+};
 
 /** What the handler finds in `res.locals.payment` (Express) once the payment is verified. */
 export interface PaywallPayment {
@@ -109,7 +132,8 @@ const PASSPHRASES: Record<string, string> = {
 };
 
 export function paywall(options: PaywallOptions): PaywallMiddleware {
-  if (!options.resourceId) throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
+  if (!options.resourceId)
+    throw new TypeError('paywall: resourceId is required (settlement is recorded against the cataloged resource)');
   const problem = options.requirements ? amountProblem(options.requirements.amount) : null;
   if (problem) throw new RangeError(`paywall: requirements.amount: ${problem}`);
   const requirements = requirementsSource(options);
@@ -118,7 +142,16 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
   void keyCheck.ready().catch(() => undefined); // at start: a refused key is reported before the first buyer comes
 
   function paymentRequired(req: IncomingMessage, terms: Requirements, error: string) {
-    return paymentRequiredFor(terms, options.resourceId, { url: absoluteUrl(req), description: options.description ?? '', mimeType: options.mimeType ?? 'application/json' }, error);
+    return paymentRequiredFor(
+      terms,
+      options.resourceId,
+      {
+        url: absoluteUrl(req),
+        description: options.description ?? '',
+        mimeType: options.mimeType ?? 'application/json',
+      },
+      error,
+    );
   }
 
   function answer(res: ServerResponse, status: number, body: unknown, paymentRequiredHeader?: unknown): void {
@@ -132,7 +165,15 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
   const middleware = (req: IncomingMessage, res: ServerResponse, next: Next) => {
     void (async () => {
       const trick = pathProblem(req);
-      if (trick) return answer(res, 400, { ok: false, error: { code: 'INVALID_REQUEST', message: `The request path is refused: ${trick}`, details: [{ field: 'path', message: trick }] } });
+      if (trick)
+        return answer(res, 400, {
+          ok: false,
+          error: {
+            code: 'INVALID_REQUEST',
+            message: `The request path is refused: ${trick}`,
+            details: [{ field: 'path', message: trick }],
+          },
+        });
       await keyCheck.ready().catch(() => undefined);
       if (keyCheck.refused()) return misconfigured(res);
       let terms: Requirements;
@@ -160,24 +201,44 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
       const paymentRequirements = facilitatorRequirements(terms);
       let verified: Schemas['VerifyResponse'];
       try {
-        const request = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId: options.resourceId };
-        verified = await withFacilitatorTimeout('verify', options.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => options.client.facilitator.verify(request));
+        const request = {
+          x402Version: payload.x402Version,
+          paymentPayload: payload,
+          paymentRequirements,
+          resourceId: options.resourceId,
+        };
+        verified = await withFacilitatorTimeout(
+          'verify',
+          options.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS,
+          () => options.client.facilitator.verify(request),
+        );
       } catch (err) {
         return refuse(req, res, terms, err);
       }
 
       const held = hold(res);
       const locals = ((res as ServerResponse & { locals?: Record<string, unknown> }).locals ??= {});
-      locals.payment = { paymentAttemptId: verified.paymentAttemptId, payer: verified.payer, network: verified.network } satisfies PaywallPayment;
+      locals.payment = {
+        paymentAttemptId: verified.paymentAttemptId,
+        payer: verified.payer,
+        network: verified.network,
+      } satisfies PaywallPayment;
 
       held.onEnd(async () => {
         if (held.statusCode() >= 400) return held.release();
-        const outcome = await settleOutcome(options.client, { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: options.resourceId }, options.settle);
+        const outcome = await settleOutcome(
+          options.client,
+          { paymentAttemptId: verified.paymentAttemptId, paymentPayload: payload, resourceId: options.resourceId },
+          options.settle,
+        );
         if (outcome.kind !== 'settled') {
           held.discard();
           return refuseOutcome(req, res, terms, outcome);
         }
-        res.setHeader('PAYMENT-RESPONSE', encode(await settlementResponse(outcome, verified.payer, { signer: options.receiptSigner, terms })));
+        res.setHeader(
+          'PAYMENT-RESPONSE',
+          encode(await settlementResponse(outcome, verified.payer, { signer: options.receiptSigner, terms })),
+        );
         held.privateCache();
         held.release();
       });
@@ -186,28 +247,58 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
   };
   return Object.assign(middleware, { ready: () => keyCheck.ready() });
 
-  /** The seller's key was refused: the buyer is told the seller is misconfigured (503, no PAYMENT-REQUIRED: do not pay). */
+  /** The seller's key was refused: the buyer is told the seller is misconfigured (503, no PAYMENT-REQUIRED: do not
+   * pay). */
   function misconfigured(res: ServerResponse): void {
     res.setHeader('Retry-After', '60');
     answer(res, 503, { ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: MISCONFIGURED_MESSAGE } });
   }
 
-  /** Settlement not confirmed: a definite failure is 402 with its reason; an unknown outcome is 503 (do not pay again). */
-  function refuseOutcome(req: IncomingMessage, res: ServerResponse, terms: Requirements, outcome: Exclude<SettleOutcome, { kind: 'settled' }>): void | Promise<void> {
+  /** Settlement not confirmed: a definite failure is 402 with its reason; an unknown outcome is 503 (do not pay again).
+   * */
+  function refuseOutcome(
+    req: IncomingMessage,
+    res: ServerResponse,
+    terms: Requirements,
+    outcome: Exclude<SettleOutcome, { kind: 'settled' }>,
+  ): void | Promise<void> {
     if (outcome.kind === 'failed') {
       if (outcome.error) return refuse(req, res, terms, outcome.error);
-      const body = { ...paymentRequired(req, terms, outcome.code), ok: false, error: { code: outcome.code, message: outcome.message } };
+      const body = {
+        ...paymentRequired(req, terms, outcome.code),
+        ok: false,
+        error: { code: outcome.code, message: outcome.message },
+      };
       return answer(res, 402, body, body);
     }
     res.setHeader('Retry-After', '5');
-    answer(res, 503, { ok: false, error: { code: outcome.code, message: outcome.message, details: [{ field: 'paymentAttemptId', message: outcome.paymentAttemptId }] } });
+    answer(res, 503, {
+      ok: false,
+      error: {
+        code: outcome.code,
+        message: outcome.message,
+        details: [{ field: 'paymentAttemptId', message: outcome.paymentAttemptId }],
+      },
+    });
   }
 
   /** TRUSTLINE_REQUIRED, said for the side that lacks it (the seller is warned when it is its own wallet). */
   async function whoseTrustline(terms: Requirements, err: ApiError): Promise<ApiError> {
     const said = await trustlineMessage(options.client, terms);
-    if (said.side === 'seller') report(`paywall(${options.resourceId}): ${said.message} Buyers cannot pay until the wallet ${terms.payTo} adds the trustline.`);
-    return new ApiError({ status: err.status, code: err.code, message: said.message, requestId: err.requestId ?? undefined, details: err.details, method: err.method, url: err.url });
+    if (said.side === 'seller')
+      report(
+        `paywall(${options.resourceId}): ${said.message} Buyers cannot pay until the wallet ${terms.payTo} adds ` +
+          `the trustline.`,
+      );
+    return new ApiError({
+      status: err.status,
+      code: err.code,
+      message: said.message,
+      requestId: err.requestId ?? undefined,
+      details: err.details,
+      method: err.method,
+      url: err.url,
+    });
   }
 
   async function refuse(req: IncomingMessage, res: ServerResponse, terms: Requirements, err: unknown): Promise<void> {
@@ -219,7 +310,10 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
     if (keyCheck.refusedBy(err)) return misconfigured(res);
     if (err instanceof ApiError && err.code === 'TRUSTLINE_REQUIRED') err = await whoseTrustline(terms, err);
     const clientSide = err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429;
-    const body = { ...paymentRequired(req, terms, err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED'), ...errorBody(err, 'Payment failed') };
+    const body = {
+      ...paymentRequired(req, terms, err instanceof ApiError ? err.code : 'SETTLEMENT_FAILED'),
+      ...errorBody(err, 'Payment failed'),
+    };
     // A payment already used is not a request for payment: 409, without PAYMENT-REQUIRED (paying again is the
     // buyer's decision, not an automatic retry).
     if (err instanceof ApiError && err.code === 'REPLAY_DETECTED') return answer(res, 409, body);
@@ -241,7 +335,13 @@ export function requirementsSource(options: RequirementsOptions): () => Promise<
   return async function requirements(): Promise<Requirements> {
     if (options.requirements) {
       const r = options.requirements;
-      return { ...r, asset: { ...r.asset, contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]) } };
+      return {
+        ...r,
+        asset: {
+          ...r.asset,
+          contractId: r.asset.contractId ?? new Asset(r.asset.code, r.asset.issuer).contractId(PASSPHRASES[r.network]),
+        },
+      };
     }
     if (cached && Date.now() - cached.at < ttl) return cached.value;
     const read = options.client.resources.getPublic ?? options.client.resources.get;
@@ -252,7 +352,12 @@ export function requirementsSource(options: RequirementsOptions): () => Promise<
 }
 
 /** The x402 v2 PaymentRequired for `terms` (amount in stroops, asset = the SAC contract id; code/issuer in `extra`). */
-export function paymentRequiredFor(terms: Requirements, resourceId: string, resource: { url: string; description: string; mimeType: string }, error: string) {
+export function paymentRequiredFor(
+  terms: Requirements,
+  resourceId: string,
+  resource: { url: string; description: string; mimeType: string },
+  error: string,
+) {
   return {
     x402Version: 2,
     error,
@@ -265,7 +370,12 @@ export function paymentRequiredFor(terms: Requirements, resourceId: string, reso
         asset: terms.asset.contractId,
         payTo: terms.payTo,
         maxTimeoutSeconds: terms.maxTimeoutSeconds,
-        extra: { areFeesSponsored: true, asset: { code: terms.asset.code, issuer: terms.asset.issuer }, amount: terms.amount, resourceId },
+        extra: {
+          areFeesSponsored: true,
+          asset: { code: terms.asset.code, issuer: terms.asset.issuer },
+          amount: terms.amount,
+          resourceId,
+        },
       },
     ],
   };
@@ -298,7 +408,15 @@ export async function settlementResponse(
   // The marketplace's attestation (not a seller receipt): the buyer checks it against GET /.well-known/jwks.json.
   if (outcome.attestation) extensions.marketplace = { attestation: outcome.attestation };
   if (receipt?.signer) {
-    extensions['offer-receipt'] = { info: { version: 1, receipt: { format: 'jws', signature: await receipt.signer.sign(sellerReceiptPayload(receipt.terms, payer, outcome.transactionHash)) } } };
+    extensions['offer-receipt'] = {
+      info: {
+        version: 1,
+        receipt: {
+          format: 'jws',
+          signature: await receipt.signer.sign(sellerReceiptPayload(receipt.terms, payer, outcome.transactionHash)),
+        },
+      },
+    };
   }
   return confirmedSettlementResponse(outcome, payer, {
     evidence: outcome.evidence,
@@ -327,7 +445,11 @@ export function sellerReceiptPayload(terms: Requirements, payer: string, transac
 }
 
 export function errorBody(err: unknown, fallback: string) {
-  if (err instanceof ApiError) return { ok: false, error: { code: err.code, message: err.message, requestId: err.requestId, details: err.details } };
+  if (err instanceof ApiError)
+    return {
+      ok: false,
+      error: { code: err.code, message: err.message, requestId: err.requestId, details: err.details },
+    };
   return { ok: false, error: { code: 'SERVICE_UNAVAILABLE', message: fallback } };
 }
 
@@ -347,7 +469,8 @@ function hold(res: ServerResponse) {
   };
   r.flushHeaders = () => undefined;
   r.write = (chunk: unknown, encoding?: unknown, cb?: unknown) => {
-    if (chunk != null) chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
+    if (chunk != null)
+      chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
     const callback = typeof encoding === 'function' ? encoding : cb;
     if (typeof callback === 'function') queueMicrotask(() => (callback as () => void)());
     return true;
@@ -355,7 +478,8 @@ function hold(res: ServerResponse) {
   r.end = (chunk?: unknown, encoding?: unknown, cb?: unknown) => {
     if (ended) return res;
     ended = true;
-    if (chunk != null && typeof chunk !== 'function') chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
+    if (chunk != null && typeof chunk !== 'function')
+      chunks.push({ chunk, encoding: typeof encoding === 'string' ? (encoding as BufferEncoding) : undefined });
     const callback = [chunk, encoding, cb].find((x) => typeof x === 'function');
     if (callback) res.once('finish', callback as () => void);
     void onEnd?.();
@@ -365,38 +489,46 @@ function hold(res: ServerResponse) {
 
   return {
     onEnd(fn: () => Promise<void>) {
-      onEnd = () => fn().catch((err) => {
-        restore();
-        chunks.length = 0;
-        for (const name of res.getHeaderNames()) if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
-        if (!res.headersSent) {
-          res.statusCode = 502;
-          res.setHeader('Content-Type', 'application/json; charset=utf-8');
-          res.end(JSON.stringify({ ok: false, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } }));
-        } else res.destroy(err as Error);
-      });
+      onEnd = () =>
+        fn().catch((err) => {
+          restore();
+          chunks.length = 0;
+          for (const name of res.getHeaderNames())
+            if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
+          if (!res.headersSent) {
+            res.statusCode = 502;
+            res.setHeader('Content-Type', 'application/json; charset=utf-8');
+            res.end(JSON.stringify({ ok: false, error: { code: 'INTERNAL_ERROR', message: (err as Error).message } }));
+          } else res.destroy(err as Error);
+        });
     },
     /** A paid answer is for this buyer only: `private`, the handler's directives kept but `public` and `s-maxage`. */
     privateCache() {
-      const headers = head && typeof head[head.length - 1] === 'object' ? (head[head.length - 1] as Record<string, unknown>) : null;
+      const headers =
+        head && typeof head[head.length - 1] === 'object' ? (head[head.length - 1] as Record<string, unknown>) : null;
       const key = headers ? Object.keys(headers).find((k) => k.toLowerCase() === 'cache-control') : undefined;
       const own = String((key && headers ? headers[key] : undefined) ?? res.getHeader('Cache-Control') ?? '');
       if (key && headers) delete headers[key];
-      const kept = own.split(',').map((d) => d.trim()).filter((d) => d && !/^(public|private|s-maxage\b.*)$/i.test(d));
+      const kept = own
+        .split(',')
+        .map((d) => d.trim())
+        .filter((d) => d && !/^(public|private|s-maxage\b.*)$/i.test(d));
       res.setHeader('Cache-Control', ['private', ...kept].join(', '));
     },
     statusCode: () => (head && typeof head[0] === 'number' ? head[0] : res.statusCode),
     release() {
       restore();
       if (head) (original.writeHead as (...a: unknown[]) => void).apply(res, head);
-      for (const { chunk, encoding } of chunks) (original.write as (c: unknown, e?: BufferEncoding) => boolean).call(res, chunk, encoding);
+      for (const { chunk, encoding } of chunks)
+        (original.write as (c: unknown, e?: BufferEncoding) => boolean).call(res, chunk, encoding);
       (original.end as () => void).call(res);
     },
     discard() {
       restore();
       chunks.length = 0;
       head = null;
-      for (const name of res.getHeaderNames()) if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
+      for (const name of res.getHeaderNames())
+        if (/^(content-|etag$|last-modified$|transfer-encoding$)/i.test(name)) res.removeHeader(name);
     },
   };
 }

@@ -56,13 +56,19 @@ export async function createReceiptKey(): Promise<ReceiptKey> {
   const { privateKey, publicKey } = await generateKeyPair('Ed25519', { extractable: true });
   const pub = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(pub);
-  return { kid, privateJwk: { ...(await exportJWK(privateKey)), kid }, publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(pub.x), kid, alg: 'EdDSA', use: 'sig' } };
+  return {
+    kid,
+    privateJwk: { ...(await exportJWK(privateKey)), kid },
+    publicJwk: { kty: 'OKP', crv: 'Ed25519', x: String(pub.x), kid, alg: 'EdDSA', use: 'sig' },
+  };
 }
 
 /** A signer for the paywall (`paywall({ receiptSigner })`, `paidTool(..., { receiptSigner })`) from the private JWK. */
 export async function createReceiptSigner(privateJwk: JWK): Promise<ReceiptSigner> {
   if (!privateJwk || privateJwk.kty !== 'OKP' || privateJwk.crv !== 'Ed25519' || typeof privateJwk.d !== 'string') {
-    throw new TypeError('createReceiptSigner needs the private Ed25519 JWK of createReceiptKey() (kty OKP, crv Ed25519, with d)');
+    throw new TypeError(
+      'createReceiptSigner needs the private Ed25519 JWK of createReceiptKey() (kty OKP, crv Ed25519, with d)',
+    );
   }
   const { d: _d, ...pub } = privateJwk;
   const kid = privateJwk.kid ?? (await calculateJwkThumbprint(pub));
@@ -102,13 +108,30 @@ export interface ReceiptKeyProof {
  * half.
  */
 export async function receiptKeyProof(privateJwk: JWK, sellerId: string): Promise<ReceiptKeyProof> {
-  if (!privateJwk || privateJwk.kty !== 'OKP' || privateJwk.crv !== 'Ed25519' || typeof privateJwk.d !== 'string' || typeof privateJwk.x !== 'string') {
-    throw new TypeError('receiptKeyProof needs the private Ed25519 JWK of createReceiptKey() (kty OKP, crv Ed25519, with d)');
+  if (
+    !privateJwk ||
+    privateJwk.kty !== 'OKP' ||
+    privateJwk.crv !== 'Ed25519' ||
+    typeof privateJwk.d !== 'string' ||
+    typeof privateJwk.x !== 'string'
+  ) {
+    throw new TypeError(
+      'receiptKeyProof needs the private Ed25519 JWK of createReceiptKey() (kty OKP, crv Ed25519, with d)',
+    );
   }
   const { d: _d, ...pub } = privateJwk;
   const kid = privateJwk.kid ?? (await calculateJwkThumbprint(pub));
   const key = await importJWK({ ...privateJwk, alg: 'EdDSA' }, 'EdDSA');
-  const payload = { purpose: 'seller-receipt-key-proof', sellerId, kid, x: privateJwk.x, nonce: crypto.randomBytes(24).toString('base64url'), iat: Math.floor(Date.now() / 1000) };
-  const signature = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'x402-receipt-key-proof+jws' }).sign(key);
+  const payload = {
+    purpose: 'seller-receipt-key-proof',
+    sellerId,
+    kid,
+    x: privateJwk.x,
+    nonce: crypto.randomBytes(24).toString('base64url'),
+    iat: Math.floor(Date.now() / 1000),
+  };
+  const signature = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'x402-receipt-key-proof+jws' })
+    .sign(key);
   return { kid, signature };
 }

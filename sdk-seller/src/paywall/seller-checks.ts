@@ -25,13 +25,18 @@ export class PaywallConfigurationError extends Error {
 }
 
 export interface KeyCheckClient {
-  resources: { get(id: string): Promise<{ sellerId?: string }>; getPublic?(id: string): Promise<{ sellerId?: string }> };
+  resources: {
+    get(id: string): Promise<{ sellerId?: string }>;
+    getPublic?(id: string): Promise<{ sellerId?: string }>;
+  };
   /** Optional `list`: a client without it is not checked. */
   payments?: { list?(query: { sellerId?: string; limit?: number }): Promise<unknown> };
 }
 
 /** What a buyer reads when the seller's key is refused: nothing was charged, nothing to fix on the buyer's side. */
-export const MISCONFIGURED_MESSAGE = 'The seller is misconfigured: the marketplace refused its payments key, so it cannot take payments now. Nothing was charged; try again later.';
+export const MISCONFIGURED_MESSAGE =
+  'The seller is misconfigured: the marketplace refused its payments key, so it cannot take payments now. ' +
+  'Nothing was charged; try again later.';
 
 /** Runs the key check; `refused()` is the verdict once the marketplace answered 401/403 (null otherwise). */
 export function createKeyCheck(client: KeyCheckClient, resourceId: string, report: (message: string) => void) {
@@ -42,7 +47,9 @@ export function createKeyCheck(client: KeyCheckClient, resourceId: string, repor
   function refuse(err: ApiError): PaywallConfigurationError {
     if (!verdict) {
       verdict = new PaywallConfigurationError(
-        `paywall(${resourceId}): the marketplace refused this paywall's API key (${err.status} ${err.code}: ${err.message}). Every buyer is answered 503 "the seller is misconfigured" until the paywall runs with a valid payments key of the resource's seller (seller.keys.create(sellerId, { scope: 'payments' })).`,
+        `paywall(${resourceId}): the marketplace refused this paywall's API key (${err.status} ${err.code}: ` +
+          `${err.message}). Every buyer is answered 503 "the seller is misconfigured" until the paywall runs with ` +
+          `a valid payments key of the resource's seller (seller.keys.create(sellerId, { scope: 'payments' })).`,
         err,
       );
       report(verdict.message);
@@ -82,21 +89,46 @@ export function createKeyCheck(client: KeyCheckClient, resourceId: string, repor
 }
 
 export interface ReadinessClient {
-  wallet?: { readiness(walletAddress: string, network?: string): Promise<{ checks: Array<{ network: string; asset: { code: string; issuer: string }; ready: boolean }> }> };
+  wallet?: {
+    readiness(
+      walletAddress: string,
+      network?: string,
+    ): Promise<{ checks: Array<{ network: string; asset: { code: string; issuer: string }; ready: boolean }> }>;
+  };
 }
 
 /** Whose wallet lacks the trustline: the seller's payTo (it cannot receive) or, by elimination, the buyer's. */
-export async function trustlineMessage(client: ReadinessClient, terms: { network: string; payTo: string; asset: { code: string; issuer: string } }): Promise<{ side: 'seller' | 'buyer' | 'unknown'; message: string }> {
+export async function trustlineMessage(
+  client: ReadinessClient,
+  terms: { network: string; payTo: string; asset: { code: string; issuer: string } },
+): Promise<{ side: 'seller' | 'buyer' | 'unknown'; message: string }> {
   const code = terms.asset.code;
   let sellerReady: boolean | null = null;
   if (client.wallet && terms.payTo.startsWith('G')) {
     const readiness = await client.wallet.readiness(terms.payTo, terms.network).catch(() => null);
-    const check = readiness?.checks.find((c) => c.network === terms.network && c.asset.code === terms.asset.code && c.asset.issuer === terms.asset.issuer);
+    const check = readiness?.checks.find(
+      (c) => c.network === terms.network && c.asset.code === terms.asset.code && c.asset.issuer === terms.asset.issuer,
+    );
     sellerReady = check ? check.ready : null;
   }
   if (sellerReady === false)
-    return { side: 'seller', message: `The seller's wallet cannot receive ${code}: ${terms.payTo} has no ${code} trustline on ${terms.network}. The seller must add one; nothing was charged.` };
+    return {
+      side: 'seller',
+      message:
+        `The seller's wallet cannot receive ${code}: ${terms.payTo} has no ${code} trustline on ${terms.network}. ` +
+        `The seller must add one; nothing was charged.`,
+    };
   if (sellerReady === true)
-    return { side: 'buyer', message: `Your wallet has no ${code} trustline on ${terms.network} (or it is frozen): add a trustline to ${code} issued by ${terms.asset.issuer} (a changeTrust operation) and pay again; nothing was charged.` };
-  return { side: 'unknown', message: `A wallet has no ${code} trustline on ${terms.network}: yours (the payer's) or the seller's (${terms.payTo}); nothing was charged.` };
+    return {
+      side: 'buyer',
+      message:
+        `Your wallet has no ${code} trustline on ${terms.network} (or it is frozen): add a trustline to ${code} ` +
+        `issued by ${terms.asset.issuer} (a changeTrust operation) and pay again; nothing was charged.`,
+    };
+  return {
+    side: 'unknown',
+    message:
+      `A wallet has no ${code} trustline on ${terms.network}: yours (the payer's) or the seller's ` +
+      `(${terms.payTo}); nothing was charged.`,
+  };
 }

@@ -22,7 +22,8 @@ import { ApiError } from '../core/errors.js';
 
 type Schemas = components['schemas'];
 
-/** What the paywall needs of the marketplace: verify and settle (a payments-scoped key is enough) and reading its own payments. */
+/** What the paywall needs of the marketplace: verify and settle (a payments-scoped key is enough) and reading its own
+ * payments. */
 export interface SettlingClient {
   facilitator: {
     settle(input: Schemas['SettleRequest'], o?: { idempotencyKey?: string }): Promise<Schemas['SettleResponse']>;
@@ -33,7 +34,17 @@ export interface SettlingClient {
 }
 
 export type SettleOutcome =
-  | { kind: 'settled'; transactionHash: string; receiptId: string | null; settlementId: string | null; ledger: number | null; network: string; evidence?: string; attestation?: string; answer?: Schemas['SettleResponse'] }
+  | {
+      kind: 'settled';
+      transactionHash: string;
+      receiptId: string | null;
+      settlementId: string | null;
+      ledger: number | null;
+      network: string;
+      evidence?: string;
+      attestation?: string;
+      answer?: Schemas['SettleResponse'];
+    }
   | { kind: 'failed'; code: string; message: string; status: number; error?: unknown }
   | { kind: 'unknown'; code: string; message: string; paymentAttemptId: string };
 
@@ -50,27 +61,43 @@ export const FACILITATOR_TIMEOUT_MS = 30_000;
 
 /** Thrown when a facilitator call gets no answer in time: its outcome is unknown (never read it as a refusal). */
 export class FacilitatorTimeout extends Error {
-  constructor(readonly operation: 'verify' | 'settle', readonly timeoutMs: number) {
+  constructor(
+    readonly operation: 'verify' | 'settle',
+    readonly timeoutMs: number,
+  ) {
     super(`The marketplace's facilitator did not answer ${operation} within ${Math.round(timeoutMs / 1000)} s`);
     this.name = 'FacilitatorTimeout';
   }
 }
 
 /** `call()`, or FacilitatorTimeout after `timeoutMs` (the call itself goes on; its late answer is ignored). */
-export async function withFacilitatorTimeout<T>(operation: 'verify' | 'settle', timeoutMs: number, call: () => Promise<T>): Promise<T> {
+export async function withFacilitatorTimeout<T>(
+  operation: 'verify' | 'settle',
+  timeoutMs: number,
+  call: () => Promise<T>,
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const running = call();
   running.catch(() => undefined);
   try {
-    return await Promise.race([running, new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new FacilitatorTimeout(operation, timeoutMs)), timeoutMs); })]);
+    return await Promise.race([
+      running,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new FacilitatorTimeout(operation, timeoutMs)), timeoutMs);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-/** What a buyer is told when a facilitator call timed out: the outcome is pending, the content withheld, do not pay again. */
+/** What a buyer is told when a facilitator call timed out: the outcome is pending, the content withheld, do not pay
+ * again. */
 export function pendingMessage(err: FacilitatorTimeout): string {
-  return `${err.message}: the payment's outcome is pending, not failed. The content is withheld; do not pay again, retry later`;
+  return (
+    `${err.message}: the payment's outcome is pending, not failed. The content is withheld; do not pay again, ` +
+    `retry later`
+  );
 }
 
 const DEFINITE_STATUSES = new Set([400, 402, 404, 413, 422]);
@@ -79,11 +106,22 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 function definiteFailure(err: unknown): SettleOutcome | null {
   if (!(err instanceof ApiError)) return null;
-  if (DEFINITE_STATUSES.has(err.status) || err.code === 'SETTLEMENT_FAILED') return { kind: 'failed', code: err.code, message: err.message, status: err.status === 502 ? 402 : err.status, error: err };
+  if (DEFINITE_STATUSES.has(err.status) || err.code === 'SETTLEMENT_FAILED')
+    return {
+      kind: 'failed',
+      code: err.code,
+      message: err.message,
+      status: err.status === 502 ? 402 : err.status,
+      error: err,
+    };
   return null;
 }
 
-export async function settleOutcome(client: SettlingClient, request: Schemas['SettleRequest'], wait: SettleWait = {}): Promise<SettleOutcome> {
+export async function settleOutcome(
+  client: SettlingClient,
+  request: Schemas['SettleRequest'],
+  wait: SettleWait = {},
+): Promise<SettleOutcome> {
   const waitMs = wait.waitMs ?? 30_000;
   const pollMs = wait.pollMs ?? 500;
   const deadline = Date.now() + waitMs;
@@ -93,21 +131,46 @@ export async function settleOutcome(client: SettlingClient, request: Schemas['Se
   for (;;) {
     let answer: Schemas['SettleResponse'] | null = null;
     try {
-      answer = await withFacilitatorTimeout('settle', wait.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () => client.facilitator.settle(request, { idempotencyKey }));
+      answer = await withFacilitatorTimeout('settle', wait.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () =>
+        client.facilitator.settle(request, { idempotencyKey }),
+      );
     } catch (err) {
-      if (err instanceof FacilitatorTimeout) return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: pendingMessage(err), paymentAttemptId: id };
+      if (err instanceof FacilitatorTimeout)
+        return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: pendingMessage(err), paymentAttemptId: id };
       const definite = definiteFailure(err);
       if (definite) return definite;
       lastProblem = err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message;
     }
     if (answer?.status === 'settled' && answer.ledger !== null) {
-      return { kind: 'settled', transactionHash: answer.transactionHash, receiptId: answer.receiptId, settlementId: answer.settlementId, ledger: answer.ledger, network: answer.network, evidence: answer.evidence, attestation: (answer as { attestation?: string }).attestation, answer };
+      return {
+        kind: 'settled',
+        transactionHash: answer.transactionHash,
+        receiptId: answer.receiptId,
+        settlementId: answer.settlementId,
+        ledger: answer.ledger,
+        network: answer.network,
+        evidence: answer.evidence,
+        attestation: (answer as { attestation?: string }).attestation,
+        answer,
+      };
     }
     if (answer) lastProblem = `settlement ${answer.status}`;
-    if (!client.payments) return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: `${lastProblem}; the paywall's client cannot read payments to find out`, paymentAttemptId: id };
+    if (!client.payments)
+      return {
+        kind: 'unknown',
+        code: 'SETTLEMENT_UNCONFIRMED',
+        message: `${lastProblem}; the paywall's client cannot read payments to find out`,
+        paymentAttemptId: id,
+      };
     // Ask the service what became of the payment until it is final, or the attempt was never claimed.
     for (;;) {
-      if (Date.now() >= deadline) return { kind: 'unknown', code: 'SETTLEMENT_UNCONFIRMED', message: `The settlement is not confirmed yet (${lastProblem}); the content is withheld`, paymentAttemptId: id };
+      if (Date.now() >= deadline)
+        return {
+          kind: 'unknown',
+          code: 'SETTLEMENT_UNCONFIRMED',
+          message: `The settlement is not confirmed yet (${lastProblem}); the content is withheld`,
+          paymentAttemptId: id,
+        };
       await sleep(Math.min(pollMs, Math.max(0, deadline - Date.now())));
       let payment: Schemas['PaymentDetail'];
       try {
@@ -117,20 +180,41 @@ export async function settleOutcome(client: SettlingClient, request: Schemas['Se
         continue;
       }
       if (payment.status === 'settled' && payment.transactionHash) {
-        const receipt = payment.receiptId && client.receipts ? await client.receipts.get(payment.receiptId).catch(() => null) : null;
+        const receipt =
+          payment.receiptId && client.receipts ? await client.receipts.get(payment.receiptId).catch(() => null) : null;
         const r = receipt as { attestation?: string; ledger?: number | null; evidence?: string } | null;
-        return { kind: 'settled', transactionHash: payment.transactionHash, receiptId: payment.receiptId, settlementId: payment.settlementId, ledger: r?.ledger ?? null, network: payment.network, evidence: r?.evidence, attestation: r?.attestation };
+        return {
+          kind: 'settled',
+          transactionHash: payment.transactionHash,
+          receiptId: payment.receiptId,
+          settlementId: payment.settlementId,
+          ledger: r?.ledger ?? null,
+          network: payment.network,
+          evidence: r?.evidence,
+          attestation: r?.attestation,
+        };
       }
       if (FAILED_PAYMENT_STATES.has(payment.status)) {
-        return { kind: 'failed', code: payment.failureCode ?? 'SETTLEMENT_FAILED', message: payment.failureReason ?? `The payment is ${payment.status}`, status: 402 };
+        return {
+          kind: 'failed',
+          code: payment.failureCode ?? 'SETTLEMENT_FAILED',
+          message: payment.failureReason ?? `The payment is ${payment.status}`,
+          status: 402,
+        };
       }
-      if (payment.status === 'verified' || payment.status === 'created') break; // never claimed: send the same settle again
+      // never claimed: send the same settle again
+      if (payment.status === 'verified' || payment.status === 'created') break;
     }
   }
 }
 
-/** The x402 SettlementResponse of a confirmed settlement (PAYMENT-RESPONSE header, MCP `_meta["x402/payment-response"]`). */
-export function confirmedSettlementResponse(outcome: Extract<SettleOutcome, { kind: 'settled' }>, payer: string, extra: Record<string, unknown> = {}) {
+/** The x402 SettlementResponse of a confirmed settlement (PAYMENT-RESPONSE header, MCP
+ * `_meta["x402/payment-response"]`). */
+export function confirmedSettlementResponse(
+  outcome: Extract<SettleOutcome, { kind: 'settled' }>,
+  payer: string,
+  extra: Record<string, unknown> = {},
+) {
   return {
     success: true,
     transaction: outcome.transactionHash,

@@ -46,7 +46,11 @@ export function toFacilitatorPayload(doc: Record<string, unknown>, requirements:
       amount: doc.amount as string,
       payTo: doc.payTo as string,
       expiresAtLedger: doc.expiresAtLedger as number,
-      authorization: { format: a.format as 'sorobanAuthorizationEntry', xdr: a.xdr as string, ...(typeof a.payer === 'string' ? { payer: a.payer } : {}) },
+      authorization: {
+        format: a.format as 'sorobanAuthorizationEntry',
+        xdr: a.xdr as string,
+        ...(typeof a.payer === 'string' ? { payer: a.payer } : {}),
+      },
     };
   }
   const inner = doc.payload as { transaction?: unknown } | undefined;
@@ -71,7 +75,10 @@ export function toFacilitatorPayload(doc: Record<string, unknown>, requirements:
 }
 
 /** The payer and expiration ledger of the first address-credential auth entry of the envelope's invokeHostFunction. */
-function readAddressCredentials(transactionXdr: string, passphrase: string): { payer: string; expiresAtLedger: number } {
+function readAddressCredentials(
+  transactionXdr: string,
+  passphrase: string,
+): { payer: string; expiresAtLedger: number } {
   let tx;
   try {
     tx = TransactionBuilder.fromXDR(transactionXdr, passphrase);
@@ -85,7 +92,10 @@ function readAddressCredentials(transactionXdr: string, passphrase: string): { p
       const creds = entry.credentials();
       if (creds.switch() !== xdr.SorobanCredentialsType.sorobanCredentialsAddress()) continue;
       const address = creds.address();
-      return { payer: Address.fromScAddress(address.address()).toString(), expiresAtLedger: address.signatureExpirationLedger() };
+      return {
+        payer: Address.fromScAddress(address.address()).toString(),
+        expiresAtLedger: address.signatureExpirationLedger(),
+      };
     }
   }
   throw new PayloadError('The x402 transaction carries no signed address authorization');

@@ -14,7 +14,8 @@ export interface WalletReadinessOptions {
   walletAddress: string;
   /** Only this network (default: every network the marketplace lists with an RPC). */
   network?: string;
-  /** The Soroban RPC per network, when the listed one (scheme and host only) is not enough, e.g. a provider URL with a key. */
+  /** The Soroban RPC per network, when the listed one (scheme and host only) is not enough, e.g. a provider URL with a
+   * key. */
   rpcUrl?: string | Partial<Record<string, string>>;
   fetch?: typeof globalThis.fetch;
   /** Per request. Default 5000 ms. */
@@ -47,35 +48,62 @@ interface ListedNetwork {
 }
 
 export async function checkWalletReadiness(opts: WalletReadinessOptions): Promise<WalletReadiness> {
-  if (!StrKey.isValidEd25519PublicKey(opts.walletAddress)) throw new TypeError('walletAddress must be a Stellar account address (G..., 56 characters)');
+  if (!StrKey.isValidEd25519PublicKey(opts.walletAddress))
+    throw new TypeError('walletAddress must be a Stellar account address (G..., 56 characters)');
   const doFetch = opts.fetch ?? globalThis.fetch;
   const timeoutMs = opts.timeoutMs ?? 5_000;
-  const res = await doFetch(`${opts.baseUrl.replace(/\/+$/, '')}/v1/networks`, { signal: AbortSignal.timeout(timeoutMs) });
+  const res = await doFetch(`${opts.baseUrl.replace(/\/+$/, '')}/v1/networks`, {
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   if (!res.ok) throw new Error(`GET /v1/networks answered HTTP ${res.status}`);
-  const listed = ((await res.json()) as { items: ListedNetwork[] }).items.filter((n) => (opts.network ? n.network === opts.network : true));
-  const rpcFor = (n: ListedNetwork) => (typeof opts.rpcUrl === 'string' ? opts.rpcUrl : (opts.rpcUrl?.[n.network] ?? n.rpcUrl));
+  const listed = ((await res.json()) as { items: ListedNetwork[] }).items.filter((n) =>
+    opts.network ? n.network === opts.network : true,
+  );
+  const rpcFor = (n: ListedNetwork) =>
+    typeof opts.rpcUrl === 'string' ? opts.rpcUrl : (opts.rpcUrl?.[n.network] ?? n.rpcUrl);
   const checks: WalletAssetReadiness[] = [];
   for (const n of listed) {
     const rpcUrl = rpcFor(n);
     if (!rpcUrl) continue;
-    for (const asset of n.assets) checks.push(await checkOne(doFetch, rpcUrl, timeoutMs, n.network, opts.walletAddress, asset));
+    for (const asset of n.assets)
+      checks.push(await checkOne(doFetch, rpcUrl, timeoutMs, n.network, opts.walletAddress, asset));
   }
   return { walletAddress: opts.walletAddress, ready: checks.length > 0 && checks.every((c) => c.ready), checks };
 }
 
-async function checkOne(doFetch: typeof fetch, rpcUrl: string, timeoutMs: number, network: string, address: string, asset: { code: string; issuer: string }): Promise<WalletAssetReadiness> {
+async function checkOne(
+  doFetch: typeof fetch,
+  rpcUrl: string,
+  timeoutMs: number,
+  network: string,
+  address: string,
+  asset: { code: string; issuer: string },
+): Promise<WalletAssetReadiness> {
   const accountId = Keypair.fromPublicKey(address).xdrAccountId();
   const accountKey = xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId })).toXDR('base64');
-  const trustKey = xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId, asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() })).toXDR('base64');
+  const trustKey = xdr.LedgerKey.trustline(
+    new xdr.LedgerKeyTrustLine({ accountId, asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() }),
+  ).toXDR('base64');
   const isIssuer = address === asset.issuer;
   const res = await doFetch(rpcUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getLedgerEntries', params: { keys: isIssuer ? [accountKey] : [accountKey, trustKey] } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'getLedgerEntries',
+      params: { keys: isIssuer ? [accountKey] : [accountKey, trustKey] },
+    }),
     signal: AbortSignal.timeout(timeoutMs),
   });
-  const body = (await res.json()) as { result?: { entries?: Array<{ key: string }> | null }; error?: { message?: string } };
-  if (!body.result) throw new Error(`the Soroban RPC of ${network} refused getLedgerEntries: ${body.error?.message ?? `HTTP ${res.status}`}`);
+  const body = (await res.json()) as {
+    result?: { entries?: Array<{ key: string }> | null };
+    error?: { message?: string };
+  };
+  if (!body.result)
+    throw new Error(
+      `the Soroban RPC of ${network} refused getLedgerEntries: ${body.error?.message ?? `HTTP ${res.status}`}`,
+    );
   const found = new Set((body.result.entries ?? []).map((e) => e.key));
   const account = found.has(accountKey);
   const trustline = isIssuer ? account : found.has(trustKey);
@@ -84,7 +112,9 @@ async function checkOne(doFetch: typeof fetch, rpcUrl: string, timeoutMs: number
   const fix = ready
     ? null
     : !account
-      ? `The account does not exist on ${network}: fund it with XLM (it needs a minimum balance), then add a trustline to ${name}.`
-      : `Add a trustline to ${name} (a changeTrust operation signed by the wallet) so it can receive ${asset.code} on ${network}.`;
+      ? `The account does not exist on ${network}: fund it with XLM (it needs a minimum balance), then add a ` +
+        `trustline to ${name}.`
+      : `Add a trustline to ${name} (a changeTrust operation signed by the wallet) so it can receive ` +
+        `${asset.code} on ${network}.`;
   return { network, asset: { code: asset.code, issuer: asset.issuer }, account, trustline, ready, fix };
 }

@@ -18,9 +18,12 @@
 export type X402PaymentFlow = 'authorization' | 'upfront' | 'escrow';
 
 /** `SchemeNetworkServer.paymentFlows`: per asset transfer method, the flows it supports and its default. */
-export type X402PaymentFlowTable = Readonly<Record<string, { readonly supported: readonly X402PaymentFlow[]; readonly default: X402PaymentFlow }>>;
+export type X402PaymentFlowTable = Readonly<
+  Record<string, { readonly supported: readonly X402PaymentFlow[]; readonly default: X402PaymentFlow }>
+>;
 
-/** The SDK's key for a scheme without an on-wire `assetTransferMethod` (@x402/core's `SDK_DEFAULT_ASSET_TRANSFER_METHOD`). */
+/** The SDK's key for a scheme without an on-wire `assetTransferMethod` (@x402/core's
+ * `SDK_DEFAULT_ASSET_TRANSFER_METHOD`). */
 export const STELLAR_DEFAULT_ASSET_TRANSFER_METHOD = 'default';
 
 /**
@@ -33,7 +36,10 @@ export const STELLAR_DEFAULT_ASSET_TRANSFER_METHOD = 'default';
  * scheme does not define.
  */
 export const STELLAR_EXACT_PAYMENT_FLOWS: X402PaymentFlowTable = Object.freeze({
-  [STELLAR_DEFAULT_ASSET_TRANSFER_METHOD]: Object.freeze({ supported: Object.freeze(['authorization', 'upfront'] as const), default: 'authorization' as const }),
+  [STELLAR_DEFAULT_ASSET_TRANSFER_METHOD]: Object.freeze({
+    supported: Object.freeze(['authorization', 'upfront'] as const),
+    default: 'authorization' as const,
+  }),
 });
 
 /** What 2.27's spend controls read of a default asset. */
@@ -48,8 +54,12 @@ export interface StellarDefaultAsset {
  * contract addresses @x402/stellar 2.9 uses (`USDC_TESTNET_ADDRESS`, `USDC_PUBNET_ADDRESS`), 7 decimals.
  */
 export const STELLAR_DEFAULT_ASSETS: Readonly<Record<string, readonly StellarDefaultAsset[]>> = Object.freeze({
-  'stellar:testnet': Object.freeze([{ asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA', decimals: 7, symbol: 'USDC' }]),
-  'stellar:pubnet': Object.freeze([{ asset: 'CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75', decimals: 7, symbol: 'USDC' }]),
+  'stellar:testnet': Object.freeze([
+    { asset: 'CBIELTK6YBZJU5UP2WWQEUCYKLPU6AUNZ2BQ4WWFEIE3USCIHMXQDAMA', decimals: 7, symbol: 'USDC' },
+  ]),
+  'stellar:pubnet': Object.freeze([
+    { asset: 'CCW67TSZV3SSS2HXMBQ5JFGCKJNXKZM7UQUWUZPUTHXSTZLEO7SJMI75', decimals: 7, symbol: 'USDC' },
+  ]),
 });
 
 /** The members a 2.27 server scheme needs that the stock Stellar server scheme 2.9 lacks. */
@@ -67,7 +77,8 @@ export interface StellarClientSchemeMembers {
 function extend<T extends object, M extends object>(scheme: T, members: M): T & M {
   const wrapper = Object.create(scheme) as T & M;
   for (const [key, value] of Object.entries(members)) {
-    if ((scheme as Record<string, unknown>)[key] === undefined) Object.defineProperty(wrapper, key, { value, enumerable: true });
+    if ((scheme as Record<string, unknown>)[key] === undefined)
+      Object.defineProperty(wrapper, key, { value, enumerable: true });
   }
   return wrapper;
 }
@@ -78,10 +89,16 @@ function extend<T extends object, M extends object>(scheme: T, members: M): T & 
  * {@link STELLAR_EXACT_PAYMENT_FLOWS}.
  *
  * @example
- * const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new ExactStellarScheme()));
+ * const server = new x402ResourceServer(facilitator).register('stellar:testnet', adaptStellarServerScheme(new
+ * ExactStellarScheme()));
  */
-export function adaptStellarServerScheme<T extends { readonly scheme: string }>(scheme: T): T & StellarServerSchemeMembers {
-  return extend(scheme, { defaultAssetTransferMethod: STELLAR_DEFAULT_ASSET_TRANSFER_METHOD, paymentFlows: STELLAR_EXACT_PAYMENT_FLOWS });
+export function adaptStellarServerScheme<T extends { readonly scheme: string }>(
+  scheme: T,
+): T & StellarServerSchemeMembers {
+  return extend(scheme, {
+    defaultAssetTransferMethod: STELLAR_DEFAULT_ASSET_TRANSFER_METHOD,
+    paymentFlows: STELLAR_EXACT_PAYMENT_FLOWS,
+  });
 }
 
 /**
@@ -90,7 +107,10 @@ export function adaptStellarServerScheme<T extends { readonly scheme: string }>(
  * `assets` when given), so the client's default spend controls (default assets only, at most $1 a payment) let
  * Stellar USDC payments through and cap them like any other default asset.
  */
-export function adaptStellarClientScheme<T extends { readonly scheme: string }>(scheme: T, assets: Readonly<Record<string, readonly StellarDefaultAsset[]>> = STELLAR_DEFAULT_ASSETS): T & StellarClientSchemeMembers {
+export function adaptStellarClientScheme<T extends { readonly scheme: string }>(
+  scheme: T,
+  assets: Readonly<Record<string, readonly StellarDefaultAsset[]>> = STELLAR_DEFAULT_ASSETS,
+): T & StellarClientSchemeMembers {
   const findDefaultAsset = (asset: string, network: string): StellarDefaultAsset | undefined => {
     const found = assets[network]?.find((a) => a.asset === asset);
     return found ? { ...found } : undefined;

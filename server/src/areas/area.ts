@@ -21,7 +21,8 @@ export interface AreaContext {
   resources: ResourceService;
 }
 
-/** An area is wiring: it builds its services (which the handlers call) and its background workers, with optional start/stop steps. */
+/** An area is wiring: it builds its services (which the handlers call) and its background workers, with optional
+ * start/stop steps. */
 export interface Area {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   workers: WorkerDefinition<any>[];

@@ -4,9 +4,17 @@ import { createCatalogWriteRepository } from '../data/catalog-write-repository';
 import { createSearchIndexRepository } from '../data/search-index-repository';
 import { createResourceRepository } from '../data/resource-repository';
 import { createWalletStateReader } from '../ledger/wallet-state';
-import { createDiscoveryService, type DiscoveryService, type DiscoveryServiceDeps } from '../domain/discovery/discovery-service';
+import {
+  createDiscoveryService,
+  type DiscoveryService,
+  type DiscoveryServiceDeps,
+} from '../domain/discovery/discovery-service';
 import { issueReason } from '../domain/catalog/resource-rules';
-import { createLocalIndexer, createResourceIndexingWorker, RESOURCE_INDEXING_WORKER } from '../jobs/resource-indexing-worker';
+import {
+  createLocalIndexer,
+  createResourceIndexingWorker,
+  RESOURCE_INDEXING_WORKER,
+} from '../jobs/resource-indexing-worker';
 import { createSearchSyncWorker } from '../jobs/search-sync-worker';
 
 export interface DiscoveryArea extends Area {
@@ -16,12 +24,16 @@ export interface DiscoveryArea extends Area {
 }
 
 /** The discovery area: listing, ranked search, validation, cataloging and the indexing workers. */
-export function createDiscoveryArea(ctx: AreaContext, opts: { trustOf?: DiscoveryServiceDeps['trustOf'] } = {}): DiscoveryArea {
+export function createDiscoveryArea(
+  ctx: AreaContext,
+  opts: { trustOf?: DiscoveryServiceDeps['trustOf'] } = {},
+): DiscoveryArea {
   const m = ctx.metrics.discovery;
   const repo = { ...createSearchRepository(ctx.db), ...createCatalogWriteRepository(ctx.db) };
   const index = createSearchIndexRepository(ctx.db);
   const resources = createResourceRepository(ctx.db);
-  const queue = (data: { catalogEventId?: string; resourceId: string }) => ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);
+  const queue = (data: { catalogEventId?: string; resourceId: string }) =>
+    ctx.jobs.enqueue(RESOURCE_INDEXING_WORKER, data);
   const indexing = { index, networks: ctx.networks, metrics: m, logger: ctx.logger };
   // The local indexer does the resource-indexing worker's job in process: its batches count in the worker's figures
   // (completed, failed, duration, last success), so the dashboard does not show "never / 0 completed" after indexing.

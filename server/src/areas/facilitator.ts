@@ -20,48 +20,59 @@ import type { FeePercentile } from '../domain/facilitator/settlement-fees';
 export interface FacilitatorOptions {
   /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
   channelAccounts?: number;
-  /** Channel secrets per network for real networks: the same list for every process (leases are shared in the database). */
+  /** Channel secrets per network for real networks: the same list for every process (leases are shared in the
+   * database). */
   channelSecrets?: Partial<Record<string, string[]>>;
   /** Local network: the seed channel keypairs derive from (every process sharing a database must use the same). */
   channelSeed?: string;
-  /** Local network: the file holding that seed (created on first start; DATA_DIR/channel-seed in main). Else random per process. */
+  /** Local network: the file holding that seed (created on first start; DATA_DIR/channel-seed in main). Else random per
+   * process. */
   channelSeedFile?: string;
   /** Expiry of a channel lease without a pinned transaction (renewed while held). Default 15 s. */
   channelLeaseSeconds?: number;
   /** How long settle waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
   channelAcquireTimeoutMs?: number;
-  /** Channels of a network one seller / payer / client may hold at once, across processes. Default: half the pool, at least 1. */
+  /** Channels of a network one seller / payer / client may hold at once, across processes. Default: half the pool, at
+   * least 1. */
   channelsPerSeller?: number | null;
   channelsPerPayer?: number | null;
   channelsPerClient?: number | null;
-  /** Settles of one seller / payer / client that may wait for a channel in one process (beyond: 503 at once). Default 4 each. */
+  /** Settles of one seller / payer / client that may wait for a channel in one process (beyond: 503 at once). Default 4
+   * each. */
   settleQueuePerSeller?: number;
   settleQueuePerPayer?: number;
   settleQueuePerClient?: number;
   /** Settles that may wait for a channel of a network in one process, in all. Default 64. */
   settleQueueTotal?: number;
-  /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s. */
+  /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s.
+   * */
   abandonedClaimSeconds?: number;
-  /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM). */
+  /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM).
+   * */
   maxFeeStroops?: number;
-  /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS (default 10,000) and FACILITATOR_MAX_RESOURCE_FEE_STROOPS (default 500,000). */
+  /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS (default 10,000) and FACILITATOR_MAX_RESOURCE_FEE_STROOPS (default 500,000).
+   * */
   maxInclusionFeeStroops?: number;
   maxResourceFeeStroops?: number;
   /** FACILITATOR_INCLUSION_FEE_PERCENTILE: the getFeeStats Soroban inclusion fee percentile bid. Default p90. */
   inclusionFeePercentile?: FeePercentile;
-  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network. Default 5000. */
+  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network. Default 5000.
+   * */
   feeStatsTtlMs?: number;
-  /** FACILITATOR_FEE_ACCOUNT_SECRET: the account that pays every settlement's fee through a fee-bump (unset: the channels pay). */
+  /** FACILITATOR_FEE_ACCOUNT_SECRET: the account that pays every settlement's fee through a fee-bump (unset: the
+   * channels pay). */
   feeAccountSecret?: string | null;
   /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default 0.0001. */
   minAmount?: string;
-  /** Daily fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). Defaults: config.ts DEFAULT_FEE_BUDGETS. */
+  /** Daily fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). Defaults:
+   * config.ts DEFAULT_FEE_BUDGETS. */
   feeBudgets?: Partial<Record<FeeScope, number | null>>;
   /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default 30 s. */
   txTimeoutSeconds?: number;
   /** How long past the time bound settle keeps asking for the transaction's fate before answering 202. Default 10 s. */
   confirmGraceMs?: number;
-  /** The network's estimated seconds per ledger (the local network's close interval, else LEDGER_CLOSE_MS). Default 5. */
+  /** The network's estimated seconds per ledger (the local network's close interval, else LEDGER_CLOSE_MS). Default 5.
+   * */
   ledgerSeconds?: number;
   /** Ledger poll interval while confirming. Default 250 ms. */
   pollMs?: number;
@@ -69,7 +80,8 @@ export interface FacilitatorOptions {
   confirmationWorkerAgeSeconds?: number;
   /** Test seam: runs right after submission; throwing simulates a crash between submit and record. */
   afterSubmit?(hash: string): void | Promise<void>;
-  /** Test seam: runs right after the claim (its channel already leased); throwing simulates a failure in that window. */
+  /** Test seam: runs right after the claim (its channel already leased); throwing simulates a failure in that window.
+   * */
   afterClaim?(attemptId: string): void | Promise<void>;
 }
 
@@ -146,10 +158,16 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     afterSubmit: opts.afterSubmit,
     afterClaim: opts.afterClaim,
     observer: {
-      request: (operation, network) => m.requests.inc({ operation, network: network === 'all' ? network : label(network) }),
+      request: (operation, network) =>
+        m.requests.inc({ operation, network: network === 'all' ? network : label(network) }),
       outcome(operation, rawNetwork, outcome, seconds) {
         const network = label(rawNetwork);
-        ctx.logger.debug('facilitator outcome', { operation, network, outcome, durationMs: Math.round(seconds * 1000) });
+        ctx.logger.debug('facilitator outcome', {
+          operation,
+          network,
+          outcome,
+          durationMs: Math.round(seconds * 1000),
+        });
         (operation === 'verify' ? m.verifyOutcomes : m.settleOutcomes).inc({ network, outcome });
         (operation === 'verify' ? m.verifyLatency : m.settleLatency).observe({ network, outcome }, seconds);
       },
@@ -185,9 +203,14 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     },
   });
 
-  const settlementNetworks = () => ctx.networks.list().filter((n) => n.rpcUrl).map((n) => n.network);
+  const settlementNetworks = () =>
+    ctx.networks
+      .list()
+      .filter((n) => n.rpcUrl)
+      .map((n) => n.network);
   const globalCap = feeBudgetsOf(opts.feeBudgets).global;
-  for (const network of settlementNetworks()) m.sponsoredCap.set({ network }, globalCap === null ? 0 : Number(globalCap));
+  for (const network of settlementNetworks())
+    m.sponsoredCap.set({ network }, globalCap === null ? 0 : Number(globalCap));
 
   return {
     service,
@@ -203,9 +226,23 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
       return { inclusion: s.inclusionFee.toString(), resource: s.resourceFee.toString(), percentile: s.feePercentile };
     },
     workers: [
-      settlementConfirmationWorker({ settlements, confirmOnce: (s) => service.confirmOnce(s), logger: ctx.logger, olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30 }),
-      receiptFinalizerWorker({ receipts, versionAtSettlement: (resourceId, at) => resourceTerms.versionAt(resourceId, at) }),
-      stalePaymentCleanupWorker({ attempts, ledger, networks: settlementNetworks, logger: ctx.logger, abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120 }),
+      settlementConfirmationWorker({
+        settlements,
+        confirmOnce: (s) => service.confirmOnce(s),
+        logger: ctx.logger,
+        olderThanSeconds: opts.confirmationWorkerAgeSeconds ?? 30,
+      }),
+      receiptFinalizerWorker({
+        receipts,
+        versionAtSettlement: (resourceId, at) => resourceTerms.versionAt(resourceId, at),
+      }),
+      stalePaymentCleanupWorker({
+        attempts,
+        ledger,
+        networks: settlementNetworks,
+        logger: ctx.logger,
+        abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120,
+      }),
     ],
     async start() {
       await setUpChannels(channels, ctx.networks, {
@@ -215,7 +252,11 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         channelSeedFile: opts.channelSeedFile,
       });
       for (const n of ctx.networks.list()) {
-        if (channels.size(n.network) > 0) ctx.logger.info('facilitator channel accounts ready', { network: n.network, count: channels.size(n.network) });
+        if (channels.size(n.network) > 0)
+          ctx.logger.info('facilitator channel accounts ready', {
+            network: n.network,
+            count: channels.size(n.network),
+          });
       }
     },
   };

@@ -22,7 +22,8 @@ export interface OperationsOptions {
   networkHealthEvery?: string;
   /** Agenda interval of the conformance-runner worker. Default '1 hour'. */
   conformanceEvery?: string;
-  /** Run the scheduled conformance suite at start too (main: yes; default no, so test services never settle unasked). */
+  /** Run the scheduled conformance suite at start too (main: yes; default no, so test services never settle unasked).
+   * */
   conformanceAtStart?: boolean;
   /** Dashboard sample interval (ms). Default 10 000 (one hour = 360 samples). */
   sampleIntervalMs?: number;
@@ -43,12 +44,17 @@ export interface OperationsArea extends Area {
 }
 
 /** The operations area: network health, the conformance runner, the dashboard's sampler, and their workers. */
-export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorPort, opts: OperationsOptions = {}): OperationsArea {
+export function createOperationsArea(
+  ctx: AreaContext,
+  facilitator: FacilitatorPort,
+  opts: OperationsOptions = {},
+): OperationsArea {
   const repo = createOperationsRepository(ctx.db);
   const index = createSearchIndexRepository(ctx.db);
   const m = ctx.metrics;
   const rules = { ledgerCloseMs: opts.ledgerCloseMs ?? 5000 };
-  const rpcNetworks = () => ctx.networks.list().flatMap((n) => (n.rpcUrl ? [{ network: n.network, rpcUrl: n.rpcUrl }] : []));
+  const rpcNetworks = () =>
+    ctx.networks.list().flatMap((n) => (n.rpcUrl ? [{ network: n.network, rpcUrl: n.rpcUrl }] : []));
 
   const monitor = new NetworkHealthMonitor({
     networks: rpcNetworks,
@@ -69,12 +75,20 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
 
   const runner = createConformanceRunner({
     store: repo,
-    networks: () => ctx.networks.list().map((n) => ({ network: n.network, local: n.local, rpcUrl: n.rpcUrl, passphrase: n.passphrase, assets: n.assets })),
+    networks: () =>
+      ctx.networks.list().map((n) => ({
+        network: n.network,
+        local: n.local,
+        rpcUrl: n.rpcUrl,
+        passphrase: n.passphrase,
+        assets: n.assets,
+      })),
     facilitator,
     async latestLedger(network) {
       const url = ctx.networks.get(network)?.rpcUrl;
       const p = url ? await probeRpc(url) : null;
-      if (!p?.up || p.latestLedger === null) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is unavailable`);
+      if (!p?.up || p.latestLedger === null)
+        throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is unavailable`);
       return p.latestLedger;
     },
     localFunding(network) {
@@ -88,7 +102,12 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
       observeConformanceRun(m, run);
       // Measured uptime feeds ranking now, not at the next search-sync pass.
       for (const c of run.checks) if (c.resourceId) void index.refreshSignals(c.resourceId).catch(() => undefined);
-      if (run.status === 'failed') ctx.logger.warn('conformance run failed', { runId: run.id, network: run.network, failed: run.checks.filter((x) => x.outcome === 'failed').map((x) => x.name) });
+      if (run.status === 'failed')
+        ctx.logger.warn('conformance run failed', {
+          runId: run.id,
+          network: run.network,
+          failed: run.checks.filter((x) => x.outcome === 'failed').map((x) => x.name),
+        });
     },
   });
 
@@ -105,12 +124,21 @@ export function createOperationsArea(ctx: AreaContext, facilitator: FacilitatorP
   return {
     monitor,
     runner,
-    conformance: { runner, store: repo, enqueueRuns: (runIds) => ctx.jobs.enqueue(CONFORMANCE_RUNNER_WORKER, { runIds }) },
+    conformance: {
+      runner,
+      store: repo,
+      enqueueRuns: (runIds) => ctx.jobs.enqueue(CONFORMANCE_RUNNER_WORKER, { runIds }),
+    },
     dashboard,
     resourceConformance: (id) => repo.resourceConformance(id),
     workers: [
       networkHealthWorker({ monitor, every: opts.networkHealthEvery }),
-      conformanceRunnerWorker({ runner, store: repo, every: opts.conformanceEvery, runAtStart: opts.conformanceAtStart }),
+      conformanceRunnerWorker({
+        runner,
+        store: repo,
+        every: opts.conformanceEvery,
+        runAtStart: opts.conformanceAtStart,
+      }),
     ],
     ledgerChecks: () => monitor.checks(),
     sample: () => dashboard.sample(),

@@ -21,7 +21,11 @@ export interface ApiKeyCacheControl {
   resume(): void;
 }
 
-export async function listenForApiKeyChanges(databaseUrl: string, cache: ApiKeyCacheControl, logger: Logger): Promise<{ close(): Promise<void>; listening(): boolean }> {
+export async function listenForApiKeyChanges(
+  databaseUrl: string,
+  cache: ApiKeyCacheControl,
+  logger: Logger,
+): Promise<{ close(): Promise<void>; listening(): boolean }> {
   let client: Client | null = null;
   let closed = false;
   let timer: NodeJS.Timeout | null = null;

@@ -8,16 +8,33 @@ import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types'
  * compare-and-set on the current status (the database trigger forbids backward moves anyway) and verify's claim sits
  * on every request's path.
  */
-const INSERT_COLUMNS = `id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer,
+const INSERT_COLUMNS = `id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code,
+  asset_issuer,
   amount, pay_to, status, failure_code, failure_reason, expires_at_ledger, authorization_xdr`;
 
 const insertValues = (a: NewAttempt) => [
-  a.id, a.resourceId, a.versionId, a.sellerId, a.paymentHash, a.network, a.payer, a.nonce, a.assetCode, a.assetIssuer, a.amount, a.payTo,
-  a.status, a.failureCode, a.failureReason, a.expiresAtLedger, a.authorizationXdr,
+  a.id,
+  a.resourceId,
+  a.versionId,
+  a.sellerId,
+  a.paymentHash,
+  a.network,
+  a.payer,
+  a.nonce,
+  a.assetCode,
+  a.assetIssuer,
+  a.amount,
+  a.payTo,
+  a.status,
+  a.failureCode,
+  a.failureReason,
+  a.expiresAtLedger,
+  a.authorizationXdr,
 ];
 
 /** A replay key is held by attempts that verified (a failed verify or a created row never holds it). */
-const HOLDS_REPLAY_KEY = `network = $1 AND payer = $2 AND nonce = $3 AND status NOT IN ('verification_failed', 'created')`;
+const HOLDS_REPLAY_KEY =
+  `network = $1 AND payer = $2 AND nonce = $3 AND status ` + `NOT IN ('verification_failed', 'created')`;
 
 export function createAttemptRepository(db: Sequelize): AttemptRepository {
   async function changed(name: string, text: string, values: unknown[]): Promise<number> {
@@ -26,7 +43,12 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
 
   return {
     async findAttempt(id) {
-      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE id = $1`, [id], 'attempt_find');
+      const { rows } = await pgQuery(
+        db,
+        `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE id = $1`,
+        [id],
+        'attempt_find',
+      );
       return rows[0] ? toAttempt(rows[0]) : null;
     },
 
@@ -46,17 +68,32 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
         'verify_insert_attempt',
       );
       if (rows[0]) return { attempt: toAttempt(rows[0]) };
-      const held = await pgQuery<{ id: string }>(db, `SELECT id FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`, [a.network, a.payer, a.nonce], 'verify_replay_holder');
+      const held = await pgQuery<{ id: string }>(
+        db,
+        `SELECT id FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`,
+        [a.network, a.payer, a.nonce],
+        'verify_replay_holder',
+      );
       return { replayOf: held.rows[0]?.id ?? null };
     },
 
     async findByReplayKey(network, payer, nonce) {
-      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`, [network, payer, nonce], 'attempt_by_replay_key');
+      const { rows } = await pgQuery(
+        db,
+        `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE ${HOLDS_REPLAY_KEY} LIMIT 1`,
+        [network, payer, nonce],
+        'attempt_by_replay_key',
+      );
       return rows[0] ? toAttempt(rows[0]) : null;
     },
 
     async findByHash(paymentHash) {
-      const { rows } = await pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE payment_hash = $1`, [paymentHash], 'attempt_by_hash');
+      const { rows } = await pgQuery(
+        db,
+        `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE payment_hash = $1`,
+        [paymentHash],
+        'attempt_by_hash',
+      );
       return rows.map(toAttempt);
     },
 
@@ -86,7 +123,8 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
         return await pgTransaction(db, async (query) => {
           const inFlight = await query(
             `SELECT o.id FROM payment_attempts o JOIN payment_attempts p ON p.id = $1
-              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
+              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND
+                o.asset_issuer = p.asset_issuer
                 AND o.id <> p.id AND o.status = 'settlement_pending'
               FOR UPDATE OF o`,
             [id],
@@ -94,11 +132,14 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
           if (inFlight.length > 0) return 'payer_busy' as const;
           const claimed = await query(
             `UPDATE payment_attempts p SET status = 'settlement_pending',
-               resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3), version_id = COALESCE(version_id, $4)
+               resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3),
+                 version_id = COALESCE(version_id, $4)
              WHERE id = $1 AND status = 'verified'
                AND NOT EXISTS (SELECT 1 FROM payment_attempts o
-                                WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
-                                  AND o.id <> p.id AND o.status IN ('settled', 'settlement_failed') AND o.updated_at >= $5::timestamptz)
+                                WHERE o.network = p.network AND o.payer = p.payer
+                                  AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
+                                  AND o.id <> p.id AND o.status IN ('settled',
+                                    'settlement_failed') AND o.updated_at >= $5::timestamptz)
              RETURNING id`,
             [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
           );
@@ -116,7 +157,8 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
     async payerTurn(network, payer, assetCode, assetIssuer) {
       const { rows } = await pgQuery<{ at: Date; busy: boolean }>(
         db,
-        `SELECT now() AS at, EXISTS (SELECT 1 FROM payment_attempts WHERE network = $1 AND payer = $2 AND asset_code = $3 AND asset_issuer = $4 AND status = 'settlement_pending') AS busy`,
+        `SELECT now() AS at, EXISTS (SELECT 1 FROM payment_attempts WHERE network = $1 AND payer = $2 AND ` +
+          `asset_code = $3 AND asset_issuer = $4 AND status = 'settlement_pending') AS busy`,
         [network, payer, assetCode, assetIssuer],
         'attempt_payer_turn',
       );
@@ -124,13 +166,19 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
     },
 
     async expireAttempt(id, reason) {
-      await changed('attempt_expire', `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = $2 WHERE id = $1 AND status = 'verified'`, [id, reason]);
+      await changed(
+        'attempt_expire',
+        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = $2 ` +
+          `WHERE id = $1 AND status = 'verified'`,
+        [id, reason],
+      );
     },
 
     async failClaimedAttempt(id, code, reason) {
       await changed(
         'attempt_fail_claimed',
-        `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = $2, failure_reason = $3 WHERE id = $1 AND status = 'settlement_pending'`,
+        `UPDATE payment_attempts SET status = 'settlement_failed', failure_code = $2, failure_reason = $3 WHERE ` +
+          `id = $1 AND status = 'settlement_pending'`,
         [id, code, reason],
       );
     },
@@ -153,7 +201,8 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
     async expireStale(network, latestLedger) {
       return changed(
         'attempt_expire_stale',
-        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = 'the authorization expired before settlement'
+        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = 'the
+          authorization expired before settlement'
          WHERE status = 'verified' AND network = $1 AND expires_at_ledger < $2::int`,
         [network, latestLedger],
       );

@@ -58,14 +58,23 @@ export function createBazaarListingRepository(db: Sequelize): BazaarCatalogRepos
       if (filters.scheme !== undefined && filters.scheme !== 'exact') where.push('false');
       const w = where.join(' AND ');
       const [page, count] = await Promise.all([
-        pgQuery<Row>(db, `SELECT ${COLUMNS} FROM ${FROM} WHERE ${w} ORDER BY d.resource_id DESC OFFSET $${values.length + 1} LIMIT $${values.length + 2}`, [...values, offset, limit]),
+        pgQuery<Row>(
+          db,
+          `SELECT ${COLUMNS} FROM ${FROM} WHERE ${w} ORDER BY d.resource_id DESC OFFSET $${values.length + 1} ` +
+            `LIMIT $${values.length + 2}`,
+          [...values, offset, limit],
+        ),
         pgQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM ${FROM} WHERE ${w}`, values),
       ]);
       return { items: page.rows.map(toItem), total: count.rows[0].n };
     },
 
     async details(ids: string[]) {
-      const { rows } = await pgQuery<Row>(db, `SELECT ${COLUMNS} FROM ${FROM} WHERE d.resource_id = ANY(CAST($1 AS text[]))`, [ids]);
+      const { rows } = await pgQuery<Row>(
+        db,
+        `SELECT ${COLUMNS} FROM ${FROM} WHERE d.resource_id = ANY(CAST($1 AS text[]))`,
+        [ids],
+      );
       return new Map(rows.map((r) => [r.id as string, details(r)]));
     },
   };

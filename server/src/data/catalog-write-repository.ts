@@ -26,29 +26,52 @@ function catalogStatement(write: CatalogWrite): { text: string; values: unknown[
   const seller = $(r.sellerId);
   let resource: string;
   if (write.mode === 'unchanged') {
-    resource = `SELECT id FROM resources WHERE id = ${id} AND version = ${$(write.expectedVersion)} AND status = 'active' FOR UPDATE`;
+    resource =
+      `SELECT id FROM resources WHERE id = ${id} AND version = ${$(write.expectedVersion)} AND status = 'active' ` +
+      `FOR UPDATE`;
   } else {
     const cols = {
-      current_version_id: $(r.versionId), version: $(r.version), type: $(r.type), name: $(r.name), description: $(r.description), url: $(r.url),
-      route_template: $(r.routeTemplate), network: $(r.network), pay_to: $(r.payTo), asset_code: $(r.assetCode), asset_issuer: $(r.assetIssuer),
-      amount: `CAST(${$(r.amount)} AS numeric)`, input_schema: `CAST(${$(JSON.stringify(r.inputSchema))} AS jsonb)`,
-      output_schema: `CAST(${$(JSON.stringify(r.outputSchema))} AS jsonb)`, extensions: `CAST(${$(JSON.stringify(r.extensions ?? {}))} AS jsonb)`,
-      status: $(r.status), deleted_at: 'NULL', updated_at: $(r.updatedAt),
+      current_version_id: $(r.versionId),
+      version: $(r.version),
+      type: $(r.type),
+      name: $(r.name),
+      description: $(r.description),
+      url: $(r.url),
+      route_template: $(r.routeTemplate),
+      network: $(r.network),
+      pay_to: $(r.payTo),
+      asset_code: $(r.assetCode),
+      asset_issuer: $(r.assetIssuer),
+      amount: `CAST(${$(r.amount)} AS numeric)`,
+      input_schema: `CAST(${$(JSON.stringify(r.inputSchema))} AS jsonb)`,
+      output_schema: `CAST(${$(JSON.stringify(r.outputSchema))} AS jsonb)`,
+      extensions: `CAST(${$(JSON.stringify(r.extensions ?? {}))} AS jsonb)`,
+      status: $(r.status),
+      deleted_at: 'NULL',
+      updated_at: $(r.updatedAt),
     };
-    resource = write.mode === 'create'
-      ? `INSERT INTO resources (id, seller_id, ${Object.keys(cols).join(', ')}, created_at)
+    resource =
+      write.mode === 'create'
+        ? `INSERT INTO resources (id, seller_id, ${Object.keys(cols).join(', ')}, created_at)
          VALUES (${id}, ${seller}, ${Object.values(cols).join(', ')}, ${$(r.createdAt)}) RETURNING id`
-      : `UPDATE resources SET seller_id = ${seller}, ${Object.entries(cols).map(([k, v]) => `${k} = ${v}`).join(', ')}
+        : `UPDATE resources SET seller_id = ${seller}, ${Object.entries(cols)
+            .map(([k, v]) => `${k} = ${v}`)
+            .join(', ')}
           WHERE id = ${id} AND version = ${$(write.expectedVersion)} RETURNING id`;
   }
   const v = write.version;
   const version = v
     ? `v AS (
-         INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template, network, pay_to, asset_code,
-                                        asset_issuer, amount, input_schema, output_schema, extensions, seller_domain, created_at)
-         SELECT ${$(v.id)}, r.id, ${$(v.version)}, ${$(v.name)}, ${$(v.description)}, ${$(v.url)}, ${$(v.routeTemplate)}, ${$(v.network)},
-                ${$(v.payTo)}, ${$(v.assetCode)}, ${$(v.assetIssuer)}, CAST(${$(v.amount)} AS numeric), CAST(${$(JSON.stringify(v.inputSchema))} AS jsonb),
-                CAST(${$(JSON.stringify(v.outputSchema))} AS jsonb), CAST(${$(JSON.stringify(v.extensions ?? {}))} AS jsonb), ${$(v.sellerDomain)},
+         INSERT INTO resource_versions (id, resource_id, version, name, description, url, route_template,
+           network, pay_to, asset_code,
+                                        asset_issuer, amount,
+                                          input_schema, output_schema, extensions, seller_domain, created_at)
+         SELECT ${$(v.id)}, r.id, ${$(v.version)}, ${$(v.name)}, ${$(v.description)}, ${$(v.url)},
+           ${$(v.routeTemplate)}, ${$(v.network)},
+                ${$(v.payTo)}, ${$(v.assetCode)}, ${$(v.assetIssuer)}, CAST(${$(v.amount)} AS
+                  numeric), CAST(${$(JSON.stringify(v.inputSchema))} AS jsonb),
+                CAST(${$(JSON.stringify(v.outputSchema))} AS jsonb),
+                  CAST(${$(JSON.stringify(v.extensions ?? {}))} AS jsonb), ${$(v.sellerDomain)},
                 ${$(v.createdAt)} FROM r),`
     : '';
   const text = `WITH r AS (${resource}),
@@ -62,7 +85,8 @@ function catalogStatement(write: CatalogWrite): { text: string; values: unknown[
      d AS (
        INSERT INTO catalog_declarations (resource_id, seller_id, declared_pay_to, trusted, declared_at)
        SELECT r.id, ${seller}, ${$(write.declaration.payTo)}, ${$(write.declaration.trusted)}, now() FROM r
-       ON CONFLICT (resource_id) DO UPDATE SET declared_pay_to = EXCLUDED.declared_pay_to, trusted = EXCLUDED.trusted, declared_at = now())
+       ON CONFLICT (resource_id) DO UPDATE SET declared_pay_to = EXCLUDED.declared_pay_to, trusted =
+         EXCLUDED.trusted, declared_at = now())
      SELECT count(*)::int AS n FROM r`;
   return { text, values };
 }
@@ -82,7 +106,11 @@ export function createCatalogWriteRepository(db: Sequelize): CatalogWriteReposit
     },
 
     async mcpToolOwner(url, toolName, excludeResourceId) {
-      const { rows } = await pgQuery<{ id: string; sellerId: string }>(db, MCP_TOOL_OWNER_SQL, [url, toolName, excludeResourceId ?? '']);
+      const { rows } = await pgQuery<{ id: string; sellerId: string }>(db, MCP_TOOL_OWNER_SQL, [
+        url,
+        toolName,
+        excludeResourceId ?? '',
+      ]);
       return rows[0] ? { resourceId: rows[0].id, sellerId: rows[0].sellerId } : null;
     },
 
@@ -100,17 +128,24 @@ export function createCatalogWriteRepository(db: Sequelize): CatalogWriteReposit
         rows: [row],
       } = await pgQuery<Row>(
         db,
-        `SELECT s.id, s.display_name AS "displayName", s.wallet_address AS "walletAddress", s.domain, s.domain_verified_at AS "domainVerifiedAt",
+        `SELECT s.id, s.display_name AS "displayName", s.wallet_address AS "walletAddress", s.domain,
+          s.domain_verified_at AS "domainVerifiedAt",
                 s.created_at AS "createdAt", s.updated_at AS "updatedAt",
                 (SELECT o.id FROM sellers o WHERE o.wallet_address = $2) AS "payToOwner",
-                EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL) AS "domainVerifiedByOther",
+                EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND
+                  x.domain_verified_at IS NOT NULL) AS "domainVerifiedByOther",
                 host_owner(url_host($3)) AS "hostOwner"
            FROM sellers s WHERE s.id = $1`,
         [sellerId, payTo, url],
         'catalog_facts',
       );
       if (!row) return { seller: null, payToOwner: null, domainVerifiedByOther: false, hostOwner: null };
-      return { seller: toSeller(row), payToOwner: (row.payToOwner as string | null) ?? null, domainVerifiedByOther: Boolean(row.domainVerifiedByOther), hostOwner: (row.hostOwner as string | null) ?? null };
+      return {
+        seller: toSeller(row),
+        payToOwner: (row.payToOwner as string | null) ?? null,
+        domainVerifiedByOther: Boolean(row.domainVerifiedByOther),
+        hostOwner: (row.hostOwner as string | null) ?? null,
+      };
     },
 
     async catalog(write) {
@@ -122,7 +157,8 @@ export function createCatalogWriteRepository(db: Sequelize): CatalogWriteReposit
       }
       const tool = write.mcpTool;
       return db.transaction(async (transaction) => {
-        const q = <T extends object>(text: string, bind: unknown[]) => db.query<T>(text, { bind, transaction, type: QueryTypes.SELECT });
+        const q = <T extends object>(text: string, bind: unknown[]) =>
+          db.query<T>(text, { bind, transaction, type: QueryTypes.SELECT });
         // Serialise catalogs of the same tool on the same server, then re-check under the lock.
         await q('SELECT pg_advisory_xact_lock(hashtext($1))', [`mcp:${tool.url}#${tool.toolName}`]);
         const [owner] = await q<{ id: string }>(MCP_TOOL_OWNER_SQL, [tool.url, tool.toolName, write.resource.id]);

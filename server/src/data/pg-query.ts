@@ -26,7 +26,12 @@ function isConnectionFailure(err: unknown): boolean {
  * to the pool), so the error handler answers 503 SERVICE_UNAVAILABLE as it does for Sequelize's own queries; an SQL
  * error (with its SQLSTATE `code`) is thrown as pg raised it.
  */
-export async function pgQuery<R extends QueryResultRow = QueryResultRow>(db: Sequelize, text: string, values: unknown[], name?: string): Promise<{ rows: R[]; rowCount: number }> {
+export async function pgQuery<R extends QueryResultRow = QueryResultRow>(
+  db: Sequelize,
+  text: string,
+  values: unknown[],
+  name?: string,
+): Promise<{ rows: R[]; rowCount: number }> {
   const pool = db.connectionManager;
   const connection = await pool.getConnection({ type: 'write' });
   if (!isPgClient(connection)) {
@@ -140,7 +145,9 @@ export class PgCoalescer<P, A> {
  */
 export async function pgTransaction<T>(
   db: Sequelize,
-  work: (query: <R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]) => Promise<R[]>) => Promise<T>,
+  work: (
+    query: <R extends QueryResultRow = QueryResultRow>(text: string, values: unknown[]) => Promise<R[]>,
+  ) => Promise<T>,
 ): Promise<T> {
   const pool = db.connectionManager;
   const connection = await pool.getConnection({ type: 'write' });

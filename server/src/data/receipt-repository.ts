@@ -1,6 +1,13 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
-import { ATTEMPT_COLUMNS, RECEIPT_COLUMNS, SETTLEMENT_COLUMNS, toAttempt, toReceipt, toSettlement } from './payment-rows';
+import {
+  ATTEMPT_COLUMNS,
+  RECEIPT_COLUMNS,
+  SETTLEMENT_COLUMNS,
+  toAttempt,
+  toReceipt,
+  toSettlement,
+} from './payment-rows';
 import type { AttemptRecord, ReceiptRecord, ReceiptRepository, SettlementRecord } from '../domain/facilitator/types';
 import { newId } from '../domain/ids';
 
@@ -11,7 +18,12 @@ import { newId } from '../domain/ids';
  */
 export function createReceiptRepository(db: Sequelize): ReceiptRepository {
   async function findOne(name: string, where: string, value: string): Promise<ReceiptRecord | null> {
-    const { rows } = await pgQuery(db, `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE ${where} = $1 LIMIT 1`, [value], name);
+    const { rows } = await pgQuery(
+      db,
+      `SELECT ${RECEIPT_COLUMNS} FROM receipts WHERE ${where} = $1 LIMIT 1`,
+      [value],
+      name,
+    );
     return rows[0] ? toReceipt(rows[0]) : null;
   }
 
@@ -33,8 +45,18 @@ export function createReceiptRepository(db: Sequelize): ReceiptRepository {
       );
       if (pairs.length === 0) return [];
       const [attempts, settlements] = await Promise.all([
-        pgQuery(db, `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE id = ANY($1::text[])`, [pairs.map((p) => p.attemptId)], 'receipt_finalizer_attempts'),
-        pgQuery(db, `SELECT ${SETTLEMENT_COLUMNS} FROM settlements WHERE id = ANY($1::text[])`, [pairs.map((p) => p.settlementId)], 'receipt_finalizer_settlements'),
+        pgQuery(
+          db,
+          `SELECT ${ATTEMPT_COLUMNS} FROM payment_attempts WHERE id = ANY($1::text[])`,
+          [pairs.map((p) => p.attemptId)],
+          'receipt_finalizer_attempts',
+        ),
+        pgQuery(
+          db,
+          `SELECT ${SETTLEMENT_COLUMNS} FROM settlements WHERE id = ANY($1::text[])`,
+          [pairs.map((p) => p.settlementId)],
+          'receipt_finalizer_settlements',
+        ),
       ]);
       const attemptById = new Map(attempts.rows.map((r) => [r.id as string, toAttempt(r)]));
       const settlementById = new Map(settlements.rows.map((r) => [r.id as string, toSettlement(r)]));
@@ -50,15 +72,28 @@ export function createReceiptRepository(db: Sequelize): ReceiptRepository {
     async upsertSettledReceipt(attempt, s, versionId) {
       await pgQuery(
         db,
-        `INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id, seller_id, transaction_hash, ledger,
+        `INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id, seller_id,
+          transaction_hash, ledger,
            network, amount, asset_code, asset_issuer, status, evidence, settled_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8::integer, $9, $10::numeric, $11, $12, 'settled', $13, $14::timestamptz)
          ON CONFLICT (payment_attempt_id) DO UPDATE SET status = 'settled', settlement_id = EXCLUDED.settlement_id,
            transaction_hash = EXCLUDED.transaction_hash, ledger = EXCLUDED.ledger, evidence = EXCLUDED.evidence,
            settled_at = EXCLUDED.settled_at, failure_code = NULL, failure_reason = NULL, updated_at = now()`,
         [
-          newId('receipt'), attempt.id, s.id, attempt.resourceId, versionId, attempt.sellerId, s.transactionHash, s.ledger, s.network, s.amount,
-          s.assetCode, s.assetIssuer, s.evidence, s.settledAt,
+          newId('receipt'),
+          attempt.id,
+          s.id,
+          attempt.resourceId,
+          versionId,
+          attempt.sellerId,
+          s.transactionHash,
+          s.ledger,
+          s.network,
+          s.amount,
+          s.assetCode,
+          s.assetIssuer,
+          s.evidence,
+          s.settledAt,
         ],
         'receipt_upsert_settled',
       );

@@ -69,7 +69,14 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
         await ResourceModel.create(resourceRow(resource), { transaction });
         await ResourceVersionModel.create({ ...version }, { transaction });
         await CatalogEventModel.create(
-          { id: event.id, resourceId: resource.id, versionId: version.id, sellerId: resource.sellerId, kind: event.kind, createdAt: version.createdAt },
+          {
+            id: event.id,
+            resourceId: resource.id,
+            versionId: version.id,
+            sellerId: resource.sellerId,
+            kind: event.kind,
+            createdAt: version.createdAt,
+          },
           { transaction },
         );
       });
@@ -116,7 +123,14 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
         if (count === 0) return false;
         await ResourceVersionModel.create({ ...version }, { transaction });
         await CatalogEventModel.create(
-          { id: event.id, resourceId: id, versionId: version.id, sellerId: next.sellerId, kind: event.kind, createdAt: version.createdAt },
+          {
+            id: event.id,
+            resourceId: id,
+            versionId: version.id,
+            sellerId: next.sellerId,
+            kind: event.kind,
+            createdAt: version.createdAt,
+          },
           { transaction },
         );
         return true;
@@ -132,7 +146,10 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
             { replacements: { id }, type: QueryTypes.SELECT, transaction },
           );
           if (paid.paid) return 'has_payments' as const;
-          await db.query('UPDATE resources SET current_version_id = NULL WHERE id = :id', { replacements: { id }, transaction });
+          await db.query('UPDATE resources SET current_version_id = NULL WHERE id = :id', {
+            replacements: { id },
+            transaction,
+          });
           await ResourceModel.destroy({ where: { id }, transaction });
           return 'deleted' as const;
         });
@@ -150,9 +167,19 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
         if (!row) return;
         const r = row as unknown as Row;
         if (r.status === 'deleted') return;
-        await ResourceModel.update({ status: 'deleted', deletedAt: now, updatedAt: now }, { where: { id }, transaction });
+        await ResourceModel.update(
+          { status: 'deleted', deletedAt: now, updatedAt: now },
+          { where: { id }, transaction },
+        );
         await CatalogEventModel.create(
-          { id: event.id, resourceId: id, versionId: r.currentVersionId, sellerId: r.sellerId, kind: event.kind, createdAt: now },
+          {
+            id: event.id,
+            resourceId: id,
+            versionId: r.currentVersionId,
+            sellerId: r.sellerId,
+            kind: event.kind,
+            createdAt: now,
+          },
           { transaction },
         );
       });
@@ -161,7 +188,8 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
     async settlementStats(resourceId) {
       const [row] = await db.query<{ settled: string; failed: string; last: Date | null }>(
         `SELECT count(*) FILTER (WHERE status = 'settled') AS settled,
-                count(*) FILTER (WHERE status = 'settlement_failed' AND failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE') AS failed,
+                count(*) FILTER (WHERE status = 'settlement_failed' AND failure_code IS DISTINCT
+                  FROM 'INSUFFICIENT_BALANCE') AS failed,
                 (SELECT max(s.settled_at) FROM settlements s JOIN payment_attempts p ON p.id = s.payment_attempt_id
                   WHERE p.resource_id = :resourceId AND s.status = 'settled') AS last
            FROM payment_attempts WHERE resource_id = :resourceId`,
@@ -169,7 +197,11 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
       );
       const settled = Number(row.settled);
       const failed = Number(row.failed);
-      return { settledCount: settled, lastSettledAt: row.last, successRate: settled + failed > 0 ? settled / (settled + failed) : null };
+      return {
+        settledCount: settled,
+        lastSettledAt: row.last,
+        successRate: settled + failed > 0 ? settled / (settled + failed) : null,
+      };
     },
   };
 }
@@ -179,7 +211,9 @@ const MAX_LOOKUP_URL_LENGTH = 2048;
 /** At most this many candidate rows are matched per lookup (one seller rarely has more under one path prefix). */
 const MAX_URL_CANDIDATES = 50;
 
-const TERMS_COLUMNS = `id, seller_id AS "sellerId", current_version_id AS "versionId", network, pay_to AS "payTo", asset_code AS "assetCode",
+const TERMS_COLUMNS = `id, seller_id AS "sellerId", current_version_id AS "versionId", network, pay_to AS "payTo",
+  asset_code AS
+  "assetCode",
   asset_issuer AS "assetIssuer", amount`;
 
 function toTerms(r: Row): ResourceTermsRef {
@@ -201,7 +235,12 @@ function toTerms(r: Row): ResourceTermsRef {
  */
 export function createResourceTermsRepository(db: Sequelize): ResourceTermsRepository {
   async function resourceRef(id: string): Promise<ResourceTermsRef | null> {
-    const { rows } = await pgQuery(db, `SELECT ${TERMS_COLUMNS} FROM resources WHERE id = $1 AND status = 'active'`, [id], 'verify_resource_terms');
+    const { rows } = await pgQuery(
+      db,
+      `SELECT ${TERMS_COLUMNS} FROM resources WHERE id = $1 AND status = 'active'`,
+      [id],
+      'verify_resource_terms',
+    );
     return rows[0] ? toTerms(rows[0]) : null;
   }
 
@@ -232,14 +271,17 @@ export function createResourceTermsRepository(db: Sequelize): ResourceTermsRepos
       // Never attribute a payment to one of several sellers: ambiguity links nothing.
       if (new Set(hits.map((h) => h.seller_id)).size > 1) return { resource: null, listedWithOtherPayTo };
       // One seller: the most specific resource URL (longest static prefix) wins.
-      const best = hits.reduce((a, b) => ((urlMatchKey(b.url) ?? b.url).length > (urlMatchKey(a.url) ?? a.url).length ? b : a));
+      const best = hits.reduce((a, b) =>
+        (urlMatchKey(b.url) ?? b.url).length > (urlMatchKey(a.url) ?? a.url).length ? b : a,
+      );
       return { resource: await resourceRef(best.id), listedWithOtherPayTo };
     },
 
     async versionAt(resourceId, at) {
       const { rows } = await pgQuery<{ id: string }>(
         db,
-        `SELECT id FROM resource_versions WHERE resource_id = $1 AND created_at <= $2::timestamptz ORDER BY version DESC LIMIT 1`,
+        `SELECT id FROM resource_versions WHERE resource_id = $1 AND created_at <= $2::timestamptz ORDER BY ` +
+          `version DESC LIMIT 1`,
         [resourceId, at],
         'resource_version_at',
       );

@@ -14,20 +14,39 @@ export const COUNT_CAP = 10_000_001;
  */
 export const RETAINED_TABLES = {
   /** Idempotency records after their replay window (24 hours). */
-  idempotency_keys: `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEEP_HOURS}) LIMIT ${BATCH})`,
+  idempotency_keys:
+    `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE created_at < now() - ` +
+    `make_interval(hours => ${IDEMPOTENCY_KEEP_HOURS}) LIMIT ${BATCH})`,
   /** Rate-limit counters of windows that have ended (expire is epoch milliseconds). */
-  rate_limits: `DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expire < (extract(epoch FROM now()) * 1000)::bigint LIMIT ${BATCH})`,
-  /** Sign-up challenges once expired (used or not: a used one is kept until it expires, so a replay still reads as one). */
-  seller_wallet_challenges: `DELETE FROM seller_wallet_challenges WHERE id IN (SELECT id FROM seller_wallet_challenges WHERE expires_at < now() LIMIT ${BATCH})`,
+  rate_limits:
+    `DELETE FROM rate_limits WHERE key IN (SELECT key FROM rate_limits WHERE expire < (extract(epoch FROM now()) ` +
+    `* 1000)::bigint LIMIT ${BATCH})`,
+  /** Sign-up challenges once expired (used or not: a used one is kept until it expires, so a replay still reads as
+   * one). */
+  seller_wallet_challenges:
+    `DELETE FROM seller_wallet_challenges WHERE id IN (SELECT id FROM seller_wallet_challenges WHERE expires_at < ` +
+    `now() LIMIT ${BATCH})`,
   /**
    * Failed payment attempts (verification_failed) and verified ones that expired unsettled (expired, issue #29) older
    * than RETENTION_FAILED_ATTEMPTS_DAYS; neither has a settlement.
    */
-  payment_attempts: `DELETE FROM payment_attempts WHERE id IN (SELECT id FROM payment_attempts WHERE status IN ('verification_failed', 'expired') AND created_at < now() - make_interval(days => $1::int) LIMIT ${BATCH})`,
+  payment_attempts:
+    `DELETE FROM payment_attempts WHERE id IN (SELECT id FROM payment_attempts WHERE status IN ` +
+    `('verification_failed', 'expired') AND created_at < now() - make_interval(days => $1::int) LIMIT ${BATCH})`,
 } as const;
 
 /** Tables whose row count is a metric (db_table_rows): the bounded ones, and the ones kept forever (for growth). */
-export const COUNTED_TABLES = [...Object.keys(RETAINED_TABLES), 'api_keys', 'sellers', 'resources', 'resource_versions', 'catalog_events', 'settlements', 'receipts', 'dead_letter_jobs'] as const;
+export const COUNTED_TABLES = [
+  ...Object.keys(RETAINED_TABLES),
+  'api_keys',
+  'sellers',
+  'resources',
+  'resource_versions',
+  'catalog_events',
+  'settlements',
+  'receipts',
+  'dead_letter_jobs',
+] as const;
 
 export type RetainedTable = keyof typeof RETAINED_TABLES;
 
@@ -51,7 +70,10 @@ export function createRetentionRepository(db: Sequelize) {
     /** The table's row count, exact up to COUNT_CAP. */
     async countRows(table: string): Promise<number> {
       if (!(COUNTED_TABLES as readonly string[]).includes(table)) throw new Error(`${table} is not counted`);
-      const [row] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${table} LIMIT ${COUNT_CAP}) t`, { type: QueryTypes.SELECT });
+      const [row] = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${table} LIMIT ${COUNT_CAP}) t`,
+        { type: QueryTypes.SELECT },
+      );
       return row.n;
     },
   };

@@ -30,17 +30,21 @@ const SIGNALS_SQL = `
            (SELECT CASE WHEN count(*) > 0 THEN (count(*) FILTER (WHERE p.status = 'settled'))::float8 / count(*) END
               FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status IN ('settled', 'settlement_failed')
-               AND p.failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE' -- the payer's failure is not the payee's (issue #29)
+               AND p.failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE' -- the payer's failure is
+                 not the payee's (issue #29)
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
-             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() - interval '30 days')::int AS settled,
+             WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() -
+               interval '30 days')::int AS settled,
            u.payers, u.paid_payers,
            -- issue #33: most of the last 30 days' settled calls (at least 3) came from wallets the seller controls
            (sd.self_calls >= 3 AND 2 * sd.self_calls > sd.calls) AS self_dealt,
            (h.owner IS NOT DISTINCT FROM d2.seller_id) AS host_verified,
            (h.owner IS NOT NULL AND h.owner <> d2.seller_id) AS host_claimed,
-           (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND p.status = 'settled') AS last_paid,
-           -- uptime: the liveness worker's 7 days (issue #33) when it has probed the resource, else the conformance runner's
+           (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND
+             p.status = 'settled') AS last_paid,
+           -- uptime: the liveness worker's 7 days (issue #33) when it has probed the resource, else
+             the conformance runner's
            COALESCE((SELECT sum(y.passed)::float8 / NULLIF(sum(y.probes), 0) FROM resource_liveness_days y
                       WHERE y.resource_id = d2.resource_id AND y.day > CAST(now() AS date) - 7),
                     (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
@@ -53,22 +57,26 @@ const SIGNALS_SQL = `
       CROSS JOIN LATERAL (
         SELECT count(*)::int AS payers, COALESCE(sum(LEAST(1.0, q.at_price / ${PAYER_UNIT})), 0)::float8 AS paid_payers
           FROM (SELECT p.payer, count(*) * d2.amount AS at_price FROM payment_attempts p
-                 WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days'
+                 WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at >
+                   now() - interval '30 days'
                    AND p.amount >= d2.amount AND p.network = d2.network AND p.asset_code = d2.asset_code
                    AND p.asset_issuer = d2.asset_issuer AND p.payer <> d2.pay_to
                    -- self-dealing (issue #33) counts nothing: the payer is the seller's own wallet or the payTo of
-                   -- another of its listings (controlled together), or the payee paid the payer through us (payee-funded
+                   -- another of its listings (controlled together), or the payee paid the
+                     payer through us (payee-funded
                    -- payers, circular flows)
                    AND p.payer NOT IN (SELECT s3.wallet_address FROM sellers s3 WHERE s3.id = d2.seller_id)
                    AND NOT EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
-                   AND NOT EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND f.payer = d2.pay_to AND f.pay_to = p.payer)
+                   AND NOT EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled'
+                     AND f.payer = d2.pay_to AND f.pay_to = p.payer)
                  GROUP BY p.payer) q) u
       CROSS JOIN LATERAL (
         SELECT count(*)::int AS calls,
                count(*) FILTER (WHERE p.payer = d2.pay_to
                  OR p.payer IN (SELECT s3.wallet_address FROM sellers s3 WHERE s3.id = d2.seller_id)
                  OR EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
-                 OR EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND f.payer = d2.pay_to AND f.pay_to = p.payer))::int AS self_calls
+                 OR EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled' AND
+                   f.payer = d2.pay_to AND f.pay_to = p.payer))::int AS self_calls
           FROM payment_attempts p
          WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days') sd
       WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
@@ -90,14 +98,17 @@ const SIGNALS_SQL = `
 const SNAPSHOT_SQL = `
   SELECT ids.k AS "requestedId",
          (SELECT max(e.id) FROM catalog_events e WHERE e.resource_id = ids.k AND e.indexed_at IS NULL) AS "maxEvent",
-         r.id, r.seller_id AS "sellerId", r.current_version_id AS "currentVersionId", r.version, r.type, r.name, r.description,
+         r.id, r.seller_id AS "sellerId", r.current_version_id AS "currentVersionId", r.version, r.type,
+           r.name, r.description,
          r.url, r.route_template AS "routeTemplate", r.network, r.pay_to AS "payTo", r.asset_code AS "assetCode",
-         r.asset_issuer AS "assetIssuer", r.amount::text AS amount, r.input_schema AS "inputSchema", r.output_schema AS "outputSchema",
+         r.asset_issuer AS "assetIssuer", r.amount::text AS amount, r.input_schema AS "inputSchema",
+           r.output_schema AS "outputSchema",
          r.extensions, r.status, r.created_at AS "createdAt", r.updated_at AS "updatedAt",
          s.id AS "sId", s.wallet_address AS "sWallet", s.domain AS "sDomain", s.domain_verified_at AS "sVerifiedAt",
          cd.seller_id AS "dSellerId", cd.declared_pay_to AS "dPayTo", cd.trusted AS "dTrusted",
          (SELECT o.id FROM sellers o WHERE o.wallet_address = r.pay_to LIMIT 1) AS "payToOwner",
-         (s.id IS NOT NULL AND EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id AND x.domain_verified_at IS NOT NULL)) AS "domainVerifiedByOther",
+         (s.id IS NOT NULL AND EXISTS (SELECT 1 FROM sellers x WHERE x.domain = s.domain AND x.id <> s.id
+           AND x.domain_verified_at IS NOT NULL)) AS "domainVerifiedByOther",
          t.id AS "toolOwnerId", t.seller_id AS "toolOwnerSellerId",
          host_owner(url_host(r.url)) AS "hostOwner"
     FROM unnest(CAST($1 AS text[])) AS ids(k)
@@ -107,7 +118,8 @@ const SNAPSHOT_SQL = `
     LEFT JOIN LATERAL (
       SELECT o.id, o.seller_id FROM resources o
        WHERE r.type = 'mcp' AND o.type = 'mcp' AND o.status = 'active' AND o.url = r.url AND o.id <> r.id
-         AND COALESCE(o.extensions->'mcp'->>'toolName', o.extensions->'mcp'->>'tool') = COALESCE(r.extensions->'mcp'->>'toolName', r.extensions->'mcp'->>'tool')
+         AND COALESCE(o.extensions->'mcp'->>'toolName', o.extensions->'mcp'->>'tool') =
+           COALESCE(r.extensions->'mcp'->>'toolName', r.extensions->'mcp'->>'tool')
        ORDER BY o.id LIMIT 1) t ON true`;
 
 /** Every document of the batch in one statement, from a JSON array of SearchDocument. */
@@ -115,16 +127,21 @@ const UPSERT_SQL = `
   INSERT INTO search_documents (resource_id, seller_id, version_id, resource_version, type, name, description, url,
      route_template, network, pay_to, asset_code, asset_issuer, amount, status, extension_names, mcp_tool_name,
      discoverable, rejection_reasons, document, metadata_quality, schema_completeness, seller_verified, indexed_at)
-  SELECT j."resourceId", j."sellerId", j."versionId", j.version, j.type, j.name, j.description, j.url, j."routeTemplate",
+  SELECT j."resourceId", j."sellerId", j."versionId", j.version, j.type, j.name, j.description, j.url,
+    j."routeTemplate",
      j.network, j."payTo", j."assetCode", j."assetIssuer", CAST(j.amount AS numeric), j.status,
      ARRAY(SELECT jsonb_array_elements_text(j."extensionNames")), j."mcpToolName", j.discoverable, j."rejectionReasons",
-     setweight(to_tsvector('english', j.name), 'A') || setweight(to_tsvector('english', COALESCE(j."tagsText", '')), 'B')
-       || setweight(to_tsvector('english', j.description), 'C') || setweight(to_tsvector('english', j."schemaText"), 'D'),
+     setweight(to_tsvector('english', j.name), 'A') || setweight(to_tsvector('english',
+       COALESCE(j."tagsText", '')), 'B')
+       || setweight(to_tsvector('english', j.description), 'C') || setweight(to_tsvector('english',
+         j."schemaText"), 'D'),
      j."metadataQuality", j."schemaCompleteness", j."sellerVerified", now()
-    FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS j("resourceId" text, "sellerId" text, "versionId" text, version integer, type text,
+    FROM jsonb_to_recordset(CAST($1 AS jsonb)) AS j("resourceId" text, "sellerId" text, "versionId" text,
+      version integer, type text,
        name text, description text, url text, "routeTemplate" text, network text, "payTo" text, "assetCode" text,
        "assetIssuer" text, amount text, status text, "extensionNames" jsonb, "mcpToolName" text, discoverable boolean,
-       "rejectionReasons" jsonb, "tagsText" text, "schemaText" text, "metadataQuality" double precision, "schemaCompleteness" double precision,
+       "rejectionReasons" jsonb, "tagsText" text, "schemaText" text, "metadataQuality" double precision,
+         "schemaCompleteness" double precision,
        "sellerVerified" boolean)
   ON CONFLICT (resource_id) DO UPDATE SET
      seller_id = EXCLUDED.seller_id, version_id = EXCLUDED.version_id, resource_version = EXCLUDED.resource_version,
@@ -161,7 +178,8 @@ export function staticScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
       + ${w(W.network)} * (CASE d.network WHEN 'stellar:pubnet' THEN 1.0 ELSE 0.8 END)
       + ${w(W.asset)} * (CASE WHEN d.asset_code IN ('USDC', 'EURC') THEN 1.0 ELSE 0.5 END)
       + ${w(W.price)} * CAST(1 / (1 + 10 * d.amount) AS float8)
-      + ${w(W.demotion)} * (CASE WHEN d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier OR d.self_dealt THEN 1.0 ELSE 0.0 END) AS double precision)`;
+      + ${w(W.demotion)} * (CASE WHEN d.live IS FALSE OR d.price_drift OR d.payout_changed OR
+        d.price_outlier OR d.self_dealt THEN 1.0 ELSE 0.0 END) AS double precision)`;
 }
 
 function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
@@ -172,7 +190,8 @@ function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
 /** A posting's rank: its document's base_score plus the text weight of the best field carrying the term. */
 function postingRankExpr(fields: string, base: string): string {
   const F = FIELD_WEIGHTS;
-  return `(${base} + ${w(RANKING_WEIGHTS.text)} * CASE WHEN ${fields} & 8 <> 0 THEN ${w(F.name)} WHEN ${fields} & 4 <> 0 THEN ${w(F.tags)}
+  return `(${base} + ${w(RANKING_WEIGHTS.text)} * CASE WHEN ${fields} & 8 <> 0 THEN ${w(F.name)}
+             WHEN ${fields} & 4 <> 0 THEN ${w(F.tags)}
              WHEN ${fields} & 2 <> 0 THEN ${w(F.description)} ELSE ${w(F.schema)} END)`;
 }
 
@@ -187,7 +206,8 @@ export function scoresSql(where: string): string {
        SELECT d.resource_id, ${staticScoreExpr()} AS s, ${baseScoreExpr()} AS b FROM search_documents d WHERE ${where}),
      changed AS (
        UPDATE search_documents d SET static_score = x.s, base_score = x.b FROM x
-        WHERE d.resource_id = x.resource_id AND (d.static_score IS DISTINCT FROM x.s OR d.base_score IS DISTINCT FROM x.b)
+        WHERE d.resource_id = x.resource_id AND (d.static_score IS DISTINCT FROM x.s OR d.base_score IS
+          DISTINCT FROM x.b)
        RETURNING d.resource_id, d.base_score),
      ranked AS (
        UPDATE search_postings p SET rank = ${postingRankExpr('p.fields', 'c.base_score')} FROM changed c
@@ -236,7 +256,10 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
 
   const repo: SearchIndexRepository = {
     async resourceOfEvent(catalogEventId) {
-      const [row] = await select<{ resourceId: string }>('SELECT resource_id AS "resourceId" FROM catalog_events WHERE id = :catalogEventId', { catalogEventId });
+      const [row] = await select<{ resourceId: string }>(
+        'SELECT resource_id AS "resourceId" FROM catalog_events WHERE id = :catalogEventId',
+        { catalogEventId },
+      );
       return row?.resourceId ?? null;
     },
 
@@ -250,9 +273,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
       const outcomes = new Map<string, IndexOutcome>();
       if (ids.length === 0) return outcomes;
       return db.transaction(async (transaction) => {
-        const q = (sql: string, bind: unknown[]) => db.query(sql, { bind, transaction, type: QueryTypes.SELECT }) as Promise<Row[]>;
+        const q = (sql: string, bind: unknown[]) =>
+          db.query(sql, { bind, transaction, type: QueryTypes.SELECT }) as Promise<Row[]>;
         // Per-resource locks, taken in one order (sorted ids) so two batches never wait on each other in a cycle.
-        await q('SELECT count(pg_advisory_xact_lock(hashtext(\'index:\' || k))) FROM unnest(CAST($1 AS text[])) AS k', [ids]);
+        await q("SELECT count(pg_advisory_xact_lock(hashtext('index:' || k))) FROM unnest(CAST($1 AS text[])) AS k", [
+          ids,
+        ]);
         // One read for the whole batch: each resource, the newest unindexed catalog event it has, and every fact the
         // anti-poisoning rules need (the seller, its declaration, who owns the payTo wallet, whether another seller
         // verified the same domain, the oldest other active resource offering the same MCP tool on the same URL).
@@ -264,15 +290,34 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           const resourceId = row.requestedId as string;
           if (row.maxEvent) events.push({ id: resourceId, maxEvent: row.maxEvent as string });
           const resource = row.id ? toResource(row) : null;
-          let snap: IndexSnapshot = { resource, seller: null, declaration: null, payToOwner: null, domainVerifiedByOther: false, mcpToolOwner: null, hostOwner: null };
+          let snap: IndexSnapshot = {
+            resource,
+            seller: null,
+            declaration: null,
+            payToOwner: null,
+            domainVerifiedByOther: false,
+            mcpToolOwner: null,
+            hostOwner: null,
+          };
           if (resource && resource.status === 'active') {
             snap = {
               resource,
-              seller: row.sId ? { id: row.sId as string, walletAddress: row.sWallet as string, domain: row.sDomain as string, domainVerified: row.sVerifiedAt !== null } : null,
-              declaration: row.dSellerId ? { payTo: (row.dPayTo as string | null) ?? null, trusted: Boolean(row.dTrusted) } : null,
+              seller: row.sId
+                ? {
+                    id: row.sId as string,
+                    walletAddress: row.sWallet as string,
+                    domain: row.sDomain as string,
+                    domainVerified: row.sVerifiedAt !== null,
+                  }
+                : null,
+              declaration: row.dSellerId
+                ? { payTo: (row.dPayTo as string | null) ?? null, trusted: Boolean(row.dTrusted) }
+                : null,
               payToOwner: (row.payToOwner as string | null) ?? null,
               domainVerifiedByOther: Boolean(row.domainVerifiedByOther),
-              mcpToolOwner: row.toolOwnerId ? { resourceId: row.toolOwnerId as string, sellerId: row.toolOwnerSellerId as string } : null,
+              mcpToolOwner: row.toolOwnerId
+                ? { resourceId: row.toolOwnerId as string, sellerId: row.toolOwnerSellerId as string }
+                : null,
               hostOwner: (row.hostOwner as string | null) ?? null,
             };
           }
@@ -285,9 +330,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
             outcomes.set(resourceId, doc.discoverable ? 'indexed' : 'rejected');
           }
         }
-        if (removed.length) await q('DELETE FROM search_documents WHERE resource_id = ANY(CAST($1 AS text[]))', [removed]);
+        if (removed.length)
+          await q('DELETE FROM search_documents WHERE resource_id = ANY(CAST($1 AS text[]))', [removed]);
         if (docs.length) {
-          await q('DELETE FROM search_postings WHERE resource_id = ANY(CAST($1 AS text[]))', [docs.map((d) => d.resourceId)]);
+          await q('DELETE FROM search_postings WHERE resource_id = ANY(CAST($1 AS text[]))', [
+            docs.map((d) => d.resourceId),
+          ]);
           await q(UPSERT_SQL, [
             JSON.stringify(
               docs.map((d) => ({ ...d, rejectionReasons: d.rejectionReasons, extensionNames: d.extensionNames })),
@@ -302,14 +350,16 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           await q(
             `INSERT INTO search_vocabulary (word, ndoc)
              SELECT DISTINCT t.lexeme, 1 FROM search_documents d, unnest(d.document) AS t
-              WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~ '[[:alpha:]]' AND length(t.lexeme) <= 40
+              WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~
+                '[[:alpha:]]' AND length(t.lexeme) <= 40
              ON CONFLICT (word) DO NOTHING`,
             [docs.map((d) => d.resourceId)],
           );
         }
         if (events.length) {
           await q(
-            `UPDATE catalog_events e SET indexed_at = now() FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS m(resource_id, max_id)
+            `UPDATE catalog_events e SET indexed_at = now() FROM unnest(CAST($1 AS text[]), CAST($2 AS text[])) AS
+              m(resource_id, max_id)
               WHERE e.resource_id = m.resource_id AND e.indexed_at IS NULL AND e.id <= m.max_id`,
             [events.map((e) => e.id), events.map((e) => e.maxEvent)],
           );
@@ -322,7 +372,8 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     async staleResources(olderThanSeconds, limit) {
       const rows = await select<{ resourceId: string }>(
         `SELECT DISTINCT resource_id AS "resourceId" FROM (
-           SELECT resource_id FROM catalog_events WHERE indexed_at IS NULL AND created_at < now() - make_interval(secs => :age)
+           SELECT resource_id FROM catalog_events WHERE indexed_at IS NULL AND created_at < now() -
+             make_interval(secs => :age)
            ORDER BY created_at LIMIT :limit) e`,
         { age: olderThanSeconds, limit },
       );
@@ -330,11 +381,21 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     },
 
     async refreshSignals(resourceId?: string, transaction?: Transaction) {
-      const [, count] = (await db.query(SIGNALS_SQL, { replacements: { resourceId: resourceId ?? '' }, transaction })) as [unknown, unknown];
+      const [, count] = (await db.query(SIGNALS_SQL, {
+        replacements: { resourceId: resourceId ?? '' },
+        transaction,
+      })) as [unknown, unknown];
       // The scores follow the signals (and, over all documents, the weights of ranking.ts): documents and postings.
-      await db.query(resourceId ? BATCH_SCORES_SQL : ALL_SCORES_SQL, { bind: resourceId ? [[resourceId]] : [], transaction });
+      await db.query(resourceId ? BATCH_SCORES_SQL : ALL_SCORES_SQL, {
+        bind: resourceId ? [[resourceId]] : [],
+        transaction,
+      });
       if (!resourceId) {
-        await db.query('INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET synced_at = EXCLUDED.synced_at', { transaction });
+        await db.query(
+          'INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET ' +
+            'synced_at = EXCLUDED.synced_at',
+          { transaction },
+        );
       }
       return typeof count === 'number' ? count : Number((count as { rowCount?: number })?.rowCount ?? 0);
     },
@@ -342,16 +403,19 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     async refreshVocabulary(olderThanSeconds) {
       return db.transaction(async (transaction) => {
         const [due] = await select<{ id: number }>(
-          `SELECT id FROM search_vocabulary_state WHERE id = 1 AND refreshed_at <= now() - make_interval(secs => :age) FOR UPDATE SKIP LOCKED`,
+          `SELECT id FROM search_vocabulary_state WHERE id = 1 AND refreshed_at <= now() - make_interval(secs ` +
+            `=> :age) FOR UPDATE SKIP LOCKED`,
           { age: olderThanSeconds },
           transaction,
         );
         if (!due) return false;
         await db.query(
-          `WITH stat AS (SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable') WHERE word ~ '[[:alpha:]]' AND length(word) <= 40),
+          `WITH stat AS (SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE
+            discoverable') WHERE word ~ '[[:alpha:]]' AND length(word) <= 40),
                 gone AS (DELETE FROM search_vocabulary v WHERE NOT EXISTS (SELECT 1 FROM stat WHERE stat.word = v.word))
            INSERT INTO search_vocabulary (word, ndoc) SELECT word, ndoc FROM stat
-           ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc WHERE search_vocabulary.ndoc IS DISTINCT FROM EXCLUDED.ndoc`,
+           ON CONFLICT (word) DO UPDATE SET ndoc = EXCLUDED.ndoc WHERE search_vocabulary.ndoc IS
+             DISTINCT FROM EXCLUDED.ndoc`,
           { transaction },
         );
         await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1', { transaction });
@@ -360,12 +424,17 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     },
 
     async purgeObserved() {
-      const [, meta] = (await db.query(`DELETE FROM observed_resources WHERE last_payment_at < now() - interval '30 days'`)) as [unknown, { rowCount?: number } | number];
+      const [, meta] = (await db.query(
+        `DELETE FROM observed_resources WHERE last_payment_at < now() - interval '30 days'`,
+      )) as [unknown, { rowCount?: number } | number];
       return typeof meta === 'number' ? meta : Number(meta?.rowCount ?? 0);
     },
 
     async markBehind() {
-      await db.query('UPDATE search_index_state SET unindexed_since = now(), updated_at = now() WHERE id = 1 AND unindexed_since IS NULL');
+      await db.query(
+        'UPDATE search_index_state SET unindexed_since = now(), updated_at = now() WHERE id = 1 AND ' +
+          'unindexed_since IS NULL',
+      );
     },
 
     async recordLag() {
@@ -376,11 +445,13 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
       const [row] = await select<{ resources: string; sellers: string; lag: number | null }>(
         `SELECT (SELECT count(*) FROM search_documents d WHERE d.discoverable) AS resources,
                 (SELECT count(DISTINCT seller_id) FROM search_documents d WHERE d.discoverable) AS sellers,
-                (SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM catalog_events WHERE indexed_at IS NULL) AS lag`,
+                (SELECT EXTRACT(EPOCH FROM now() - min(created_at))::float8 FROM catalog_events
+                  WHERE indexed_at IS NULL) AS lag`,
         {},
       );
       const volume = await select<{ network: string; asset: string; amount: string }>(
-        `SELECT network, asset_code AS asset, sum(amount)::text AS amount FROM settlements WHERE status = 'settled' GROUP BY network, asset_code`,
+        `SELECT network, asset_code AS asset, sum(amount)::text AS amount FROM settlements WHERE status = ` +
+          `'settled' GROUP BY network, asset_code`,
         {},
       );
       return {

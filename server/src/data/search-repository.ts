@@ -1,9 +1,24 @@
 import type { Sequelize } from 'sequelize';
 import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
-import type { DiscoveryFilters, DiscoveryItem, DiscoverySearchRepository, RankedItem, SearchAfter } from '../domain/discovery/types';
+import type {
+  DiscoveryFilters,
+  DiscoveryItem,
+  DiscoverySearchRepository,
+  RankedItem,
+  SearchAfter,
+} from '../domain/discovery/types';
 import { FIELD_WEIGHTS, RANKING_WEIGHTS } from '../domain/discovery/ranking';
-import { parseQuery, planImpact, PREFIX_READS, synonymWords, type ImpactPlan, type ParsedQuery, type ResolvedQuery, type ResolvedWord } from '../domain/discovery/query';
+import {
+  parseQuery,
+  planImpact,
+  PREFIX_READS,
+  synonymWords,
+  type ImpactPlan,
+  type ParsedQuery,
+  type ResolvedQuery,
+  type ResolvedWord,
+} from '../domain/discovery/query';
 
 /**
  * Search: planning (what the index knows about the query's words) and scoring (the search statement), and the
@@ -36,7 +51,11 @@ function toItem(row: Row): DiscoveryItem {
   };
 }
 
-const toRanked = (row: Row): RankedItem => ({ ...toItem(row), score: String(row.scoreText), signalsFresh: Boolean(row.signalsFresh) });
+const toRanked = (row: Row): RankedItem => ({
+  ...toItem(row),
+  score: String(row.scoreText),
+  signalsFresh: Boolean(row.signalsFresh),
+});
 
 /**
  * The shared filters over search_documents aliased `d`, positional parameters appended to `values`. Prices compare
@@ -88,48 +107,68 @@ export const EXACT_SCORED = 100;
  */
 function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<string, number>): string {
   const read = filtered
-    ? `SELECT p.resource_id, p.fields, p.rank FROM search_postings p JOIN search_documents d ON d.resource_id = p.resource_id
+    ? `SELECT p.resource_id, p.fields, p.rank FROM search_postings p JOIN search_documents d ON d.resource_id =
+      p.resource_id
         WHERE p.term = t.term AND ${where} ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k`
-    : `SELECT p.resource_id, p.fields, p.rank FROM search_postings p WHERE p.term = t.term ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k`;
-  const fw = `(CASE WHEN r.fields & 8 <> 0 THEN k.fw[1] WHEN r.fields & 4 <> 0 THEN k.fw[2] WHEN r.fields & 2 <> 0 THEN k.fw[3] ELSE k.fw[4] END)`;
+    : `SELECT p.resource_id, p.fields, p.rank FROM search_postings p WHERE p.term = t.term ORDER BY p.rank DESC, ` +
+      `p.resource_id DESC LIMIT t.k`;
+  const fw =
+    `(CASE WHEN r.fields & 8 <> 0 THEN k.fw[1] WHEN r.fields & 4 <> 0 THEN k.fw[2] WHEN r.fields & 2 <> 0 THEN ` +
+    `k.fw[3] ELSE k.fw[4] END)`;
   const wText = `CAST($${p.wText} AS float8)`;
   return `WITH k AS (SELECT CAST($${p.fw} AS float8[]) AS fw, CAST($${p.idf} AS float8[]) AS idf),
      r AS MATERIALIZED (
        SELECT t.ci, x.resource_id, x.fields, x.rank
-         FROM unnest(CAST($${p.terms} AS text[]), CAST($${p.limits} AS int[]), CAST($${p.cis} AS int[])) AS t(term, k, ci)
+         FROM unnest(CAST($${p.terms} AS text[]), CAST($${p.limits} AS int[]), CAST($${p.cis} AS int[]))
+           AS t(term, k, ci)
         CROSS JOIN LATERAL (${read}) x),
      per AS (
-       SELECT r.resource_id, r.ci, max(${fw}) AS w, max(r.rank - ${wText} * ${fw}) AS base FROM r, k GROUP BY r.resource_id, r.ci),
+       SELECT r.resource_id, r.ci, max(${fw}) AS w, max(r.rank - ${wText} * ${fw}) AS base FROM r, k GROUP
+         BY r.resource_id, r.ci),
      approx AS (
-       SELECT per.resource_id, ${wText} * sum(per.w * k.idf[per.ci]) / CAST($${p.idfSum} AS float8) + max(per.base) AS score
+       SELECT per.resource_id, ${wText} * sum(per.w * k.idf[per.ci]) / CAST($${p.idfSum} AS float8) +
+         max(per.base) AS score
          FROM per, k GROUP BY per.resource_id),
      concepts AS (
-       SELECT * FROM unnest(CAST($${p.cq} AS tsquery[]), CAST($${p.ca} AS tsquery[]), CAST($${p.cb} AS tsquery[]), CAST($${p.cc} AS tsquery[]),
+       SELECT * FROM unnest(CAST($${p.cq} AS tsquery[]), CAST($${p.ca} AS tsquery[]), CAST($${p.cb} AS
+         tsquery[]), CAST($${p.cc} AS tsquery[]),
                             CAST($${p.cd} AS tsquery[]), CAST($${p.idf} AS float8[])) AS c(q, qa, qb, qc, qd, idf)),
      exact AS (
        SELECT a.resource_id,
-         CAST(${wText} * (SELECT COALESCE(sum(c.idf * CASE WHEN NOT d.document @@ c.q THEN 0.0 WHEN d.document @@ c.qa THEN k.fw[1]
-                     WHEN d.document @@ c.qb THEN k.fw[2] WHEN d.document @@ c.qc THEN k.fw[3] WHEN d.document @@ c.qd THEN k.fw[4] ELSE k.fw[5] END), 0)
+         CAST(${wText} * (SELECT COALESCE(sum(c.idf * CASE WHEN NOT d.document @@ c.q THEN 0.0 WHEN
+           d.document @@ c.qa THEN k.fw[1]
+                     WHEN d.document @@ c.qb THEN k.fw[2] WHEN d.document @@ c.qc THEN
+                       k.fw[3] WHEN d.document @@ c.qd THEN k.fw[4] ELSE k.fw[5] END), 0)
                 FROM concepts c) / CAST($${p.idfSum} AS float8)
-           + CAST($${p.wName} AS float8) * similarity(lower(d.name), $${p.text}) + COALESCE(d.base_score, 0) AS float8) AS score
+           + CAST($${p.wName} AS float8) * similarity(lower(d.name), $${p.text}) +
+             COALESCE(d.base_score, 0) AS float8) AS score
          FROM (SELECT * FROM approx ORDER BY approx.score DESC, approx.resource_id DESC LIMIT ${EXACT_SCORED}) a
          JOIN search_documents d ON d.resource_id = a.resource_id, k),
      scored AS (
-       SELECT a.resource_id AS id, CAST(COALESCE(e.score, a.score) AS float8) AS score FROM approx a LEFT JOIN exact e ON e.resource_id = a.resource_id),
+       SELECT a.resource_id AS id, CAST(COALESCE(e.score, a.score) AS float8) AS score FROM approx a LEFT
+         JOIN exact e ON e.resource_id = a.resource_id),
      page AS (
        SELECT s.id, s.score FROM scored s
         ${paged ? `WHERE (s.score, s.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
         ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit})
      SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText",
             d.signals_refreshed_at IS NOT NULL
-              AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
+              AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
+                id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
        FROM page JOIN search_documents d ON d.resource_id = page.id
       WHERE ${filtered ? 'true' : where}
       ORDER BY page.score DESC, page.id DESC`;
 }
 
 /** The search statement of one plan (exported for the bench's EXPLAIN). */
-export function searchStatement(plan: ImpactPlan, text: string, filters: DiscoveryFilters, after: SearchAfter | null, limit: number, signalsMaxAgeSeconds: number): { text: string; values: unknown[] } {
+export function searchStatement(
+  plan: ImpactPlan,
+  text: string,
+  filters: DiscoveryFilters,
+  after: SearchAfter | null,
+  limit: number,
+  signalsMaxAgeSeconds: number,
+): { text: string; values: unknown[] } {
   const values: unknown[] = [];
   const filter = filterSql(filters, values);
   let where = filter.where;
@@ -141,7 +180,12 @@ export function searchStatement(plan: ImpactPlan, text: string, filters: Discove
     terms: at(plan.reads.map((r) => r.term)),
     limits: at(plan.reads.map((r) => r.limit)),
     cis: at(plan.reads.map((r) => r.concept)),
-    cq: at(c.q), ca: at(c.a), cb: at(c.b), cc: at(c.c), cd: at(c.d), idf: at(c.idf),
+    cq: at(c.q),
+    ca: at(c.a),
+    cb: at(c.b),
+    cc: at(c.c),
+    cd: at(c.d),
+    idf: at(c.idf),
     fw: at([F.name, F.tags, F.description, F.schema, F.acrossFields]),
     idfSum: at(plan.idfSum),
     wText: at(RANKING_WEIGHTS.text),
@@ -183,7 +227,8 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
     db,
     `WITH w AS (
        SELECT t.i, t.fix, t.prefix, (SELECT min(l.lexeme) FROM unnest(to_tsvector('english', t.w)) l) AS lexeme
-         FROM unnest(CAST($1 AS text[]), CAST($2 AS boolean[]), CAST($3 AS boolean[])) WITH ORDINALITY AS t(w, fix, prefix, i))
+         FROM unnest(CAST($1 AS text[]), CAST($2 AS boolean[]), CAST($3 AS boolean[])) WITH ORDINALITY AS
+           t(w, fix, prefix, i))
      SELECT w.i, w.lexeme, COALESCE(v.ndoc, 0) AS ndoc, pw.n AS "prefixNdoc", pw.words AS "prefixWords",
             CASE WHEN w.fix AND v.word IS NULL AND length(w.lexeme) >= 4 AND w.lexeme ~ '^[[:alpha:]]+$' THEN
               (SELECT json_agg(json_build_object('lexeme', f.word, 'ndoc', f.ndoc)) FROM (
@@ -195,10 +240,13 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
        LEFT JOIN LATERAL (
          SELECT sum(p.ndoc) AS n, (array_agg(p.word ORDER BY p.ndoc DESC, p.word))[1:${PREFIX_READS}] AS words
            FROM (SELECT p.word, p.ndoc FROM search_vocabulary p
-                  WHERE w.prefix AND p.word ~>=~ w.lexeme AND p.word ~<~ (w.lexeme || chr(1114111)) LIMIT 2000) p) pw ON w.prefix
+                  WHERE w.prefix AND p.word ~>=~ w.lexeme AND p.word ~<~ (w.lexeme ||
+                    chr(1114111)) LIMIT 2000) p) pw ON w.prefix
       CROSS JOIN (SELECT
-         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($4 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
-         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
+         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($4 AS text[])) WITH
+           ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
+         ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH
+           ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
          (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total) x
       ORDER BY w.i`,
     [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
@@ -231,7 +279,12 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
         where += ` AND d.resource_id < $${values.length}`;
       }
       values.push(limit);
-      const { rows } = await pgQuery<Row>(db, `SELECT ${ITEM_COLUMNS} FROM search_documents d WHERE ${where} ORDER BY d.resource_id DESC LIMIT $${values.length}`, values);
+      const { rows } = await pgQuery<Row>(
+        db,
+        `SELECT ${ITEM_COLUMNS} FROM search_documents d WHERE ${where} ORDER BY d.resource_id DESC LIMIT ` +
+          `$${values.length}`,
+        values,
+      );
       return rows.map(toItem);
     },
 
@@ -244,7 +297,14 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
         candidates: options.candidates,
       });
       if (!plan) return [];
-      const statement = searchStatement(plan, parsed.words.join(' '), filters, after, limit, options.signalsMaxAgeSeconds);
+      const statement = searchStatement(
+        plan,
+        parsed.words.join(' '),
+        filters,
+        after,
+        limit,
+        options.signalsMaxAgeSeconds,
+      );
       return (await pgQuery<Row>(db, statement.text, statement.values)).rows.map(toRanked);
     },
 
@@ -253,7 +313,8 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
         rows: [row],
       } = await pgQuery<{ since: Date | null; lag: number | null }>(
         db,
-        'SELECT unindexed_since AS since, EXTRACT(EPOCH FROM now() - unindexed_since)::float8 AS lag FROM search_index_state WHERE id = 1',
+        'SELECT unindexed_since AS since, EXTRACT(EPOCH FROM now() - unindexed_since)::float8 AS lag FROM ' +
+          'search_index_state WHERE id = 1',
         [],
         'search_index_lag',
       );

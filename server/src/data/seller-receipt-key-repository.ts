@@ -28,21 +28,33 @@ export function createSellerReceiptKeyRepository(db: Sequelize) {
      * the answer is `{ taken }` (the kids concerned) and nothing changes. Concurrent claims of one key by two sellers
      * meet on the primary key: the second waits for the first and then sees it taken.
      */
-    async put(sellerId: string, keys: SellerReceiptJwk[]): Promise<{ keys: SellerReceiptJwk[]; updatedAt: Date } | { taken: string[] }> {
+    async put(
+      sellerId: string,
+      keys: SellerReceiptJwk[],
+    ): Promise<{ keys: SellerReceiptJwk[]; updatedAt: Date } | { taken: string[] }> {
       const xs = keys.map((k) => k.x);
       const kids = keys.map((k) => k.kid);
       try {
         return await db.transaction(async (transaction) => {
-          const run = <R extends object>(sql: string, bind: unknown[]) => db.query<R>(sql, { bind, type: QueryTypes.SELECT, transaction });
-          await run('DELETE FROM seller_receipt_key_owners WHERE seller_id = $1 AND NOT (public_key = ANY($2::text[])) RETURNING public_key', [sellerId, xs]);
+          const run = <R extends object>(sql: string, bind: unknown[]) =>
+            db.query<R>(sql, { bind, type: QueryTypes.SELECT, transaction });
+          await run(
+            'DELETE FROM seller_receipt_key_owners WHERE seller_id = $1 AND NOT (public_key = ANY($2::text[])) ' +
+              'RETURNING public_key',
+            [sellerId, xs],
+          );
           await run(
             `INSERT INTO seller_receipt_key_owners (public_key, seller_id, kid)
                SELECT x, $1, kid FROM unnest($2::text[], $3::text[]) AS t(x, kid)
-               ON CONFLICT (public_key) DO UPDATE SET kid = EXCLUDED.kid WHERE seller_receipt_key_owners.seller_id = EXCLUDED.seller_id
+               ON CONFLICT (public_key) DO UPDATE SET kid = EXCLUDED.kid WHERE
+                 seller_receipt_key_owners.seller_id = EXCLUDED.seller_id
                RETURNING public_key`,
             [sellerId, xs, kids],
           );
-          const taken = await run<{ public_key: string }>('SELECT public_key FROM seller_receipt_key_owners WHERE public_key = ANY($1::text[]) AND seller_id <> $2', [xs, sellerId]);
+          const taken = await run<{ public_key: string }>(
+            'SELECT public_key FROM seller_receipt_key_owners WHERE public_key = ANY($1::text[]) AND seller_id <> $2',
+            [xs, sellerId],
+          );
           if (taken.length) {
             const owned = new Set(taken.map((r) => r.public_key));
             throw new KeysTaken(keys.filter((k) => owned.has(k.x)).map((k) => k.kid)); // rolls the transaction back

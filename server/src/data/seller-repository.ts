@@ -1,6 +1,14 @@
 import { Op, QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import { DomainChallengeModel, SellerModel } from './models';
-import type { Seller, SellerRepository, DomainChallenge, WalletChallenge, ApiKeyInfo, ApiKeyScope, NewApiKey } from '../domain/sellers/types';
+import type {
+  Seller,
+  SellerRepository,
+  DomainChallenge,
+  WalletChallenge,
+  ApiKeyInfo,
+  ApiKeyScope,
+  NewApiKey,
+} from '../domain/sellers/types';
 
 /** The PostgreSQL notification channel of key changes (payload: the key id); authenticate.ts's cache listens. */
 export const API_KEY_CHANNEL = 'api_key_changes';
@@ -75,35 +83,71 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
     },
     async createWalletChallenge(challenge) {
       await db.query(
-        `INSERT INTO seller_wallet_challenges (id, wallet_address, message, expires_at) VALUES (:id, :wallet, :message, :expiresAt)`,
-        { replacements: { id: challenge.id, wallet: challenge.walletAddress, message: challenge.message, expiresAt: challenge.expiresAt } },
+        `INSERT INTO seller_wallet_challenges (id, wallet_address, message, expires_at) VALUES (:id, :wallet, ` +
+          `:message, :expiresAt)`,
+        {
+          replacements: {
+            id: challenge.id,
+            wallet: challenge.walletAddress,
+            message: challenge.message,
+            expiresAt: challenge.expiresAt,
+          },
+        },
       );
     },
     async findWalletChallenge(id) {
-      const [row] = await db.query<{ id: string; wallet_address: string; message: string; expires_at: Date; used_at: Date | null }>(
-        'SELECT id, wallet_address, message, expires_at, used_at FROM seller_wallet_challenges WHERE id = :id',
-        { replacements: { id }, type: QueryTypes.SELECT },
-      );
-      return row ? ({ id: row.id, walletAddress: row.wallet_address, message: row.message, expiresAt: new Date(row.expires_at), usedAt: row.used_at ? new Date(row.used_at) : null } satisfies WalletChallenge) : null;
+      const [row] = await db.query<{
+        id: string;
+        wallet_address: string;
+        message: string;
+        expires_at: Date;
+        used_at: Date | null;
+      }>('SELECT id, wallet_address, message, expires_at, used_at FROM seller_wallet_challenges WHERE id = :id', {
+        replacements: { id },
+        type: QueryTypes.SELECT,
+      });
+      return row
+        ? ({
+            id: row.id,
+            walletAddress: row.wallet_address,
+            message: row.message,
+            expiresAt: new Date(row.expires_at),
+            usedAt: row.used_at ? new Date(row.used_at) : null,
+          } satisfies WalletChallenge)
+        : null;
     },
     async findById(id) {
       const row = await SellerModel.findByPk(id, { raw: true });
       return row ? toSeller(row as unknown as Record<string, unknown>) : null;
     },
     async sellerIdByWallet(address) {
-      const row = (await SellerModel.findOne({ where: { walletAddress: address }, attributes: ['id'], raw: true })) as { id: string } | null;
+      const row = (await SellerModel.findOne({ where: { walletAddress: address }, attributes: ['id'], raw: true })) as {
+        id: string;
+      } | null;
       return row?.id ?? null;
     },
     async findApiKeyByHash(hash) {
-      const [row] = await db.query<{ id: string; seller_id: string | null; role: 'seller' | 'operator'; scope: ApiKeyScope; expires_at: Date | null }>(
-        'SELECT id, seller_id, role, scope, expires_at FROM api_keys WHERE key_hash = :hash AND revoked_at IS NULL',
-        { replacements: { hash }, type: QueryTypes.SELECT },
-      );
-      return row ? { id: row.id, sellerId: row.seller_id, role: row.role, scope: row.scope, expiresAt: date(row.expires_at) } : null;
+      const [row] = await db.query<{
+        id: string;
+        seller_id: string | null;
+        role: 'seller' | 'operator';
+        scope: ApiKeyScope;
+        expires_at: Date | null;
+      }>('SELECT id, seller_id, role, scope, expires_at FROM api_keys WHERE key_hash = :hash AND revoked_at IS NULL', {
+        replacements: { hash },
+        type: QueryTypes.SELECT,
+      });
+      return row
+        ? { id: row.id, sellerId: row.seller_id, role: row.role, scope: row.scope, expiresAt: date(row.expires_at) }
+        : null;
     },
     async createApiKey(key, maxActive) {
       return db.transaction(async (transaction) => {
-        const seller = await db.query('SELECT id FROM sellers WHERE id = :id FOR UPDATE', { replacements: { id: key.sellerId }, type: QueryTypes.SELECT, transaction });
+        const seller = await db.query('SELECT id FROM sellers WHERE id = :id FOR UPDATE', {
+          replacements: { id: key.sellerId },
+          type: QueryTypes.SELECT,
+          transaction,
+        });
         if (seller.length === 0) return 'no_seller' as const;
         const [{ n }] = await db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM api_keys
@@ -116,17 +160,23 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
       });
     },
     async listApiKeys(sellerId, limit) {
-      const rows = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE seller_id = :sellerId ORDER BY created_at DESC, id DESC LIMIT :limit`, {
-        replacements: { sellerId, limit },
-        type: QueryTypes.SELECT,
-      });
+      const rows = await db.query<KeyRow>(
+        `SELECT ${KEY_COLUMNS} FROM api_keys WHERE seller_id = :sellerId ORDER BY created_at DESC, id DESC ` +
+          `LIMIT :limit`,
+        {
+          replacements: { sellerId, limit },
+          type: QueryTypes.SELECT,
+        },
+      );
       return rows.map(toKeyInfo);
     },
     async revokeApiKey(sellerId, keyId) {
-      // One statement: the notification is sent when it commits, so no process hears of a revocation that did not happen.
+      // One statement: the notification is sent when it commits, so no process hears of a revocation that did not
+      // happen.
       const [row] = await db.query<KeyRow>(
         `WITH revoked AS (
-           UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId AND seller_id = :sellerId RETURNING ${KEY_COLUMNS}
+           UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = :keyId AND seller_id
+             = :sellerId RETURNING ${KEY_COLUMNS}
          )
          SELECT revoked.*, pg_notify(:channel, revoked.id) FROM revoked`,
         { replacements: { sellerId, keyId, channel: API_KEY_CHANNEL }, type: QueryTypes.SELECT },
@@ -134,18 +184,27 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
       return row ? toKeyInfo(row) : null;
     },
     async touchApiKey(keyId) {
-      await db.query(`UPDATE api_keys SET last_used_at = now() WHERE id = :keyId AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`, {
-        replacements: { keyId },
-      });
+      await db.query(
+        `UPDATE api_keys SET last_used_at = now() WHERE id = :keyId AND (last_used_at IS NULL OR last_used_at < ` +
+          `now() - interval '1 minute')`,
+        {
+          replacements: { keyId },
+        },
+      );
     },
     async domainVerifiedByOther(domain, sellerId) {
-      const count = await SellerModel.count({ where: { domain, id: { [Op.ne]: sellerId }, domainVerifiedAt: { [Op.ne]: null } } });
+      const count = await SellerModel.count({
+        where: { domain, id: { [Op.ne]: sellerId }, domainVerifiedAt: { [Op.ne]: null } },
+      });
       return count > 0;
     },
     async latestChallenge(sellerId) {
       const row = await DomainChallengeModel.findOne({
         where: { sellerId, expiresAt: { [Op.gt]: new Date() } },
-        order: [['createdAt', 'DESC'], ['id', 'DESC']],
+        order: [
+          ['createdAt', 'DESC'],
+          ['id', 'DESC'],
+        ],
         raw: true,
       });
       return (row as unknown as DomainChallenge | null) ?? null;
@@ -156,7 +215,12 @@ export function createSellerRepository(db: Sequelize): SellerRepository {
     async recordCheck(challengeId, sellerId, result) {
       await db.transaction(async (transaction) => {
         await DomainChallengeModel.update(
-          { status: result.status, checkedMethod: result.method, failureReason: result.failureReason, checkedAt: result.checkedAt },
+          {
+            status: result.status,
+            checkedMethod: result.method,
+            failureReason: result.failureReason,
+            checkedAt: result.checkedAt,
+          },
           { where: { id: challengeId }, transaction },
         );
         if (result.status === 'verified') {

@@ -19,7 +19,8 @@ async function withDeadlockRetry<T>(work: () => Promise<T>, tries = 5): Promise<
   }
 }
 
-/** The party rows a fee is committed against besides the seller's, in lock order (the client only for anonymous callers). */
+/** The party rows a fee is committed against besides the seller's, in lock order (the client only for anonymous
+ * callers). */
 function partyRows(p: FeeParties): Array<[Exclude<FeeScope, 'seller'>, string]> {
   return [['payer', p.payer], ...(p.client ? [['client', p.client] as ['client', string]] : []), ['global', '*']];
 }
@@ -42,7 +43,12 @@ const FREE_PINNED_CHANNEL = `freed AS (
  */
 export function createSettlementRepository(db: Sequelize): SettlementRepository {
   async function findOne(name: string, where: string, value: string) {
-    const { rows } = await pgQuery(db, `SELECT ${SETTLEMENT_COLUMNS} FROM settlements WHERE ${where} = $1 LIMIT 1`, [value], name);
+    const { rows } = await pgQuery(
+      db,
+      `SELECT ${SETTLEMENT_COLUMNS} FROM settlements WHERE ${where} = $1 LIMIT 1`,
+      [value],
+      name,
+    );
     return rows[0] ? toSettlement(rows[0]) : null;
   }
 
@@ -68,46 +74,90 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
             FOR UPDATE
          ), live AS (
            UPDATE payment_attempts SET updated_at = now()
-            WHERE id = $1::text AND status = 'settlement_pending' AND ($15::text IS NULL OR EXISTS (SELECT 1 FROM lease))
+            WHERE id = $1::text AND status = 'settlement_pending' AND ($15::text IS NULL OR EXISTS
+              (SELECT 1 FROM lease))
            RETURNING id
          ), pinned AS (
            UPDATE channel_leases SET transaction_hash = $3::text, updated_at = now()
-            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder = $15::text AND EXISTS (SELECT 1 FROM live)
+            WHERE $15::text IS NOT NULL AND network = $4::text AND address = $8::text AND holder =
+              $15::text AND EXISTS (SELECT 1 FROM live)
            RETURNING address
          ), settlement AS (
-           INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount, asset_code, asset_issuer, status, evidence,
-             channel_account, settled_at, created_at, updated_at, valid_until, seller_id, max_fee_stroops, tx_sequence, fee_payer, fee_client,
+           INSERT INTO settlements (id, payment_attempt_id, transaction_hash, ledger, network, amount,
+             asset_code, asset_issuer, status, evidence,
+             channel_account, settled_at, created_at, updated_at, valid_until, seller_id,
+               max_fee_stroops, tx_sequence, fee_payer, fee_client,
              inclusion_fee_stroops, resource_fee_stroops, fee_percentile)
-           SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text, $10::text, $11::text,
-             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz, $32::text, $33::bigint, $34::bigint, $35::text, $36::text,
+           SELECT $2::text, live.id, $3::text, $9::integer, $4::text, $5::numeric, $6::text, $7::text,
+             $10::text, $11::text,
+             $8::text, $12::timestamptz, $13::timestamptz, $13::timestamptz, $31::timestamptz,
+               $32::text, $33::bigint, $34::bigint, $35::text, $36::text,
              $37::bigint, $38::bigint, $39::text
              FROM live WHERE $15::text IS NULL OR EXISTS (SELECT 1 FROM pinned)
            RETURNING id
          ), receipt AS (
-           INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id, seller_id, transaction_hash, ledger, network, amount,
-             asset_code, asset_issuer, status, evidence, failure_code, failure_reason, settled_at, created_at, updated_at)
-           SELECT $14::text, $1::text, settlement.id, $16::text, $17::text, $18::text, $19::text, $20::integer, $21::text, $22::numeric,
-             $23::text, $24::text, $25::text, $26::text, $27::text, $28::text, $29::timestamptz, $30::timestamptz, $30::timestamptz
+           INSERT INTO receipts (id, payment_attempt_id, settlement_id, resource_id, version_id,
+             seller_id, transaction_hash, ledger, network, amount,
+             asset_code, asset_issuer, status, evidence, failure_code, failure_reason, settled_at,
+               created_at, updated_at)
+           SELECT $14::text, $1::text, settlement.id, $16::text, $17::text, $18::text, $19::text,
+             $20::integer, $21::text, $22::numeric,
+             $23::text, $24::text, $25::text, $26::text, $27::text, $28::text, $29::timestamptz,
+               $30::timestamptz, $30::timestamptz
              FROM settlement
            RETURNING id
          )
          SELECT (SELECT count(*) FROM live)::int AS live, (SELECT count(*) FROM pinned)::int AS pinned,
            (SELECT count(*) FROM receipt)::int AS recorded, EXISTS (SELECT 1 FROM lease) AS leased,
-           EXISTS (SELECT 1 FROM payment_attempts WHERE id = $1::text AND status = 'settlement_pending') AS "claimOpen"`,
+           EXISTS (SELECT 1 FROM payment_attempts WHERE id = $1::text AND status =
+             'settlement_pending') AS "claimOpen"`,
         [
-          s.paymentAttemptId, s.id, s.transactionHash, s.network, s.amount, s.assetCode, s.assetIssuer, s.channelAccount, s.ledger, s.status,
-          s.evidence, s.settledAt, s.createdAt,
-          r.id, pin, r.resourceId, r.versionId, r.sellerId, r.transactionHash, r.ledger, r.network, r.amount, r.assetCode, r.assetIssuer,
-          r.status, r.evidence, r.failureCode, r.failureReason, r.settledAt, r.createdAt,
-          s.validUntil ?? null, s.sellerId ?? null, s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(), s.txSequence ?? null,
-          s.feePayer ?? null, s.feeClient ?? null,
-          s.inclusionFee == null ? null : s.inclusionFee.toString(), s.resourceFee == null ? null : s.resourceFee.toString(), s.feePercentile ?? null,
+          s.paymentAttemptId,
+          s.id,
+          s.transactionHash,
+          s.network,
+          s.amount,
+          s.assetCode,
+          s.assetIssuer,
+          s.channelAccount,
+          s.ledger,
+          s.status,
+          s.evidence,
+          s.settledAt,
+          s.createdAt,
+          r.id,
+          pin,
+          r.resourceId,
+          r.versionId,
+          r.sellerId,
+          r.transactionHash,
+          r.ledger,
+          r.network,
+          r.amount,
+          r.assetCode,
+          r.assetIssuer,
+          r.status,
+          r.evidence,
+          r.failureCode,
+          r.failureReason,
+          r.settledAt,
+          r.createdAt,
+          s.validUntil ?? null,
+          s.sellerId ?? null,
+          s.maxFee === null || s.maxFee === undefined ? null : s.maxFee.toString(),
+          s.txSequence ?? null,
+          s.feePayer ?? null,
+          s.feeClient ?? null,
+          s.inclusionFee == null ? null : s.inclusionFee.toString(),
+          s.resourceFee == null ? null : s.resourceFee.toString(),
+          s.feePercentile ?? null,
         ],
         'settle_insert_pending',
       );
       if (out.recorded === 1) return true;
       // Not recorded: the claim is gone (false), or this settle no longer holds its channel (nothing was written).
-      if (pin && out.claimOpen && (!out.leased || out.live === 1)) throw new Error('the channel lease was lost before submission');
+      if (pin && out.claimOpen && (!out.leased || out.live === 1))
+        throw new Error('the channel lease was lost before submission');
       return false;
     },
 
@@ -118,14 +168,17 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       const { rows } = await pgQuery<{ done: number }>(
         db,
         `WITH s AS (
-           UPDATE settlements SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text, updated_at = now()
+           UPDATE settlements SET status = 'settled', ledger = $2::integer, settled_at =
+             $3::timestamptz, evidence = $4::text, updated_at = now()
             WHERE id = $1::text AND status = 'pending'
            RETURNING payment_attempt_id, transaction_hash
          ), attempt AS (
-           UPDATE payment_attempts SET status = 'settled' WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
+           UPDATE payment_attempts SET status = 'settled' WHERE id = (SELECT payment_attempt_id FROM s)
+             AND status = 'settlement_pending'
            RETURNING id
          ), receipt AS (
-           UPDATE receipts SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz, evidence = $4::text,
+           UPDATE receipts SET status = 'settled', ledger = $2::integer, settled_at = $3::timestamptz,
+             evidence = $4::text,
              failure_code = NULL, failure_reason = NULL, updated_at = now()
             WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
            RETURNING id
@@ -138,7 +191,8 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async finalizeFailed(settlementId, code, reason) {
-      // One statement, as finalizeSettled: pending -> failed on the settlement, then the attempt, its receipt, the channel.
+      // One statement, as finalizeSettled: pending -> failed on the settlement, then the attempt, its receipt, the
+      // channel.
       const { rows } = await pgQuery<{ done: number }>(
         db,
         `WITH s AS (
@@ -150,7 +204,8 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
             WHERE id = (SELECT payment_attempt_id FROM s) AND status = 'settlement_pending'
            RETURNING id
          ), receipt AS (
-           UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code = $2::text, failure_reason = $3::text, updated_at = now()
+           UPDATE receipts SET status = 'failed', evidence = 'failed_settlement', failure_code =
+             $2::text, failure_reason = $3::text, updated_at = now()
             WHERE settlement_id = $1::text AND EXISTS (SELECT 1 FROM s)
            RETURNING id
          ), ${FREE_PINNED_CHANNEL}
@@ -171,7 +226,8 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       const { rows } = await pgQuery(
         db,
         `SELECT ${SETTLEMENT_COLUMNS} FROM settlements
-          WHERE status = 'pending' AND NOT needs_reconciliation AND created_at <= now() - make_interval(secs => $1::double precision)
+          WHERE status = 'pending' AND NOT needs_reconciliation AND created_at <= now() -
+            make_interval(secs => $1::double precision)
           ORDER BY created_at LIMIT $2::int`,
         [olderThanSeconds, limit],
         'settlement_pending_older_than',
@@ -182,39 +238,46 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     async reserveFees(parties, network, fee, budgets) {
       // All or nothing, in one transaction, rows locked in one order (seller, payer, client, global: no deadlock): each
       // row's compare-and-set admits the fee only within its budget; the first one that does not rolls back the rest.
-      return withDeadlockRetry(() => pgTransaction(db, async (query) => {
-        const day = `(now() AT TIME ZONE 'UTC')::date`;
-        const seller = await query(
-          `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+      return withDeadlockRetry(() =>
+        pgTransaction(db, async (query) => {
+          const day = `(now() AT TIME ZONE 'UTC')::date`;
+          const seller = await query(
+            `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
              SELECT $1::text, $2::text, ${day}, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
            ON CONFLICT (seller_id, network, day) DO UPDATE
-             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
-             WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $4::bigint
+             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements =
+               f.settlements + 1, updated_at = now()
+             WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops +
+               EXCLUDED.committed_stroops <= $4::bigint
            RETURNING 1`,
-          [parties.sellerId, network, fee.toString(), budgets.seller === null ? null : budgets.seller.toString()],
-        );
-        if (seller.length === 0) return { exhausted: 'seller' as const, globalUsed: null };
-        let globalUsed: bigint | null = null;
-        for (const [scope, party] of partyRows(parties)) {
-          const budget = budgets[scope];
-          const rows = await query<{ used: string }>(
-            `INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
-               SELECT $1::text, $2::text, $3::text, ${day}, $4::bigint, 1 WHERE $5::bigint IS NULL OR $4::bigint <= $5::bigint
-             ON CONFLICT (scope, party, network, day) DO UPDATE
-               SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements = f.settlements + 1, updated_at = now()
-               WHERE $5::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $5::bigint
-             RETURNING (committed_stroops + spent_stroops)::text AS used`,
-            [scope, party, network, fee.toString(), budget === null ? null : budget.toString()],
+            [parties.sellerId, network, fee.toString(), budgets.seller === null ? null : budgets.seller.toString()],
           );
-          if (rows.length === 0) {
-            await query('ROLLBACK', []);
-            await query('BEGIN', []);
-            return { exhausted: scope, globalUsed: null };
+          if (seller.length === 0) return { exhausted: 'seller' as const, globalUsed: null };
+          let globalUsed: bigint | null = null;
+          for (const [scope, party] of partyRows(parties)) {
+            const budget = budgets[scope];
+            const rows = await query<{ used: string }>(
+              `INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
+               SELECT $1::text, $2::text, $3::text, ${day}, $4::bigint, 1 WHERE $5::bigint IS NULL
+                 OR $4::bigint <= $5::bigint
+             ON CONFLICT (scope, party, network, day) DO UPDATE
+               SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops,
+                 settlements = f.settlements + 1, updated_at = now()
+               WHERE $5::bigint IS NULL OR f.committed_stroops + f.spent_stroops +
+                 EXCLUDED.committed_stroops <= $5::bigint
+             RETURNING (committed_stroops + spent_stroops)::text AS used`,
+              [scope, party, network, fee.toString(), budget === null ? null : budget.toString()],
+            );
+            if (rows.length === 0) {
+              await query('ROLLBACK', []);
+              await query('BEGIN', []);
+              return { exhausted: scope, globalUsed: null };
+            }
+            if (scope === 'global') globalUsed = BigInt(rows[0].used);
           }
-          if (scope === 'global') globalUsed = BigInt(rows[0].used);
-        }
-        return { exhausted: null, globalUsed };
-      }));
+          return { exhausted: null, globalUsed };
+        }),
+      );
     },
 
     async exhaustedFeeBudget(parties, network, budgets) {
@@ -222,14 +285,25 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       const { rows } = await pgQuery<{ scope: FeeScope }>(
         db,
         `SELECT 'seller' AS scope FROM seller_fee_days
-           WHERE $5::bigint IS NOT NULL AND seller_id = $1 AND network = $4 AND day = (now() AT TIME ZONE 'UTC')::date AND committed_stroops + spent_stroops >= $5::bigint
+           WHERE $5::bigint IS NOT NULL AND seller_id = $1 AND network = $4 AND day = (now() AT TIME
+             ZONE 'UTC')::date AND committed_stroops + spent_stroops >= $5::bigint
          UNION ALL
          SELECT f.scope FROM party_fee_days f
-           JOIN (VALUES ('payer', $2::text, $6::bigint), ('client', $3::text, $7::bigint), ('global', '*', $8::bigint)) AS b(scope, party, budget)
+           JOIN (VALUES ('payer', $2::text, $6::bigint), ('client', $3::text, $7::bigint), ('global',
+             '*', $8::bigint)) AS b(scope, party, budget)
              ON f.scope = b.scope AND f.party = b.party
-          WHERE b.budget IS NOT NULL AND f.network = $4 AND f.day = (now() AT TIME ZONE 'UTC')::date AND f.committed_stroops + f.spent_stroops >= b.budget
+          WHERE b.budget IS NOT NULL AND f.network = $4 AND f.day = (now() AT TIME ZONE 'UTC')::date AND
+            f.committed_stroops + f.spent_stroops >= b.budget
          LIMIT 1`,
-        [parties.sellerId, parties.payer, parties.client ?? '', network, ...(['seller', 'payer', 'client', 'global'] as const).map((k) => (budgets[k] === null || (k === 'client' && !parties.client) ? null : budgets[k]!.toString()))],
+        [
+          parties.sellerId,
+          parties.payer,
+          parties.client ?? '',
+          network,
+          ...(['seller', 'payer', 'client', 'global'] as const).map((k) =>
+            budgets[k] === null || (k === 'client' && !parties.client) ? null : budgets[k]!.toString(),
+          ),
+        ],
         'facilitator_fee_budget_precheck',
       );
       return rows[0]?.scope ?? null;
@@ -239,13 +313,15 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       await withDeadlockRetry(() =>
         pgTransaction(db, async (query) => {
           await query(
-            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint),
+              settlements = GREATEST(0, settlements - 1), updated_at = now()
               WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
             [parties.sellerId, network, fee.toString()],
           );
           for (const [scope, party] of partyRows(parties)) {
             await query(
-              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), settlements = GREATEST(0, settlements - 1), updated_at = now()
+              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint),
+                settlements = GREATEST(0, settlements - 1), updated_at = now()
                 WHERE scope = $1 AND party = $2 AND network = $3 AND day = (now() AT TIME ZONE 'UTC')::date`,
               [scope, party, network, fee.toString()],
             );
@@ -261,22 +337,33 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       // are updated in the reservation's lock order (seller, payer, client, global): no deadlock with it.
       await withDeadlockRetry(() =>
         pgTransaction(db, async (query) => {
-          const [s] = await query<{ seller_id: string; network: string; fee_payer: string | null; fee_client: string | null; day: string; committed: string }>(
-            `UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops IS NULL AND seller_id IS NOT NULL
-             RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE 'UTC')::date::text AS day, COALESCE(max_fee_stroops, 0)::text AS committed`,
+          const [s] = await query<{
+            seller_id: string;
+            network: string;
+            fee_payer: string | null;
+            fee_client: string | null;
+            day: string;
+            committed: string;
+          }>(
+            `UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops
+              IS NULL AND seller_id IS NOT NULL
+             RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE
+               'UTC')::date::text AS day, COALESCE(max_fee_stroops, 0)::text AS committed`,
             [settlementId, charged.toString()],
           );
           if (!s) return;
           const sellerSpent = chargeTo === 'payer' ? '0' : charged.toString();
           await query(
-            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint), spent_stroops = spent_stroops + $5::bigint, updated_at = now()
+            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint),
+              spent_stroops = spent_stroops + $5::bigint, updated_at = now()
               WHERE seller_id = $1 AND network = $2 AND day = $3::date`,
             [s.seller_id, s.network, s.day, s.committed, sellerSpent],
           );
           if (!s.fee_payer) return; // recorded before issue #29: only the seller's row was committed
           for (const [scope, party] of partyRows({ sellerId: s.seller_id, payer: s.fee_payer, client: s.fee_client })) {
             await query(
-              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $5::bigint), spent_stroops = spent_stroops + $6::bigint, updated_at = now()
+              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $5::bigint),
+                spent_stroops = spent_stroops + $6::bigint, updated_at = now()
                 WHERE scope = $1 AND party = $2 AND network = $3 AND day = $4::date`,
               [scope, party, s.network, s.day, s.committed, charged.toString()],
             );
@@ -289,7 +376,8 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
       const { rows } = await pgQuery<{ done: number }>(
         db,
         `WITH s AS (
-           UPDATE settlements SET needs_reconciliation = true, updated_at = now() WHERE id = $1::text AND status = 'pending' AND NOT needs_reconciliation
+           UPDATE settlements SET needs_reconciliation = true, updated_at = now() WHERE id = $1::text
+             AND status = 'pending' AND NOT needs_reconciliation
            RETURNING transaction_hash
          ), ${FREE_PINNED_CHANNEL}
          SELECT count(*)::int AS done FROM s`,
@@ -300,16 +388,28 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async sellerFees(day) {
-      const { rows } = await pgQuery<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>(
+      const { rows } = await pgQuery<{
+        sellerId: string;
+        network: string;
+        committedStroops: string;
+        spentStroops: string;
+        settlements: number;
+      }>(
         db,
-        `SELECT seller_id AS "sellerId", network, committed_stroops::text AS "committedStroops", spent_stroops::text AS "spentStroops", settlements
-           FROM seller_fee_days WHERE day = $1::date ORDER BY spent_stroops + committed_stroops DESC, seller_id LIMIT 1000`,
+        `SELECT seller_id AS "sellerId", network, committed_stroops::text AS "committedStroops",
+          spent_stroops::text AS "spentStroops", settlements
+           FROM seller_fee_days WHERE day = $1::date ORDER BY spent_stroops + committed_stroops DESC,
+             seller_id LIMIT 1000`,
         [day],
         'operations_seller_fees',
       );
-      const { rows: recon } = await pgQuery<{ n: number }>(db, `SELECT count(*)::int AS n FROM settlements WHERE needs_reconciliation`, [], 'operations_reconciliation_count');
+      const { rows: recon } = await pgQuery<{ n: number }>(
+        db,
+        `SELECT count(*)::int AS n FROM settlements WHERE needs_reconciliation`,
+        [],
+        'operations_reconciliation_count',
+      );
       return { items: rows, needingReconciliation: recon[0].n };
     },
-
   };
 }

@@ -18,10 +18,13 @@ const DUE_SQL = `
   due AS (
     SELECT l.resource_id FROM resource_liveness l WHERE l.next_check_at <= $2 ORDER BY l.next_check_at LIMIT $1),
   picked AS (SELECT resource_id FROM fresh UNION SELECT resource_id FROM due LIMIT $1)
-  SELECT d.resource_id AS id, d.type, d.url, url_host(d.url) AS host, d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
+  SELECT d.resource_id AS id, d.type, d.url, url_host(d.url) AS host, d.network, d.pay_to AS "payTo",
+    d.asset_code AS "assetCode",
          d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.mcp_tool_name AS "toolName",
-         l.resource_id AS "probed", l.live, l.reason, l.checked_at AS "checkedAt", l.next_check_at AS "nextCheckAt", l.dead_since AS "deadSince",
-         l.consecutive_failures AS failures, l.latencies_ms AS latencies, l.latency_p50_ms AS p50, l.latency_p99_ms AS p99,
+         l.resource_id AS "probed", l.live, l.reason, l.checked_at AS "checkedAt", l.next_check_at AS
+           "nextCheckAt", l.dead_since AS "deadSince",
+         l.consecutive_failures AS failures, l.latencies_ms AS latencies, l.latency_p50_ms AS p50,
+           l.latency_p99_ms AS p99,
          l.observed_pay_to AS "observedPayTo", l.observed_amount::text AS "observedAmount",
          COALESCE((SELECT json_agg(json_build_object('kind', x.kind, 'observed', x.observed)) FROM resource_drift x
                     WHERE x.resource_id = d.resource_id AND x.resolved_at IS NULL), '[]'::json) AS drift
@@ -31,7 +34,8 @@ const DUE_SQL = `
 
 const RECORD_SQL = `
   WITH st AS (
-    INSERT INTO resource_liveness (resource_id, host, live, reason, checked_at, next_check_at, dead_since, consecutive_failures,
+    INSERT INTO resource_liveness (resource_id, host, live, reason, checked_at, next_check_at, dead_since,
+      consecutive_failures,
                                    latencies_ms, latency_p50_ms, latency_p99_ms, observed_pay_to, observed_amount)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS integer[]), $10, $11, $12, CAST($13 AS numeric))
     ON CONFLICT (resource_id) DO UPDATE SET host = EXCLUDED.host, live = EXCLUDED.live, reason = EXCLUDED.reason,
@@ -41,12 +45,15 @@ const RECORD_SQL = `
        observed_pay_to = EXCLUDED.observed_pay_to, observed_amount = EXCLUDED.observed_amount
     RETURNING resource_id),
   day AS (
-    INSERT INTO resource_liveness_days (resource_id, day, probes, passed) VALUES ($1, CAST($5 AS timestamptz)::date, 1, CASE WHEN $14 THEN 1 ELSE 0 END)
-    ON CONFLICT (resource_id, day) DO UPDATE SET probes = resource_liveness_days.probes + 1, passed = resource_liveness_days.passed + EXCLUDED.passed
+    INSERT INTO resource_liveness_days (resource_id, day, probes, passed) VALUES ($1, CAST($5 AS
+      timestamptz)::date, 1, CASE WHEN $14 THEN 1 ELSE 0 END)
+    ON CONFLICT (resource_id, day) DO UPDATE SET probes = resource_liveness_days.probes + 1, passed =
+      resource_liveness_days.passed + EXCLUDED.passed
     RETURNING resource_id),
   -- The listing matches the live 402 again: its drifts are over (whether or not the seller confirmed them).
   resolved AS (
-    UPDATE resource_drift SET resolved_at = $5 WHERE resource_id = $1 AND resolved_at IS NULL AND $15 AND kind <> ALL(CAST($16 AS text[]))
+    UPDATE resource_drift SET resolved_at = $5 WHERE resource_id = $1 AND resolved_at IS NULL AND $15 AND kind
+      <> ALL(CAST($16 AS text[]))
     RETURNING resource_id),
   added AS (
     INSERT INTO resource_drift (resource_id, kind, listed, observed, detected_at)
@@ -54,15 +61,18 @@ const RECORD_SQL = `
     ON CONFLICT (resource_id, kind) WHERE confirmed_at IS NULL AND resolved_at IS NULL
       DO UPDATE SET observed = EXCLUDED.observed, listed = EXCLUDED.listed
     RETURNING resource_id)
-  SELECT (SELECT count(*) FROM st) + (SELECT count(*) FROM day) + (SELECT count(*) FROM resolved) + (SELECT count(*) FROM added) AS n`;
+  SELECT (SELECT count(*) FROM st) + (SELECT count(*) FROM day) + (SELECT count(*) FROM resolved) + (SELECT
+    count(*) FROM added) AS n`;
 
 /** The search document's trust flags from the liveness state and the open drifts (after RECORD_SQL committed). */
 const FLAGS_SQL = `
   UPDATE search_documents d SET live = l.live, dead_since = l.dead_since, liveness_dropped = $2,
          owner_verified = CASE WHEN l.observed_pay_to IS NULL THEN NULL ELSE l.observed_pay_to = d.pay_to END,
          uptime = u.uptime,
-         price_drift = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND x.kind = 'price' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL),
-         payout_changed = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND x.kind = 'payout' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL)
+         price_drift = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND
+           x.kind = 'price' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL),
+         payout_changed = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND
+           x.kind = 'payout' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL)
     FROM resource_liveness l,
          LATERAL (SELECT sum(passed)::float8 / NULLIF(sum(probes), 0) AS uptime FROM resource_liveness_days y
                    WHERE y.resource_id = l.resource_id AND y.day > CAST(now() AS date) - 7) u
@@ -112,16 +122,33 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
       const driftKinds = drift.map((d) => d.kind);
       // Kinds the live answer still differs in (new or known): those drifts stay open.
       const stillDiffers = [
-        ...(obs.live && obs.amount !== null && normalizeAmount(obs.amount) !== normalizeAmount(target.amount) ? ['price'] : []),
+        ...(obs.live && obs.amount !== null && normalizeAmount(obs.amount) !== normalizeAmount(target.amount)
+          ? ['price']
+          : []),
         ...(obs.live && obs.payTo !== null && obs.payTo !== target.payTo ? ['payout'] : []),
       ];
       await db.transaction(async (transaction) => {
         const q = (sql: string, bind: unknown[]) => db.query(sql, { bind, transaction });
         await q(RECORD_SQL, [
-          target.id, target.host, state.live, state.reason, state.checkedAt, state.nextCheckAt, state.deadSince, state.consecutiveFailures,
-          state.latenciesMs, state.p50, state.p99, state.observedPayTo, state.observedAmount, obs.live,
-          obs.live, [...new Set([...stillDiffers, ...driftKinds])],
-          driftKinds, drift.map((d) => d.listed), drift.map((d) => d.observed),
+          target.id,
+          target.host,
+          state.live,
+          state.reason,
+          state.checkedAt,
+          state.nextCheckAt,
+          state.deadSince,
+          state.consecutiveFailures,
+          state.latenciesMs,
+          state.p50,
+          state.p99,
+          state.observedPayTo,
+          state.observedAmount,
+          obs.live,
+          obs.live,
+          [...new Set([...stillDiffers, ...driftKinds])],
+          driftKinds,
+          drift.map((d) => d.listed),
+          drift.map((d) => d.observed),
         ]);
         await q(FLAGS_SQL, [target.id, state.dropped]);
         // The flags move the static score (the demotion) and the postings' ranks: rewritten now when they changed.
@@ -133,7 +160,8 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
       const { rowCount } = await pgQuery(
         db,
         `WITH med AS (
-           SELECT type, network, asset_code, asset_issuer, percentile_cont(0.5) WITHIN GROUP (ORDER BY amount) AS m, count(*) AS n
+           SELECT type, network, asset_code, asset_issuer, percentile_cont(0.5) WITHIN GROUP (ORDER BY
+             amount) AS m, count(*) AS n
              FROM search_documents WHERE discoverable GROUP BY 1, 2, 3, 4)
          UPDATE search_documents d SET price_outlier = x.outlier
            FROM (SELECT d2.resource_id, COALESCE(med.n >= $2 AND d2.amount > med.m * $1, false) AS outlier
@@ -151,13 +179,15 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
       if (resourceIds.length === 0) return out;
       const { rows } = await pgQuery<Row>(
         db,
-        `SELECT r.id, d.resource_id AS indexed, l.live, l.checked_at AS "checkedAt", l.latency_p50_ms AS p50, l.latency_p99_ms AS p99,
+        `SELECT r.id, d.resource_id AS indexed, l.live, l.checked_at AS "checkedAt", l.latency_p50_ms AS p50,
+          l.latency_p99_ms AS p99,
                 d.uptime, d.owner_verified AS "ownerVerified", COALESCE(d.host_verified, false) AS "domainVerified",
                 COALESCE(d.price_drift, false) AS "priceDrift", COALESCE(d.payout_changed, false) AS "payoutChanged",
                 COALESCE(d.price_outlier, false) AS "priceOutlier", COALESCE(d.unique_payers, 0) AS payers,
                 COALESCE(d.settlement_count, 0) AS calls, d.last_payment_at IS NOT NULL AS settled,
                 COALESCE(d.self_dealt, false) AS "selfDealing",
-                COALESCE(d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier OR d.self_dealt, false) AS demoted
+                COALESCE(d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier
+                  OR d.self_dealt, false) AS demoted
            FROM unnest(CAST($1 AS text[])) AS k(id) JOIN resources r ON r.id = k.id
            LEFT JOIN search_documents d ON d.resource_id = r.id
            LEFT JOIN resource_liveness l ON l.resource_id = r.id`,
@@ -191,13 +221,16 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
       return db.transaction(async (transaction) => {
         const [rows] = (await db.query(
           `UPDATE resource_drift SET confirmed_at = now(), confirmed_by = $2
-            WHERE resource_id = $1 AND confirmed_at IS NULL AND resolved_at IS NULL AND ($3::text IS NULL OR kind = $3) RETURNING id`,
+            WHERE resource_id = $1 AND confirmed_at IS NULL AND resolved_at IS NULL AND ($3::text IS
+              NULL OR kind = $3) RETURNING id`,
           { bind: [resourceId, sellerId, kind], transaction },
         )) as [unknown[], unknown];
         await db.query(
           `UPDATE search_documents d SET
-             price_drift = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND x.kind = 'price' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL),
-             payout_changed = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND x.kind = 'payout' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL)
+             price_drift = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id
+               AND x.kind = 'price' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL),
+             payout_changed = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id =
+               d.resource_id AND x.kind = 'payout' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL)
             WHERE d.resource_id = $1`,
           { bind: [resourceId], transaction },
         );
@@ -213,7 +246,12 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
           WHERE resource_id = $1 AND confirmed_at IS NULL AND resolved_at IS NULL ORDER BY detected_at`,
         [resourceId],
       );
-      return rows.map((r) => ({ kind: r.kind as 'price' | 'payout', listed: r.listed as string, observed: r.observed as string, detectedAt: r.detectedAt as Date }));
+      return rows.map((r) => ({
+        kind: r.kind as 'price' | 'payout',
+        listed: r.listed as string,
+        observed: r.observed as string,
+        detectedAt: r.detectedAt as Date,
+      }));
     },
   };
 }

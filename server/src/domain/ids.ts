@@ -38,7 +38,9 @@ export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${ulid(undefined, pooledRandom)}`;
 }
 
-const ID_PATTERNS = Object.fromEntries(Object.entries(ID_PREFIXES).map(([k, p]) => [k, new RegExp(`^${p}_[0-9A-HJKMNP-TV-Z]{26}$`)])) as Record<IdKind, RegExp>;
+const ID_PATTERNS = Object.fromEntries(
+  Object.entries(ID_PREFIXES).map(([k, p]) => [k, new RegExp(`^${p}_[0-9A-HJKMNP-TV-Z]{26}$`)]),
+) as Record<IdKind, RegExp>;
 
 export function isId(kind: IdKind, value: string): boolean {
   return ID_PATTERNS[kind].test(value);

@@ -20,7 +20,10 @@ export const MAX_LIMIT = 100;
 export function decodeCursor(cursor: string | undefined): string | null {
   if (cursor === undefined || cursor === '') return null;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[a-z]{3}_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [{ field: 'cursor', message: 'not a cursor this API issued' }]);
+  if (!/^[a-z]{3}_[0-9A-HJKMNP-TV-Z]{26}$/.test(id))
+    throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [
+      { field: 'cursor', message: 'not a cursor this API issued' },
+    ]);
   return id;
 }
 

@@ -53,7 +53,9 @@ export function authorize(principal: Principal, operation: MatchedOperation): vo
   if (principal.role === 'public' && (operation.keyRequired || operatorOnly)) {
     throw new DomainError(
       'UNAUTHORIZED',
-      operatorOnly ? 'The operator key is required' : 'This operation requires an API key (Authorization: Bearer <key>)',
+      operatorOnly
+        ? 'The operator key is required'
+        : 'This operation requires an API key (Authorization: Bearer <key>)',
     );
   }
   if (principal.role !== 'seller') return;

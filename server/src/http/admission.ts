@@ -65,7 +65,8 @@ class Slots {
   }
   release(): void {
     const next = this.queue.shift();
-    if (next) next(); // the slot passes straight to the next waiter
+    if (next)
+      next(); // the slot passes straight to the next waiter
     else this.used -= 1;
   }
 }
@@ -104,7 +105,14 @@ export function admission(opts: AdmissionOptions): RequestHandler {
     const wait = bounded.acquire();
     if (!wait) {
       opts.metrics.shed.inc({ class: c });
-      return next(new DomainError('SERVICE_UNAVAILABLE', 'The service is at capacity for this kind of request; retry shortly', [], { 'Retry-After': '1' }));
+      return next(
+        new DomainError(
+          'SERVICE_UNAVAILABLE',
+          'The service is at capacity for this kind of request; retry shortly',
+          [],
+          { 'Retry-After': '1' },
+        ),
+      );
     }
     waiting[c] += 1;
     report(c);

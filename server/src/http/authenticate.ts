@@ -12,7 +12,8 @@ export type OperatorKeys = () => readonly string[];
  * Resolves `Authorization: Bearer <api key>` into a principal (res.locals.principal) and, for a valid key, its
  * principal's rate limit bucket (res.locals.rateLimitKey: `seller:<sellerId>` for every key of a seller, so minting
  * more keys buys no more requests; `operator` for every operator key) and its idempotency scope
- * (res.locals.idempotencyScope: the key, `key:<keyId>`, or `operator`). It never answers by itself: a malformed, unknown, revoked or expired key
+ * (res.locals.idempotencyScope: the key, `key:<keyId>`, or `operator`). It never answers by itself: a malformed,
+ * unknown, revoked or expired key
  * is only marked (res.locals.credentialsRejected), so that the rate limiter counts it against the client IP first
  * and `rejectBadCredentials` answers 401 after it. A malformed header is not looked up at all.
  *
@@ -27,7 +28,13 @@ export type OperatorKeys = () => readonly string[];
  * up. Expiry is checked on every request against the cached `expiresAt`. `lastUsedAt` is written at most once a
  * minute per key and process, after the answer is decided (fire and forget: a failed write never fails a request).
  */
-export function resolveCredentials(deps: { sellers: SellerRepository; operatorApiKey: string | null; operatorKeys?: OperatorKeys; cache?: ApiKeyCache; now?: () => number }): RequestHandler {
+export function resolveCredentials(deps: {
+  sellers: SellerRepository;
+  operatorApiKey: string | null;
+  operatorKeys?: OperatorKeys;
+  cache?: ApiKeyCache;
+  now?: () => number;
+}): RequestHandler {
   const cache = deps.cache ?? new ApiKeyCache();
   const now = deps.now ?? Date.now;
   const operatorKeys: OperatorKeys = deps.operatorKeys ?? (() => (deps.operatorApiKey ? [deps.operatorApiKey] : []));
@@ -66,11 +73,21 @@ export function resolveCredentials(deps: { sellers: SellerRepository; operatorAp
         record = await deps.sellers.findApiKeyByHash(hash);
         if (record) cache.set(hash, record, generation);
       }
-      if (!record || record.role !== 'seller' || !record.sellerId || (record.expiresAt && record.expiresAt.getTime() <= now())) {
+      if (
+        !record ||
+        record.role !== 'seller' ||
+        !record.sellerId ||
+        (record.expiresAt && record.expiresAt.getTime() <= now())
+      ) {
         res.locals.credentialsRejected = true;
         return next();
       }
-      res.locals.principal = { role: 'seller', sellerId: record.sellerId, keyId: record.id, scope: record.scope } satisfies Principal;
+      res.locals.principal = {
+        role: 'seller',
+        sellerId: record.sellerId,
+        keyId: record.id,
+        scope: record.scope,
+      } satisfies Principal;
       // The seller is the principal: all its keys share one budget (issue #29: a new key never resets the limit).
       res.locals.rateLimitKey = `seller:${record.sellerId}`;
       res.locals.idempotencyScope = `key:${record.id}`;
@@ -88,7 +105,8 @@ export function resolveCredentials(deps: { sellers: SellerRepository; operatorAp
  */
 export function rejectBadCredentials(): RequestHandler {
   return (_req, res, next) => {
-    if (res.locals.credentialsRejected) return next(new DomainError('UNAUTHORIZED', 'The API key is malformed, unknown, revoked or expired'));
+    if (res.locals.credentialsRejected)
+      return next(new DomainError('UNAUTHORIZED', 'The API key is malformed, unknown, revoked or expired'));
     next();
   };
 }
@@ -131,7 +149,8 @@ export class ApiKeyCache {
     return entry.record;
   }
 
-  /** Caches a record looked up when the cache was at `generation` (default: now); ignored if a change was heard since. */
+  /** Caches a record looked up when the cache was at `generation` (default: now); ignored if a change was heard since.
+   * */
   set(hash: Buffer, record: ApiKeyRecord, generation = this.generation): void {
     if (this.ttlMs <= 0 || !this.active || generation !== this.generation) return;
     const id = hash.toString('base64');

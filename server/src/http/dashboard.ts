@@ -10,7 +10,11 @@ export function dashboardRouter(): Router {
   const router = express.Router();
   const uplotDir = path.dirname(require.resolve('uplot/dist/uPlot.iife.min.js'));
   const headers = (res: express.Response) => {
-    res.setHeader('Content-Security-Policy', "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'");
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " +
+        "script-src 'self'; frame-ancestors 'none'",
+    );
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'no-referrer');
     res.setHeader('Cache-Control', 'no-store');

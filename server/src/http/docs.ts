@@ -23,14 +23,20 @@ export function docsRouter(specJson: unknown): Router {
     Redoc.init(spec, {
       disableSearch: false,
       hideDownloadButton: false,
-      theme: { typography: { fontFamily: 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif', headings: { fontFamily: 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif' }, code: { fontFamily: 'ui-monospace, Menlo, Consolas, monospace' } } }
+      theme: { typography: { fontFamily: 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif', headings: {
+        fontFamily: 'system-ui, -apple-system, Segoe UI, Roboto, sans-serif' }, code: { fontFamily:
+        'ui-monospace, Menlo, Consolas, monospace' } } }
     }, document.getElementById('redoc'));
   });
 </script>
 </body>
 </html>`;
   router.get('/', (_req, res) => {
-    res.setHeader('Content-Security-Policy', "default-src 'self'; script-src 'self' 'unsafe-inline' blob:; style-src 'self' 'unsafe-inline'; img-src 'self' data:; worker-src 'self' blob:");
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'self'; script-src 'self' 'unsafe-inline' blob:; style-src 'self' 'unsafe-inline'; img-src " +
+        "'self' data:; worker-src 'self' blob:",
+    );
     res.type('html').send(page);
   });
   router.get('/redoc.standalone.js', (_req, res) => res.sendFile(redocBundle, { maxAge: '1h' }));

@@ -18,18 +18,33 @@ const FACILITATOR_PATHS = new Set(['/v1/verify', '/v1/settle']);
 
 /** Maps body-parser and express-openapi-validator errors into the domain error that the envelope carries. */
 function fromFrameworkError(err: ValidatorError, path: string): DomainError | null {
-  if (err.type === 'entity.parse.failed') return new DomainError('INVALID_REQUEST', 'The request body is not valid JSON');
-  if (err.type === 'entity.too.deep') return new DomainError('INVALID_REQUEST', err.message ?? 'The request body is nested too deeply');
-  if (err.type === 'entity.too.large' || err.status === 413) return new DomainError('PAYLOAD_TOO_LARGE', 'The request body is too large');
+  if (err.type === 'entity.parse.failed')
+    return new DomainError('INVALID_REQUEST', 'The request body is not valid JSON');
+  if (err.type === 'entity.too.deep')
+    return new DomainError('INVALID_REQUEST', err.message ?? 'The request body is nested too deeply');
+  if (err.type === 'entity.too.large' || err.status === 413)
+    return new DomainError('PAYLOAD_TOO_LARGE', 'The request body is too large');
   // body-parser: `application/json; charset=latin1` (charset.unsupported), an unknown Content-Encoding
   // (encoding.unsupported): the body cannot be read as UTF-8 JSON.
   if (err.type === 'charset.unsupported' || err.type === 'encoding.unsupported') {
-    return new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported charset or content encoding: send application/json in UTF-8 (no Content-Encoding)');
+    return new DomainError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      'Unsupported charset or content encoding: send application/json in UTF-8 (no Content-Encoding)',
+    );
   }
   const status = err.status ?? err.statusCode;
   // Any other client error of the body reader (http-errors with expose: an aborted or mis-sized body, ...).
-  if (status && status >= 400 && status < 500 && !Array.isArray(err.errors) && (err as { expose?: unknown }).expose === true) {
-    return new DomainError(status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'INVALID_REQUEST', 'The request body could not be read');
+  if (
+    status &&
+    status >= 400 &&
+    status < 500 &&
+    !Array.isArray(err.errors) &&
+    (err as { expose?: unknown }).expose === true
+  ) {
+    return new DomainError(
+      status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'INVALID_REQUEST',
+      'The request body could not be read',
+    );
   }
   if (!status || !Array.isArray(err.errors)) return null;
   const details = readableDetails(err.errors);
@@ -38,7 +53,8 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
   else if (status === 405) code = 'METHOD_NOT_ALLOWED';
   else if (status === 415) code = 'UNSUPPORTED_MEDIA_TYPE';
   else if (status === 400) code = FACILITATOR_PATHS.has(path) ? 'INVALID_PAYMENT_PAYLOAD' : 'INVALID_REQUEST';
-  else if (status >= 500) return null; // a response that breaks the contract: a bug, reported as INTERNAL_ERROR
+  else if (status >= 500)
+    return null; // a response that breaks the contract: a bug, reported as INTERNAL_ERROR
   else code = 'INVALID_REQUEST';
   const total = details.length + (err.omittedErrors ?? 0);
   const listed = details.slice(0, MAX_ERROR_DETAILS).map((d) => (d.field ? `${d.field} ${d.message}` : d.message));
@@ -47,7 +63,11 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
       ? `No route ${path}`
       : status === 405
         ? 'Method not allowed on this route'
-        : `The request does not match the API contract: ${listed.join('; ')}${total > listed.length ? `; and ${total - listed.length} more (${total} problems in all, the first ${listed.length} are in details)` : ''}`;
+        : `The request does not match the API contract: ${listed.join('; ')}` +
+          (total > listed.length
+            ? `; and ${total - listed.length} more (${total} problems in all, ` +
+              `the first ${listed.length} are in details)`
+            : '');
   return new DomainError(code, message, details);
 }
 
@@ -58,12 +78,19 @@ function fromFrameworkError(err: ValidatorError, path: string): DomainError | nu
  * them and counts the rest (error-envelope.ts, validation-bounds.ts: issue #29).
  */
 const PATTERN_WORDS: Array<[RegExp, string]> = [
-  [/^\^\(0\|\[1-9\]/, 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5 (no comma, sign or exponent)'],
+  [
+    /^\^\(0\|\[1-9\]/,
+    'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5 (no comma, ' +
+      'sign or exponent)',
+  ],
   [/^\^G\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account address: G followed by 55 characters (A-Z, 2-7)'],
   [/^\^C\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar contract address: C followed by 55 characters (A-Z, 2-7)'],
   [/^\^\[GC\]\[A-Z2-7\]\{55\}\$$/, 'must be a Stellar account (G...) or contract (C...) address of 56 characters'],
   [/^\^\[A-Za-z0-9\]\{1,12\}\$$/, 'must be an asset code of 1 to 12 letters or digits, e.g. USDC'],
-  [/^\^\(\[a-z0-9\]/, `must be a lowercase domain name such as weather.example.com (no scheme, port or path); ${LOCAL_DOMAIN_HINT}`],
+  [
+    /^\^\(\[a-z0-9\]/,
+    `must be a lowercase domain name such as weather.example.com (no scheme, port or path); ${LOCAL_DOMAIN_HINT}`,
+  ],
   [/^\^\[-a-z0-9\]\{3,8\}:/, 'must be a network id: stellar:testnet or stellar:pubnet'],
   [/^\^https\?:/, 'must be an absolute http(s) URL without spaces, e.g. https://api.example.com/v1/forecast/{city}'],
   [/^\^\[0-9a-f\]\{64\}\$$/, 'must be 64 lowercase hexadecimal characters (a transaction hash)'],
@@ -119,8 +146,14 @@ function isDatabaseDown(err: unknown): boolean {
     return /^08|^57P0[123]$/.test(code) || (!code && CONNECTION_GONE.test(String(parent?.message ?? '')));
   }
   // a connection the pool handed out while PostgreSQL was stopping (pg's own Error, no SQLSTATE)
-  if (name === 'Error' && !(err as { code?: unknown }).code && CONNECTION_GONE.test(String((err as Error).message))) return true;
-  return name === 'SequelizeConnectionError' || name === 'SequelizeConnectionRefusedError' || name === 'SequelizeConnectionAcquireTimeoutError' || name === 'SequelizeHostNotReachableError';
+  if (name === 'Error' && !(err as { code?: unknown }).code && CONNECTION_GONE.test(String((err as Error).message)))
+    return true;
+  return (
+    name === 'SequelizeConnectionError' ||
+    name === 'SequelizeConnectionRefusedError' ||
+    name === 'SequelizeConnectionAcquireTimeoutError' ||
+    name === 'SequelizeHostNotReachableError'
+  );
 }
 
 /** The last middleware: everything leaves in the one envelope; internals are logged, never returned. */
@@ -132,9 +165,19 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (mapped) return sendError(res, mapped, (err as ValidatorError).omittedErrors ?? 0);
     if (isDatabaseDown(err)) {
       logger.error('database unavailable', { requestId: res.locals.requestId, error: (err as Error).message });
-      return sendError(res, new DomainError('SERVICE_UNAVAILABLE', 'A dependency of the service is unavailable; retry later', [], { 'Retry-After': '5' }));
+      return sendError(
+        res,
+        new DomainError('SERVICE_UNAVAILABLE', 'A dependency of the service is unavailable; retry later', [], {
+          'Retry-After': '5',
+        }),
+      );
     }
-    logger.error('unhandled error', { requestId: res.locals.requestId, route: req.path, error: (err as Error)?.message, stack: (err as Error)?.stack });
+    logger.error('unhandled error', {
+      requestId: res.locals.requestId,
+      route: req.path,
+      error: (err as Error)?.message,
+      stack: (err as Error)?.stack,
+    });
     sendError(res, new DomainError('INTERNAL_ERROR', 'An internal error occurred'));
   };
 }

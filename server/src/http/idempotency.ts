@@ -7,7 +7,10 @@ export interface IdempotencyStore {
   /** Claims the key for a request (its body's hash): true when this request is the one to run. */
   claim(scope: string, key: string, requestHash: string): Promise<boolean>;
   /** The stored first request: null status while it still runs. */
-  read(scope: string, key: string): Promise<{ requestHash: string; statusCode: number | null; responseBody: unknown } | null>;
+  read(
+    scope: string,
+    key: string,
+  ): Promise<{ requestHash: string; statusCode: number | null; responseBody: unknown } | null>;
   /** Stores the answer (status and JSON body) of the request that claimed the key. */
   store(scope: string, key: string, status: number, body: string): Promise<void>;
   /** Forgets the key (a 5xx answer is not kept: a retry runs again). */
@@ -41,31 +44,47 @@ function withholdSecrets(body: unknown): WithheldMarker | null {
   return { withheld: true, created: typeof key === 'string' ? { field: 'keyId', id: key } : null };
 }
 
-const isWithheld = (body: unknown): body is WithheldMarker => typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
+const isWithheld = (body: unknown): body is WithheldMarker =>
+  typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
 
 export function idempotency(keys: IdempotencyStore): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (req.method !== 'POST' || !key) return next();
     const scope = `${(res.locals.idempotencyScope as string | undefined) ?? `ip:${req.ip}`}`;
-    const requestHash = crypto.createHash('sha256').update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`).digest('hex');
+    const requestHash = crypto
+      .createHash('sha256')
+      .update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`)
+      .digest('hex');
     try {
       const claimed = await keys.claim(scope, key, requestHash);
       if (!claimed) {
         const stored = await keys.read(scope, key);
-        if (!stored) return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key is being reused; retry'));
+        if (!stored)
+          return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key is being reused; retry'));
         if (stored.requestHash !== requestHash) {
-          return next(new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was used with a different request body'));
+          return next(
+            new DomainError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was used with a different request body'),
+          );
         }
         if (stored.statusCode === null) {
-          return next(new DomainError('IDEMPOTENCY_CONFLICT', 'A request with this Idempotency-Key is still in progress; retry later', [], { 'Retry-After': '1' }));
+          return next(
+            new DomainError(
+              'IDEMPOTENCY_CONFLICT',
+              'A request with this Idempotency-Key is still in progress; retry later',
+              [],
+              { 'Retry-After': '1' },
+            ),
+          );
         }
         if (isWithheld(stored.responseBody)) {
           const created = stored.responseBody.created;
           return next(
             new DomainError(
               'IDEMPOTENCY_CONFLICT',
-              `The first request with this Idempotency-Key succeeded${created ? ` (${created.field} ${created.id})` : ''}; its secret is shown only once and is not replayed`,
+              `The first request with this Idempotency-Key ` +
+                `succeeded${created ? ` (${created.field} ${created.id})` : ''}; its secret is shown only once ` +
+                `and is not replayed`,
               created ? [{ field: created.field, message: created.id }] : [],
             ),
           );
@@ -77,7 +96,10 @@ export function idempotency(keys: IdempotencyStore): RequestHandler {
       const originalJson = res.json.bind(res);
       res.json = (body: unknown) => {
         const status = res.statusCode;
-        const store = status < 500 ? keys.store(scope, key, status, JSON.stringify(withholdSecrets(body) ?? body)) : keys.forget(scope, key);
+        const store =
+          status < 500
+            ? keys.store(scope, key, status, JSON.stringify(withholdSecrets(body) ?? body))
+            : keys.forget(scope, key);
         // The response waits for the record, so a retry that arrives right after it sees the stored answer.
         store.then(
           () => originalJson(body),

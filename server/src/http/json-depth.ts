@@ -21,7 +21,8 @@ export function jsonDepthExceeds(buf: Buffer, max: number): boolean {
   for (let i = 0; i < buf.length; i += 1) {
     const c = buf[i];
     if (inString) {
-      if (c === 0x5c) i += 1; // backslash: skip the escaped byte
+      if (c === 0x5c)
+        i += 1; // backslash: skip the escaped byte
       else if (c === 0x22) inString = false;
       continue;
     }

@@ -22,7 +22,9 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
     for (const method of METHODS) {
       const op = item[method];
       if (!op) continue;
-      const handler = handlers[op.operationId as OperationId] as unknown as (ctx: HandlerContext<OperationId>) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+      const handler = handlers[op.operationId as OperationId] as unknown as (
+        ctx: HandlerContext<OperationId>,
+      ) => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
       if (!handler) throw new Error(`no handler for operation ${op.operationId}`);
       router[method](expressPath, async (req, res, next) => {
         res.locals.routeTemplate = path;
@@ -40,7 +42,10 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
           });
           for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
           res.status(result.status);
-          if (typeof result.body === 'string') res.type(Object.keys(op.responses[String(result.status)]?.content ?? {})[0] ?? 'text/plain').send(result.body);
+          if (typeof result.body === 'string')
+            res
+              .type(Object.keys(op.responses[String(result.status)]?.content ?? {})[0] ?? 'text/plain')
+              .send(result.body);
           else res.json(result.body);
         } catch (err) {
           next(err);

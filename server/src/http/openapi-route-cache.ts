@@ -49,6 +49,7 @@ export function memoizeValidatorRouteCompilation(): void {
 
 /** Options made of booleans, strings and numbers only (what the validator passes: sensitive, strict). */
 function plainOptions(options: Record<string, unknown>): boolean {
-  for (const v of Object.values(options)) if (!['boolean', 'string', 'number', 'undefined'].includes(typeof v)) return false;
+  for (const v of Object.values(options))
+    if (!['boolean', 'string', 'number', 'undefined'].includes(typeof v)) return false;
   return true;
 }

@@ -42,7 +42,12 @@ export function createOperationMatcher(paths: SpecPaths): (method: string, path:
         template,
         operations,
         params: (template.match(/\{[^}]+\}/g) ?? []).length,
-        re: new RegExp(`^${template.split(/\{[^}]+\}/).map(literal).join('[^/]+')}/?$`),
+        re: new RegExp(
+          `^${template
+            .split(/\{[^}]+\}/)
+            .map(literal)
+            .join('[^/]+')}/?$`,
+        ),
       };
     })
     .sort((a, b) => a.params - b.params);

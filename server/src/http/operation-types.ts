@@ -17,21 +17,30 @@ type Content<T> = T extends { content: { 'application/json': infer B } }
       ? B
       : never;
 
-export type RequestBody<K extends OperationId> = Op<K> extends { requestBody: infer RB }
-  ? Content<RB>
-  : Op<K> extends { requestBody?: infer RB }
-    ? Content<NonNullable<RB>> | undefined
-    : undefined;
+export type RequestBody<K extends OperationId> =
+  Op<K> extends { requestBody: infer RB }
+    ? Content<RB>
+    : Op<K> extends { requestBody?: infer RB }
+      ? Content<NonNullable<RB>> | undefined
+      : undefined;
 
-export type PathParams<K extends OperationId> = Op<K>['parameters'] extends { path: infer P } ? P : Record<string, never>;
-export type QueryParams<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q } ? NonNullable<Q> : Record<string, never>;
+export type PathParams<K extends OperationId> = Op<K>['parameters'] extends { path: infer P }
+  ? P
+  : Record<string, never>;
+export type QueryParams<K extends OperationId> = Op<K>['parameters'] extends { query?: infer Q }
+  ? NonNullable<Q>
+  : Record<string, never>;
 
 /** Statuses a handler returns itself; every error status is produced by throwing a DomainError. */
 type HandlerStatus = 200 | 201 | 202 | 503;
 type Responses<K extends OperationId> = Op<K>['responses'];
 
 export type HandlerResult<K extends OperationId> = {
-  [S in keyof Responses<K> & HandlerStatus]: { status: S; body: Content<Responses<K>[S]>; headers?: Record<string, string> };
+  [S in keyof Responses<K> & HandlerStatus]: {
+    status: S;
+    body: Content<Responses<K>[S]>;
+    headers?: Record<string, string>;
+  };
 }[keyof Responses<K> & HandlerStatus];
 
 export interface HandlerContext<K extends OperationId> {
@@ -41,7 +50,8 @@ export interface HandlerContext<K extends OperationId> {
   principal: Principal;
   requestId: string;
   header(name: string): string | undefined;
-  /** The caller's address as Express sees it (req.ip): the party a client-address budget or queue place is charged to. */
+  /** The caller's address as Express sees it (req.ip): the party a client-address budget or queue place is charged to.
+   * */
   clientAddress: string;
 }
 

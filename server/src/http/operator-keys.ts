@@ -38,7 +38,9 @@ export class OperatorKeyRing {
     try {
       text = fs.readFileSync(this.source.file, 'utf8');
     } catch {
-      this.logger?.warn('operator key file could not be read; keeping the keys read before', { file: this.source.file });
+      this.logger?.warn('operator key file could not be read; keeping the keys read before', {
+        file: this.source.file,
+      });
       return;
     }
     const keys = text
@@ -49,7 +51,8 @@ export class OperatorKeyRing {
       this.logger?.warn('operator key file holds no key; keeping the keys read before', { file: this.source.file });
       return;
     }
-    if (this.current.length && keys.join('\n') !== this.current.join('\n')) this.logger?.info('operator keys reloaded', { file: this.source.file, keys: keys.length });
+    if (this.current.length && keys.join('\n') !== this.current.join('\n'))
+      this.logger?.info('operator keys reloaded', { file: this.source.file, keys: keys.length });
     this.current = keys;
   }
 

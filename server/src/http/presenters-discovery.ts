@@ -31,14 +31,39 @@ export function presentTrust(t: Trust): S['ResourceTrust'] {
   return { ...t, checkedAt: t.checkedAt ? t.checkedAt.toISOString() : null };
 }
 
-export function presentDiscoveryPage(page: { items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }): S['DiscoveryPage'] {
-  return { resources: page.items.map(presentDiscoveryResource), nextCursor: page.nextCursor, partialResults: page.partialResults };
+export function presentDiscoveryPage(page: {
+  items: DiscoveryItem[];
+  nextCursor: string | null;
+  partialResults: boolean;
+}): S['DiscoveryPage'] {
+  return {
+    resources: page.items.map(presentDiscoveryResource),
+    nextCursor: page.nextCursor,
+    partialResults: page.partialResults,
+  };
 }
 
-export function presentSearchPage(page: { items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean; strategy: string }): S['SearchPage'] {
-  return { resources: page.items.map(presentDiscoveryResource), ranking: { strategy: page.strategy }, partialResults: page.partialResults, nextCursor: page.nextCursor };
+export function presentSearchPage(page: {
+  items: DiscoveryItem[];
+  nextCursor: string | null;
+  partialResults: boolean;
+  strategy: string;
+}): S['SearchPage'] {
+  return {
+    resources: page.items.map(presentDiscoveryResource),
+    ranking: { strategy: page.strategy },
+    partialResults: page.partialResults,
+    nextCursor: page.nextCursor,
+  };
 }
 
 export function presentCatalogResult(c: CatalogOutcome): S['CatalogResult'] {
-  return { ok: true, resourceId: c.resourceId, versionId: c.versionId, catalogEventId: c.catalogEventId, indexingStatus: 'queued', warnings: c.warnings };
+  return {
+    ok: true,
+    resourceId: c.resourceId,
+    versionId: c.versionId,
+    catalogEventId: c.catalogEventId,
+    indexingStatus: 'queued',
+    warnings: c.warnings,
+  };
 }

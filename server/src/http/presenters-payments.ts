@@ -77,7 +77,11 @@ export function presentReceipt(r: ReceiptRecord): S['Receipt'] {
   };
 }
 
-export function presentPaymentDetail(a: AttemptRecord, s: SettlementRecord | null, r: ReceiptRecord | null): S['PaymentDetail'] {
+export function presentPaymentDetail(
+  a: AttemptRecord,
+  s: SettlementRecord | null,
+  r: ReceiptRecord | null,
+): S['PaymentDetail'] {
   return {
     ...presentPayment(a),
     settlementId: s?.id ?? null,

@@ -10,7 +10,8 @@ import type { Metrics } from '../metrics/registry';
  * only work before it is resolving the API key (authenticate.ts). The bucket is the principal of a valid key
  * (`res.locals.rateLimitKey`): the seller (`seller:<sellerId>`, shared by all its keys, so minting a key never resets
  * the limit) or the operator (`operator`, every operator key); a request without a key, or with a malformed or
- * unknown one, counts against its client IP, so a flood of bad keys is limited like any other flood. Refusals are 429 RATE_LIMITED with
+ * unknown one, counts against its client IP, so a flood of bad keys is limited like any other flood. Refusals are 429
+ * RATE_LIMITED with
  * Retry-After and RateLimit-* headers. When the database cannot be reached, an in-process limiter with the same
  * budget takes over (so /health can still report the outage, and the limit still holds per process).
  *
@@ -43,7 +44,13 @@ interface LocalBucket {
   pending: Promise<void> | null;
 }
 
-type RateLimitDeps = { db: Sequelize; points: number; windowSeconds: number; metrics: Metrics; routeOf: (path: string) => string };
+type RateLimitDeps = {
+  db: Sequelize;
+  points: number;
+  windowSeconds: number;
+  metrics: Metrics;
+  routeOf: (path: string) => string;
+};
 
 export function rateLimit(deps: RateLimitDeps): RequestHandler {
   return createRateLimiter(deps).middleware;
@@ -174,7 +181,16 @@ const CHALLENGE_WINDOW_SECONDS = 3600;
 export function challengeRateLimit(deps: { db: Sequelize; limit?: ChallengeLimit; metrics: Metrics }): RequestHandler {
   const limit = deps.limit ?? DEFAULT_CHALLENGE_LIMIT;
   const limiter = (keyPrefix: string, points: number) =>
-    new RateLimiterPostgres({ storeClient: deps.db, storeType: 'sequelize', tableName: 'rate_limits', tableCreated: true, clearExpiredByTimeout: false, keyPrefix, points, duration: CHALLENGE_WINDOW_SECONDS });
+    new RateLimiterPostgres({
+      storeClient: deps.db,
+      storeType: 'sequelize',
+      tableName: 'rate_limits',
+      tableCreated: true,
+      clearExpiredByTimeout: false,
+      keyPrefix,
+      points,
+      duration: CHALLENGE_WINDOW_SECONDS,
+    });
   const perClient = limiter('challenge-client', limit.perClient);
   const perWallet = limiter('challenge-wallet', limit.perWallet);
   return async (req, res, next) => {
@@ -188,7 +204,14 @@ export function challengeRateLimit(deps: { db: Sequelize; limit?: ChallengeLimit
       if (!(err instanceof RateLimiterRes)) return next(err);
       const retryAfter = String(Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
       deps.metrics.rateLimited.inc({ route: '/v1/sellers/challenges' });
-      next(new DomainError('RATE_LIMITED', `Too many sign-up challenges from this address or for this wallet; retry after ${retryAfter} s`, [], { 'Retry-After': retryAfter }));
+      next(
+        new DomainError(
+          'RATE_LIMITED',
+          `Too many sign-up challenges from this address or for this wallet; retry after ${retryAfter} s`,
+          [],
+          { 'Retry-After': retryAfter },
+        ),
+      );
     }
   };
 }

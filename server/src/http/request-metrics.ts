@@ -14,8 +14,10 @@ export function requestMetrics(metrics: Metrics, routeOf: (path: string) => stri
       const labels = { method: methodLabel(req.method), route, status: String(res.statusCode) };
       end(labels);
       metrics.httpRequests.inc(labels);
-      if (res.statusCode >= 400) metrics.httpErrors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
-      if (res.statusCode === 401 || res.statusCode === 403) metrics.authFailures.inc({ reason: String(res.locals.errorCode ?? res.statusCode) });
+      if (res.statusCode >= 400)
+        metrics.httpErrors.inc({ route, code: String(res.locals.errorCode ?? res.statusCode) });
+      if (res.statusCode === 401 || res.statusCode === 403)
+        metrics.authFailures.inc({ reason: String(res.locals.errorCode ?? res.statusCode) });
     });
     next();
   };

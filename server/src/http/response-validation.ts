@@ -17,19 +17,28 @@ import addFormats from 'ajv-formats';
 const SPEC_ID = 'openapi.json';
 
 type ResponseObject = { $ref?: string; content?: Record<string, { schema?: unknown }> };
-type Spec = { paths: Record<string, Record<string, { responses?: Record<string, ResponseObject> } | undefined>>; components?: { responses?: Record<string, ResponseObject> } };
+type Spec = {
+  paths: Record<string, Record<string, { responses?: Record<string, ResponseObject> } | undefined>>;
+  components?: { responses?: Record<string, ResponseObject> };
+};
 
 /** One JSON Pointer token (RFC 6901). */
 const token = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** The response object the status resolves to (exact code, then 2XX-style range, then default), and its pointer. */
-function responseFor(spec: Spec, path: string, method: string, status: number): { pointer: string; response: ResponseObject } | null {
+function responseFor(
+  spec: Spec,
+  path: string,
+  method: string,
+  status: number,
+): { pointer: string; response: ResponseObject } | null {
   const responses = spec.paths[path]?.[method]?.responses ?? {};
   const code = [String(status), `${String(status)[0]}XX`, 'default'].find((c) => c in responses);
   if (!code) return null;
   const response = responses[code];
   const ref = response.$ref?.match(/^#\/components\/responses\/([^/]+)$/)?.[1];
-  if (ref && spec.components?.responses?.[ref]) return { pointer: `#/components/responses/${ref}`, response: spec.components.responses[ref] };
+  if (ref && spec.components?.responses?.[ref])
+    return { pointer: `#/components/responses/${ref}`, response: spec.components.responses[ref] };
   return { pointer: `#/paths/${token(path)}/${method}/responses/${code}`, response };
 }
 
@@ -61,10 +70,17 @@ export function responseValidation(spec: Spec): RequestHandler {
       // 5xx bodies pass unchecked, as express-openapi-validator left them: they are the error handler's own envelope.
       if (!route || res.statusCode === 304 || res.statusCode >= 500) return json(body);
       const validate = validatorFor(route, req.method.toLowerCase(), res.statusCode);
-      if (validate === undefined) throw contractError(`no schema defined for status code '${res.statusCode}' in the openapi spec`, []);
+      if (validate === undefined)
+        throw contractError(`no schema defined for status code '${res.statusCode}' in the openapi spec`, []);
       if (validate && !validate(body)) {
-        const errors = (validate.errors ?? []).map((e) => ({ path: `.response${e.instancePath.replace(/\//g, '.')}`, message: e.message }));
-        throw contractError(`The response does not match the API contract: ${ajv.errorsText(validate.errors, { dataVar: 'response' })}`, errors);
+        const errors = (validate.errors ?? []).map((e) => ({
+          path: `.response${e.instancePath.replace(/\//g, '.')}`,
+          message: e.message,
+        }));
+        throw contractError(
+          `The response does not match the API contract: ${ajv.errorsText(validate.errors, { dataVar: 'response' })}`,
+          errors,
+        );
       }
       return json(body);
     };

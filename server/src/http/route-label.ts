@@ -16,7 +16,9 @@ export function methodLabel(method: string): string {
 }
 
 /** The route label of a raw path, from the one operation matcher (operation-matcher.ts). */
-export function createRouteLabeler(match: (method: string, path: string) => RouteMatch | null): (path: string) => string {
+export function createRouteLabeler(
+  match: (method: string, path: string) => RouteMatch | null,
+): (path: string) => string {
   return (path) => {
     for (const prefix of MOUNT_PREFIXES) if (path === prefix || path.startsWith(`${prefix}/`)) return prefix;
     return match('GET', path)?.template ?? UNMATCHED_ROUTE;

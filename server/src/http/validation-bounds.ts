@@ -15,7 +15,8 @@ import { MAX_ERROR_DETAILS } from './error-envelope';
  *    the bound Ajv checks the object or array as before (every problem, each named); beyond it Ajv only counts its
  *    keys (or reads its length) and reports one error, so its work no longer grows with what the caller sent.
  * 2. `unknownFieldsBeyondGuard` (an error middleware right after the validator) drops the guard's `if` errors and
- *    turns the one error of an object beyond its bound back into what a person can act on: its first MAX_ERROR_DETAILS unknown fields, each named,
+ *    turns the one error of an object beyond its bound back into what a person can act on: its first MAX_ERROR_DETAILS
+ * unknown fields, each named,
  *    and how many there are (one pass over the object's keys). The envelope then lists at
  *    most MAX_ERROR_DETAILS details and the count of all (error-envelope.ts).
  */
@@ -27,9 +28,20 @@ type Schema = Record<string, unknown>;
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The declared property names of a closed object schema (its `properties`), or null when it is not closed. */
-const closedProperties = (s: Schema): string[] | null => (s.additionalProperties === false ? Object.keys(isObject(s.properties) ? s.properties : {}) : null);
+const closedProperties = (s: Schema): string[] | null =>
+  s.additionalProperties === false ? Object.keys(isObject(s.properties) ? s.properties : {}) : null;
 
-const SUBSCHEMA_KEYS = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'schema'] as const;
+const SUBSCHEMA_KEYS = [
+  'items',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'schema',
+] as const;
 const SUBSCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'schemas'] as const;
 const SUBSCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'] as const;
 
@@ -38,14 +50,17 @@ function guard(node: Schema, seen: Set<Schema>): void {
   if (seen.has(node)) return;
   seen.add(node);
   for (const k of SUBSCHEMA_KEYS) if (isObject(node[k])) guard(node[k] as Schema, seen);
-  for (const k of SUBSCHEMA_MAPS) if (isObject(node[k])) for (const v of Object.values(node[k] as Schema)) if (isObject(v)) guard(v, seen);
-  for (const k of SUBSCHEMA_LISTS) if (Array.isArray(node[k])) for (const v of node[k] as unknown[]) if (isObject(v)) guard(v, seen);
+  for (const k of SUBSCHEMA_MAPS)
+    if (isObject(node[k])) for (const v of Object.values(node[k] as Schema)) if (isObject(v)) guard(v, seen);
+  for (const k of SUBSCHEMA_LISTS)
+    if (Array.isArray(node[k])) for (const v of node[k] as unknown[]) if (isObject(v)) guard(v, seen);
   const declared = closedProperties(node);
   // An object's `else` is `false` (one error, "false schema"), not its bound again: counting its keys twice would
   // double the guard's work. An array's `else` repeats `maxItems` (reading a length): its error is the contract's own.
   let guarded: { if: Schema; else: Schema | false } | null = null;
   if (declared) guarded = { if: { maxProperties: declared.length + UNKNOWN_FIELDS_CHECKED }, else: false };
-  else if (typeof node.maxItems === 'number' && node.items !== undefined) guarded = { if: { maxItems: node.maxItems }, else: { maxItems: node.maxItems } };
+  else if (typeof node.maxItems === 'number' && node.items !== undefined)
+    guarded = { if: { maxItems: node.maxItems }, else: { maxItems: node.maxItems } };
   if (!guarded) return;
   const original: Schema = { ...node };
   for (const key of Object.keys(node)) delete node[key];
@@ -74,10 +89,21 @@ export function guardValidationWork(spec: Schema): void {
 
 /** A schema, or something holding schemas (an operation, a parameter, a request body, a media type). */
 function walkContainer(node: Schema, seen: Set<Schema>): void {
-  if ('type' in node || 'properties' in node || 'allOf' in node || 'oneOf' in node || 'anyOf' in node || 'items' in node) return guard(node, seen);
-  for (const p of Array.isArray(node.parameters) ? node.parameters : []) if (isObject(p) && isObject(p.schema)) guard(p.schema, seen);
+  if (
+    'type' in node ||
+    'properties' in node ||
+    'allOf' in node ||
+    'oneOf' in node ||
+    'anyOf' in node ||
+    'items' in node
+  )
+    return guard(node, seen);
+  for (const p of Array.isArray(node.parameters) ? node.parameters : [])
+    if (isObject(p) && isObject(p.schema)) guard(p.schema, seen);
   const body = isObject(node.requestBody) ? node.requestBody : node;
-  if (isObject(body.content)) for (const media of Object.values(body.content)) if (isObject(media) && isObject(media.schema)) guard(media.schema, seen);
+  if (isObject(body.content))
+    for (const media of Object.values(body.content))
+      if (isObject(media) && isObject(media.schema)) guard(media.schema, seen);
   if (isObject(node.schema)) guard(node.schema, seen);
 }
 
@@ -104,7 +130,9 @@ function closedFieldsAt(schema: Schema, pointer: string[], resolve: Resolve, dep
   const merge = (s: Set<string> | null) => {
     if (s) found = found ? new Set([...found, ...s]) : s;
   };
-  for (const k of SUBSCHEMA_LISTS) if (Array.isArray(schema[k])) for (const v of schema[k] as unknown[]) if (isObject(v)) merge(closedFieldsAt(v, pointer, resolve, depth + 1));
+  for (const k of SUBSCHEMA_LISTS)
+    if (Array.isArray(schema[k]))
+      for (const v of schema[k] as unknown[]) if (isObject(v)) merge(closedFieldsAt(v, pointer, resolve, depth + 1));
   if (pointer.length === 0) {
     const declared = closedProperties(schema);
     if (declared) merge(new Set(declared));
@@ -112,9 +140,11 @@ function closedFieldsAt(schema: Schema, pointer: string[], resolve: Resolve, dep
   }
   const [head, ...rest] = pointer;
   const props = isObject(schema.properties) ? schema.properties : {};
-  if (Object.hasOwn(props, head) && isObject(props[head])) merge(closedFieldsAt(props[head] as Schema, rest, resolve, depth + 1));
+  if (Object.hasOwn(props, head) && isObject(props[head]))
+    merge(closedFieldsAt(props[head] as Schema, rest, resolve, depth + 1));
   else if (/^\d+$/.test(head) && isObject(schema.items)) merge(closedFieldsAt(schema.items, rest, resolve, depth + 1));
-  else if (isObject(schema.additionalProperties)) merge(closedFieldsAt(schema.additionalProperties, rest, resolve, depth + 1));
+  else if (isObject(schema.additionalProperties))
+    merge(closedFieldsAt(schema.additionalProperties, rest, resolve, depth + 1));
   return found;
 }
 
@@ -122,7 +152,8 @@ const unescapePointer = (s: string) => s.replace(/~1/g, '/').replace(/~0/g, '~')
 
 /**
  * An error middleware placed right after the validator: each object beyond its guard (the `false schema` error of its
- * `else`: a closed object holding more than its declared fields + UNKNOWN_FIELDS_CHECKED) is reported as its unknown fields,
+ * `else`: a closed object holding more than its declared fields + UNKNOWN_FIELDS_CHECKED) is reported as its unknown
+ * fields,
  * the first MAX_ERROR_DETAILS named (`additionalProperties`, as the validator words them) and the rest counted in
  * `omittedErrors`. Its work: one pass over that object's keys.
  */
@@ -142,9 +173,17 @@ export function unknownFieldsBeyondGuard(spec: Schema): ErrorRequestHandler {
     const guarded = err.errors.filter((e) => e.errorCode === 'false schema.openapi.validation');
     if (guarded.length === 0) return next(err);
     const route = (req as { openapi?: { openApiRoute?: string } }).openapi?.openApiRoute;
-    const operation = route ? (spec.paths as Record<string, Record<string, Schema>> | undefined)?.[route]?.[req.method.toLowerCase()] : undefined;
-    const content = operation && isObject(operation.requestBody) ? (resolve(String(operation.requestBody.$ref ?? '')) ?? operation.requestBody).content : undefined;
-    const bodySchema = isObject(content) && isObject((content as Schema)['application/json']) ? ((content as Record<string, Schema>)['application/json'].schema as Schema | undefined) : undefined;
+    const operation = route
+      ? (spec.paths as Record<string, Record<string, Schema>> | undefined)?.[route]?.[req.method.toLowerCase()]
+      : undefined;
+    const content =
+      operation && isObject(operation.requestBody)
+        ? (resolve(String(operation.requestBody.$ref ?? '')) ?? operation.requestBody).content
+        : undefined;
+    const bodySchema =
+      isObject(content) && isObject((content as Schema)['application/json'])
+        ? ((content as Record<string, Schema>)['application/json'].schema as Schema | undefined)
+        : undefined;
     if (!bodySchema) return next(err);
     const replaced = new Set<string>();
     const named: NonNullable<ValidatorError['errors']> = [];
@@ -154,7 +193,8 @@ export function unknownFieldsBeyondGuard(spec: Schema): ErrorRequestHandler {
       const pointer = path.split('/').slice(2).map(unescapePointer);
       const declared = closedFieldsAt(bodySchema, pointer, resolve);
       let value: unknown = req.body;
-      for (const part of pointer) value = isObject(value) || Array.isArray(value) ? (value as Record<string, unknown>)[part] : undefined;
+      for (const part of pointer)
+        value = isObject(value) || Array.isArray(value) ? (value as Record<string, unknown>)[part] : undefined;
       if (!declared || !isObject(value) || !path.startsWith('/body')) {
         e.message = 'has too many fields: remove the ones this operation does not define (see /docs)';
         continue;
@@ -168,12 +208,19 @@ export function unknownFieldsBeyondGuard(spec: Schema): ErrorRequestHandler {
         if (named.length + first.length < MAX_ERROR_DETAILS) first.push(key);
       }
       replaced.add(path);
-      for (const key of first) named.push({ path: `${path}/${key}`, message: 'must NOT have additional properties', errorCode: 'additionalProperties.openapi.validation' });
+      for (const key of first)
+        named.push({
+          path: `${path}/${key}`,
+          message: 'must NOT have additional properties',
+          errorCode: 'additionalProperties.openapi.validation',
+        });
       omitted += unknown - first.length;
     }
     if (replaced.size === 0) return next(err);
     // The guard's own error on those objects is replaced by their unknown fields.
-    const kept = err.errors.filter((e) => !(replaced.has(e.path ?? '') && e.errorCode === 'false schema.openapi.validation'));
+    const kept = err.errors.filter(
+      (e) => !(replaced.has(e.path ?? '') && e.errorCode === 'false schema.openapi.validation'),
+    );
     err.errors = [...kept, ...named];
     err.omittedErrors = (err.omittedErrors ?? 0) + omitted;
     next(err);

@@ -9,7 +9,12 @@ export const CONFORMANCE_RUNNER_WORKER = 'conformance-runner-worker';
  * facilitator conformance suite per network and probes cataloged http resources. A failed check is a result
  * (stored, counted, alerted on), not a job failure; a run left queued or running by a dead process is marked failed.
  */
-export function conformanceRunnerWorker(deps: { runner: ConformanceRunner; store: ConformanceRunStore; every?: string; runAtStart?: boolean }): WorkerDefinition<{ runIds?: string[] }> {
+export function conformanceRunnerWorker(deps: {
+  runner: ConformanceRunner;
+  store: ConformanceRunStore;
+  every?: string;
+  runAtStart?: boolean;
+}): WorkerDefinition<{ runIds?: string[] }> {
   return {
     name: CONFORMANCE_RUNNER_WORKER,
     every: deps.every ?? '1 hour',

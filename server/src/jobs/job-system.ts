@@ -60,11 +60,18 @@ export const DEFAULT_JOB_LOCK_MS = 30_000;
  * another process taking the job), and waits for a renewal in flight before returning, so that no renewal lands
  * after Agenda has recorded the run's end (it would lock the finished job again).
  */
-async function whileRenewingLock(job: Job<Record<string, unknown>>, lockLifetimeMs: number, work: () => Promise<void>): Promise<void> {
+async function whileRenewingLock(
+  job: Job<Record<string, unknown>>,
+  lockLifetimeMs: number,
+  work: () => Promise<void>,
+): Promise<void> {
   let renewal: Promise<void> = Promise.resolve();
-  const heartbeat = setInterval(() => {
-    renewal = renewal.then(() => job.touch()).catch(() => undefined);
-  }, Math.max(100, Math.floor(lockLifetimeMs / 3)));
+  const heartbeat = setInterval(
+    () => {
+      renewal = renewal.then(() => job.touch()).catch(() => undefined);
+    },
+    Math.max(100, Math.floor(lockLifetimeMs / 3)),
+  );
   try {
     await work();
   } finally {
@@ -126,9 +133,17 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
   async function deadLetter(name: string, job: Job, error: Error) {
     m.deadLetters.inc({ worker: name });
     opts.logger.error('job dead-lettered', { worker: name, error: error.message });
-    await opts.db.query('INSERT INTO dead_letter_jobs (worker, data, error, attempts) VALUES (:worker, :data, :error, :attempts)', {
-      replacements: { worker: name, data: JSON.stringify(job.attrs.data ?? {}), error: error.message.slice(0, 2000), attempts: (job.attrs.failCount ?? 0) },
-    });
+    await opts.db.query(
+      'INSERT INTO dead_letter_jobs (worker, data, error, attempts) VALUES (:worker, :data, :error, :attempts)',
+      {
+        replacements: {
+          worker: name,
+          data: JSON.stringify(job.attrs.data ?? {}),
+          error: error.message.slice(0, 2000),
+          attempts: job.attrs.failCount ?? 0,
+        },
+      },
+    );
   }
 
   const system: JobSystem = {
@@ -150,7 +165,12 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
           } catch (err) {
             m.failed.inc({ worker: def.name });
             // The error's name only: a message can quote a URL or a value (the dead letter keeps the details).
-            opts.logger.debug('job run', { worker: def.name, outcome: 'failure', error: (err as Error)?.name ?? 'Error', durationMs: Date.now() - started });
+            opts.logger.debug('job run', {
+              worker: def.name,
+              outcome: 'failure',
+              error: (err as Error)?.name ?? 'Error',
+              durationMs: Date.now() - started,
+            });
             throw err;
           } finally {
             end();
@@ -159,23 +179,33 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
         },
         {
           concurrency: def.concurrency ?? 2,
-          backoff: backoffStrategies.exponential({ delay: def.retryDelayMs ?? 1000, maxDelay: 60_000, maxRetries, jitter: 0.2 }),
+          backoff: backoffStrategies.exponential({
+            delay: def.retryDelayMs ?? 1000,
+            maxDelay: 60_000,
+            maxRetries,
+            jitter: 0.2,
+          }),
         },
       );
       agenda.on(`retry:${def.name}`, () => m.retries.inc({ worker: def.name }));
       agenda.on(`retry exhausted:${def.name}`, (error: Error, job) => {
-        deadLetter(def.name, job as unknown as Job, error).catch((e: Error) => opts.logger.error('dead-letter write failed', { worker: def.name, error: e.message }));
+        deadLetter(def.name, job as unknown as Job, error).catch((e: Error) =>
+          opts.logger.error('dead-letter write failed', { worker: def.name, error: e.message }),
+        );
       });
       // Every series of the eight figures exists at zero from the start, so rates and alerts have something to read.
       for (const label of ['queueDepth', 'active', 'lastSuccess'] as const) m[label].set({ worker: def.name }, 0);
-      for (const label of ['completed', 'failed', 'retries', 'deadLetters'] as const) m[label].inc({ worker: def.name }, 0);
+      for (const label of ['completed', 'failed', 'retries', 'deadLetters'] as const)
+        m[label].inc({ worker: def.name }, 0);
       m.latency.zero({ worker: def.name });
     },
 
     async start() {
       await agenda.start();
       started = true;
-      for (const w of workers) if (w.every) await agenda.every(w.every, w.name, undefined, w.skipImmediate ? { skipImmediate: true } : undefined);
+      for (const w of workers)
+        if (w.every)
+          await agenda.every(w.every, w.name, undefined, w.skipImmediate ? { skipImmediate: true } : undefined);
       await system.refreshQueueMetrics();
       metricsTimer = setInterval(() => void system.refreshQueueMetrics().catch(() => undefined), 5000);
       metricsTimer.unref();
@@ -197,7 +227,12 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
         // drain() waits for running jobs but leaves jobs this process had locked and not started (or locked by a
         // query that finished during the drain) locked until their lock lifetime ends: release them, so another
         // process takes them at once. A job still running past the timeout is released too; workers are idempotent.
-        if (pool && !pool.ended) await pool.query('UPDATE agenda_jobs SET locked_at = NULL WHERE locked_at IS NOT NULL AND last_modified_by = $1', [agendaName]).catch(() => undefined);
+        if (pool && !pool.ended)
+          await pool
+            .query('UPDATE agenda_jobs SET locked_at = NULL WHERE locked_at IS NOT NULL AND last_modified_by = $1', [
+              agendaName,
+            ])
+            .catch(() => undefined);
       } else {
         // Never started (enqueue-only, e.g. an API-only process): still close the backend's connections.
         await agenda.ready.catch(() => undefined);
@@ -207,7 +242,12 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
     },
 
     async health() {
-      if (!started) return { status: 'degraded', reason: 'JOBS_NOT_RUNNING', message: 'This process does not process background jobs.' };
+      if (!started)
+        return {
+          status: 'degraded',
+          reason: 'JOBS_NOT_RUNNING',
+          message: 'This process does not process background jobs.',
+        };
       const t = Date.now();
       try {
         await agenda.getJobsOverview();
@@ -215,7 +255,12 @@ export async function createJobSystem(opts: JobSystemOptions): Promise<JobSystem
       } catch (err) {
         // A fixed message: the raw error can name hosts or connection strings.
         opts.logger.warn('job backend health check failed', { reason: 'JOB_BACKEND_UNREACHABLE' });
-        return { status: 'down', latencyMs: Date.now() - t, reason: 'JOB_BACKEND_UNREACHABLE', message: 'The job store does not answer.' };
+        return {
+          status: 'down',
+          latencyMs: Date.now() - t,
+          reason: 'JOB_BACKEND_UNREACHABLE',
+          message: 'The job store does not answer.',
+        };
       }
     },
 

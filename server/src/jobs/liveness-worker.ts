@@ -9,7 +9,11 @@ export const LIVENESS_WORKER = 'liveness-worker';
  * probe, at most the configured probes per minute, one probe per host per interval, never paying; then the decoy
  * price flags. One pass at a time across processes (Agenda's lock).
  */
-export function createLivenessWorker(deps: { runner: LivenessRunner; every?: string; logger: Logger }): WorkerDefinition {
+export function createLivenessWorker(deps: {
+  runner: LivenessRunner;
+  every?: string;
+  logger: Logger;
+}): WorkerDefinition {
   return {
     name: LIVENESS_WORKER,
     every: deps.every ?? '1 minute',
@@ -17,7 +21,8 @@ export function createLivenessWorker(deps: { runner: LivenessRunner; every?: str
     concurrency: 1,
     async run() {
       const r = await deps.runner.pass(60_000);
-      if (r.probed && r.drifted) deps.logger.warn('listings drifted from their live 402', { probed: r.probed, drifted: r.drifted });
+      if (r.probed && r.drifted)
+        deps.logger.warn('listings drifted from their live 402', { probed: r.probed, drifted: r.drifted });
     },
   };
 }

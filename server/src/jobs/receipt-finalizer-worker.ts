@@ -25,7 +25,10 @@ export function receiptFinalizerWorker(deps: {
           continue;
         }
         const existing = await deps.receipts.findReceiptByAttempt(attempt.id);
-        const versionId = existing?.versionId ?? attempt.versionId ?? (await deps.versionAtSettlement(attempt.resourceId, settlement.createdAt));
+        const versionId =
+          existing?.versionId ??
+          attempt.versionId ??
+          (await deps.versionAtSettlement(attempt.resourceId, settlement.createdAt));
         if (!versionId) continue;
         await deps.receipts.upsertSettledReceipt(attempt, settlement, versionId);
       }

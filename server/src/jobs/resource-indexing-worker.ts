@@ -24,8 +24,12 @@ function builder(deps: IndexingDeps) {
   return (snap: IndexSnapshot) => {
     const doc = buildSearchDocument(snap, deps.networks);
     if (doc && !doc.discoverable) {
-      for (const reason of new Set(doc.rejectionReasons.map((r) => r.reason))) deps.metrics.indexRejections.inc({ reason });
-      deps.logger.warn('resource kept out of discovery', { resourceId: doc.resourceId, reasons: doc.rejectionReasons.map((r) => `${r.field}: ${r.message}`) });
+      for (const reason of new Set(doc.rejectionReasons.map((r) => r.reason)))
+        deps.metrics.indexRejections.inc({ reason });
+      deps.logger.warn('resource kept out of discovery', {
+        resourceId: doc.resourceId,
+        reasons: doc.rejectionReasons.map((r) => `${r.field}: ${r.message}`),
+      });
     }
     return doc;
   };
@@ -44,14 +48,23 @@ async function indexOne(deps: IndexingDeps, resourceId: string): Promise<void> {
 async function indexBatch(deps: IndexingDeps, resourceIds: string[]): Promise<void> {
   try {
     const outcomes = await deps.index.indexResources(resourceIds, builder(deps));
-    for (const [resourceId, outcome] of outcomes) if (outcome === 'rejected') deps.logger.info('resource indexed as not discoverable', { resourceId });
+    for (const [resourceId, outcome] of outcomes)
+      if (outcome === 'rejected') deps.logger.info('resource indexed as not discoverable', { resourceId });
     return;
   } catch (err) {
     if (resourceIds.length === 1) throw err;
-    deps.logger.warn('batch indexing failed; indexing its resources one by one', { resources: resourceIds.length, error: (err as Error).message });
+    deps.logger.warn('batch indexing failed; indexing its resources one by one', {
+      resources: resourceIds.length,
+      error: (err as Error).message,
+    });
   }
   for (const resourceId of resourceIds) {
-    await indexOne(deps, resourceId).catch((err: Error) => deps.logger.warn('local indexing failed; the search-sync worker re-queues it', { resourceId, error: err.message }));
+    await indexOne(deps, resourceId).catch((err: Error) =>
+      deps.logger.warn('local indexing failed; the search-sync worker re-queues it', {
+        resourceId,
+        error: err.message,
+      }),
+    );
   }
 }
 
@@ -67,7 +80,8 @@ export function createResourceIndexingWorker(deps: IndexingDeps): WorkerDefiniti
     retryDelayMs: 500,
     concurrency: 4,
     async run(data) {
-      const resourceId = (data.catalogEventId ? await deps.index.resourceOfEvent(data.catalogEventId) : null) ?? data.resourceId ?? null;
+      const resourceId =
+        (data.catalogEventId ? await deps.index.resourceOfEvent(data.catalogEventId) : null) ?? data.resourceId ?? null;
       if (!resourceId) return; // the event and its resource are gone (hard delete): nothing left to index
       await indexOne(deps, resourceId);
     },
@@ -77,8 +91,10 @@ export function createResourceIndexingWorker(deps: IndexingDeps): WorkerDefiniti
 /**
  * The process-local fast path of the indexing worker, used where this process runs the background jobs: a catalog
  * change wakes it at once (no wait for Agenda's poll, no job row per change), and it indexes the resources that
- * accumulated meanwhile, `concurrency` batches at a time, each batch (up to 64 resources) in one transaction that does what the
- * worker does for each of them (and records the index lag once). A resource changed again while queued is indexed once (its current
+ * accumulated meanwhile, `concurrency` batches at a time, each batch (up to 64 resources) in one transaction that does
+ * what the
+ * worker does for each of them (and records the index lag once). A resource changed again while queued is indexed once
+ * (its current
  * state). It is not the crash-safe path: the catalog event is written in the catalog change's own transaction
  * with `indexed_at` NULL, and the search-sync worker re-queues any event left unindexed (a crash, a failure here)
  * as a resource-indexing job.
@@ -92,7 +108,12 @@ export interface LocalIndexer {
 }
 
 export function createLocalIndexer(
-  deps: IndexingDeps & { concurrency?: number; maxQueued?: number; batch?: number; onBatch?: (outcome: { resources: number; ok: boolean; seconds: number }) => void },
+  deps: IndexingDeps & {
+    concurrency?: number;
+    maxQueued?: number;
+    batch?: number;
+    onBatch?: (outcome: { resources: number; ok: boolean; seconds: number }) => void;
+  },
 ): LocalIndexer {
   const concurrency = deps.concurrency ?? 2;
   // Resources indexed per transaction: whatever queued meanwhile, up to this many (one commit, one lag recompute).
@@ -119,7 +140,10 @@ export function createLocalIndexer(
         .then(() => deps.onBatch?.({ resources: ids.length, ok: true, seconds: seconds() }))
         .catch((err: Error) => {
           deps.onBatch?.({ resources: ids.length, ok: false, seconds: seconds() });
-          deps.logger.warn('local indexing failed; the search-sync worker re-queues it', { resources: ids.length, error: err.message });
+          deps.logger.warn('local indexing failed; the search-sync worker re-queues it', {
+            resources: ids.length,
+            error: err.message,
+          });
         })
         .finally(() => {
           running -= 1;

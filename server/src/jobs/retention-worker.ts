@@ -14,11 +14,18 @@ export interface RetentionStore {
 
 /**
  * The retention worker (Agenda, every `every`, default 10 minutes): deletes expired rows in batches
- * (data/retention-repository.ts RETAINED_TABLES), counts them in retention_deleted_rows_total{table}, then sets db_table_rows{table} for
+ * (data/retention-repository.ts RETAINED_TABLES), counts them in retention_deleted_rows_total{table}, then sets
+ * db_table_rows{table} for
  * COUNTED_TABLES. Idempotent: a second run finds nothing more to delete. A run deletes at most
  * BATCH × MAX_BATCHES rows per table; the rest waits for the next run.
  */
-export function retentionWorker(deps: { store: RetentionStore; metrics: AbuseMetrics; logger: Logger; failedAttemptsDays?: number; every?: string }): WorkerDefinition<{ failedAttemptsDays?: number }> {
+export function retentionWorker(deps: {
+  store: RetentionStore;
+  metrics: AbuseMetrics;
+  logger: Logger;
+  failedAttemptsDays?: number;
+  every?: string;
+}): WorkerDefinition<{ failedAttemptsDays?: number }> {
   return {
     name: 'retention-worker',
     every: deps.every ?? '10 minutes',
@@ -33,7 +40,8 @@ export function retentionWorker(deps: { store: RetentionStore; metrics: AbuseMet
         if (total > 0) deps.metrics.retentionDeleted.inc({ table }, total);
       }
       if (Object.values(deleted).some((n) => n > 0)) deps.logger.info('retention: expired rows deleted', deleted);
-      for (const table of deps.store.countedTables) deps.metrics.tableRows.set({ table }, await deps.store.countRows(table));
+      for (const table of deps.store.countedTables)
+        deps.metrics.tableRows.set({ table }, await deps.store.countRows(table));
     },
   };
 }

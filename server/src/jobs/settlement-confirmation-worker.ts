@@ -27,9 +27,14 @@ export function settlementConfirmationWorker(deps: {
       for (const s of pending) {
         try {
           const state = await deps.confirmOnce(s);
-          if (state !== 'pending') deps.logger.info('settlement confirmed by worker', { settlementId: s.id, network: s.network, state });
+          if (state !== 'pending')
+            deps.logger.info('settlement confirmed by worker', { settlementId: s.id, network: s.network, state });
         } catch (err) {
-          deps.logger.warn('settlement confirmation deferred', { settlementId: s.id, network: s.network, error: (err as Error).message });
+          deps.logger.warn('settlement confirmation deferred', {
+            settlementId: s.id,
+            network: s.network,
+            error: (err as Error).message,
+          });
         }
       }
     },

@@ -24,7 +24,10 @@ export function stalePaymentCleanupWorker(deps: {
     concurrency: 1,
     maxRetries: 3,
     async run(data) {
-      const abandoned = await deps.attempts.failAbandonedClaims(data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120, 500);
+      const abandoned = await deps.attempts.failAbandonedClaims(
+        data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120,
+        500,
+      );
       if (abandoned > 0) deps.logger.warn('abandoned settlement claims failed (nothing was submitted)', { abandoned });
       for (const network of deps.networks()) {
         const latest = await deps.ledger.latestLedger(network);

@@ -3,7 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { DomainError } from '../domain/errors';
-import type { AcquireOptions, ChannelLease, ChannelLeaseRepository, ChannelLeaser, LeaseClaim, LeaseTake, PartyKind, SettleParty } from '../domain/facilitator/types';
+import type {
+  AcquireOptions,
+  ChannelLease,
+  ChannelLeaseRepository,
+  ChannelLeaser,
+  LeaseClaim,
+  LeaseTake,
+  PartyKind,
+  SettleParty,
+} from '../domain/facilitator/types';
 import { FairQueue, PARTY_KINDS, partyKey, type QueuePlaces } from './fair-queue';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import { localNetworkClient } from './local-network-client';
@@ -17,9 +26,11 @@ import { sorobanRpc } from './soroban-rpc';
  *
  * One pool for every server process: channels are leased through the database (table `channel_leases`, migration
  * 0005; the party a lease is for, migration 0075). A lease is a row taken under the network's row locks (each
- * seller, payer and client at most its cap of busy channels: fair capacity, issue #29), stamped with this lease's token and a short expiry
+ * seller, payer and client at most its cap of busy channels: fair capacity, issue #29), stamped with this lease's token
+ * and a short expiry
  * (`leaseSeconds`, default 15 s), renewed by a heartbeat (every third of it) for as long as the holder keeps it: a
- * process that dies without releasing its leases frees its unpinned channels within `leaseSeconds`. Once the settlement transaction is built its hash is pinned on
+ * process that dies without releasing its leases frees its unpinned channels within `leaseSeconds`. Once the settlement
+ * transaction is built its hash is pinned on
  * the lease in the same database transaction as the pending settlement; from then on the channel is not handed out
  * again, whatever the expiry, until the ledger's answer is recorded (by the request or by the confirmation worker),
  * so no channel ever carries two in-flight transactions (no txBadSeq) and a transaction whose fate is unknown never
@@ -119,7 +130,10 @@ export class ChannelAccountPool implements ChannelLeaser {
     const known = this.keys.get(network) ?? new Map<string, Keypair>();
     for (const k of keypairs) known.set(k.publicKey(), k);
     this.keys.set(network, known);
-    await this.leases.register(network, keypairs.map((k) => k.publicKey()));
+    await this.leases.register(
+      network,
+      keypairs.map((k) => k.publicKey()),
+    );
     this.metrics?.channelsTotal.set({ network }, known.size);
   }
 
@@ -134,9 +148,14 @@ export class ChannelAccountPool implements ChannelLeaser {
   /** The channels of a network one party may hold at once: as configured, else half the pool (at least 1). */
   caps(network: string): Record<PartyKind, number> {
     const half = Math.max(1, Math.floor(this.size(network) / 2));
-    // A payer holds one channel by default: its lease stays pinned until the transfer's final answer, so a payer has one
+    // A payer holds one channel by default: its lease stays pinned until the transfer's final answer, so a payer has
+    // one
     // transfer in flight (issue #29: a payer's failure is the payer's) and waits in the fair queue for the next.
-    return { seller: this.opts.channelsPerSeller ?? half, payer: this.opts.channelsPerPayer ?? 1, client: this.opts.channelsPerClient ?? half };
+    return {
+      seller: this.opts.channelsPerSeller ?? half,
+      payer: this.opts.channelsPerPayer ?? 1,
+      client: this.opts.channelsPerClient ?? half,
+    };
   }
 
   /**
@@ -153,17 +172,31 @@ export class ChannelAccountPool implements ChannelLeaser {
    */
   async acquire(network: string, opts: AcquireOptions = {}): Promise<LeasedChannel> {
     const known = this.keys.get(network);
-    if (!known || known.size === 0) throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
+    if (!known || known.size === 0)
+      throw new DomainError('SERVICE_UNAVAILABLE', `No channel accounts are configured for ${network}`);
     const party = opts.party ?? null;
     const q = this.queueOf(network);
     if (q.fair.size === 0) {
       const token = crypto.randomUUID();
-      const took = await this.leases.takeFor(network, [...known.keys()], token, this.leaseSeconds, this.claim(network, party));
+      const took = await this.leases.takeFor(
+        network,
+        [...known.keys()],
+        token,
+        this.leaseSeconds,
+        this.claim(network, party),
+      );
       if (took.address !== null) return this.leased(network, known, took.address, token, party);
     }
     const refused = q.fair.refusal(party, this.places, opts.attemptId ?? null);
     if (refused) throw this.queueFull(network, refused.bound, refused.limit);
-    const me: Waiter = { party, key: opts.attemptId ?? null, lease: null, error: null, gone: false, notify: () => undefined };
+    const me: Waiter = {
+      party,
+      key: opts.attemptId ?? null,
+      lease: null,
+      error: null,
+      gone: false,
+      notify: () => undefined,
+    };
     q.fair.push(me);
     this.dispatch(network);
     const deadline = Date.now() + this.acquireTimeoutMs;
@@ -173,9 +206,14 @@ export class ChannelAccountPool implements ChannelLeaser {
         if (me.error) throw me.error;
         const left = deadline - Date.now();
         if (left <= 0) {
-          throw new DomainError('SERVICE_UNAVAILABLE', `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`, [], {
-            'Retry-After': this.retryAfter(),
-          });
+          throw new DomainError(
+            'SERVICE_UNAVAILABLE',
+            `Every channel account of ${network} is busy; the payment was not used: retry the same settle shortly`,
+            [],
+            {
+              'Retry-After': this.retryAfter(),
+            },
+          );
         }
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(WAITER_CHECK_MS, left));
@@ -209,8 +247,14 @@ export class ChannelAccountPool implements ChannelLeaser {
     const who = bound === 'total' ? 'settles in all' : `settles of one ${bound}`;
     return new DomainError(
       'SERVICE_UNAVAILABLE',
-      `Every channel account of ${network} this settle may use is busy and its waiting places are taken (at most ${limit} ${who} wait); the payment was not used: retry the same settle after Retry-After`,
-      [{ code: bound === 'total' ? 'settle_queue_total' : `settle_queue_per_${bound}`, message: `at most ${limit} ${who} may wait for a channel of ${network} in one service process` }],
+      `Every channel account of ${network} this settle may use is busy and its waiting places are taken (at ` +
+        `most ${limit} ${who} wait); the payment was not used: retry the same settle after Retry-After`,
+      [
+        {
+          code: bound === 'total' ? 'settle_queue_total' : `settle_queue_per_${bound}`,
+          message: `at most ${limit} ${who} may wait for a channel of ${network} in one service process`,
+        },
+      ],
       { 'Retry-After': this.retryAfter() },
     );
   }
@@ -249,7 +293,9 @@ export class ChannelAccountPool implements ChannelLeaser {
     const addresses = [...known.keys()];
     const caps = this.caps(network);
     const capped = new Set<string>();
-    const skip = (w: Waiter) => w.party !== null && PARTY_KINDS.some((k) => capped.has(partyKey(k, w.party!)) || q.fair.held(k, w.party!) >= caps[k]);
+    const skip = (w: Waiter) =>
+      w.party !== null &&
+      PARTY_KINDS.some((k) => capped.has(partyKey(k, w.party!)) || q.fair.held(k, w.party!) >= caps[k]);
     for (;;) {
       const w = q.fair.next(skip);
       if (!w) return;
@@ -283,18 +329,31 @@ export class ChannelAccountPool implements ChannelLeaser {
 
   private queueOf(network: string): NetworkQueue {
     let q = this.waiting.get(network);
-    if (!q) this.waiting.set(network, (q = { fair: new FairQueue<Waiter>(), running: false, again: false, timer: null, backoff: FIRST_BACKOFF_MS }));
+    if (!q)
+      this.waiting.set(
+        network,
+        (q = { fair: new FairQueue<Waiter>(), running: false, again: false, timer: null, backoff: FIRST_BACKOFF_MS }),
+      );
     return q;
   }
 
-  private leased(network: string, known: Map<string, Keypair>, address: string, token: string, party: SettleParty | null): LeasedChannel {
+  private leased(
+    network: string,
+    known: Map<string, Keypair>,
+    address: string,
+    token: string,
+    party: SettleParty | null,
+  ): LeasedChannel {
     this.count(network, +1);
     const q = this.queueOf(network);
     q.fair.hold(party, 1);
     let released = false;
     const renew = () => this.leases.renew(network, address, token, this.leaseSeconds);
     // Heartbeat: the lease stays ours while this process lives; its expiry only matters once the process is gone.
-    const heartbeat = setInterval(() => void renew().catch(() => undefined), Math.max(200, (this.leaseSeconds * 1000) / 3));
+    const heartbeat = setInterval(
+      () => void renew().catch(() => undefined),
+      Math.max(200, (this.leaseSeconds * 1000) / 3),
+    );
     heartbeat.unref();
     return {
       address,
@@ -364,7 +423,11 @@ export function derivedChannel(seed: string, network: string, index: number): Ke
 const CHANNEL_SETUP_TIMEOUT_MS = 8_000;
 
 /** Fills the pool: seed-derived funded accounts on the local network, configured secrets elsewhere. */
-export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkRegistry, setup: ChannelSetup): Promise<void> {
+export async function setUpChannels(
+  pool: ChannelAccountPool,
+  networks: NetworkRegistry,
+  setup: ChannelSetup,
+): Promise<void> {
   for (const n of networks.list()) {
     if (!n.rpcUrl || !n.settlementEnabled) continue;
     const secrets = setup.channelSecrets[n.network] ?? [];
@@ -373,11 +436,20 @@ export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkR
       const keypairs = Array.from({ length: setup.channelAccounts }, (_, i) => derivedChannel(seed, n.network, i));
       // The accounts are looked up together: one getLedgerEntries for the whole pool (soroban-rpc.ts batches them).
       const server = sorobanRpc(n.rpcUrl, CHANNEL_SETUP_TIMEOUT_MS);
-      const exists = (address: string) => server.account(address).then((a) => a !== null, () => false);
+      const exists = (address: string) =>
+        server.account(address).then(
+          (a) => a !== null,
+          () => false,
+        );
       await Promise.all(
         keypairs.map(async (k) => {
           if (await exists(k.publicKey())) return; // another process (or an earlier start) funded it
-          const funded = await localNetworkClient(n.rpcUrl as string).fund(k.publicKey()).then(() => null, (err: Error) => err);
+          const funded = await localNetworkClient(n.rpcUrl as string)
+            .fund(k.publicKey())
+            .then(
+              () => null,
+              (err: Error) => err,
+            );
           if (funded && !(await exists(k.publicKey()))) {
             throw new Error(`friendbot could not fund a channel account on ${n.network} (${funded.message})`);
           }
@@ -385,7 +457,10 @@ export async function setUpChannels(pool: ChannelAccountPool, networks: NetworkR
       );
       await pool.add(n.network, keypairs);
     } else {
-      await pool.add(n.network, secrets.map((s) => Keypair.fromSecret(s)));
+      await pool.add(
+        n.network,
+        secrets.map((s) => Keypair.fromSecret(s)),
+      );
     }
   }
 }

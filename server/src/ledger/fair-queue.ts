@@ -45,12 +45,17 @@ export class FairQueue<W extends { party: SettleParty | null; key: string | null
   }
 
   /** The bound a new waiter of `party` would go beyond (and that bound's size), or null when it may wait. */
-  refusal(party: SettleParty | null, places: QueuePlaces, key: string | null = null): { bound: 'total' | PartyKind; limit: number } | null {
+  refusal(
+    party: SettleParty | null,
+    places: QueuePlaces,
+    key: string | null = null,
+  ): { bound: 'total' | PartyKind; limit: number } | null {
     if (key !== null && this.perKey.has(key)) return null;
     if (this.places >= places.total) return { bound: 'total', limit: places.total };
     if (!party) return null;
     for (const kind of PARTY_KINDS) {
-      if ((this.waitingPer.get(partyKey(kind, party)) ?? 0) >= places[kind]) return { bound: kind, limit: places[kind] };
+      if ((this.waitingPer.get(partyKey(kind, party)) ?? 0) >= places[kind])
+        return { bound: kind, limit: places[kind] };
     }
     return null;
   }
@@ -88,7 +93,12 @@ export class FairQueue<W extends { party: SettleParty | null; key: string | null
       const keys = keysOf(e.w.party);
       const held = Math.max(0, ...keys.map((k) => this.heldPer.get(k) ?? 0));
       const last = Math.max(0, ...keys.map((k) => this.lastServed.get(k) ?? 0));
-      if (!best || held < best.held || (held === best.held && (last < best.last || (last === best.last && e.seq < best.seq)))) best = { w: e.w, held, last, seq: e.seq };
+      if (
+        !best ||
+        held < best.held ||
+        (held === best.held && (last < best.last || (last === best.last && e.seq < best.seq)))
+      )
+        best = { w: e.w, held, last, seq: e.seq };
     }
     return best?.w;
   }

@@ -29,7 +29,8 @@ const DEFAULT_TIMEOUT_MS = 8000;
 /** Methods with an effect: never sent twice. */
 const WRITES = new Set(['sendTransaction']);
 
-/** What failed: no answer in time, an HTTP status other than 200, a JSON-RPC error object, the connection, or an unreadable answer. */
+/** What failed: no answer in time, an HTTP status other than 200, a JSON-RPC error object, the connection, or an
+ * unreadable answer. */
 export type JsonRpcFailure = 'timeout' | 'http' | 'rpc' | 'transport' | 'invalid';
 
 export class JsonRpcError extends Error {
@@ -78,17 +79,25 @@ export class JsonRpcClient {
     } catch (err) {
       const left = deadline - Date.now();
       if (!(err instanceof StaleSocketError)) throw err;
-      if (WRITES.has(method) || left <= 0) throw new JsonRpcError('transport', method, 'the connection was closed before an answer');
+      if (WRITES.has(method) || left <= 0)
+        throw new JsonRpcError('transport', method, 'the connection was closed before an answer');
       return this.send<T>(method, params, left).catch((e: unknown) => {
-        throw e instanceof StaleSocketError ? new JsonRpcError('transport', method, 'the connection was closed before an answer') : e;
+        throw e instanceof StaleSocketError
+          ? new JsonRpcError('transport', method, 'the connection was closed before an answer')
+          : e;
       });
     }
   }
 
   private send<T>(method: string, params: unknown, timeoutMs: number): Promise<T> {
     const url = this.url;
-    if (!url) return Promise.reject(new JsonRpcError('invalid', method, 'the configured RPC URL is not an http(s) URL'));
-    const body = JSON.stringify(params === undefined ? { jsonrpc: '2.0', id: this.nextId++, method } : { jsonrpc: '2.0', id: this.nextId++, method, params });
+    if (!url)
+      return Promise.reject(new JsonRpcError('invalid', method, 'the configured RPC URL is not an http(s) URL'));
+    const body = JSON.stringify(
+      params === undefined
+        ? { jsonrpc: '2.0', id: this.nextId++, method }
+        : { jsonrpc: '2.0', id: this.nextId++, method, params },
+    );
     const https_ = url.protocol === 'https:';
     return new Promise<T>((resolve, reject) => {
       let done = false;
@@ -99,7 +108,8 @@ export class JsonRpcClient {
         if (err) reject(err);
         else resolve(value as T);
       };
-      const fail = (kind: JsonRpcFailure, message: string, code?: number) => finish(new JsonRpcError(kind, method, message, code));
+      const fail = (kind: JsonRpcFailure, message: string, code?: number) =>
+        finish(new JsonRpcError(kind, method, message, code));
       const options: https.RequestOptions = {
         method: 'POST',
         agent: this.agent,
@@ -126,7 +136,12 @@ export class JsonRpcClient {
           } catch {
             return fail('invalid', 'the answer is not JSON');
           }
-          if (parsed?.error) return fail('rpc', `${String(parsed.error.message ?? 'error').slice(0, 200)} (${parsed.error.code ?? '?'})`, parsed.error.code);
+          if (parsed?.error)
+            return fail(
+              'rpc',
+              `${String(parsed.error.message ?? 'error').slice(0, 200)} (${parsed.error.code ?? '?'})`,
+              parsed.error.code,
+            );
           if (parsed?.result === undefined) return fail('invalid', 'no result');
           finish(null, parsed.result);
         });
@@ -139,7 +154,10 @@ export class JsonRpcClient {
       req.on('response', () => (answered = true));
       req.on('error', (e: NodeJS.ErrnoException) => {
         // the server closed a kept-alive socket just as it was reused: nothing was answered
-        const stale = req.reusedSocket && !answered && (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.message === 'socket hang up');
+        const stale =
+          req.reusedSocket &&
+          !answered &&
+          (e.code === 'ECONNRESET' || e.code === 'EPIPE' || e.message === 'socket hang up');
         if (stale) finish(new StaleSocketError(e.code ?? 'socket hang up'));
         else fail('transport', e.code ?? 'connection failed');
       });

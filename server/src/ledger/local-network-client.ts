@@ -5,7 +5,8 @@
  * They exist only on the local network: a testnet or mainnet RPC has neither.
  */
 export interface LocalNetworkClient {
-  /** Funds `address` with XLM (creates the account). Throws when friendbot refuses and the account still does not exist. */
+  /** Funds `address` with XLM (creates the account). Throws when friendbot refuses and the account still does not
+   * exist. */
   fund(address: string): Promise<void>;
   /** Pays `amount` (decimal) of `asset` (`CODE:ISSUER`) to `address`, adding its trustline first when missing. */
   faucet(address: string, asset: string, amount: string): Promise<void>;
@@ -23,10 +24,16 @@ export function localNetworkClient(rpcUrl: string, opts: { timeoutMs?: number } 
     if (!res.ok) throw new Error(`${what} answered ${res.status}`);
   };
   return {
-    fund: async (address) => ok(await fetch(`${base}/friendbot?addr=${encodeURIComponent(address)}`, { signal: timeout() }), 'friendbot'),
+    fund: async (address) =>
+      ok(await fetch(`${base}/friendbot?addr=${encodeURIComponent(address)}`, { signal: timeout() }), 'friendbot'),
     faucet: async (address, asset, amount) =>
       ok(
-        await fetch(`${base}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address, asset, amount }), signal: timeout() }),
+        await fetch(`${base}/faucet`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ address, asset, amount }),
+          signal: timeout(),
+        }),
         'faucet',
       ),
   };

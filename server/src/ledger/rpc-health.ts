@@ -1,7 +1,8 @@
 import type { NetworkRegistry } from '../domain/network-registry';
 import { sorobanRpc } from './soroban-rpc';
 
-/** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL): not shown, not logged. */
+/** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL):
+ * not shown, not logged. */
 export interface RpcProbe {
   /** The RPC answered getHealth and getLatestLedger. */
   up: boolean;

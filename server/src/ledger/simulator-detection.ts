@@ -13,7 +13,11 @@ const SIMULATOR_MARK = 'local-simulation';
  * identifies as the simulator is marked local, so its settlements, receipts and conformance runs are labelled
  * `local_simulation`. Until the RPC has answered nothing can settle on it, so no settlement is labelled before.
  */
-export function detectLocalSimulators(registry: NetworkRegistry, logger: Logger, opts: { retryMs?: number; timeoutMs?: number } = {}): { stop(): void; settled: Promise<void> } {
+export function detectLocalSimulators(
+  registry: NetworkRegistry,
+  logger: Logger,
+  opts: { retryMs?: number; timeoutMs?: number } = {},
+): { stop(): void; settled: Promise<void> } {
   const retryMs = opts.retryMs ?? 5_000;
   const timeoutMs = opts.timeoutMs ?? 5_000;
   let stopped = false;
@@ -25,9 +29,15 @@ export function detectLocalSimulators(registry: NetworkRegistry, logger: Logger,
       while (!stopped) {
         try {
           const raw = await sorobanRpc(n.rpcUrl!, timeoutMs).versionInfo();
-          if (raw.commitHash === SIMULATOR_MARK || raw.captiveCoreVersion === SIMULATOR_MARK || raw.commit_hash === SIMULATOR_MARK) {
+          if (
+            raw.commitHash === SIMULATOR_MARK ||
+            raw.captiveCoreVersion === SIMULATOR_MARK ||
+            raw.commit_hash === SIMULATOR_MARK
+          ) {
             registry.markLocal(n.network);
-            logger.info('the configured RPC is the local network simulator: evidence is local simulation', { network: n.network });
+            logger.info('the configured RPC is the local network simulator: evidence is local simulation', {
+              network: n.network,
+            });
           }
           return;
         } catch {

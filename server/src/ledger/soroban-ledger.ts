@@ -1,4 +1,14 @@
-import { Account, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr, type FeeBumpTransaction, type Transaction } from '@stellar/stellar-sdk';
+import {
+  Account,
+  BASE_FEE,
+  Keypair,
+  Operation,
+  TransactionBuilder,
+  rpc,
+  xdr,
+  type FeeBumpTransaction,
+  type Transaction,
+} from '@stellar/stellar-sdk';
 import type {
   ChannelLease,
   LedgerPort,
@@ -26,11 +36,13 @@ export interface SorobanLedgerOptions {
   maxFeeStroops: number;
   /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS: the most bid for inclusion per operation (default 10,000). */
   maxInclusionFeeStroops?: number;
-  /** FACILITATOR_MAX_RESOURCE_FEE_STROOPS: the largest simulated resource fee a settlement may pay (default 500,000). */
+  /** FACILITATOR_MAX_RESOURCE_FEE_STROOPS: the largest simulated resource fee a settlement may pay (default 500,000).
+   * */
   maxResourceFeeStroops?: number;
   /** FACILITATOR_INCLUSION_FEE_PERCENTILE: the getFeeStats Soroban inclusion fee percentile bid (default p90). */
   inclusionFeePercentile?: FeePercentile;
-  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network (default 5000). */
+  /** FACILITATOR_FEE_STATS_TTL_MS: how long one getFeeStats answer serves every settlement of a network (default 5000).
+   * */
   feeStatsTtlMs?: number;
   /** FACILITATOR_FEE_ACCOUNT_SECRET: when set, every settlement is wrapped in a fee-bump paid by this account. */
   feeAccount?: Keypair | null;
@@ -73,12 +85,14 @@ export class SorobanLedger implements LedgerPort {
   /** Runs one RPC call with metrics; transport failures become SERVICE_UNAVAILABLE. */
   private async call<T>(network: string, method: string, fn: (s: SorobanRpc) => Promise<T>): Promise<T> {
     // Fail fast while the network-health worker knows this network's RPC is down (see ledger/rpc-health.ts).
-    if (networkKnownDown(this.networks, network)) throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
+    if (networkKnownDown(this.networks, network))
+      throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
     const server = this.server(network);
     return this.measured(network, method, () => fn(server));
   }
 
-  /** Counts and times one RPC call (the client bounds it by rpcTimeoutMs); marks the RPC up or down; transport failures become SERVICE_UNAVAILABLE. */
+  /** Counts and times one RPC call (the client bounds it by rpcTimeoutMs); marks the RPC up or down; transport failures
+   * become SERVICE_UNAVAILABLE. */
   private async measured<T>(network: string, method: string, work: () => Promise<T>): Promise<T> {
     this.metrics.rpcRequests.inc({ network, method });
     const end = this.metrics.rpcLatency.startTimer({ network, method });
@@ -106,8 +120,16 @@ export class SorobanLedger implements LedgerPort {
    * verify's and settle's authority: one simulateTransaction in enforce mode of exactly the transaction we would
    * submit (source: a facilitator account; sequence numbers are not judged by simulation), against current state.
    */
-  async simulate(network: string, hostFunction: xdr.HostFunction, auth: xdr.SorobanAuthorizationEntry[], source: string): Promise<SimulationOutcome> {
-    const draft = new TransactionBuilder(new Account(source, '0'), { fee: BASE_FEE, networkPassphrase: this.passphrase(network) })
+  async simulate(
+    network: string,
+    hostFunction: xdr.HostFunction,
+    auth: xdr.SorobanAuthorizationEntry[],
+    source: string,
+  ): Promise<SimulationOutcome> {
+    const draft = new TransactionBuilder(new Account(source, '0'), {
+      fee: BASE_FEE,
+      networkPassphrase: this.passphrase(network),
+    })
       .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
       .setTimeout(this.opts.txTimeoutSeconds)
       .build();
@@ -125,26 +147,42 @@ export class SorobanLedger implements LedgerPort {
     if (known && Date.now() - known.at < (this.opts.feeStatsTtlMs ?? 5000)) return known.fee;
     const percentile = this.opts.inclusionFeePercentile ?? 'p90';
     const fee = this.call(network, 'getFeeStats', (s) => s.feeStats()).then(
-      (stats) => percentileFee(stats.sorobanInclusionFee as unknown as Partial<Record<FeePercentile, string>>, percentile),
+      (stats) =>
+        percentileFee(stats.sorobanInclusionFee as unknown as Partial<Record<FeePercentile, string>>, percentile),
       () => null,
     );
     this.feeStats.set(network, { fee, at: Date.now() });
     return fee;
   }
 
-  async prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }> {
+  async prepareSettlement(
+    network: string,
+    lease: ChannelLease,
+    entryXdr: string,
+  ): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }> {
     const keypair = (lease as LeasedChannel).keypair;
     if (!keypair) throw new Error('the lease does not come from the channel account pool');
     const networkPassphrase = this.passphrase(network);
     const entry = xdr.SorobanAuthorizationEntry.fromXDR(entryXdr, 'base64');
     const call = entry.rootInvocation().function().contractFn();
     const func = xdr.HostFunction.hostFunctionTypeInvokeContract(
-      new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
+      new xdr.InvokeContractArgs({
+        contractAddress: call.contractAddress(),
+        functionName: call.functionName(),
+        args: call.args(),
+      }),
     );
     // Fresh sequence number for every transaction: never trust a cached one.
-    const [account, observed] = await Promise.all([this.call(network, 'getAccount', (s) => existing(s.account(lease.address))), this.observedInclusionFee(network)]);
+    const [account, observed] = await Promise.all([
+      this.call(network, 'getAccount', (s) => existing(s.account(lease.address))),
+      this.observedInclusionFee(network),
+    ]);
     const validUntil = new Date((Math.floor(Date.now() / 1000) + this.opts.txTimeoutSeconds) * 1000);
-    const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase, timebounds: { minTime: 0, maxTime: validUntil.getTime() / 1000 } })
+    const draft = new TransactionBuilder(account, {
+      fee: BASE_FEE,
+      networkPassphrase,
+      timebounds: { minTime: 0, maxTime: validUntil.getTime() / 1000 },
+    })
       .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
       .build();
     const sim = await this.call(network, 'simulateTransaction', (s) => s.simulate(draft, 'enforce'));
@@ -160,10 +198,21 @@ export class SorobanLedger implements LedgerPort {
     });
     if ('error' in fees) return { error: fees.error, simulation };
     // assembleTransaction keeps the auth entries already on the operation: the buyer's signed entry is not replaced.
-    const tx = rpc.assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: fees.inclusion.toString() }).build(), sim).build();
+    const tx = rpc
+      .assembleTransaction(TransactionBuilder.cloneFrom(draft, { fee: fees.inclusion.toString() }).build(), sim)
+      .build();
     tx.sign(keypair);
     const signed = this.opts.feeAccount ? this.feeBumped(tx, networkPassphrase) : tx;
-    return { hash: signed.hash().toString('hex'), envelopeXdr: signed.toXDR(), channel: lease.address, validUntil, sequence: tx.sequence, maxFee: BigInt(signed.fee), fees, simulation };
+    return {
+      hash: signed.hash().toString('hex'),
+      envelopeXdr: signed.toXDR(),
+      channel: lease.address,
+      validUntil,
+      sequence: tx.sequence,
+      maxFee: BigInt(signed.fee),
+      fees,
+      simulation,
+    };
   }
 
   /** The channel's transaction wrapped in a fee-bump paid by the fee account (channels then need no XLM for fees). */
@@ -195,8 +244,20 @@ export class SorobanLedger implements LedgerPort {
 
   async transaction(network: string, hash: string): Promise<TransactionState> {
     const res = await this.call(network, 'getTransaction', (s) => s.transaction(hash));
-    if (res.status === 'SUCCESS') return { status: 'SUCCESS', ledger: res.ledger, closedAt: new Date(res.createdAt * 1000), feeCharged: feeCharged(res.result) };
-    if (res.status === 'FAILED') return { status: 'FAILED', ledger: res.ledger, reason: resultReason(res.result), feeCharged: feeCharged(res.result) };
+    if (res.status === 'SUCCESS')
+      return {
+        status: 'SUCCESS',
+        ledger: res.ledger,
+        closedAt: new Date(res.createdAt * 1000),
+        feeCharged: feeCharged(res.result),
+      };
+    if (res.status === 'FAILED')
+      return {
+        status: 'FAILED',
+        ledger: res.ledger,
+        reason: resultReason(res.result),
+        feeCharged: feeCharged(res.result),
+      };
     const time = (t: unknown) => (Number.isFinite(Number(t)) && Number(t) > 0 ? new Date(Number(t) * 1000) : undefined);
     return {
       status: 'NOT_FOUND',
@@ -208,7 +269,8 @@ export class SorobanLedger implements LedgerPort {
   }
 }
 
-/** An account read that found nothing fails like `rpc.Server.getAccount` did (the call then answers SERVICE_UNAVAILABLE). */
+/** An account read that found nothing fails like `rpc.Server.getAccount` did (the call then answers
+ * SERVICE_UNAVAILABLE). */
 async function existing(account: Promise<Account | null>): Promise<Account> {
   const found = await account;
   if (!found) throw new Error('Account not found');
@@ -226,21 +288,26 @@ function feeCharged(result: xdr.TransactionResult | undefined): bigint | null {
 /** The simulation as the facilitator's rules read it (simulation.ts). */
 function simulationOutcome(sim: rpc.Api.SimulateTransactionResponse): SimulationOutcome {
   const events = (sim as { events?: xdr.DiagnosticEvent[] }).events ?? [];
-  if (rpc.Api.isSimulationError(sim)) return { latestLedger: sim.latestLedger, error: sim.error, events, minResourceFee: 0n };
+  if (rpc.Api.isSimulationError(sim))
+    return { latestLedger: sim.latestLedger, error: sim.error, events, minResourceFee: 0n };
   return { latestLedger: sim.latestLedger, error: null, events, minResourceFee: BigInt(sim.minResourceFee ?? '0') };
 }
 
-/** The ledger's result code, with the first failing operation result for txFailed (e.g. "txFailed: invokeHostFunctionTrapped"). */
+/** The ledger's result code, with the first failing operation result for txFailed (e.g. "txFailed:
+ * invokeHostFunctionTrapped"). */
 export function resultReason(result: xdr.TransactionResult): string {
   const code = result.result().switch().name;
   try {
-    const inner = code === 'txFeeBumpInnerFailed' ? result.result().innerResultPair().result().result() : result.result();
+    const inner =
+      code === 'txFeeBumpInnerFailed' ? result.result().innerResultPair().result().result() : result.result();
     const ops = inner.results?.() ?? [];
     for (const op of ops) {
       const tr = op.tr?.();
       if (!tr) return `${code}: ${op.switch().name}`;
       const arm = tr.switch().name;
-      const value = (tr as unknown as Record<string, () => { switch(): { name: string } }>)[`${arm.replace(/^(\w)/, (m) => m.toLowerCase())}Result`];
+      const value = (tr as unknown as Record<string, () => { switch(): { name: string } }>)[
+        `${arm.replace(/^(\w)/, (m) => m.toLowerCase())}Result`
+      ];
       const name = typeof value === 'function' ? value.call(tr).switch().name : arm;
       if (!/Success$/.test(name)) return `${code}: ${name}`;
     }

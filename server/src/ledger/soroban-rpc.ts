@@ -26,7 +26,13 @@ const MAX_KEYS_PER_CALL = 200;
 export type TransactionLookup =
   | { status: 'SUCCESS'; ledger: number; createdAt: number; result: xdr.TransactionResult }
   | { status: 'FAILED'; ledger: number; createdAt: number; result: xdr.TransactionResult }
-  | { status: 'NOT_FOUND'; latestLedger: number; latestLedgerCloseTime?: number | string; oldestLedger: number; oldestLedgerCloseTime?: number | string };
+  | {
+      status: 'NOT_FOUND';
+      latestLedger: number;
+      latestLedgerCloseTime?: number | string;
+      oldestLedger: number;
+      oldestLedgerCloseTime?: number | string;
+    };
 
 export class SorobanRpc {
   private readonly entries: DataLoader<string, RawLedgerEntry | null>;
@@ -59,22 +65,45 @@ export class SorobanRpc {
   }
 
   /** simulateTransaction of `tx` (a read), parsed by the SDK. */
-  async simulate(tx: Transaction | FeeBumpTransaction, authMode: 'enforce' | 'record' | 'record_allow_nonroot' = 'enforce'): Promise<rpc.Api.SimulateTransactionResponse> {
-    return rpc.parseRawSimulation(await this.call<rpc.Api.RawSimulateTransactionResponse>('simulateTransaction', { transaction: tx.toXDR(), authMode }));
+  async simulate(
+    tx: Transaction | FeeBumpTransaction,
+    authMode: 'enforce' | 'record' | 'record_allow_nonroot' = 'enforce',
+  ): Promise<rpc.Api.SimulateTransactionResponse> {
+    return rpc.parseRawSimulation(
+      await this.call<rpc.Api.RawSimulateTransactionResponse>('simulateTransaction', {
+        transaction: tx.toXDR(),
+        authMode,
+      }),
+    );
   }
 
   /** sendTransaction (sent once, never again by the client); the ledger's error result decoded when there is one. */
-  async send(tx: Transaction | FeeBumpTransaction): Promise<{ status: rpc.Api.SendTransactionStatus; errorResult?: xdr.TransactionResult }> {
+  async send(
+    tx: Transaction | FeeBumpTransaction,
+  ): Promise<{ status: rpc.Api.SendTransactionStatus; errorResult?: xdr.TransactionResult }> {
     const raw = await this.call<rpc.Api.RawSendTransactionResponse>('sendTransaction', { transaction: tx.toXDR() });
-    return raw.errorResultXdr ? { status: raw.status, errorResult: xdr.TransactionResult.fromXDR(raw.errorResultXdr, 'base64') } : { status: raw.status };
+    return raw.errorResultXdr
+      ? { status: raw.status, errorResult: xdr.TransactionResult.fromXDR(raw.errorResultXdr, 'base64') }
+      : { status: raw.status };
   }
 
   async transaction(hash: string): Promise<TransactionLookup> {
     const raw = await this.call<rpc.Api.RawGetTransactionResponse>('getTransaction', { hash });
     if (raw.status === rpc.Api.GetTransactionStatus.NOT_FOUND || !raw.resultXdr) {
-      return { status: 'NOT_FOUND', latestLedger: raw.latestLedger, latestLedgerCloseTime: raw.latestLedgerCloseTime, oldestLedger: raw.oldestLedger, oldestLedgerCloseTime: raw.oldestLedgerCloseTime };
+      return {
+        status: 'NOT_FOUND',
+        latestLedger: raw.latestLedger,
+        latestLedgerCloseTime: raw.latestLedgerCloseTime,
+        oldestLedger: raw.oldestLedger,
+        oldestLedgerCloseTime: raw.oldestLedgerCloseTime,
+      };
     }
-    return { status: raw.status === rpc.Api.GetTransactionStatus.SUCCESS ? 'SUCCESS' : 'FAILED', ledger: raw.ledger as number, createdAt: Number(raw.createdAt), result: xdr.TransactionResult.fromXDR(raw.resultXdr, 'base64') };
+    return {
+      status: raw.status === rpc.Api.GetTransactionStatus.SUCCESS ? 'SUCCESS' : 'FAILED',
+      ledger: raw.ledger as number,
+      createdAt: Number(raw.createdAt),
+      result: xdr.TransactionResult.fromXDR(raw.resultXdr, 'base64'),
+    };
   }
 
   /** One ledger entry by key (base64 LedgerKey XDR), null when the ledger has none; batched per tick (see above). */
@@ -85,7 +114,9 @@ export class SorobanRpc {
   /** The account as `rpc.Server.getAccount` gives it (sequence number read now), or null when it does not exist. */
   async account(address: string): Promise<Account | null> {
     const found = await this.entry(accountKey(address));
-    return found ? new Account(address, xdr.LedgerEntryData.fromXDR(found.xdr, 'base64').account().seqNum().toString()) : null;
+    return found
+      ? new Account(address, xdr.LedgerEntryData.fromXDR(found.xdr, 'base64').account().seqNum().toString())
+      : null;
   }
 
   private async readEntries(keys: readonly string[]): Promise<Array<RawLedgerEntry | null>> {
@@ -98,7 +129,9 @@ export class SorobanRpc {
 
 /** The base64 LedgerKey of an account. */
 export function accountKey(address: string): string {
-  return xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(address).xdrAccountId() })).toXDR('base64');
+  return xdr.LedgerKey.account(
+    new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(address).xdrAccountId() }),
+  ).toXDR('base64');
 }
 
 const shared = new Map<string, SorobanRpc>();

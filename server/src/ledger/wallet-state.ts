@@ -16,7 +16,9 @@ export function createWalletStateReader(networks: NetworkRegistry, timeoutMs = 2
     if (!rpcUrl || networkKnownDown(networks, network)) return null;
     try {
       const accountId = Keypair.fromPublicKey(address).xdrAccountId();
-      const trustline = xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId, asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() })).toXDR('base64');
+      const trustline = xdr.LedgerKey.trustline(
+        new xdr.LedgerKeyTrustLine({ accountId, asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() }),
+      ).toXDR('base64');
       const rpc = sorobanRpc(rpcUrl, timeoutMs);
       const [account, line] = await Promise.all([rpc.entry(accountKey(address)), rpc.entry(trustline)]);
       return { account: account !== null, trustline: line !== null };

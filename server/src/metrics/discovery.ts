@@ -68,19 +68,52 @@ export function defineDiscoveryMetrics(registry: client.Registry): DiscoveryMetr
         if (s) this.set(s.activeSellers);
       },
     }),
-    catalogEvents: new client.Counter({ name: 'discovery_catalog_events_total', help: 'Catalog events recorded by the discovery API, by kind', labelNames: ['kind'], registers }),
+    catalogEvents: new client.Counter({
+      name: 'discovery_catalog_events_total',
+      help: 'Catalog events recorded by the discovery API, by kind',
+      labelNames: ['kind'],
+      registers,
+    }),
     validationFailures: new client.Counter({
       name: 'discovery_catalog_validation_failures_total',
-      help: 'Validate and catalog requests that failed, by reason (poisoning class); one count per distinct reason per request',
+      help:
+        'Validate and catalog requests that failed, by reason (poisoning class); one count per distinct reason ' +
+        'per request',
       labelNames: ['reason'],
       registers,
     }),
-    routeTemplateFailures: new client.Counter({ name: 'discovery_route_template_failures_total', help: 'Validate and catalog requests refused for an unsafe or malformed route template', registers }),
-    domainVerificationFailures: new client.Counter({ name: 'discovery_domain_verification_failures_total', help: 'Validate and catalog requests refused because the seller domain is not verified', registers }),
-    searchRequests: new client.Counter({ name: 'discovery_search_requests_total', help: 'Search requests answered', registers }),
-    searchLatency: new client.Histogram({ name: 'discovery_search_duration_seconds', help: 'Search latency inside the service (query and ranking)', buckets: SEARCH_BUCKETS, registers }),
-    emptySearchResults: new client.Counter({ name: 'discovery_search_empty_results_total', help: 'Searches that returned no result', registers }),
-    partialResults: new client.Counter({ name: 'discovery_partial_results_total', help: 'Listing and search pages answered with partialResults true', labelNames: ['endpoint'], registers }),
+    routeTemplateFailures: new client.Counter({
+      name: 'discovery_route_template_failures_total',
+      help: 'Validate and catalog requests refused for an unsafe or malformed route template',
+      registers,
+    }),
+    domainVerificationFailures: new client.Counter({
+      name: 'discovery_domain_verification_failures_total',
+      help: 'Validate and catalog requests refused because the seller domain is not verified',
+      registers,
+    }),
+    searchRequests: new client.Counter({
+      name: 'discovery_search_requests_total',
+      help: 'Search requests answered',
+      registers,
+    }),
+    searchLatency: new client.Histogram({
+      name: 'discovery_search_duration_seconds',
+      help: 'Search latency inside the service (query and ranking)',
+      buckets: SEARCH_BUCKETS,
+      registers,
+    }),
+    emptySearchResults: new client.Counter({
+      name: 'discovery_search_empty_results_total',
+      help: 'Searches that returned no result',
+      registers,
+    }),
+    partialResults: new client.Counter({
+      name: 'discovery_partial_results_total',
+      help: 'Listing and search pages answered with partialResults true',
+      labelNames: ['endpoint'],
+      registers,
+    }),
     indexFreshness: new client.Gauge({
       name: 'discovery_index_lag_seconds',
       help: 'Seconds the search index lags the catalog (age of the oldest unindexed catalog event; 0 when up to date)',
@@ -99,7 +132,11 @@ export function defineDiscoveryMetrics(registry: client.Registry): DiscoveryMetr
         const s = await snapshot();
         if (!s) return;
         this.reset();
-        for (const v of s.volume) this.inc({ network: networkLabel(v.network), asset: /^[A-Za-z0-9]{1,12}$/.test(v.asset) ? v.asset : 'other' }, v.amount);
+        for (const v of s.volume)
+          this.inc(
+            { network: networkLabel(v.network), asset: /^[A-Za-z0-9]{1,12}$/.test(v.asset) ? v.asset : 'other' },
+            v.amount,
+          );
       },
     }),
     indexRejections: new client.Counter({

@@ -42,30 +42,114 @@ const LATENCY = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export function defineFacilitatorMetrics(registry: client.Registry): FacilitatorMetrics {
   const registers = [registry];
-  const counter = <L extends string>(name: string, help: string, labelNames: L[]) => new client.Counter<L>({ name, help, labelNames, registers });
+  const counter = <L extends string>(name: string, help: string, labelNames: L[]) =>
+    new client.Counter<L>({ name, help, labelNames, registers });
   const m: Omit<FacilitatorMetrics, 'initNetworks'> = {
-    requests: counter('facilitator_requests_total', 'Facilitator requests by operation (verify, settle, supported, reads)', ['network', 'operation']),
-    verifyOutcomes: counter('facilitator_verify_total', 'Verify outcomes (success rate = success / total)', ['network', 'outcome']),
-    settleOutcomes: counter('facilitator_settle_total', 'Settle outcomes (success rate = success / total; pending counts as success)', ['network', 'outcome']),
-    failures: counter('facilitator_failures_total', 'Facilitator failures by operation and error code', ['network', 'operation', 'code']),
-    replayDetected: counter('facilitator_replay_detected_total', 'Replayed authorizations rejected', ['network', 'operation']),
+    requests: counter(
+      'facilitator_requests_total',
+      'Facilitator requests by operation (verify, settle, supported, reads)',
+      ['network', 'operation'],
+    ),
+    verifyOutcomes: counter('facilitator_verify_total', 'Verify outcomes (success rate = success / total)', [
+      'network',
+      'outcome',
+    ]),
+    settleOutcomes: counter(
+      'facilitator_settle_total',
+      'Settle outcomes (success rate = success / total; pending counts as success)',
+      ['network', 'outcome'],
+    ),
+    failures: counter('facilitator_failures_total', 'Facilitator failures by operation and error code', [
+      'network',
+      'operation',
+      'code',
+    ]),
+    replayDetected: counter('facilitator_replay_detected_total', 'Replayed authorizations rejected', [
+      'network',
+      'operation',
+    ]),
     authExpired: counter('facilitator_auth_expired_total', 'Expired authorizations rejected', ['network', 'operation']),
-    amountMismatch: counter('facilitator_amount_mismatch_total', 'Payments whose amount differed from the requirements', ['network']),
-    assetMismatch: counter('facilitator_asset_mismatch_total', 'Payments whose asset differed from the requirements', ['network']),
-    recipientMismatch: counter('facilitator_recipient_mismatch_total', 'Payments whose recipient differed from payTo', ['network']),
-    trustlineFailures: counter('ledger_trustline_failures_total', 'Payments rejected because a trustline is missing', ['network']),
-    verifyLatency: new client.Histogram({ name: 'facilitator_verify_duration_seconds', help: 'Verify latency', labelNames: ['network', 'outcome'], buckets: LATENCY, registers }),
-    settleLatency: new client.Histogram({ name: 'facilitator_settle_duration_seconds', help: 'Settle latency (until confirmed or answered pending)', labelNames: ['network', 'outcome'], buckets: LATENCY, registers }),
+    amountMismatch: counter(
+      'facilitator_amount_mismatch_total',
+      'Payments whose amount differed from the requirements',
+      ['network'],
+    ),
+    assetMismatch: counter('facilitator_asset_mismatch_total', 'Payments whose asset differed from the requirements', [
+      'network',
+    ]),
+    recipientMismatch: counter('facilitator_recipient_mismatch_total', 'Payments whose recipient differed from payTo', [
+      'network',
+    ]),
+    trustlineFailures: counter('ledger_trustline_failures_total', 'Payments rejected because a trustline is missing', [
+      'network',
+    ]),
+    verifyLatency: new client.Histogram({
+      name: 'facilitator_verify_duration_seconds',
+      help: 'Verify latency',
+      labelNames: ['network', 'outcome'],
+      buckets: LATENCY,
+      registers,
+    }),
+    settleLatency: new client.Histogram({
+      name: 'facilitator_settle_duration_seconds',
+      help: 'Settle latency (until confirmed or answered pending)',
+      labelNames: ['network', 'outcome'],
+      buckets: LATENCY,
+      registers,
+    }),
     rpcRequests: counter('ledger_rpc_requests_total', 'Soroban RPC calls by method', ['network', 'method']),
-    rpcErrors: counter('ledger_rpc_errors_total', 'Soroban RPC calls that failed (transport or RPC error)', ['network', 'method']),
-    rpcLatency: new client.Histogram({ name: 'ledger_rpc_latency_seconds', help: 'Soroban RPC latency by method', labelNames: ['network', 'method'], buckets: LATENCY, registers }),
-    rpcUp: new client.Gauge({ name: 'ledger_rpc_up', help: '1 when the last RPC call to the network succeeded, else 0', labelNames: ['network'], registers }),
-    latestLedger: new client.Gauge({ name: 'ledger_latest_observed', help: 'Latest ledger sequence observed on the network', labelNames: ['network'], registers }),
-    submissionFailures: counter('ledger_settlement_submission_failures_total', 'Settlement transactions rejected at submission or failed on the ledger', ['network', 'reason']),
-    feesCharged: counter('facilitator_fees_charged_stroops_total', 'Network fees the ledger charged for settlement transactions, stroops', ['network']),
-    feeBudgetRefusals: counter('facilitator_fee_budget_refusals_total', 'Settles refused because a daily fee budget was spent, by budget (seller, payer, client, global)', ['network', 'scope']),
-    sponsoredToday: new client.Gauge({ name: 'facilitator_sponsored_fees_today_stroops', help: "Network fees committed or spent today (UTC) on the network, all sellers together, as of this process's last settle", labelNames: ['network'], registers }),
-    sponsoredCap: new client.Gauge({ name: 'facilitator_sponsored_fee_cap_stroops', help: 'FACILITATOR_DAILY_FEE_CAP_STROOPS (0: unlimited)', labelNames: ['network'], registers }),
+    rpcErrors: counter('ledger_rpc_errors_total', 'Soroban RPC calls that failed (transport or RPC error)', [
+      'network',
+      'method',
+    ]),
+    rpcLatency: new client.Histogram({
+      name: 'ledger_rpc_latency_seconds',
+      help: 'Soroban RPC latency by method',
+      labelNames: ['network', 'method'],
+      buckets: LATENCY,
+      registers,
+    }),
+    rpcUp: new client.Gauge({
+      name: 'ledger_rpc_up',
+      help: '1 when the last RPC call to the network succeeded, else 0',
+      labelNames: ['network'],
+      registers,
+    }),
+    latestLedger: new client.Gauge({
+      name: 'ledger_latest_observed',
+      help: 'Latest ledger sequence observed on the network',
+      labelNames: ['network'],
+      registers,
+    }),
+    submissionFailures: counter(
+      'ledger_settlement_submission_failures_total',
+      'Settlement transactions rejected at submission or failed on the ledger',
+      ['network', 'reason'],
+    ),
+    feesCharged: counter(
+      'facilitator_fees_charged_stroops_total',
+      'Network fees the ledger charged for settlement transactions, stroops',
+      ['network'],
+    ),
+    feeBudgetRefusals: counter(
+      'facilitator_fee_budget_refusals_total',
+      'Settles refused because a daily fee budget was spent, by budget (seller, payer, client, global)',
+      ['network', 'scope'],
+    ),
+    sponsoredToday: new client.Gauge({
+      name: 'facilitator_sponsored_fees_today_stroops',
+      help:
+        "Network fees committed or spent today (UTC) on the network, all sellers together, as of this process's " +
+        'last settle',
+      labelNames: ['network'],
+      registers,
+    }),
+    sponsoredCap: new client.Gauge({
+      name: 'facilitator_sponsored_fee_cap_stroops',
+      help: 'FACILITATOR_DAILY_FEE_CAP_STROOPS (0: unlimited)',
+      labelNames: ['network'],
+      registers,
+    }),
     confirmationDelay: new client.Histogram({
       name: 'ledger_settlement_confirmation_delay_seconds',
       help: 'Time from settlement submission to the recorded confirmation',
@@ -73,8 +157,18 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
       registers,
     }),
-    channelsBusy: new client.Gauge({ name: 'facilitator_channel_accounts_busy', help: 'Channel accounts with a transaction in flight', labelNames: ['network'], registers }),
-    channelsTotal: new client.Gauge({ name: 'facilitator_channel_accounts', help: 'Channel accounts in the pool', labelNames: ['network'], registers }),
+    channelsBusy: new client.Gauge({
+      name: 'facilitator_channel_accounts_busy',
+      help: 'Channel accounts with a transaction in flight',
+      labelNames: ['network'],
+      registers,
+    }),
+    channelsTotal: new client.Gauge({
+      name: 'facilitator_channel_accounts',
+      help: 'Channel accounts in the pool',
+      labelNames: ['network'],
+      registers,
+    }),
   };
   return {
     ...m,
@@ -88,7 +182,8 @@ export function defineFacilitatorMetrics(registry: client.Registry): Facilitator
           m.replayDetected.inc({ network, operation }, 0);
           m.authExpired.inc({ network, operation }, 0);
         }
-        for (const c of [m.amountMismatch, m.assetMismatch, m.recipientMismatch, m.trustlineFailures]) c.inc({ network }, 0);
+        for (const c of [m.amountMismatch, m.assetMismatch, m.recipientMismatch, m.trustlineFailures])
+          c.inc({ network }, 0);
         for (const scope of ['seller', 'payer', 'client', 'global']) m.feeBudgetRefusals.inc({ network, scope }, 0);
         if (!rpcUrl) continue;
         m.rpcUp.set({ network }, 0);

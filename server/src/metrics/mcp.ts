@@ -13,7 +13,13 @@ import client from 'prom-client';
  * registry's `environment` default label. The service has no paying tool, so budget rejections stay 0 here
  * (the series exists so dashboards and alerts read the same names on both entrances).
  */
-const TOOLS = new Set(['search_resources', 'inspect_resource', 'list_supported_networks', 'get_receipt', 'call_paid_resource']);
+const TOOLS = new Set([
+  'search_resources',
+  'inspect_resource',
+  'list_supported_networks',
+  'get_receipt',
+  'call_paid_resource',
+]);
 const tool = (name: string) => (TOOLS.has(name) ? name : 'unknown');
 const network = (n: string) => (n === 'stellar:testnet' || n === 'stellar:pubnet' ? n : 'none');
 const code = (c: string) => (/^[A-Z][A-Z0-9_]{1,47}$/.test(c) ? c : 'INTERNAL_ERROR');
@@ -53,12 +59,43 @@ export function defineMcpMetrics(registry: client.Registry): McpMetrics {
         this.set((Date.now() - startedAt) / 1000);
       },
     }),
-    toolCalls: new client.Counter({ name: 'mcp_tool_calls_total', help: 'MCP tool calls by tool (search, inspect, paid call...), network and outcome', labelNames: ['tool', 'network', 'outcome'] as const, registers: [registry] }),
-    toolLatency: new client.Histogram({ name: 'mcp_tool_call_duration_seconds', help: 'MCP tool call latency by tool', labelNames: ['tool'] as const, buckets: LATENCY_BUCKETS, registers: [registry] }),
-    toolErrors: new client.Counter({ name: 'mcp_tool_errors_total', help: 'MCP tool calls that answered an error, by stable error code', labelNames: ['tool', 'network', 'code'] as const, registers: [registry] }),
-    budgetRejections: new client.Counter({ name: 'mcp_budget_rejections_total', help: 'Paid calls refused by the buyer budget before anything was signed', labelNames: ['network', 'limit'] as const, registers: [registry] }),
-    receiptFetches: new client.Counter({ name: 'mcp_receipt_fetches_total', help: 'get_receipt tool calls', labelNames: ['network', 'outcome'] as const, registers: [registry] }),
-    networkQueries: new client.Counter({ name: 'mcp_supported_network_queries_total', help: 'list_supported_networks tool calls', labelNames: ['outcome'] as const, registers: [registry] }),
+    toolCalls: new client.Counter({
+      name: 'mcp_tool_calls_total',
+      help: 'MCP tool calls by tool (search, inspect, paid call...), network and outcome',
+      labelNames: ['tool', 'network', 'outcome'] as const,
+      registers: [registry],
+    }),
+    toolLatency: new client.Histogram({
+      name: 'mcp_tool_call_duration_seconds',
+      help: 'MCP tool call latency by tool',
+      labelNames: ['tool'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [registry],
+    }),
+    toolErrors: new client.Counter({
+      name: 'mcp_tool_errors_total',
+      help: 'MCP tool calls that answered an error, by stable error code',
+      labelNames: ['tool', 'network', 'code'] as const,
+      registers: [registry],
+    }),
+    budgetRejections: new client.Counter({
+      name: 'mcp_budget_rejections_total',
+      help: 'Paid calls refused by the buyer budget before anything was signed',
+      labelNames: ['network', 'limit'] as const,
+      registers: [registry],
+    }),
+    receiptFetches: new client.Counter({
+      name: 'mcp_receipt_fetches_total',
+      help: 'get_receipt tool calls',
+      labelNames: ['network', 'outcome'] as const,
+      registers: [registry],
+    }),
+    networkQueries: new client.Counter({
+      name: 'mcp_supported_network_queries_total',
+      help: 'list_supported_networks tool calls',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
   };
   return {
     ...m,

@@ -38,15 +38,27 @@ export function observeConformanceRun(m: Metrics, run: RunFigures): void {
   o.conformanceRuns.inc({ network: run.network, status: run.status });
   o.conformanceLastPassed.set({ network: run.network }, run.status === 'passed' ? 1 : 0);
   o.conformanceLastRun.set({ network: run.network }, (run.finishedAt ?? new Date()).getTime() / 1000);
-  for (const c of run.checks.filter((x) => x.name === 'probe_402')) o.resourceProbes.inc({ network: run.network, outcome: c.outcome === 'passed' ? 'passed' : 'failed' });
+  for (const c of run.checks.filter((x) => x.name === 'probe_402'))
+    o.resourceProbes.inc({ network: run.network, outcome: c.outcome === 'passed' ? 'passed' : 'failed' });
 }
 
 type Values = Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>;
 type Read = () => Promise<Values>;
 
-/** The series the operator dashboard reads (domain/operations/dashboard.ts OperationsReadings), read from this registry. */
-export function metricReadings(m: Metrics): { apiLatency: Read; settleLatency: Read; httpRequests: Read; settleOutcomes: Read; partialResults: Read; jobs: Record<'queueDepth' | 'active' | 'completed' | 'failed' | 'retries' | 'lastSuccess', Read> } {
-  const read = (metric: { get(): Promise<{ values: Values }> }): Read => async () => (await metric.get()).values;
+/** The series the operator dashboard reads (domain/operations/dashboard.ts OperationsReadings), read from this
+ * registry. */
+export function metricReadings(m: Metrics): {
+  apiLatency: Read;
+  settleLatency: Read;
+  httpRequests: Read;
+  settleOutcomes: Read;
+  partialResults: Read;
+  jobs: Record<'queueDepth' | 'active' | 'completed' | 'failed' | 'retries' | 'lastSuccess', Read>;
+} {
+  const read =
+    (metric: { get(): Promise<{ values: Values }> }): Read =>
+    async () =>
+      (await metric.get()).values;
   const j = m.jobs;
   return {
     apiLatency: read(m.httpLatency),
@@ -54,6 +66,13 @@ export function metricReadings(m: Metrics): { apiLatency: Read; settleLatency: R
     httpRequests: read(m.httpRequests),
     settleOutcomes: read(m.facilitator.settleOutcomes),
     partialResults: read(m.discovery.partialResults),
-    jobs: { queueDepth: read(j.queueDepth), active: read(j.active), completed: read(j.completed), failed: read(j.failed), retries: read(j.retries), lastSuccess: read(j.lastSuccess) },
+    jobs: {
+      queueDepth: read(j.queueDepth),
+      active: read(j.active),
+      completed: read(j.completed),
+      failed: read(j.failed),
+      retries: read(j.retries),
+      lastSuccess: read(j.lastSuccess),
+    },
   };
 }

@@ -7,7 +7,8 @@ import { defineAbuseMetrics, type AbuseMetrics } from './abuse';
 
 /**
  * The one metrics registry. Every metric of the service is defined here or in the area files beside it
- * (discovery.ts, facilitator.ts), all on this registry; other code receives the metric objects. Every series carries the `environment` label (a default label), and every ledger-related series also
+ * (discovery.ts, facilitator.ts), all on this registry; other code receives the metric objects. Every series carries
+ * the `environment` label (a default label), and every ledger-related series also
  * carries `network`, so testnet and mainnet figures never mix.
  */
 export interface Metrics {
@@ -87,14 +88,55 @@ export function createMetrics(environment: string): Metrics {
       },
     }),
     jobs: {
-      queueDepth: new client.Gauge({ name: 'job_queue_depth', help: 'Jobs waiting to run, by worker', labelNames: ['worker'], registers: [registry] }),
-      active: new client.Gauge({ name: 'job_active', help: 'Jobs running now in this process, by worker', labelNames: ['worker'], registers: [registry] }),
-      completed: new client.Counter({ name: 'job_completed_total', help: 'Jobs that completed successfully', labelNames: ['worker'], registers: [registry] }),
-      failed: new client.Counter({ name: 'job_failed_total', help: 'Job runs that failed (each failed try counts)', labelNames: ['worker'], registers: [registry] }),
-      retries: new client.Counter({ name: 'job_retries_total', help: 'Retries scheduled after a failed try', labelNames: ['worker'], registers: [registry] }),
-      deadLetters: new client.Counter({ name: 'job_dead_letter_total', help: 'Jobs dead-lettered after their last try', labelNames: ['worker'], registers: [registry] }),
-      latency: new client.Histogram({ name: 'job_processing_duration_seconds', help: 'Processing latency of one job run', labelNames: ['worker'], buckets: LATENCY_BUCKETS, registers: [registry] }),
-      lastSuccess: new client.Gauge({ name: 'job_last_success_timestamp_seconds', help: 'Unix time of the last successful run', labelNames: ['worker'], registers: [registry] }),
+      queueDepth: new client.Gauge({
+        name: 'job_queue_depth',
+        help: 'Jobs waiting to run, by worker',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      active: new client.Gauge({
+        name: 'job_active',
+        help: 'Jobs running now in this process, by worker',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      completed: new client.Counter({
+        name: 'job_completed_total',
+        help: 'Jobs that completed successfully',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      failed: new client.Counter({
+        name: 'job_failed_total',
+        help: 'Job runs that failed (each failed try counts)',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      retries: new client.Counter({
+        name: 'job_retries_total',
+        help: 'Retries scheduled after a failed try',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      deadLetters: new client.Counter({
+        name: 'job_dead_letter_total',
+        help: 'Jobs dead-lettered after their last try',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
+      latency: new client.Histogram({
+        name: 'job_processing_duration_seconds',
+        help: 'Processing latency of one job run',
+        labelNames: ['worker'],
+        buckets: LATENCY_BUCKETS,
+        registers: [registry],
+      }),
+      lastSuccess: new client.Gauge({
+        name: 'job_last_success_timestamp_seconds',
+        help: 'Unix time of the last successful run',
+        labelNames: ['worker'],
+        registers: [registry],
+      }),
     },
     discovery: defineDiscoveryMetrics(registry),
     facilitator: defineFacilitatorMetrics(registry),

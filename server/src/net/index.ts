@@ -4,4 +4,9 @@
  */
 export { createSafeFetcher, type ResolvedAddress, type SafeFetcherOptions, type FetchText } from './safe-fetcher';
 export { createDnsTxtResolver, type DnsTxtResolverOptions } from './dns-resolver';
-export { createLocalDevDomainCheck, isLocalDevDomain, LOCAL_DEV_SUFFIX, type LocalDevDomainCheck } from './local-dev-domain-check';
+export {
+  createLocalDevDomainCheck,
+  isLocalDevDomain,
+  LOCAL_DEV_SUFFIX,
+  type LocalDevDomainCheck,
+} from './local-dev-domain-check';

@@ -24,7 +24,11 @@ export interface LocalDevDomainCheck {
   urlBase: (domain: string) => string;
 }
 
-export function createLocalDevDomainCheck(opts: { port: number; real: DomainCheckPorts; timeoutMs?: number }): LocalDevDomainCheck {
+export function createLocalDevDomainCheck(opts: {
+  port: number;
+  real: DomainCheckPorts;
+  timeoutMs?: number;
+}): LocalDevDomainCheck {
   // Loopback only: the lookup answers 127.0.0.1 for the .test name itself, so no other address can be reached.
   const loopback: FetchText = createSafeFetcher({
     timeoutMs: opts.timeoutMs,

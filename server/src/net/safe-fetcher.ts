@@ -82,7 +82,17 @@ export function createSafeFetcher(options: SafeFetcherOptions = {}): FetchText {
     const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const vetted = await withAbort(resolveAndVet(host, lookup, allowPrivate), controller.signal, host, timeoutMs);
-      return await get(url, host, vetted, controller.signal, maxBytes, timeoutMs, options.readBodyOfStatuses ?? [200], options.readBodyOfStatuses !== undefined, init);
+      return await get(
+        url,
+        host,
+        vetted,
+        controller.signal,
+        maxBytes,
+        timeoutMs,
+        options.readBodyOfStatuses ?? [200],
+        options.readBodyOfStatuses !== undefined,
+        init,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -97,7 +107,8 @@ function parseUrl(rawUrl: string, allowInsecure: boolean): URL {
     throw new DomainCheckError('insecure_url', 'The URL is not valid');
   }
   const protocolOk = url.protocol === 'https:' || (allowInsecure && url.protocol === 'http:');
-  if (!protocolOk) throw new DomainCheckError('insecure_url', `Only https URLs are fetched (got ${url.protocol.slice(0, 10)})`);
+  if (!protocolOk)
+    throw new DomainCheckError('insecure_url', `Only https URLs are fetched (got ${url.protocol.slice(0, 10)})`);
   if (url.username !== '' || url.password !== '') {
     throw new DomainCheckError('insecure_url', 'URLs with credentials are not fetched');
   }
@@ -167,8 +178,18 @@ function get(
         path: `${url.pathname}${url.search}`,
         method: init ? 'POST' : 'GET',
         headers: init
-          ? { 'user-agent': USER_AGENT, accept: init.accept ?? 'application/json', 'accept-encoding': 'identity', 'content-type': init.contentType, 'content-length': String(Buffer.byteLength(init.body)) }
-          : { 'user-agent': USER_AGENT, accept: 'text/plain, application/toml, */*;q=0.1', 'accept-encoding': 'identity' },
+          ? {
+              'user-agent': USER_AGENT,
+              accept: init.accept ?? 'application/json',
+              'accept-encoding': 'identity',
+              'content-type': init.contentType,
+              'content-length': String(Buffer.byteLength(init.body)),
+            }
+          : {
+              'user-agent': USER_AGENT,
+              accept: 'text/plain, application/toml, */*;q=0.1',
+              'accept-encoding': 'identity',
+            },
         lookup: pinnedLookup,
         agent: false,
         signal,
@@ -203,7 +224,14 @@ function get(
           const body = new TextDecoder('utf-8').decode(Buffer.concat(chunks)); // strips a BOM, replaces bad bytes
           // Headers only for callers that asked to read other statuses (the conformance 402 probe); default unchanged.
           if (!withHeaders) resolve({ status, body });
-          else resolve({ status, body, headers: Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')])) });
+          else
+            resolve({
+              status,
+              body,
+              headers: Object.fromEntries(
+                Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v ?? '')]),
+              ),
+            });
         });
         res.on('error', (err) => fail(transportError(err, host, signal, timeoutMs)));
         res.on('close', () => fail(transportError(new Error('closed'), host, signal, timeoutMs)));
@@ -221,9 +249,11 @@ function transportError(err: unknown, host: string, signal: AbortSignal, timeout
 
 /** Races a promise that cannot itself be cancelled (dns.lookup) against the overall deadline. */
 function withAbort<T>(promise: Promise<T>, signal: AbortSignal, host: string, timeoutMs: number): Promise<T> {
-  if (signal.aborted) return Promise.reject(new DomainCheckError('timeout', `${host} did not answer within ${timeoutMs} ms`));
+  if (signal.aborted)
+    return Promise.reject(new DomainCheckError('timeout', `${host} did not answer within ${timeoutMs} ms`));
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new DomainCheckError('timeout', `${host} did not resolve within ${timeoutMs} ms`));
+    const onAbort = (): void =>
+      reject(new DomainCheckError('timeout', `${host} did not resolve within ${timeoutMs} ms`));
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (value) => {

@@ -10,7 +10,9 @@ describe('access policy and operation matcher', () => {
   const match = createOperationMatcher(spec.paths);
   const operationIds = new Set(
     Object.values(spec.paths).flatMap((item) =>
-      Object.values(item as Record<string, { operationId?: string }>).flatMap((op) => (op?.operationId ? [op.operationId] : [])),
+      Object.values(item as Record<string, { operationId?: string }>).flatMap((op) =>
+        op?.operationId ? [op.operationId] : [],
+      ),
     ),
   );
   const payments: Principal = { role: 'seller', sellerId: 'sel_1', keyId: 'key_1', scope: 'payments' };
@@ -30,13 +32,16 @@ describe('access policy and operation matcher', () => {
     for (const id of [...PAYMENTS_SCOPE_OPERATIONS, ...OPERATOR_ONLY_OPERATIONS]) expect(operationIds).toContain(id);
   });
 
-  it('a literal segment wins over a parameter, HEAD is GET, and an unknown method on a known path has no operation', () => {
-    expect(match('POST', '/v1/sellers/challenges')?.operation?.operationId).toBe('createSellerChallenge');
-    expect(match('GET', '/v1/sellers/sel_123')?.operation?.operationId).toBe('getSeller');
-    expect(match('HEAD', '/v1/resources/res_1')?.operation?.operationId).toBe('getResource');
-    expect(match('PUT', '/v1/stats')).toEqual({ template: '/v1/stats', operation: null });
-    expect(match('GET', '/v1/nothing-here')).toBeNull();
-  });
+  it(
+    'a literal segment wins over a parameter, HEAD is GET, and an ' + 'unknown method on a known path has no operation',
+    () => {
+      expect(match('POST', '/v1/sellers/challenges')?.operation?.operationId).toBe('createSellerChallenge');
+      expect(match('GET', '/v1/sellers/sel_123')?.operation?.operationId).toBe('getSeller');
+      expect(match('HEAD', '/v1/resources/res_1')?.operation?.operationId).toBe('getResource');
+      expect(match('PUT', '/v1/stats')).toEqual({ template: '/v1/stats', operation: null });
+      expect(match('GET', '/v1/nothing-here')).toBeNull();
+    },
+  );
 
   it('route labels come from the same matcher: templates, mount prefixes, and unmatched for anything else', () => {
     const label = createRouteLabeler(match);

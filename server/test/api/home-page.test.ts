@@ -25,7 +25,9 @@ describe('GET / (issue 32: the service’s address opened in a browser)', () => 
     expect((await request(svc.app).get('/').set('Accept', '*/*')).headers['content-type']).toMatch(/^text\/html/);
     const json = await request(svc.app).get('/').set('Accept', 'application/json');
     expect(json.status).toBe(200);
-    expect(json.body.links.map((l: { href: string }) => l.href)).toEqual(expect.arrayContaining(['/docs', '/dashboard', '/health']));
+    expect(json.body.links.map((l: { href: string }) => l.href)).toEqual(
+      expect.arrayContaining(['/docs', '/dashboard', '/health']),
+    );
   });
 });
 

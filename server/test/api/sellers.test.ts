@@ -15,12 +15,27 @@ describe('POST /v1/sellers', () => {
   it('creates a seller and returns its API key once, storing only a hash of it', async () => {
     const keypair = Keypair.random();
     const wallet = keypair.publicKey();
-    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'Acme Data', walletAddress: wallet, domain: 'data.acme.example.com', walletProof: await walletProof(svc.app, keypair) });
+    const res = await request(svc.app)
+      .post('/v1/sellers')
+      .send({
+        displayName: 'Acme Data',
+        walletAddress: wallet,
+        domain: 'data.acme.example.com',
+        walletProof: await walletProof(svc.app, keypair),
+      });
     expect(res.status).toBe(201);
-    expect(res.body.seller).toMatchObject({ displayName: 'Acme Data', walletAddress: wallet, domain: 'data.acme.example.com', domainVerifiedAt: null, verificationStatus: 'unverified' });
+    expect(res.body.seller).toMatchObject({
+      displayName: 'Acme Data',
+      walletAddress: wallet,
+      domain: 'data.acme.example.com',
+      domainVerifiedAt: null,
+      verificationStatus: 'unverified',
+    });
     expect(res.body.seller.id).toMatch(/^sel_[0-9A-HJKMNP-TV-Z]{26}$/);
     expect(res.body.apiKey).toMatch(/^mk_[A-Za-z0-9_-]{43}$/);
-    const [rows] = await svc.db.query(`SELECT encode(key_hash, 'hex') AS h FROM api_keys WHERE seller_id = '${res.body.seller.id}'`);
+    const [rows] = await svc.db.query(
+      `SELECT encode(key_hash, 'hex') AS h FROM api_keys WHERE seller_id = '${res.body.seller.id}'`,
+    );
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(res.body.apiKey);
     const again = await request(svc.app).get(`/v1/sellers/${res.body.seller.id}`);
@@ -32,8 +47,16 @@ describe('POST /v1/sellers', () => {
   it('when the wallet address is already registered, it fails with CONFLICT', async () => {
     const keypair = Keypair.random();
     const body = { displayName: 'One', walletAddress: keypair.publicKey(), domain: 'one.example.com' };
-    expect((await request(svc.app).post('/v1/sellers').send({ ...body, walletProof: await walletProof(svc.app, keypair) })).status).toBe(201);
-    const res = await request(svc.app).post('/v1/sellers').send({ ...body, domain: 'two.example.com', walletProof: await walletProof(svc.app, keypair) });
+    expect(
+      (
+        await request(svc.app)
+          .post('/v1/sellers')
+          .send({ ...body, walletProof: await walletProof(svc.app, keypair) })
+      ).status,
+    ).toBe(201);
+    const res = await request(svc.app)
+      .post('/v1/sellers')
+      .send({ ...body, domain: 'two.example.com', walletProof: await walletProof(svc.app, keypair) });
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ ok: false, error: { code: 'CONFLICT' } });
   });
@@ -41,40 +64,70 @@ describe('POST /v1/sellers', () => {
   it('when the wallet address has a bad checksum, it fails with INVALID_REQUEST naming the field', async () => {
     const good = Keypair.random().publicKey();
     const bad = good.slice(0, 55) + (good[55] === 'A' ? 'B' : 'A');
-    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: bad, domain: 'x.example.com', walletProof: { challengeId: `wch_${'a'.repeat(32)}`, signature: 'A'.repeat(86) + '==' } });
+    const res = await request(svc.app)
+      .post('/v1/sellers')
+      .send({
+        displayName: 'X',
+        walletAddress: bad,
+        domain: 'x.example.com',
+        walletProof: { challengeId: `wch_${'a'.repeat(32)}`, signature: 'A'.repeat(86) + '==' },
+      });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
-    expect(res.body.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: 'walletAddress' })]));
+    expect(res.body.error.details).toEqual(
+      expect.arrayContaining([expect.objectContaining({ field: 'walletAddress' })]),
+    );
   });
 
   it('when the domain is an IP address or localhost, it fails with INVALID_REQUEST', async () => {
     for (const domain of ['127.0.0.1', 'localhost']) {
       const keypair = Keypair.random();
-      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: keypair.publicKey(), domain, walletProof: await walletProof(svc.app, keypair) });
+      const res = await request(svc.app)
+        .post('/v1/sellers')
+        .send({
+          displayName: 'X',
+          walletAddress: keypair.publicKey(),
+          domain,
+          walletProof: await walletProof(svc.app, keypair),
+        });
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('INVALID_REQUEST');
     }
   });
 
-  it('when the domain is localhost or *.localhost, the refusal names the *.test rule and LOCAL_DEV_DOMAINS', async () => {
-    for (const domain of ['localhost', 'shop.localhost', '127.0.0.1']) {
-      const keypair = Keypair.random();
-      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X', walletAddress: keypair.publicKey(), domain, walletProof: await walletProof(svc.app, keypair) });
-      expect(res.status).toBe(400);
-      const detail = res.body.error.details.find((d: { field?: string }) => d.field === 'domain');
-      expect(detail.message).toMatch(/\.test/);
-      expect(detail.message).toContain('LOCAL_DEV_DOMAINS=true');
-    }
-  });
+  it(
+    'when the domain is localhost or *.localhost, the refusal ' + 'names the *.test rule and LOCAL_DEV_DOMAINS',
+    async () => {
+      for (const domain of ['localhost', 'shop.localhost', '127.0.0.1']) {
+        const keypair = Keypair.random();
+        const res = await request(svc.app)
+          .post('/v1/sellers')
+          .send({
+            displayName: 'X',
+            walletAddress: keypair.publicKey(),
+            domain,
+            walletProof: await walletProof(svc.app, keypair),
+          });
+        expect(res.status).toBe(400);
+        const detail = res.body.error.details.find((d: { field?: string }) => d.field === 'domain');
+        expect(detail.message).toMatch(/\.test/);
+        expect(detail.message).toContain('LOCAL_DEV_DOMAINS=true');
+      }
+    },
+  );
 
-  it('when required fields are missing, the validator answers INVALID_REQUEST in the one envelope with a request id', async () => {
-    const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X' });
-    expect(res.status).toBe(400);
-    expect(res.body.ok).toBe(false);
-    expect(res.body.error.code).toBe('INVALID_REQUEST');
-    expect(res.body.error.requestId).toBe(res.headers['x-request-id']);
-    expect(res.body.error.details.length).toBeGreaterThan(0);
-  });
+  it(
+    'when required fields are missing, the validator answers INVALID_REQUEST in the one envelope with a request ' +
+      'id',
+    async () => {
+      const res = await request(svc.app).post('/v1/sellers').send({ displayName: 'X' });
+      expect(res.status).toBe(400);
+      expect(res.body.ok).toBe(false);
+      expect(res.body.error.code).toBe('INVALID_REQUEST');
+      expect(res.body.error.requestId).toBe(res.headers['x-request-id']);
+      expect(res.body.error.details.length).toBeGreaterThan(0);
+    },
+  );
 });
 
 describe('GET /v1/sellers/:sellerId', () => {
@@ -82,7 +135,12 @@ describe('GET /v1/sellers/:sellerId', () => {
     const seller = await signUpSeller(svc.app);
     const res = await request(svc.app).get(`/v1/sellers/${seller.id}`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: seller.id, walletAddress: seller.wallet.publicKey(), verificationStatus: 'unverified', domainVerifiedAt: null });
+    expect(res.body).toMatchObject({
+      id: seller.id,
+      walletAddress: seller.wallet.publicKey(),
+      verificationStatus: 'unverified',
+      domainVerifiedAt: null,
+    });
   });
 
   it('when the seller does not exist, it answers 404 NOT_FOUND', async () => {

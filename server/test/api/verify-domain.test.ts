@@ -25,7 +25,11 @@ beforeAll(async () => {
   const port = (site.address() as AddressInfo).port;
   svc = await startTestService({
     domainCheck: {
-      fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, timeoutMs: 2000 }),
+      fetchText: createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        timeoutMs: 2000,
+      }),
       resolveTxt: async (name) => txt.get(name) ?? [],
     },
     domainUrlBase: () => `http://127.0.0.1:${port}`,
@@ -39,53 +43,94 @@ afterAll(async () => {
 describe('POST /v1/sellers/:sellerId/verify-domain', () => {
   it('without a method, creates a challenge listing the three methods, and the seller becomes pending', async () => {
     const seller = await signUpSeller(svc.app);
-    const res = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
+    const res = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/verify-domain`)
+      .set(bearer(seller.apiKey))
+      .send({});
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ sellerId: seller.id, domain: seller.domain, status: 'pending', checkedMethod: null, domainVerifiedAt: null });
-    expect(res.body.methods.map((m: { method: string }) => m.method).sort()).toEqual(['dns_txt', 'https_well_known', 'stellar_toml']);
-    const again = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
+    expect(res.body).toMatchObject({
+      sellerId: seller.id,
+      domain: seller.domain,
+      status: 'pending',
+      checkedMethod: null,
+      domainVerifiedAt: null,
+    });
+    expect(res.body.methods.map((m: { method: string }) => m.method).sort()).toEqual([
+      'dns_txt',
+      'https_well_known',
+      'stellar_toml',
+    ]);
+    const again = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/verify-domain`)
+      .set(bearer(seller.apiKey))
+      .send({});
     expect(again.body.token).toBe(res.body.token);
     expect((await request(svc.app).get(`/v1/sellers/${seller.id}`)).body.verificationStatus).toBe('pending');
   });
 
-  it('with stellar_toml, verifies a SEP-1 file listing the wallet and the token, and sets domainVerifiedAt', async () => {
-    const seller = await signUpSeller(svc.app);
-    const challenge = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
-    files.set('/.well-known/stellar.toml', `# SEP-1\nACCOUNTS = ["${seller.wallet.publicKey()}"]\nMARKETPLACE_VERIFICATION = "${challenge.body.token}"\n`);
-    const res = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({ method: 'stellar_toml' });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'verified', checkedMethod: 'stellar_toml', failureReason: null });
-    expect(res.body.domainVerifiedAt).not.toBeNull();
-    const profile = await request(svc.app).get(`/v1/sellers/${seller.id}`);
-    expect(profile.body.verificationStatus).toBe('verified');
-    const [rows] = await svc.db.query(`SELECT domain_verified_at FROM sellers WHERE id = '${seller.id}'`);
-    expect((rows[0] as { domain_verified_at: Date | null }).domain_verified_at).not.toBeNull();
-    // a verified seller may now list on pubnet
-    const pubnet = await request(svc.app)
-      .post('/v1/resources')
-      .set(bearer(seller.apiKey))
-      .send(resourceInput(seller, { network: 'stellar:pubnet', assetIssuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }));
-    expect(pubnet.status).toBe(201);
-    expect(pubnet.body.sellerTrust).toMatchObject({ domainVerified: true, trusted: true });
-  });
+  it(
+    'with stellar_toml, verifies a SEP-1 file listing the ' + 'wallet and the token, and sets domainVerifiedAt',
+    async () => {
+      const seller = await signUpSeller(svc.app);
+      const challenge = await request(svc.app)
+        .post(`/v1/sellers/${seller.id}/verify-domain`)
+        .set(bearer(seller.apiKey))
+        .send({});
+      files.set(
+        '/.well-known/stellar.toml',
+        `# SEP-1\nACCOUNTS = ["${seller.wallet.publicKey()}"]\nMARKETPLACE_VERIFICATION = "${challenge.body.token}"\n`,
+      );
+      const res = await request(svc.app)
+        .post(`/v1/sellers/${seller.id}/verify-domain`)
+        .set(bearer(seller.apiKey))
+        .send({ method: 'stellar_toml' });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ status: 'verified', checkedMethod: 'stellar_toml', failureReason: null });
+      expect(res.body.domainVerifiedAt).not.toBeNull();
+      const profile = await request(svc.app).get(`/v1/sellers/${seller.id}`);
+      expect(profile.body.verificationStatus).toBe('verified');
+      const [rows] = await svc.db.query(`SELECT domain_verified_at FROM sellers WHERE id = '${seller.id}'`);
+      expect((rows[0] as { domain_verified_at: Date | null }).domain_verified_at).not.toBeNull();
+      // a verified seller may now list on pubnet
+      const pubnet = await request(svc.app)
+        .post('/v1/resources')
+        .set(bearer(seller.apiKey))
+        .send(resourceInput(seller, { network: 'stellar:pubnet', assetIssuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }));
+      expect(pubnet.status).toBe(201);
+      expect(pubnet.body.sellerTrust).toMatchObject({ domainVerified: true, trusted: true });
+    },
+  );
 
-  it('with https_well_known, when the file holds another token, the check fails with a reason and the seller stays unverified', async () => {
-    const seller = await signUpSeller(svc.app);
-    await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
-    files.set('/.well-known/marketplace-verification.txt', 'someone-elses-token-aaaaaaaaaaaaaaaaaaaaaaaa');
-    const res = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({ method: 'https_well_known' });
-    expect(res.status).toBe(200);
-    expect(res.body.status).toBe('failed');
-    expect(res.body.failureReason).toMatch(/token_mismatch/);
-    expect((await request(svc.app).get(`/v1/sellers/${seller.id}`)).body.domainVerifiedAt).toBeNull();
-  });
+  it(
+    'with https_well_known, when the file holds another token, the check fails with a reason and the seller ' +
+      'stays unverified',
+    async () => {
+      const seller = await signUpSeller(svc.app);
+      await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
+      files.set('/.well-known/marketplace-verification.txt', 'someone-elses-token-aaaaaaaaaaaaaaaaaaaaaaaa');
+      const res = await request(svc.app)
+        .post(`/v1/sellers/${seller.id}/verify-domain`)
+        .set(bearer(seller.apiKey))
+        .send({ method: 'https_well_known' });
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('failed');
+      expect(res.body.failureReason).toMatch(/token_mismatch/);
+      expect((await request(svc.app).get(`/v1/sellers/${seller.id}`)).body.domainVerifiedAt).toBeNull();
+    },
+  );
 
   it('with dns_txt, verifies the TXT record on _marketplace-verification.<domain>', async () => {
     const seller = await signUpSeller(svc.app);
-    const challenge = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({});
+    const challenge = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/verify-domain`)
+      .set(bearer(seller.apiKey))
+      .send({});
     const dns = challenge.body.methods.find((m: { method: string }) => m.method === 'dns_txt');
     txt.set(dns.location, [[dns.expectedValue]]);
-    const res = await request(svc.app).post(`/v1/sellers/${seller.id}/verify-domain`).set(bearer(seller.apiKey)).send({ method: 'dns_txt' });
+    const res = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/verify-domain`)
+      .set(bearer(seller.apiKey))
+      .send({ method: 'dns_txt' });
     expect(res.body.status).toBe('verified');
   });
 

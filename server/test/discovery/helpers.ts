@@ -25,7 +25,10 @@ export function validate(app: Express, key: string | null, body: Record<string, 
 export async function waitIndexed(db: Sequelize, timeoutMs = 20_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const [[row]] = (await db.query('SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL')) as [Array<{ n: number }>, unknown];
+    const [[row]] = (await db.query('SELECT count(*)::int AS n FROM catalog_events WHERE indexed_at IS NULL')) as [
+      Array<{ n: number }>,
+      unknown,
+    ];
     if (row.n === 0) return;
     if (Date.now() > until) throw new Error(`index still behind by ${row.n} catalog events`);
     await new Promise((r) => setTimeout(r, 100));
@@ -41,4 +44,6 @@ export async function waitFor(check: () => Promise<boolean>, timeoutMs = 20_000)
 }
 
 /** A description long enough to score full marks on the description-length part of metadata quality. */
-export const LONG = 'Reliable endpoint with stable latency, clear errors and documented limits, maintained by a responsive team for production use.';
+export const LONG =
+  'Reliable endpoint with stable latency, clear errors and documented limits, maintained by a responsive team ' +
+  'for production use.';

@@ -7,15 +7,24 @@ import synonymData from '../../src/domain/discovery/synonyms.json';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
 
 describe('the query language (pure)', () => {
-  it('splits words on punctuation, keeps quoted phrases and -exclusions, drops stop words, marks the last word as a prefix', () => {
-    const p = parseQuery('Air Quality Index (AQI) "real time" -pollen');
-    expect(p.words).toEqual(['air', 'quality', 'index', 'aqi', 'real', 'time']);
-    expect(p.phrases).toEqual([['real', 'time']]);
-    expect(p.excluded).toEqual([['pollen']]);
-    expect(parseQuery('convert a street address to latitude').words).toEqual(['convert', 'street', 'address', 'latitude']);
-    expect(parseQuery('weath').lastIsPrefix).toBe(true);
-    expect(parseQuery('weather "forecast"').lastIsPrefix).toBe(false);
-  });
+  it(
+    'splits words on punctuation, keeps quoted phrases and -exclusions, drops stop words, marks the last word as ' +
+      'a prefix',
+    () => {
+      const p = parseQuery('Air Quality Index (AQI) "real time" -pollen');
+      expect(p.words).toEqual(['air', 'quality', 'index', 'aqi', 'real', 'time']);
+      expect(p.phrases).toEqual([['real', 'time']]);
+      expect(p.excluded).toEqual([['pollen']]);
+      expect(parseQuery('convert a street address to latitude').words).toEqual([
+        'convert',
+        'street',
+        'address',
+        'latitude',
+      ]);
+      expect(parseQuery('weath').lastIsPrefix).toBe(true);
+      expect(parseQuery('weather "forecast"').lastIsPrefix).toBe(false);
+    },
+  );
 
   it('bounds what it keeps: at most 12 words of at most 40 characters', () => {
     const p = parseQuery(Array.from({ length: 40 }, (_, i) => `w${i}${'x'.repeat(60)}`).join(' '));
@@ -30,7 +39,9 @@ describe('the query language (pure)', () => {
     // "latitude and longitude": each word also matches geocode (and the other members of the group)
     const alts = synonymAlternatives(['latitude', 'longitude']);
     expect(alts[0].map((a) => a.join(' '))).toEqual(expect.arrayContaining(['geocode', 'address coordinates']));
-    expect(synonymAlternatives(['asr'])[0].map((a) => a.join(' '))).toEqual(expect.arrayContaining(['transcription', 'speech recognition']));
+    expect(synonymAlternatives(['asr'])[0].map((a) => a.join(' '))).toEqual(
+      expect.arrayContaining(['transcription', 'speech recognition']),
+    );
     expect(() => loadSynonyms({ groups: [['only one']] })).toThrow(/two members/);
   });
 });
@@ -40,7 +51,10 @@ describe('GET /v1/discovery/search with ranked recall', () => {
   let seller: SignedUpSeller;
   const made: Record<string, string> = {};
   const put = async (name: string, description: string) => {
-    const res = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, resource: draft(seller, { name, description: `${description} ${LONG}` }) });
+    const res = await catalog(svc.app, seller.apiKey, {
+      sellerId: seller.id,
+      resource: draft(seller, { name, description: `${description} ${LONG}` }),
+    });
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
     return res.body.resourceId as string;
   };
@@ -62,15 +76,29 @@ describe('GET /v1/discovery/search with ranked recall', () => {
     await svc.stop();
   });
 
-  it("when q holds parentheses, apostrophes or other reserved characters sent unencoded, it is a 200 with results, not a 400", async () => {
-    const res = await request(svc.app).get("/v1/discovery/search?q=Air%20Quality%20Index%20(AQI)");
-    expect(res.status).toBe(200);
-    expect(ids(res)[0]).toBe(made.aqi);
-    for (const q of ["what's the AQI?", 'AQI!*', "O'Brien's (weather) & 100% [geo]; a=b/c", '日本語 天気', '"', '-', '()', '%', '+']) {
-      const r = await search(q);
-      expect({ q, status: r.status }).toEqual({ q, status: 200 });
-    }
-  });
+  it(
+    'when q holds parentheses, apostrophes or other reserved characters sent unencoded, it is a 200 with ' +
+      'results, not a 400',
+    async () => {
+      const res = await request(svc.app).get('/v1/discovery/search?q=Air%20Quality%20Index%20(AQI)');
+      expect(res.status).toBe(200);
+      expect(ids(res)[0]).toBe(made.aqi);
+      for (const q of [
+        "what's the AQI?",
+        'AQI!*',
+        "O'Brien's (weather) & 100% [geo]; a=b/c",
+        '日本語 天気',
+        '"',
+        '-',
+        '()',
+        '%',
+        '+',
+      ]) {
+        const r = await search(q);
+        expect({ q, status: r.status }).toEqual({ q, status: 200 });
+      }
+    },
+  );
 
   it('when only some words match, the resource is found (OR), ranked above ones matching fewer words', async () => {
     const res = await search('convert a street address to latitude and longitude');

@@ -3,7 +3,15 @@ import { signUpSeller } from '../support/fixtures';
 import { DEFAULT_USDC_ISSUER } from '../../src/config';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
 import { waitIndexed } from './helpers';
-import { bm25, figures, loadCorpus, loadIntoService, loadQueries, searchAll, table } from '../../../scripts/bench/relevance/evaluate';
+import {
+  bm25,
+  figures,
+  loadCorpus,
+  loadIntoService,
+  loadQueries,
+  searchAll,
+  table,
+} from '../../../scripts/bench/relevance/evaluate';
 
 /**
  * The judged relevance set (scripts/bench/relevance/): search must keep finding what the queries mean. Floors, not
@@ -20,20 +28,28 @@ afterAll(async () => {
 });
 
 describe('the judged relevance set', () => {
-  it('when the corpus is cataloged, recall@5 stays above the floor and every figure at or above the BM25 baseline', async () => {
-    const corpus = loadCorpus();
-    const queries = loadQueries();
-    const keys = await loadIntoService(svc.app, corpus, signUpSeller, DEFAULT_USDC_ISSUER['stellar:testnet']);
-    await waitIndexed(svc.db);
-    await createSearchIndexRepository(svc.db).refreshVocabulary(0);
-    await svc.db.query('ANALYZE search_documents');
-    const ours = figures(corpus, queries, await searchAll(svc.app, queries, keys));
-    const baseline = figures(corpus, queries, queries.map((q) => bm25(corpus)(q.query)));
-    if (process.env.RELEVANCE_TABLE) console.log(table(ours, baseline));
-    expect(ours.recallAt5).toBeGreaterThanOrEqual(RECALL_FLOOR);
-    expect(ours.recallAt5).toBeGreaterThanOrEqual(baseline.recallAt5);
-    expect(ours.mrrAt10).toBeGreaterThanOrEqual(baseline.mrrAt10);
-    expect(ours.ndcgAt10).toBeGreaterThanOrEqual(baseline.ndcgAt10);
-    expect(ours.emptyShare).toBeLessThanOrEqual(0.05);
-  }, 180_000);
+  it(
+    'when the corpus is cataloged, recall@5 stays above the floor ' + 'and every figure at or above the BM25 baseline',
+    async () => {
+      const corpus = loadCorpus();
+      const queries = loadQueries();
+      const keys = await loadIntoService(svc.app, corpus, signUpSeller, DEFAULT_USDC_ISSUER['stellar:testnet']);
+      await waitIndexed(svc.db);
+      await createSearchIndexRepository(svc.db).refreshVocabulary(0);
+      await svc.db.query('ANALYZE search_documents');
+      const ours = figures(corpus, queries, await searchAll(svc.app, queries, keys));
+      const baseline = figures(
+        corpus,
+        queries,
+        queries.map((q) => bm25(corpus)(q.query)),
+      );
+      if (process.env.RELEVANCE_TABLE) console.log(table(ours, baseline));
+      expect(ours.recallAt5).toBeGreaterThanOrEqual(RECALL_FLOOR);
+      expect(ours.recallAt5).toBeGreaterThanOrEqual(baseline.recallAt5);
+      expect(ours.mrrAt10).toBeGreaterThanOrEqual(baseline.mrrAt10);
+      expect(ours.ndcgAt10).toBeGreaterThanOrEqual(baseline.ndcgAt10);
+      expect(ours.emptyShare).toBeLessThanOrEqual(0.05);
+    },
+    180_000,
+  );
 });

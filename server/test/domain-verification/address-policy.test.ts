@@ -1,10 +1,15 @@
 import { isPublicAddress } from '../../src/domain/sellers/domain-verification/address-policy';
 
 describe('isPublicAddress', () => {
-  it.each(['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e'])(
-    'allows public %s',
-    (address) => expect(isPublicAddress(address)).toBe(true),
-  );
+  it.each([
+    '8.8.8.8',
+    '1.1.1.1',
+    '93.184.216.34',
+    '172.32.0.1',
+    '100.128.0.1',
+    '2606:4700:4700::1111',
+    '2a00:1450:4001::200e',
+  ])('allows public %s', (address) => expect(isPublicAddress(address)).toBe(true));
 
   it.each([
     ['unspecified v4', '0.0.0.0'],

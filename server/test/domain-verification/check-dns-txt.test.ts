@@ -17,14 +17,19 @@ describe('checkDomain dns_txt with an injected resolver', () => {
   const run = (resolveTxt: DomainCheckPorts['resolveTxt']) =>
     checkDomain('dns_txt', { domain: DOMAIN, walletAddress: WALLET, token }, { fetchText: jest.fn(), resolveTxt });
 
-  it('is verified when a TXT record at _marketplace-verification.<domain> is marketplace-verification=<token>', async () => {
-    const resolveTxt = jest.fn(async () => [['v=spf1 -all'], [`marketplace-verification=${token}`]]);
-    await expect(run(resolveTxt)).resolves.toEqual({ verified: true, reason: null, message: null });
-    expect(resolveTxt).toHaveBeenCalledWith(NAME);
-  });
+  it(
+    'is verified when a TXT record at ' + '_marketplace-verification.<domain> is ' + 'marketplace-verification=<token>',
+    async () => {
+      const resolveTxt = jest.fn(async () => [['v=spf1 -all'], [`marketplace-verification=${token}`]]);
+      await expect(run(resolveTxt)).resolves.toEqual({ verified: true, reason: null, message: null });
+      expect(resolveTxt).toHaveBeenCalledWith(NAME);
+    },
+  );
 
   it('is verified when the record arrives split into chunks', async () => {
-    await expect(run(async () => [['marketplace-verif', 'ication=', token.slice(0, 10), token.slice(10)]])).resolves.toMatchObject({ verified: true });
+    await expect(
+      run(async () => [['marketplace-verif', 'ication=', token.slice(0, 10), token.slice(10)]]),
+    ).resolves.toMatchObject({ verified: true });
   });
 
   it('fails with record_missing when there is no TXT record', async () => {
@@ -73,7 +78,9 @@ async function startDnsStub(txt: Record<string, string[][]>, silent: string[] = 
     header.writeUInt16BE(1, 4);
     header.writeUInt16BE(records?.length ?? 0, 6);
     const answers = (records ?? []).map((chunks) => {
-      const rdata = Buffer.concat(chunks.map((c) => Buffer.concat([Buffer.from([Buffer.byteLength(c)]), Buffer.from(c)])));
+      const rdata = Buffer.concat(
+        chunks.map((c) => Buffer.concat([Buffer.from([Buffer.byteLength(c)]), Buffer.from(c)])),
+      );
       const rr = Buffer.alloc(12);
       rr.writeUInt16BE(0xc00c, 0); // pointer to the question name
       rr.writeUInt16BE(16, 2); // TXT
@@ -108,7 +115,9 @@ describe('createDnsTxtResolver against a local DNS server', () => {
   it('returns each record as its chunks, and checkDomain verifies the joined record', async () => {
     const resolveTxt = createDnsTxtResolver({ servers: [stub.server] });
     await expect(resolveTxt(NAME)).resolves.toEqual([['v=other'], ['marketplace-verification=', token]]);
-    await expect(checkDomain('dns_txt', { domain: DOMAIN, walletAddress: WALLET, token }, { fetchText: jest.fn(), resolveTxt })).resolves.toMatchObject({
+    await expect(
+      checkDomain('dns_txt', { domain: DOMAIN, walletAddress: WALLET, token }, { fetchText: jest.fn(), resolveTxt }),
+    ).resolves.toMatchObject({
       verified: true,
     });
   });
@@ -121,7 +130,10 @@ describe('createDnsTxtResolver against a local DNS server', () => {
 
   it('fails with dns_failure when the server answers SERVFAIL', async () => {
     const resolveTxt = createDnsTxtResolver({ servers: [stub.server], timeoutMs: 1000 });
-    await expect(resolveTxt('broken.example.com')).rejects.toMatchObject({ reason: 'dns_failure', message: expect.stringContaining('ESERVFAIL') });
+    await expect(resolveTxt('broken.example.com')).rejects.toMatchObject({
+      reason: 'dns_failure',
+      message: expect.stringContaining('ESERVFAIL'),
+    });
   });
 
   it('fails with timeout when the server does not answer in time', async () => {

@@ -1,9 +1,5 @@
 import http from 'node:http';
-import {
-  checkDomain,
-  newChallengeToken,
-  type DomainCheckPorts,
-} from '../../src/domain/sellers/domain-verification';
+import { checkDomain, newChallengeToken, type DomainCheckPorts } from '../../src/domain/sellers/domain-verification';
 import { createSafeFetcher } from '../../src/net';
 import { OTHER_WALLET, WALLET, routes, startLocalServer, type LocalServer } from './local-server';
 
@@ -38,7 +34,11 @@ describe('checkDomain over HTTP against a local server', () => {
     token = newChallengeToken();
     server.requests.length = 0;
     ports = {
-      fetchText: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, timeoutMs: 500 }),
+      fetchText: createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        timeoutMs: 500,
+      }),
       resolveTxt: async () => [],
     };
   });
@@ -69,11 +69,17 @@ describe('checkDomain over HTTP against a local server', () => {
 
     it('fails with token_mismatch when MARKETPLACE_VERIFICATION is absent', async () => {
       handler = routes({ '/.well-known/stellar.toml': `ACCOUNTS = ["${WALLET}"]\n` });
-      await expect(check('stellar_toml')).resolves.toMatchObject({ verified: false, reason: 'token_mismatch', message: expect.stringContaining('has no top-level') });
+      await expect(check('stellar_toml')).resolves.toMatchObject({
+        verified: false,
+        reason: 'token_mismatch',
+        message: expect.stringContaining('has no top-level'),
+      });
     });
 
     it('fails with invalid_toml when the file does not parse', async () => {
-      handler = routes({ '/.well-known/stellar.toml': `ACCOUNTS = ["${WALLET}"\nMARKETPLACE_VERIFICATION = "${token}"` });
+      handler = routes({
+        '/.well-known/stellar.toml': `ACCOUNTS = ["${WALLET}"\nMARKETPLACE_VERIFICATION = "${token}"`,
+      });
       await expect(check('stellar_toml')).resolves.toMatchObject({ verified: false, reason: 'invalid_toml' });
     });
 
@@ -130,7 +136,11 @@ describe('checkDomain over HTTP against a local server', () => {
     });
 
     it('fails with timeout when the server is too slow', async () => {
-      ports.fetchText = createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, timeoutMs: 200 });
+      ports.fetchText = createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        timeoutMs: 200,
+      });
       handler = (_req, res) => setTimeout(() => res.writeHead(200).end(token), 1000).unref();
       await expect(check('https_well_known')).resolves.toMatchObject({ verified: false, reason: 'timeout' });
     });
@@ -153,22 +163,33 @@ describe('checkDomain input and port failures', () => {
     resolveTxt: async () => [],
   };
 
-  it.each(['localhost', '127.0.0.1', 'https://shop.example.com', 'shop.example.com:8443'])('fails with invalid_domain for %s before any I/O', async (domain) => {
-    const fetchText = jest.fn();
-    await expect(checkDomain('stellar_toml', { domain, walletAddress: WALLET, token }, { fetchText, resolveTxt: jest.fn() })).resolves.toMatchObject({
-      verified: false,
-      reason: 'invalid_domain',
-    });
-    expect(fetchText).not.toHaveBeenCalled();
-  });
+  it.each(['localhost', '127.0.0.1', 'https://shop.example.com', 'shop.example.com:8443'])(
+    'fails with invalid_domain for %s before any I/O',
+    async (domain) => {
+      const fetchText = jest.fn();
+      await expect(
+        checkDomain('stellar_toml', { domain, walletAddress: WALLET, token }, { fetchText, resolveTxt: jest.fn() }),
+      ).resolves.toMatchObject({
+        verified: false,
+        reason: 'invalid_domain',
+      });
+      expect(fetchText).not.toHaveBeenCalled();
+    },
+  );
 
   it('fails with invalid_input for a malformed wallet or token', async () => {
-    await expect(checkDomain('dns_txt', { domain: DOMAIN, walletAddress: 'GABC', token }, ports)).resolves.toMatchObject({ reason: 'invalid_input' });
-    await expect(checkDomain('dns_txt', { domain: DOMAIN, walletAddress: WALLET, token: '' }, ports)).resolves.toMatchObject({ reason: 'invalid_input' });
+    await expect(
+      checkDomain('dns_txt', { domain: DOMAIN, walletAddress: 'GABC', token }, ports),
+    ).resolves.toMatchObject({ reason: 'invalid_input' });
+    await expect(
+      checkDomain('dns_txt', { domain: DOMAIN, walletAddress: WALLET, token: '' }, ports),
+    ).resolves.toMatchObject({ reason: 'invalid_input' });
   });
 
   it('turns an unexpected port error into check_failed without leaking its message', async () => {
-    await expect(checkDomain('https_well_known', { domain: DOMAIN, walletAddress: WALLET, token }, ports)).resolves.toEqual({
+    await expect(
+      checkDomain('https_well_known', { domain: DOMAIN, walletAddress: WALLET, token }, ports),
+    ).resolves.toEqual({
       verified: false,
       reason: 'check_failed',
       message: 'The check failed unexpectedly',

@@ -13,7 +13,9 @@ export interface LocalServer {
 }
 
 /** A real HTTP server on 127.0.0.1 (ephemeral port) answering with the given handler. */
-export async function startLocalServer(handler: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<LocalServer> {
+export async function startLocalServer(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<LocalServer> {
   const requests: string[] = [];
   const hosts: string[] = [];
   const server = http.createServer((req, res) => {

@@ -58,10 +58,13 @@ describe('safe fetcher with default (production) flags', () => {
     expectNoConnection();
   });
 
-  it.each(['ftp://example.com/x', 'file:///etc/passwd', 'not a url', 'https://user:pw@example.com/x'])('refuses %s with insecure_url', async (url) => {
-    expect(await reasonOf(fetchText(url))).toBe('insecure_url');
-    expectNoConnection();
-  });
+  it.each(['ftp://example.com/x', 'file:///etc/passwd', 'not a url', 'https://user:pw@example.com/x'])(
+    'refuses %s with insecure_url',
+    async (url) => {
+      expect(await reasonOf(fetchText(url))).toBe('insecure_url');
+      expectNoConnection();
+    },
+  );
 
   it.each([
     'https://127.0.0.1/',
@@ -107,7 +110,10 @@ describe('safe fetcher with default (production) flags', () => {
         throw Object.assign(new Error('getaddrinfo ENOTFOUND shop.example'), { code: 'ENOTFOUND' });
       },
     });
-    await expect(failing('https://shop.example/x')).rejects.toMatchObject({ reason: 'dns_failure', message: 'shop.example did not resolve (ENOTFOUND)' });
+    await expect(failing('https://shop.example/x')).rejects.toMatchObject({
+      reason: 'dns_failure',
+      message: 'shop.example did not resolve (ENOTFOUND)',
+    });
     expectNoConnection();
   });
 
@@ -121,7 +127,12 @@ describe('safe fetcher with default (production) flags', () => {
 describe('safe fetcher against a local server (test flags on)', () => {
   let server: LocalServer;
   let handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
-  const fetchText = createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, timeoutMs: 500, maxBytes: 1024 });
+  const fetchText = createSafeFetcher({
+    allowInsecureForTests: true,
+    allowPrivateAddressesForTests: true,
+    timeoutMs: 500,
+    maxBytes: 1024,
+  });
 
   beforeAll(async () => {
     server = await startLocalServer((req, res) => handler(req, res));
@@ -144,7 +155,8 @@ describe('safe fetcher against a local server (test flags on)', () => {
   });
 
   it('does not follow a redirect', async () => {
-    handler = (req, res) => (req.url === '/start' ? res.writeHead(302, { location: '/target' }).end() : res.writeHead(200).end('target'));
+    handler = (req, res) =>
+      req.url === '/start' ? res.writeHead(302, { location: '/target' }).end() : res.writeHead(200).end('target');
     await expect(fetchText(`${server.origin}/start`)).resolves.toEqual({ status: 302, body: '' });
     expect(server.requests).toEqual(['/start']);
   });
@@ -204,6 +216,9 @@ describe('safe fetcher against a local server (test flags on)', () => {
   it('fails with connection_failed when nothing listens', async () => {
     const closed = await startLocalServer(() => undefined);
     await closed.close();
-    await expect(fetchText(`${closed.origin}/`)).rejects.toMatchObject({ reason: 'connection_failed', message: expect.stringContaining('ECONNREFUSED') });
+    await expect(fetchText(`${closed.origin}/`)).rejects.toMatchObject({
+      reason: 'connection_failed',
+      message: expect.stringContaining('ECONNREFUSED'),
+    });
   });
 });

@@ -8,10 +8,15 @@ import {
 import { WALLET } from './local-server';
 
 describe('isValidSellerDomain', () => {
-  it.each(['example.com', 'shop.example.co.uk', 'a.io', 'xn--bcher-kva.example', 'my-shop.example', `${'a'.repeat(63)}.com`, '123.example.com'])(
-    'accepts %s',
-    (domain) => expect(isValidSellerDomain(domain)).toBe(true),
-  );
+  it.each([
+    'example.com',
+    'shop.example.co.uk',
+    'a.io',
+    'xn--bcher-kva.example',
+    'my-shop.example',
+    `${'a'.repeat(63)}.com`,
+    '123.example.com',
+  ])('accepts %s', (domain) => expect(isValidSellerDomain(domain)).toBe(true));
 
   it.each([
     ['empty', ''],

@@ -82,6 +82,8 @@ describe('parseStellarTomlTopLevel', () => {
   });
 
   it('reports the line of a syntax error without echoing the file', () => {
-    expect(() => parseStellarTomlTopLevel('A = "ok"\nSECRET_LOOKING = oops')).toThrow('stellar.toml line 2: expected a value (strings must be quoted)');
+    expect(() => parseStellarTomlTopLevel('A = "ok"\nSECRET_LOOKING = oops')).toThrow(
+      'stellar.toml line 2: expected a value (strings must be quoted)',
+    );
   });
 });

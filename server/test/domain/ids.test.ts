@@ -14,7 +14,8 @@ describe('identifiers', () => {
   it('spread their 16 random characters evenly over the 32 symbols (no symbol favoured by the random source)', () => {
     const counts = new Map<string, number>();
     const n = 20_000;
-    for (let i = 0; i < n; i++) for (const ch of newId('resource').slice(-16)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
+    for (let i = 0; i < n; i++)
+      for (const ch of newId('resource').slice(-16)) counts.set(ch, (counts.get(ch) ?? 0) + 1);
     expect(counts.size).toBe(32);
     const expected = (n * 16) / 32; // 10,000 per symbol
     // Chi-square with 31 degrees of freedom: above 70 has probability < 0.0001 for a uniform source.

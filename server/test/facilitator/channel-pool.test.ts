@@ -9,11 +9,27 @@ import { createFacilitatorArea } from '../../src/areas/facilitator';
 import type { AreaContext } from '../../src/areas/area';
 import { createMetrics } from '../../src/metrics/registry';
 import { OPERATOR_KEY, testNetworks } from '../support/test-service';
-import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv, type PaymentCase } from './helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  sellerWithResource,
+  sleep,
+  startFacilitatorEnv,
+  type FacilitatorEnv,
+  type PaymentCase,
+} from './helpers';
 
 const SEED = 'channel-pool-test-seed-0123456789abcdef';
-/** These tests are about the shared lease table, not fair capacity: one seller may use the whole pool and wait in numbers. */
-const WHOLE_POOL = { channelsPerSeller: 2, channelsPerPayer: 2, channelsPerClient: 2, settleQueuePerSeller: 16, settleQueuePerPayer: 16, settleQueuePerClient: 16 };
+/** These tests are about the shared lease table, not fair capacity: one seller may use the whole pool and wait in
+ * numbers. */
+const WHOLE_POOL = {
+  channelsPerSeller: 2,
+  channelsPerPayer: 2,
+  channelsPerClient: 2,
+  settleQueuePerSeller: 16,
+  settleQueuePerPayer: 16,
+  settleQueuePerClient: 16,
+};
 
 describe('one channel pool shared by two service instances through the database', () => {
   let env: FacilitatorEnv;
@@ -23,10 +39,17 @@ describe('one channel pool shared by two service instances through the database'
   let resourceId: string;
   let closer: NodeJS.Timeout | null = null;
 
-  const networks = () => testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) });
+  const networks = () =>
+    testNetworks({
+      rpcUrl: env.network.rpcUrl,
+      assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    });
 
   beforeAll(async () => {
-    env = await startFacilitatorEnv({ ledgerCloseMs: 0, facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20, ...WHOLE_POOL } });
+    env = await startFacilitatorEnv({
+      ledgerCloseMs: 0,
+      facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20, ...WHOLE_POOL },
+    });
     // The second instance knows only the first channel of the same seed: a channel both instances use.
     second = await createService({
       databaseUrl: env.svc.databaseUrl,
@@ -64,15 +87,21 @@ describe('one channel pool shared by two service instances through the database'
     await env.stop();
   });
 
-  const settleOn = (svc: { app: Service['app'] }, id: string, c: PaymentCase) => request(svc.app).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId });
+  const settleOn = (svc: { app: Service['app'] }, id: string, c: PaymentCase) =>
+    request(svc.app).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId });
   async function verified(): Promise<{ c: PaymentCase; id: string; buyer: string }> {
     const buyer = await fundedBuyer(env, '1');
     const c = await paymentCase(env, buyer, payTo, '0.1');
-    const v = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
+    const v = await request(env.svc.app)
+      .post('/v1/verify')
+      .send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
     expect(v.status).toBe(200);
     return { c, id: v.body.paymentAttemptId, buyer: buyer.publicKey() };
   }
-  const leases = async () => (await env.svc.db.query('SELECT address, holder, transaction_hash FROM channel_leases ORDER BY address', { type: 'SELECT' })) as Array<Record<string, string | null>>;
+  const leases = async () =>
+    (await env.svc.db.query('SELECT address, holder, transaction_hash FROM channel_leases ORDER BY address', {
+      type: 'SELECT',
+    })) as Array<Record<string, string | null>>;
 
   it('both instances register the same channel accounts in one lease table', async () => {
     const rows = await leases();
@@ -80,65 +109,101 @@ describe('one channel pool shared by two service instances through the database'
     expect(rows.every((r) => r.holder === null && r.transaction_hash === null)).toBe(true);
   });
 
-  it('when two instances settle in parallel, no channel carries two in-flight transactions: every settlement lands (no txBadSeq)', async () => {
-    const payments = await Promise.all(Array.from({ length: 10 }, () => verified()));
-    closer = setInterval(() => void env.network.closeLedger(), 40);
-    const answers = await Promise.all(payments.map((p, i) => settleOn(i % 2 ? second : env.svc, p.id, p.c)));
-    expect(answers.map((a) => a.body.error?.code ?? a.body.ok)).toEqual(Array(10).fill(true));
-    for (let i = 0; i < 200; i++) {
-      const open = await env.svc.db.query(`SELECT count(*)::int AS n FROM settlements WHERE status = 'pending'`, { plain: true, type: 'SELECT' });
-      if ((open as { n: number }).n === 0) break;
-      await sleep(25);
-    }
-    const statuses = (await env.svc.db.query('SELECT status, count(*)::int AS n FROM settlements GROUP BY status', { type: 'SELECT' })) as Array<{ status: string; n: number }>;
-    expect(statuses).toEqual([{ status: 'settled', n: 10 }]);
-    for (const p of payments) expect(env.network.balance(p.buyer, 'USDC')).toBe('0.9');
-    const used = (await env.svc.db.query('SELECT DISTINCT channel_account FROM settlements', { type: 'SELECT' })) as Array<{ channel_account: string }>;
-    const known = (await leases()).map((r) => r.address);
-    expect(used.every((u) => known.includes(u.channel_account))).toBe(true);
-    expect((await leases()).every((r) => r.holder === null && r.transaction_hash === null)).toBe(true);
-  });
+  it(
+    'when two instances settle in parallel, no channel carries two in-flight transactions: every settlement ' +
+      'lands (no txBadSeq)',
+    async () => {
+      const payments = await Promise.all(Array.from({ length: 10 }, () => verified()));
+      closer = setInterval(() => void env.network.closeLedger(), 40);
+      const answers = await Promise.all(payments.map((p, i) => settleOn(i % 2 ? second : env.svc, p.id, p.c)));
+      expect(answers.map((a) => a.body.error?.code ?? a.body.ok)).toEqual(Array(10).fill(true));
+      for (let i = 0; i < 200; i++) {
+        const open = await env.svc.db.query(`SELECT count(*)::int AS n FROM settlements WHERE status = 'pending'`, {
+          plain: true,
+          type: 'SELECT',
+        });
+        if ((open as { n: number }).n === 0) break;
+        await sleep(25);
+      }
+      const statuses = (await env.svc.db.query('SELECT status, count(*)::int AS n FROM settlements GROUP BY status', {
+        type: 'SELECT',
+      })) as Array<{ status: string; n: number }>;
+      expect(statuses).toEqual([{ status: 'settled', n: 10 }]);
+      for (const p of payments) expect(env.network.balance(p.buyer, 'USDC')).toBe('0.9');
+      const used = (await env.svc.db.query('SELECT DISTINCT channel_account FROM settlements', {
+        type: 'SELECT',
+      })) as Array<{ channel_account: string }>;
+      const known = (await leases()).map((r) => r.address);
+      expect(used.every((u) => known.includes(u.channel_account))).toBe(true);
+      expect((await leases()).every((r) => r.holder === null && r.transaction_hash === null)).toBe(true);
+    },
+  );
 
-  it('a channel whose last transaction has an unknown fate is not handed out until the confirmation worker records its outcome', async () => {
-    const crashed = await verified();
-    crashAfterSubmit = true;
-    const res = await settleOn(second, crashed.id, crashed.c);
-    crashAfterSubmit = false;
-    expect(res.status).toBe(500);
-    const pinned = (await leases()).filter((r) => r.transaction_hash !== null);
-    expect(pinned).toHaveLength(1);
-    await env.network.closeLedger(); // the transaction lands, but no process has recorded it
+  it(
+    'a channel whose last transaction has an unknown fate is not handed out until the confirmation worker ' +
+      'records its outcome',
+    async () => {
+      const crashed = await verified();
+      crashAfterSubmit = true;
+      const res = await settleOn(second, crashed.id, crashed.c);
+      crashAfterSubmit = false;
+      expect(res.status).toBe(500);
+      const pinned = (await leases()).filter((r) => r.transaction_hash !== null);
+      expect(pinned).toHaveLength(1);
+      await env.network.closeLedger(); // the transaction lands, but no process has recorded it
 
-    // The second instance knows only that channel: it is not handed out, so its next settle waits without sending.
-    const blocked = await verified();
-    let answered = false;
-    const waiting = settleOn(second, blocked.id, blocked.c).then((r) => {
-      answered = true;
-      return r;
-    });
-    for (let i = 0; i < 50; i++) {
-      await sleep(20);
-      const claimed = await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id: blocked.id }, plain: true, type: 'SELECT' });
-      if ((claimed as { status: string }).status === 'settlement_pending') break;
-    }
-    await sleep(300);
-    expect(answered).toBe(false);
-    expect(await env.svc.db.query('SELECT count(*)::int AS n FROM settlements WHERE payment_attempt_id = :id', { replacements: { id: blocked.id }, plain: true, type: 'SELECT' })).toEqual({ n: 0 });
-    expect((await leases()).filter((r) => r.transaction_hash !== null)).toEqual(pinned);
+      // The second instance knows only that channel: it is not handed out, so its next settle waits without sending.
+      const blocked = await verified();
+      let answered = false;
+      const waiting = settleOn(second, blocked.id, blocked.c).then((r) => {
+        answered = true;
+        return r;
+      });
+      for (let i = 0; i < 50; i++) {
+        await sleep(20);
+        const claimed = await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', {
+          replacements: { id: blocked.id },
+          plain: true,
+          type: 'SELECT',
+        });
+        if ((claimed as { status: string }).status === 'settlement_pending') break;
+      }
+      await sleep(300);
+      expect(answered).toBe(false);
+      expect(
+        await env.svc.db.query('SELECT count(*)::int AS n FROM settlements WHERE payment_attempt_id = :id', {
+          replacements: { id: blocked.id },
+          plain: true,
+          type: 'SELECT',
+        }),
+      ).toEqual({ n: 0 });
+      expect((await leases()).filter((r) => r.transaction_hash !== null)).toEqual(pinned);
 
-    // The confirmation worker (any process) records the landed transaction: the channel is free again.
-    const worker = otherArea().workers.find((w) => w.name === 'settlement-confirmation-worker')!;
-    await worker.run({ olderThanSeconds: 0 });
-    expect(env.network.balance(crashed.buyer, 'USDC')).toBe('0.9');
-    closer = setInterval(() => void env.network.closeLedger(), 40);
-    const ok = await waiting;
-    expect(ok.body.ok).toBe(true);
-    expect(env.network.balance(blocked.buyer, 'USDC')).toBe('0.9');
-    expect(await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', { replacements: { id: crashed.id }, plain: true, type: 'SELECT' })).toEqual({ status: 'settled' });
-  });
+      // The confirmation worker (any process) records the landed transaction: the channel is free again.
+      const worker = otherArea().workers.find((w) => w.name === 'settlement-confirmation-worker')!;
+      await worker.run({ olderThanSeconds: 0 });
+      expect(env.network.balance(crashed.buyer, 'USDC')).toBe('0.9');
+      closer = setInterval(() => void env.network.closeLedger(), 40);
+      const ok = await waiting;
+      expect(ok.body.ok).toBe(true);
+      expect(env.network.balance(blocked.buyer, 'USDC')).toBe('0.9');
+      expect(
+        await env.svc.db.query('SELECT status FROM payment_attempts WHERE id = :id', {
+          replacements: { id: crashed.id },
+          plain: true,
+          type: 'SELECT',
+        }),
+      ).toEqual({ status: 'settled' });
+    },
+  );
 
   function otherArea() {
-    const ctx = { db: env.svc.db, networks: networks(), metrics: createMetrics('test'), logger: createLogger({ silent: true }) } as unknown as AreaContext;
+    const ctx = {
+      db: env.svc.db,
+      networks: networks(),
+      metrics: createMetrics('test'),
+      logger: createLogger({ silent: true }),
+    } as unknown as AreaContext;
     return createFacilitatorArea(ctx);
   }
 });

@@ -1,5 +1,14 @@
 import request from 'supertest';
-import { Account, Address, Keypair, Operation, TransactionBuilder, authorizeInvocation, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+import {
+  Account,
+  Address,
+  Keypair,
+  Operation,
+  TransactionBuilder,
+  authorizeInvocation,
+  nativeToScVal,
+  xdr,
+} from '@stellar/stellar-sdk';
 import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
@@ -19,14 +28,29 @@ export interface FacilitatorEnv {
 
 /** The real service on a fresh database, with the local network in-process as stellar:testnet. */
 export async function startFacilitatorEnv(
-  opts: { ledgerCloseMs?: number; facilitator?: FacilitatorOptions; assets?: string[]; rpcUrl?: (realRpcUrl: string) => Promise<string> } = {},
+  opts: {
+    ledgerCloseMs?: number;
+    facilitator?: FacilitatorOptions;
+    assets?: string[];
+    rpcUrl?: (realRpcUrl: string) => Promise<string>;
+  } = {},
 ): Promise<FacilitatorEnv> {
-  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: opts.ledgerCloseMs ?? 100, assets: (opts.assets ?? ['USDC']).map((code) => ({ code })) });
+  const network = await startLocalNetwork({
+    port: 0,
+    ledgerCloseMs: opts.ledgerCloseMs ?? 100,
+    assets: (opts.assets ?? ['USDC']).map((code) => ({ code })),
+  });
   const rpcUrl = opts.rpcUrl ? await opts.rpcUrl(network.rpcUrl) : network.rpcUrl;
   const svc = await startTestService({
     networks: testNetworks({ rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
     // The local network's pace (its close interval) converts maxTimeoutSeconds into ledgers; manual closes: 5 s.
-    facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, ...((opts.ledgerCloseMs ?? 100) > 0 ? { ledgerSeconds: (opts.ledgerCloseMs ?? 100) / 1000 } : {}), ...opts.facilitator },
+    facilitator: {
+      channelAccounts: 2,
+      pollMs: 25,
+      confirmGraceMs: 10_000,
+      ...((opts.ledgerCloseMs ?? 100) > 0 ? { ledgerSeconds: (opts.ledgerCloseMs ?? 100) / 1000 } : {}),
+      ...opts.facilitator,
+    },
   });
   const usdc = network.assets.find((a) => a.code === 'USDC')!;
   return {
@@ -48,7 +72,10 @@ export async function fundedBuyer(env: FacilitatorEnv, usdc = '10'): Promise<Key
 }
 
 /** A seller whose wallet exists on the local network with a USDC trustline, and one cataloged resource. */
-export async function sellerWithResource(env: FacilitatorEnv, amount = '0.25'): Promise<{ seller: SignedUpSeller; resource: { id: string; versionId: string; url: string } }> {
+export async function sellerWithResource(
+  env: FacilitatorEnv,
+  amount = '0.25',
+): Promise<{ seller: SignedUpSeller; resource: { id: string; versionId: string; url: string } }> {
   const seller = await signUpSeller(env.svc.app);
   await env.network.fundAccount(seller.wallet.publicKey());
   await env.network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
@@ -81,22 +108,39 @@ export async function signTransfer(o: SignOptions): Promise<xdr.SorobanAuthoriza
       new xdr.InvokeContractArgs({
         contractAddress: new Address(o.contractId ?? o.env.usdc.contractId).toScAddress(),
         functionName: 'transfer',
-        args: [nativeToScVal(o.buyer.publicKey(), { type: 'address' }), nativeToScVal(o.payTo, { type: 'address' }), nativeToScVal(toStroops(o.amount), { type: 'i128' })],
+        args: [
+          nativeToScVal(o.buyer.publicKey(), { type: 'address' }),
+          nativeToScVal(o.payTo, { type: 'address' }),
+          nativeToScVal(toStroops(o.amount), { type: 'i128' }),
+        ],
       }),
     ),
     subInvocations: [],
   });
   const expiration = o.expiration ?? o.env.network.latestLedger() + 50;
-  return authorizeInvocation(o.signer ?? o.buyer, expiration, invocation, o.buyer.publicKey(), o.passphrase ?? o.env.network.networkPassphrase);
+  return authorizeInvocation(
+    o.signer ?? o.buyer,
+    expiration,
+    invocation,
+    o.buyer.publicKey(),
+    o.passphrase ?? o.env.network.networkPassphrase,
+  );
 }
 
 /** The transaction envelope form stock x402 Stellar clients send: one invokeHostFunction op carrying the entry. */
 export function asTransactionXdr(env: FacilitatorEnv, buyer: Keypair, entry: xdr.SorobanAuthorizationEntry): string {
   const call = entry.rootInvocation().function().contractFn();
   const func = xdr.HostFunction.hostFunctionTypeInvokeContract(
-    new xdr.InvokeContractArgs({ contractAddress: call.contractAddress(), functionName: call.functionName(), args: call.args() }),
+    new xdr.InvokeContractArgs({
+      contractAddress: call.contractAddress(),
+      functionName: call.functionName(),
+      args: call.args(),
+    }),
   );
-  return new TransactionBuilder(new Account(buyer.publicKey(), '1'), { fee: '100', networkPassphrase: env.network.networkPassphrase })
+  return new TransactionBuilder(new Account(buyer.publicKey(), '1'), {
+    fee: '100',
+    networkPassphrase: env.network.networkPassphrase,
+  })
     .addOperation(Operation.invokeHostFunction({ func, auth: [entry] }))
     .setTimeout(60)
     .build()
@@ -115,7 +159,12 @@ export async function paymentCase(
   buyer: Keypair,
   payTo: string,
   amount: string,
-  o: { sign?: Partial<SignOptions>; payload?: Record<string, unknown>; requirements?: Record<string, unknown>; format?: 'sorobanAuthorizationEntry' | 'transaction' } = {},
+  o: {
+    sign?: Partial<SignOptions>;
+    payload?: Record<string, unknown>;
+    requirements?: Record<string, unknown>;
+    format?: 'sorobanAuthorizationEntry' | 'transaction';
+  } = {},
 ): Promise<PaymentCase> {
   const expiration = o.sign?.expiration ?? env.network.latestLedger() + 50;
   const entry = await signTransfer({ env, buyer, payTo, amount, ...o.sign, expiration });
@@ -124,8 +173,26 @@ export async function paymentCase(
   const asset = { code: 'USDC', issuer: env.usdc.issuer };
   return {
     entry,
-    payload: { x402Version: 2, scheme: 'exact', network: 'stellar:testnet', asset, amount, payTo, expiresAtLedger: expiration, authorization: { format, xdr: authXdr }, ...o.payload } as PaymentCase['payload'],
-    requirements: { scheme: 'exact', network: 'stellar:testnet', amount, payTo, asset, maxTimeoutSeconds: 300, ...o.requirements },
+    payload: {
+      x402Version: 2,
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      asset,
+      amount,
+      payTo,
+      expiresAtLedger: expiration,
+      authorization: { format, xdr: authXdr },
+      ...o.payload,
+    } as PaymentCase['payload'],
+    requirements: {
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      amount,
+      payTo,
+      asset,
+      maxTimeoutSeconds: 300,
+      ...o.requirements,
+    },
   };
 }
 
@@ -138,7 +205,10 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export function facilitatorWorker(env: Pick<FacilitatorEnv, 'svc' | 'network'>, name: string) {
   const ctx = {
     db: env.svc.db,
-    networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({
+      rpcUrl: env.network.rpcUrl,
+      assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
     metrics: createMetrics('test'),
     logger: createLogger({ silent: true }),
   } as unknown as AreaContext;
@@ -148,12 +218,31 @@ export function facilitatorWorker(env: Pick<FacilitatorEnv, 'svc' | 'network'>, 
 }
 
 /** The x402 wire form of a payment case (the stock client's transaction envelope, atomic amounts, contract asset). */
-export function x402Body(env: FacilitatorEnv, buyer: Keypair, c: PaymentCase, requirements: { amount: string; payTo: string }, url?: string) {
+export function x402Body(
+  env: FacilitatorEnv,
+  buyer: Keypair,
+  c: PaymentCase,
+  requirements: { amount: string; payTo: string },
+  url?: string,
+) {
   const atomic = (a: string) => toStroops(a).toString();
-  const accepted = { scheme: 'exact', network: 'stellar:testnet', asset: env.usdc.contractId, amount: atomic(c.payload.amount as string), payTo: c.payload.payTo as string, maxTimeoutSeconds: 300, extra: { areFeesSponsored: true } };
+  const accepted = {
+    scheme: 'exact',
+    network: 'stellar:testnet',
+    asset: env.usdc.contractId,
+    amount: atomic(c.payload.amount as string),
+    payTo: c.payload.payTo as string,
+    maxTimeoutSeconds: 300,
+    extra: { areFeesSponsored: true },
+  };
   return {
     x402Version: 2,
-    paymentPayload: { x402Version: 2, ...(url ? { resource: { url } } : {}), accepted, payload: { transaction: asTransactionXdr(env, buyer, c.entry) } },
+    paymentPayload: {
+      x402Version: 2,
+      ...(url ? { resource: { url } } : {}),
+      accepted,
+      payload: { transaction: asTransactionXdr(env, buyer, c.entry) },
+    },
     paymentRequirements: { ...accepted, amount: atomic(requirements.amount), payTo: requirements.payTo },
   };
 }
@@ -166,5 +255,5 @@ export async function metric(env: FacilitatorEnv, name: string, label: string): 
     .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
 }
 
-export const sendTransactions = (env: FacilitatorEnv) => metric(env, 'ledger_rpc_requests_total', 'method="sendTransaction"');
-
+export const sendTransactions = (env: FacilitatorEnv) =>
+  metric(env, 'ledger_rpc_requests_total', 'method="sendTransaction"');

@@ -9,11 +9,22 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { QueryTypes } from 'sequelize';
-import { fundedBuyer, metric, paymentCase, sellerWithResource, sendTransactions, sleep, startFacilitatorEnv, x402Body, type FacilitatorEnv } from './helpers';
+import {
+  fundedBuyer,
+  metric,
+  paymentCase,
+  sellerWithResource,
+  sendTransactions,
+  sleep,
+  startFacilitatorEnv,
+  x402Body,
+  type FacilitatorEnv,
+} from './helpers';
 
-const claimsOf = (jws: unknown) => JSON.parse(Buffer.from(String(jws).split('.')[1], 'base64url').toString()) as Record<string, unknown>;
+const claimsOf = (jws: unknown) =>
+  JSON.parse(Buffer.from(String(jws).split('.')[1], 'base64url').toString()) as Record<string, unknown>;
 
-describe('fees the pubnet way, on the local network\'s pubnet fee profile', () => {
+describe("fees the pubnet way, on the local network's pubnet fee profile", () => {
   let env: FacilitatorEnv;
   let proxy: http.Server;
   /** The latest ledger when each transaction was submitted (sendTransaction's answer), by hash. */
@@ -55,41 +66,81 @@ describe('fees the pubnet way, on the local network\'s pubnet fee profile', () =
     await new Promise((r) => proxy.close(r));
   });
 
-  it('a settle bids the 200-stroop p90 and its simulated resource fee, lands within two ledgers, and the attestation carries both fees', async () => {
-    const { seller, resource } = await sellerWithResource(env, '0.5');
-    const buyer = await fundedBuyer(env, '3');
-    const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
-    const res = await request(env.svc.app).post('/x402/settle').send(x402Body(env, buyer, c, { amount: '0.5', payTo: seller.wallet.publicKey() }, resource.url.replace('{city}', 'oslo')));
-    expect({ success: res.body.success, reason: res.body.errorReason, message: res.body.errorMessage }).toEqual({ success: true, reason: undefined, message: undefined });
-    const [row] = await env.svc.db.query<{ ledger: number; inclusion: string; resource: string; percentile: string; maxFee: string }>(
-      `SELECT ledger, inclusion_fee_stroops AS inclusion, resource_fee_stroops AS resource, fee_percentile AS percentile, max_fee_stroops AS "maxFee"
+  it(
+    'a settle bids the 200-stroop p90 and its simulated resource fee, lands within two ledgers, and the ' +
+      'attestation carries both fees',
+    async () => {
+      const { seller, resource } = await sellerWithResource(env, '0.5');
+      const buyer = await fundedBuyer(env, '3');
+      const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
+      const res = await request(env.svc.app)
+        .post('/x402/settle')
+        .send(
+          x402Body(
+            env,
+            buyer,
+            c,
+            { amount: '0.5', payTo: seller.wallet.publicKey() },
+            resource.url.replace('{city}', 'oslo'),
+          ),
+        );
+      expect({ success: res.body.success, reason: res.body.errorReason, message: res.body.errorMessage }).toEqual({
+        success: true,
+        reason: undefined,
+        message: undefined,
+      });
+      const [row] = await env.svc.db.query<{
+        ledger: number;
+        inclusion: string;
+        resource: string;
+        percentile: string;
+        maxFee: string;
+      }>(
+        `SELECT ledger, inclusion_fee_stroops AS inclusion, resource_fee_stroops AS resource, fee_percentile AS
+        percentile, max_fee_stroops AS "maxFee"
          FROM settlements WHERE transaction_hash = :h`,
-      { replacements: { h: res.body.transaction }, type: QueryTypes.SELECT },
-    );
-    // Submitted while ledger L was the latest, it is in L+1 or L+2.
-    expect(row.ledger - submittedAt.get(res.body.transaction)!).toBeGreaterThanOrEqual(1);
-    expect(row.ledger - submittedAt.get(res.body.transaction)!).toBeLessThanOrEqual(2);
-    expect({ inclusion: row.inclusion, percentile: row.percentile }).toEqual({ inclusion: '200', percentile: 'p90' });
-    expect(Number(row.resource)).toBeGreaterThan(0);
-    // The transaction bid exactly these (one operation, no fee bump): its fee is inclusion + resource.
-    expect(BigInt(row.maxFee)).toBe(200n + BigInt(row.resource));
-    const claims = claimsOf(res.body.extensions.marketplace.attestation);
-    expect(claims.fees).toEqual({ inclusion: '200', resource: row.resource, percentile: 'p90' });
-  });
+        { replacements: { h: res.body.transaction }, type: QueryTypes.SELECT },
+      );
+      // Submitted while ledger L was the latest, it is in L+1 or L+2.
+      expect(row.ledger - submittedAt.get(res.body.transaction)!).toBeGreaterThanOrEqual(1);
+      expect(row.ledger - submittedAt.get(res.body.transaction)!).toBeLessThanOrEqual(2);
+      expect({ inclusion: row.inclusion, percentile: row.percentile }).toEqual({ inclusion: '200', percentile: 'p90' });
+      expect(Number(row.resource)).toBeGreaterThan(0);
+      // The transaction bid exactly these (one operation, no fee bump): its fee is inclusion + resource.
+      expect(BigInt(row.maxFee)).toBe(200n + BigInt(row.resource));
+      const claims = claimsOf(res.body.extensions.marketplace.attestation);
+      expect(claims.fees).toEqual({ inclusion: '200', resource: row.resource, percentile: 'p90' });
+    },
+  );
 
-  it('concurrent settles share one getFeeStats answer: two settles after the cache expired ask the RPC once', async () => {
-    const { seller, resource } = await sellerWithResource(env, '0.5');
-    const buyers = [await fundedBuyer(env, '3'), await fundedBuyer(env, '3')];
-    const cases = await Promise.all(buyers.map((b) => paymentCase(env, b, seller.wallet.publicKey(), '0.5')));
-    await sleep(1600); // past FACILITATOR_FEE_STATS_TTL_MS (1500 here)
-    const asked = () => metric(env, 'ledger_rpc_requests_total', 'method="getFeeStats"');
-    const before = await asked();
-    const answers = await Promise.all(
-      cases.map((c, i) => request(env.svc.app).post('/x402/settle').send(x402Body(env, buyers[i], c, { amount: '0.5', payTo: seller.wallet.publicKey() }, resource.url.replace('{city}', 'oslo')))),
-    );
-    expect(answers.map((a) => a.body.success)).toEqual([true, true]);
-    expect(await asked()).toBe(before + 1);
-  });
+  it(
+    'concurrent settles share one getFeeStats answer: two ' + 'settles after the cache expired ask the RPC once',
+    async () => {
+      const { seller, resource } = await sellerWithResource(env, '0.5');
+      const buyers = [await fundedBuyer(env, '3'), await fundedBuyer(env, '3')];
+      const cases = await Promise.all(buyers.map((b) => paymentCase(env, b, seller.wallet.publicKey(), '0.5')));
+      await sleep(1600); // past FACILITATOR_FEE_STATS_TTL_MS (1500 here)
+      const asked = () => metric(env, 'ledger_rpc_requests_total', 'method="getFeeStats"');
+      const before = await asked();
+      const answers = await Promise.all(
+        cases.map((c, i) =>
+          request(env.svc.app)
+            .post('/x402/settle')
+            .send(
+              x402Body(
+                env,
+                buyers[i],
+                c,
+                { amount: '0.5', payTo: seller.wallet.publicKey() },
+                resource.url.replace('{city}', 'oslo'),
+              ),
+            ),
+        ),
+      );
+      expect(answers.map((a) => a.body.success)).toEqual([true, true]);
+      expect(await asked()).toBe(before + 1);
+    },
+  );
 });
 
 describe('fee caps refuse before anything is sent', () => {
@@ -101,17 +152,25 @@ describe('fee caps refuse before anything is sent', () => {
   });
   afterAll(() => env.stop());
 
-  it('a resource fee above FACILITATOR_MAX_RESOURCE_FEE_STROOPS fails the settle naming the cap: no transaction sent, nothing moves', async () => {
-    const { seller, resource } = await sellerWithResource(env, '0.5');
-    const buyer = await fundedBuyer(env, '3');
-    const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
-    const verified = await request(env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements, resourceId: resource.id });
-    expect(verified.status).toBe(200);
-    const sends = await sendTransactions(env);
-    const settled = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId: resource.id });
-    expect({ status: settled.status, code: settled.body.error?.code }).toMatchObject({ code: 'SETTLEMENT_FAILED' });
-    expect(settled.body.error.message).toMatch(/FACILITATOR_MAX_RESOURCE_FEE_STROOPS \(1000\)/);
-    expect(await sendTransactions(env)).toBe(sends);
-    expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('3');
-  });
+  it(
+    'a resource fee above FACILITATOR_MAX_RESOURCE_FEE_STROOPS fails the settle naming the cap: no transaction ' +
+      'sent, nothing moves',
+    async () => {
+      const { seller, resource } = await sellerWithResource(env, '0.5');
+      const buyer = await fundedBuyer(env, '3');
+      const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.5');
+      const verified = await request(env.svc.app)
+        .post('/v1/verify')
+        .send({ paymentPayload: c.payload, paymentRequirements: c.requirements, resourceId: resource.id });
+      expect(verified.status).toBe(200);
+      const sends = await sendTransactions(env);
+      const settled = await request(env.svc.app)
+        .post('/v1/settle')
+        .send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId: resource.id });
+      expect({ status: settled.status, code: settled.body.error?.code }).toMatchObject({ code: 'SETTLEMENT_FAILED' });
+      expect(settled.body.error.message).toMatch(/FACILITATOR_MAX_RESOURCE_FEE_STROOPS \(1000\)/);
+      expect(await sendTransactions(env)).toBe(sends);
+      expect(env.network.balance(buyer.publicKey(), 'USDC')).toBe('3');
+    },
+  );
 });

@@ -6,7 +6,7 @@ describe('the rule list is documented', () => {
   // The rule table lives in server/README.md ("Payment guarantees"), the service's manual.
   const readme = fs.readFileSync(path.resolve(__dirname, '../../README.md'), 'utf8');
 
-  it('server/README.md\'s Payment guarantees table names every rule with its code and x402 reason', () => {
+  it("server/README.md's Payment guarantees table names every rule with its code and x402 reason", () => {
     for (const rule of Object.values(RULES)) {
       expect(readme).toContain(`| \`${rule.id}\` |`);
       const row = readme.split('\n').find((l) => l.startsWith(`| \`${rule.id}\` |`))!;

@@ -77,7 +77,10 @@ export async function buildTransfer(opts: TransferOptions): Promise<Transaction>
     nativeToScVal(opts.amount, { type: 'i128' }),
   );
   const account = await opts.server.getAccount(opts.submitter.publicKey());
-  const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: opts.network.networkPassphrase }).addOperation(op).setTimeout(60).build();
+  const draft = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: opts.network.networkPassphrase })
+    .addOperation(op)
+    .setTimeout(60)
+    .build();
   const sim = await opts.server.simulateTransaction(draft);
   if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(`simulation failed: ${sim.error}`);
   const expiration = opts.expiration ?? opts.network.latestLedger() + 20;
@@ -86,14 +89,19 @@ export async function buildTransfer(opts: TransferOptions): Promise<Transaction>
       if (entry.credentials().switch().name !== 'sorobanCredentialsAddress') return entry;
       if (opts.signAuth) return opts.signAuth(entry, expiration);
       if (opts.authSigners) return signAuthEntry(entry, opts.authSigners, expiration, opts.network.networkPassphrase);
-      return opts.authSigner ? authorizeEntry(entry, opts.authSigner, expiration, opts.network.networkPassphrase) : entry;
+      return opts.authSigner
+        ? authorizeEntry(entry, opts.authSigner, expiration, opts.network.networkPassphrase)
+        : entry;
     }),
   );
   const invoke = draft.operations[0] as Operation.InvokeHostFunction;
-  const tx = new TransactionBuilder(new Account(account.accountId(), (BigInt(account.sequenceNumber()) - 1n).toString()), {
-    fee: opts.fee ?? BASE_FEE,
-    networkPassphrase: opts.network.networkPassphrase,
-  })
+  const tx = new TransactionBuilder(
+    new Account(account.accountId(), (BigInt(account.sequenceNumber()) - 1n).toString()),
+    {
+      fee: opts.fee ?? BASE_FEE,
+      networkPassphrase: opts.network.networkPassphrase,
+    },
+  )
     .setSorobanData(sim.transactionData.build())
     .addOperation(Operation.invokeHostFunction({ func: invoke.func, auth }))
     .setTimeout(60)
@@ -130,7 +138,11 @@ export function authPayload(entry: xdr.SorobanAuthorizationEntry, expiration: nu
 }
 
 /** A copy of `entry` with the expiration set and `signature` as its credential's signature ScVal. */
-export function withAuthSignature(entry: xdr.SorobanAuthorizationEntry, expiration: number, signature: xdr.ScVal): xdr.SorobanAuthorizationEntry {
+export function withAuthSignature(
+  entry: xdr.SorobanAuthorizationEntry,
+  expiration: number,
+  signature: xdr.ScVal,
+): xdr.SorobanAuthorizationEntry {
   const copy = xdr.SorobanAuthorizationEntry.fromXDR(entry.toXDR());
   copy.credentials().address().signatureExpirationLedger(expiration);
   copy.credentials().address().signature(signature);
@@ -141,7 +153,13 @@ export function withAuthSignature(entry: xdr.SorobanAuthorizationEntry, expirati
  * Signs a G account's address credential with several keys, as multisig wallets do: a vec of
  * {public_key: bytes, signature: bytes} maps sorted by public key (pass `unsorted` to keep the given order).
  */
-export function signAuthEntry(entry: xdr.SorobanAuthorizationEntry, signers: Keypair[], expiration: number, passphrase: string, unsorted = false) {
+export function signAuthEntry(
+  entry: xdr.SorobanAuthorizationEntry,
+  signers: Keypair[],
+  expiration: number,
+  passphrase: string,
+  unsorted = false,
+) {
   const payload = authPayload(entry, expiration, passphrase);
   const ordered = unsorted ? signers : [...signers].sort((a, b) => Buffer.compare(a.rawPublicKey(), b.rawPublicKey()));
   const signatures = ordered.map((k) =>
@@ -162,7 +180,10 @@ export async function classicTransaction(
   operations: xdr.Operation[],
 ) {
   const account = await server.getAccount(source);
-  const builder = new TransactionBuilder(account, { fee: BASE_FEE, networkPassphrase: network.networkPassphrase }).setTimeout(60);
+  const builder = new TransactionBuilder(account, {
+    fee: BASE_FEE,
+    networkPassphrase: network.networkPassphrase,
+  }).setTimeout(60);
   operations.forEach((op) => builder.addOperation(op));
   const tx = builder.build();
   signers.forEach((k) => tx.sign(k));

@@ -1,15 +1,28 @@
 import { Asset, Keypair, Operation, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
 import { LocalNetwork } from '../../src/ledger/local-network';
-import { buildTransfer, classicTransaction, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
+import {
+  buildTransfer,
+  classicTransaction,
+  fundedAccount,
+  rpcClient,
+  startTestNetwork,
+  submitAndClose,
+} from './helpers';
 
 /** The trustline entry as getLedgerEntries serves it. */
 async function trustlineEntry(server: rpc.Server, accountId: string, asset: Asset): Promise<xdr.TrustLineEntry> {
-  const key = xdr.LedgerKey.trustline(new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(accountId).xdrAccountId(), asset: asset.toTrustLineXDRObject() }));
+  const key = xdr.LedgerKey.trustline(
+    new xdr.LedgerKeyTrustLine({
+      accountId: Keypair.fromPublicKey(accountId).xdrAccountId(),
+      asset: asset.toTrustLineXDRObject(),
+    }),
+  );
   const { entries } = await server.getLedgerEntries(key);
   return entries[0].val.trustLine();
 }
 
-const simulationError = (sim: rpc.Api.SimulateTransactionResponse): string => (rpc.Api.isSimulationError(sim) ? sim.error : 'simulation succeeded');
+const simulationError = (sim: rpc.Api.SimulateTransactionResponse): string =>
+  rpc.Api.isSimulationError(sim) ? sim.error : 'simulation succeeded';
 const operationResult = (result: xdr.TransactionResult): xdr.OperationResultTr => result.result().results()[0].tr();
 
 describe('frozen trustlines and selling liabilities', () => {
@@ -30,26 +43,43 @@ describe('frozen trustlines and selling liabilities', () => {
   afterAll(() => network.stop());
 
   async function transfer(from: Keypair, to: string, amount: bigint, asset = 'USDC') {
-    return buildTransfer({ network, server, submitter: await fundedAccount(network, '0'), from: from.publicKey(), to, amount, asset, authSigner: from });
+    return buildTransfer({
+      network,
+      server,
+      submitter: await fundedAccount(network, '0'),
+      from: from.publicKey(),
+      to,
+      amount,
+      asset,
+      authSigner: from,
+    });
   }
 
   describe('frozen trustlines', () => {
-    it('when the issuer freezes the payer\'s USDC trustline, a SAC transfer from it fails in simulation and apply (Error(Contract, #11))', async () => {
-      const payer = await fundedAccount(network, '10');
-      const payee = await fundedAccount(network, '1');
-      const tx = await transfer(payer, payee.publicKey(), 10_000_000n);
-      await network.setTrustlineAuthorized(payer.publicKey(), 'USDC', false);
-      expect((await trustlineEntry(server, payer.publicKey(), usdc)).flags()).toBe(0);
-      expect(simulationError(await server.simulateTransaction(tx))).toMatch(/Error\(Contract, #11\)[\s\S]*not authorized/);
-      expect((await submitAndClose(network, server, tx)).status).toBe('FAILED');
-      expect(network.balance(payer.publicKey(), 'USDC')).toBe('10');
-      expect(network.balance(payee.publicKey(), 'USDC')).toBe('1');
+    it(
+      "when the issuer freezes the payer's USDC trustline, a SAC transfer from it fails in simulation and apply " +
+        '(Error(Contract, #11))',
+      async () => {
+        const payer = await fundedAccount(network, '10');
+        const payee = await fundedAccount(network, '1');
+        const tx = await transfer(payer, payee.publicKey(), 10_000_000n);
+        await network.setTrustlineAuthorized(payer.publicKey(), 'USDC', false);
+        expect((await trustlineEntry(server, payer.publicKey(), usdc)).flags()).toBe(0);
+        expect(simulationError(await server.simulateTransaction(tx))).toMatch(
+          /Error\(Contract, #11\)[\s\S]*not authorized/,
+        );
+        expect((await submitAndClose(network, server, tx)).status).toBe('FAILED');
+        expect(network.balance(payer.publicKey(), 'USDC')).toBe('10');
+        expect(network.balance(payee.publicKey(), 'USDC')).toBe('1');
 
-      await network.setTrustlineAuthorized(payer.publicKey(), 'USDC', true);
-      expect((await submitAndClose(network, server, await transfer(payer, payee.publicKey(), 10_000_000n))).status).toBe('SUCCESS');
-    });
+        await network.setTrustlineAuthorized(payer.publicKey(), 'USDC', true);
+        expect(
+          (await submitAndClose(network, server, await transfer(payer, payee.publicKey(), 10_000_000n))).status,
+        ).toBe('SUCCESS');
+      },
+    );
 
-    it('when the payee\'s trustline is frozen, a SAC transfer to it fails', async () => {
+    it("when the payee's trustline is frozen, a SAC transfer to it fails", async () => {
       const payer = await fundedAccount(network, '10');
       const payee = await fundedAccount(network, '1');
       const tx = await transfer(payer, payee.publicKey(), 1n);
@@ -59,31 +89,52 @@ describe('frozen trustlines and selling liabilities', () => {
       expect(network.balance(payer.publicKey(), 'USDC')).toBe('10');
     });
 
-    it('a real setTrustLineFlags transaction by the issuer freezes the line: classic payments answer paymentSrcNotAuthorized, SAC transfers fail', async () => {
-      const holder = await fundedAccount(network, '0');
-      await network.faucet(holder.publicKey(), 'EURC', '5');
-      const other = await fundedAccount(network, '0');
-      await network.faucet(other.publicKey(), 'EURC', '1');
-      const sacTransfer = await transfer(holder, other.publicKey(), 1n, 'EURC');
-      const { final } = await classicTransaction(network, server, eurcIssuer.publicKey(), [eurcIssuer], [
-        Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: false } }),
-      ]);
-      expect(final?.status).toBe('SUCCESS');
-      expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
-      if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
-      const eurcContract = network.assets.find((a) => a.code === 'EURC')!.contractId;
-      const { events } = await server.getEvents({ startLedger: final.ledger, filters: [{ type: 'contract', contractIds: [eurcContract] }] });
-      const setAuthorized = events.find((e) => e.txHash === final.txHash)!;
-      expect(setAuthorized.topic.map((t) => scValToNative(t))).toEqual(['set_authorized', holder.publicKey(), eurc.toString()]);
-      expect(scValToNative(setAuthorized.value)).toBe(false);
+    it(
+      'a real setTrustLineFlags transaction by the issuer freezes the line: classic payments answer ' +
+        'paymentSrcNotAuthorized, SAC transfers fail',
+      async () => {
+        const holder = await fundedAccount(network, '0');
+        await network.faucet(holder.publicKey(), 'EURC', '5');
+        const other = await fundedAccount(network, '0');
+        await network.faucet(other.publicKey(), 'EURC', '1');
+        const sacTransfer = await transfer(holder, other.publicKey(), 1n, 'EURC');
+        const { final } = await classicTransaction(
+          network,
+          server,
+          eurcIssuer.publicKey(),
+          [eurcIssuer],
+          [Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: false } })],
+        );
+        expect(final?.status).toBe('SUCCESS');
+        expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+        if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
+        const eurcContract = network.assets.find((a) => a.code === 'EURC')!.contractId;
+        const { events } = await server.getEvents({
+          startLedger: final.ledger,
+          filters: [{ type: 'contract', contractIds: [eurcContract] }],
+        });
+        const setAuthorized = events.find((e) => e.txHash === final.txHash)!;
+        expect(setAuthorized.topic.map((t) => scValToNative(t))).toEqual([
+          'set_authorized',
+          holder.publicKey(),
+          eurc.toString(),
+        ]);
+        expect(scValToNative(setAuthorized.value)).toBe(false);
 
-      const pay = await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.payment({ destination: other.publicKey(), asset: eurc, amount: '1' })]);
-      expect(pay.final?.status).toBe('FAILED');
-      if (pay.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
-      expect(operationResult(pay.final.resultXdr).paymentResult().switch().name).toBe('paymentSrcNotAuthorized');
-      expect(simulationError(await server.simulateTransaction(sacTransfer))).toMatch(/Error\(Contract, #11\)/);
-      expect(network.balance(holder.publicKey(), 'EURC')).toBe('5');
-    });
+        const pay = await classicTransaction(
+          network,
+          server,
+          holder.publicKey(),
+          [holder],
+          [Operation.payment({ destination: other.publicKey(), asset: eurc, amount: '1' })],
+        );
+        expect(pay.final?.status).toBe('FAILED');
+        if (pay.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
+        expect(operationResult(pay.final.resultXdr).paymentResult().switch().name).toBe('paymentSrcNotAuthorized');
+        expect(simulationError(await server.simulateTransaction(sacTransfer))).toMatch(/Error\(Contract, #11\)/);
+        expect(network.balance(holder.publicKey(), 'EURC')).toBe('5');
+      },
+    );
 
     it('when the issuer lacks AUTH_REVOCABLE, allowTrust cannot revoke (allowTrustCantRevoke)', async () => {
       const holder = await fundedAccount(network, '0');
@@ -91,9 +142,13 @@ describe('frozen trustlines and selling liabilities', () => {
       const issuer = eurcIssuer.publicKey();
       await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ clearFlags: 2 })]);
       try {
-        const { final } = await classicTransaction(network, server, issuer, [eurcIssuer], [
-          Operation.allowTrust({ trustor: holder.publicKey(), assetCode: 'EURC', authorize: 0 }),
-        ]);
+        const { final } = await classicTransaction(
+          network,
+          server,
+          issuer,
+          [eurcIssuer],
+          [Operation.allowTrust({ trustor: holder.publicKey(), assetCode: 'EURC', authorize: 0 })],
+        );
         expect(final?.status).toBe('FAILED');
         if (final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
         expect(operationResult(final.resultXdr).allowTrustResult().switch().name).toBe('allowTrustCantRevoke');
@@ -107,13 +162,28 @@ describe('frozen trustlines and selling liabilities', () => {
     it('a SAC transfer from the issuer emits mint ["mint", to, asset] and one to the issuer emits burn', async () => {
       const holder = await fundedAccount(network, '0');
       await network.faucet(holder.publicKey(), 'EURC', '3');
-      const minted = await buildTransfer({ network, server, submitter: eurcIssuer, from: eurcIssuer.publicKey(), to: holder.publicKey(), amount: 10_000_000n, asset: 'EURC' });
+      const minted = await buildTransfer({
+        network,
+        server,
+        submitter: eurcIssuer,
+        from: eurcIssuer.publicKey(),
+        to: holder.publicKey(),
+        amount: 10_000_000n,
+        asset: 'EURC',
+      });
       const burned = await transfer(holder, eurcIssuer.publicKey(), 10_000_000n, 'EURC');
       const contractEvent = async (tx: typeof minted) => {
         const sim = await server.simulateTransaction(tx);
         if (!rpc.Api.isSimulationSuccess(sim)) throw new Error(sim.error);
         const event = sim.events.map((e) => e.event()).find((e) => e.type().name === 'contract')!;
-        return [...event.body().v0().topics().map((t) => scValToNative(t)), scValToNative(event.body().v0().data())];
+        return [
+          ...event
+            .body()
+            .v0()
+            .topics()
+            .map((t) => scValToNative(t)),
+          scValToNative(event.body().v0().data()),
+        ];
       };
       expect(await contractEvent(minted)).toEqual(['mint', holder.publicKey(), eurc.toString(), 10_000_000n]);
       expect(await contractEvent(burned)).toEqual(['burn', holder.publicKey(), eurc.toString(), 10_000_000n]);
@@ -121,55 +191,94 @@ describe('frozen trustlines and selling liabilities', () => {
   });
 
   describe('issuer with AUTH_REQUIRED', () => {
-    it('a new trustline starts unauthorized: the issuer\'s payment fails with paymentNotAuthorized until it authorizes the line', async () => {
-      const issuer = eurcIssuer.publicKey();
-      await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 1 })]);
-      try {
-        const holder = await fundedAccount(network, '0');
-        expect((await classicTransaction(network, server, holder.publicKey(), [holder], [Operation.changeTrust({ asset: eurc })])).final?.status).toBe('SUCCESS');
-        expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
-        const pay = () => classicTransaction(network, server, issuer, [eurcIssuer], [Operation.payment({ destination: holder.publicKey(), asset: eurc, amount: '2' })]);
-        const refused = await pay();
-        expect(refused.final?.status).toBe('FAILED');
-        if (refused.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
-        expect(operationResult(refused.final.resultXdr).paymentResult().switch().name).toBe('paymentNotAuthorized');
-        await classicTransaction(network, server, issuer, [eurcIssuer], [
-          Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: true } }),
-        ]);
-        expect((await pay()).final?.status).toBe('SUCCESS');
-        expect(network.balance(holder.publicKey(), 'EURC')).toBe('2');
-      } finally {
-        await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ clearFlags: 1 })]);
-      }
-    });
+    it(
+      "a new trustline starts unauthorized: the issuer's payment fails with paymentNotAuthorized until it " +
+        'authorizes the line',
+      async () => {
+        const issuer = eurcIssuer.publicKey();
+        await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ setFlags: 1 })]);
+        try {
+          const holder = await fundedAccount(network, '0');
+          expect(
+            (
+              await classicTransaction(
+                network,
+                server,
+                holder.publicKey(),
+                [holder],
+                [Operation.changeTrust({ asset: eurc })],
+              )
+            ).final?.status,
+          ).toBe('SUCCESS');
+          expect((await trustlineEntry(server, holder.publicKey(), eurc)).flags()).toBe(0);
+          const pay = () =>
+            classicTransaction(
+              network,
+              server,
+              issuer,
+              [eurcIssuer],
+              [Operation.payment({ destination: holder.publicKey(), asset: eurc, amount: '2' })],
+            );
+          const refused = await pay();
+          expect(refused.final?.status).toBe('FAILED');
+          if (refused.final?.status !== rpc.Api.GetTransactionStatus.FAILED) return;
+          expect(operationResult(refused.final.resultXdr).paymentResult().switch().name).toBe('paymentNotAuthorized');
+          await classicTransaction(
+            network,
+            server,
+            issuer,
+            [eurcIssuer],
+            [Operation.setTrustLineFlags({ trustor: holder.publicKey(), asset: eurc, flags: { authorized: true } })],
+          );
+          expect((await pay()).final?.status).toBe('SUCCESS');
+          expect(network.balance(holder.publicKey(), 'EURC')).toBe('2');
+        } finally {
+          await classicTransaction(network, server, issuer, [eurcIssuer], [Operation.setOptions({ clearFlags: 1 })]);
+        }
+      },
+    );
   });
 
   describe('selling liabilities', () => {
     async function sellOffer(seller: Keypair, amount: string, offerId = '0') {
-      const { final } = await classicTransaction(network, server, seller.publicKey(), [seller], [
-        Operation.manageSellOffer({ selling: usdc, buying: Asset.native(), amount, price: '2', offerId }),
-      ]);
+      const { final } = await classicTransaction(
+        network,
+        server,
+        seller.publicKey(),
+        [seller],
+        [Operation.manageSellOffer({ selling: usdc, buying: Asset.native(), amount, price: '2', offerId })],
+      );
       expect(final?.status).toBe('SUCCESS');
       if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) throw new Error('offer failed');
       return operationResult(final.resultXdr).manageSellOfferResult().success().offer();
     }
 
-    it('a resting sell offer locks its amount: a SAC transfer above balance - selling liabilities fails, one within it lands', async () => {
-      const seller = await fundedAccount(network, '100');
-      const payee = await fundedAccount(network, '1');
-      const tooMuch = await transfer(seller, payee.publicKey(), 210_000_000n);
-      const offer = await sellOffer(seller, '80');
-      expect(offer.switch().name).toBe('manageOfferCreated');
-      const line = await trustlineEntry(server, seller.publicKey(), usdc);
-      expect(line.ext().v1().liabilities().selling().toString()).toBe('800000000');
-      const account = (await server.getLedgerEntries(xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: seller.xdrAccountId() })))).entries[0].val.account();
-      expect(account.ext().v1().liabilities().buying().toString()).toBe('1600000000');
+    it(
+      'a resting sell offer locks its amount: a SAC transfer above balance - selling liabilities fails, one ' +
+        'within it lands',
+      async () => {
+        const seller = await fundedAccount(network, '100');
+        const payee = await fundedAccount(network, '1');
+        const tooMuch = await transfer(seller, payee.publicKey(), 210_000_000n);
+        const offer = await sellOffer(seller, '80');
+        expect(offer.switch().name).toBe('manageOfferCreated');
+        const line = await trustlineEntry(server, seller.publicKey(), usdc);
+        expect(line.ext().v1().liabilities().selling().toString()).toBe('800000000');
+        const account = (
+          await server.getLedgerEntries(
+            xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: seller.xdrAccountId() })),
+          )
+        ).entries[0].val.account();
+        expect(account.ext().v1().liabilities().buying().toString()).toBe('1600000000');
 
-      expect(simulationError(await server.simulateTransaction(tooMuch))).toMatch(/Error\(Contract, #10\)/);
-      expect((await submitAndClose(network, server, tooMuch)).status).toBe('FAILED');
-      expect((await submitAndClose(network, server, await transfer(seller, payee.publicKey(), 200_000_000n))).status).toBe('SUCCESS');
-      expect(network.balance(seller.publicKey(), 'USDC')).toBe('80');
-    });
+        expect(simulationError(await server.simulateTransaction(tooMuch))).toMatch(/Error\(Contract, #10\)/);
+        expect((await submitAndClose(network, server, tooMuch)).status).toBe('FAILED');
+        expect(
+          (await submitAndClose(network, server, await transfer(seller, payee.publicKey(), 200_000_000n))).status,
+        ).toBe('SUCCESS');
+        expect(network.balance(seller.publicKey(), 'USDC')).toBe('80');
+      },
+    );
 
     it('deleting the offer (amount 0) frees the liabilities and the balance is spendable again', async () => {
       const seller = await fundedAccount(network, '100');
@@ -189,22 +298,29 @@ describe('frozen trustlines and selling liabilities', () => {
       expect(created.offer().amount().toString()).toBe('100000000');
     });
 
-    it('revoking the seller\'s trustline authorization deletes its offers in that asset and frees the liabilities', async () => {
-      const seller = await fundedAccount(network, '0');
-      await network.faucet(seller.publicKey(), 'EURC', '10');
-      const { final } = await classicTransaction(network, server, seller.publicKey(), [seller], [
-        Operation.manageSellOffer({ selling: eurc, buying: Asset.native(), amount: '10', price: '1' }),
-      ]);
-      expect(final?.status).toBe('SUCCESS');
-      if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
-      const offerId = operationResult(final.resultXdr).manageSellOfferResult().success().offer().offer().offerId();
-      const offerKey = xdr.LedgerKey.offer(new xdr.LedgerKeyOffer({ sellerId: seller.xdrAccountId(), offerId }));
-      expect((await server.getLedgerEntries(offerKey)).entries).toHaveLength(1);
-      await network.setTrustlineAuthorized(seller.publicKey(), 'EURC', false);
-      expect((await server.getLedgerEntries(offerKey)).entries).toHaveLength(0);
-      const line = await trustlineEntry(server, seller.publicKey(), eurc);
-      expect(line.ext().switch()).toBe(0);
-      expect(line.flags()).toBe(0);
-    });
+    it(
+      "revoking the seller's trustline authorization deletes its " + 'offers in that asset and frees the liabilities',
+      async () => {
+        const seller = await fundedAccount(network, '0');
+        await network.faucet(seller.publicKey(), 'EURC', '10');
+        const { final } = await classicTransaction(
+          network,
+          server,
+          seller.publicKey(),
+          [seller],
+          [Operation.manageSellOffer({ selling: eurc, buying: Asset.native(), amount: '10', price: '1' })],
+        );
+        expect(final?.status).toBe('SUCCESS');
+        if (final?.status !== rpc.Api.GetTransactionStatus.SUCCESS) return;
+        const offerId = operationResult(final.resultXdr).manageSellOfferResult().success().offer().offer().offerId();
+        const offerKey = xdr.LedgerKey.offer(new xdr.LedgerKeyOffer({ sellerId: seller.xdrAccountId(), offerId }));
+        expect((await server.getLedgerEntries(offerKey)).entries).toHaveLength(1);
+        await network.setTrustlineAuthorized(seller.publicKey(), 'EURC', false);
+        expect((await server.getLedgerEntries(offerKey)).entries).toHaveLength(0);
+        const line = await trustlineEntry(server, seller.publicKey(), eurc);
+        expect(line.ext().switch()).toBe(0);
+        expect(line.flags()).toBe(0);
+      },
+    );
   });
 });

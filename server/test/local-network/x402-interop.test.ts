@@ -41,38 +41,50 @@ describe('@x402/stellar exact scheme against the local network', () => {
   afterAll(() => network.stop());
 
   async function pay(): Promise<Payload> {
-    const client = new ExactStellarClient(createEd25519Signer(payer.secret(), 'stellar:testnet'), { url: network.rpcUrl });
+    const client = new ExactStellarClient(createEd25519Signer(payer.secret(), 'stellar:testnet'), {
+      url: network.rpcUrl,
+    });
     const created = await client.createPaymentPayload(2, requirements);
     return { ...created, accepted: requirements };
   }
 
-  it('the client signs a payment, the facilitator verifies and settles it, and balances move by exactly the amount', async () => {
-    const payload = await pay();
-    await expect(facilitator.verify(payload, requirements)).resolves.toEqual({ isValid: true, payer: payer.publicKey() });
+  it(
+    'the client signs a payment, the facilitator verifies and ' + 'settles it, and balances move by exactly the amount',
+    async () => {
+      const payload = await pay();
+      await expect(facilitator.verify(payload, requirements)).resolves.toEqual({
+        isValid: true,
+        payer: payer.publicKey(),
+      });
 
-    const payerBefore = network.balance(payer.publicKey(), 'USDC');
-    const payToBefore = network.balance(payTo.publicKey(), 'USDC');
-    const settled = await whileLedgersClose(network, facilitator.settle(payload, requirements), 250);
+      const payerBefore = network.balance(payer.publicKey(), 'USDC');
+      const payToBefore = network.balance(payTo.publicKey(), 'USDC');
+      const settled = await whileLedgersClose(network, facilitator.settle(payload, requirements), 250);
 
-    expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey() });
-    expect(settled.transaction).toMatch(/^[0-9a-f]{64}$/);
-    expect(payerBefore).toBe('25');
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('23.75');
-    expect(payToBefore).toBe('0.0000001');
-    expect(network.balance(payTo.publicKey(), 'USDC')).toBe('1.2500001');
+      expect(settled).toMatchObject({ success: true, network: 'stellar:testnet', payer: payer.publicKey() });
+      expect(settled.transaction).toMatch(/^[0-9a-f]{64}$/);
+      expect(payerBefore).toBe('25');
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('23.75');
+      expect(payToBefore).toBe('0.0000001');
+      expect(network.balance(payTo.publicKey(), 'USDC')).toBe('1.2500001');
 
-    const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
-    const again = await whileLedgersClose(network, facilitator.settle(payload, requirements), 250);
-    expect(again.success).toBe(false);
-    expect(again.errorReason).toBe('invalid_exact_stellar_payload_simulation_failed');
-    expect(logged.mock.calls.flat().join(' ')).toMatch(/Error\(Auth, ExistingValue\)[\s\S]*nonce -?\d+ was already used/);
-    logged.mockRestore();
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('23.75');
-  });
+      const logged = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+      const again = await whileLedgersClose(network, facilitator.settle(payload, requirements), 250);
+      expect(again.success).toBe(false);
+      expect(again.errorReason).toBe('invalid_exact_stellar_payload_simulation_failed');
+      expect(logged.mock.calls.flat().join(' ')).toMatch(
+        /Error\(Auth, ExistingValue\)[\s\S]*nonce -?\d+ was already used/,
+      );
+      logged.mockRestore();
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('23.75');
+    },
+  );
 
   it('when the payer lacks the amount, the client cannot build the payment', async () => {
     const poor = await fundedAccount(network, '1');
-    const client = new ExactStellarClient(createEd25519Signer(poor.secret(), 'stellar:testnet'), { url: network.rpcUrl });
+    const client = new ExactStellarClient(createEd25519Signer(poor.secret(), 'stellar:testnet'), {
+      url: network.rpcUrl,
+    });
     await expect(client.createPaymentPayload(2, requirements)).rejects.toThrow(/Error\(Contract, #10\)/);
   });
 });

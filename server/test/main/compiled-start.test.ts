@@ -16,55 +16,85 @@ describe('the compiled server (what npm start runs)', () => {
   const outDir = path.join(SERVER, `.build-test-${process.pid}`);
   afterAll(() => fs.rmSync(outDir, { recursive: true, force: true }));
 
-  it('the build writes the file server/package.json names as main, and plain node runs it: /health, /docs, /dashboard and /mcp answer, SIGTERM exits 0', async () => {
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-server.mjs'), '--out-dir', outDir], { cwd: ROOT, stdio: 'pipe' });
-    const main = (JSON.parse(fs.readFileSync(path.join(SERVER, 'package.json'), 'utf8')) as { main: string; scripts: Record<string, string> });
-    expect(main.main).toBe('dist/main.js');
-    expect(main.scripts.start).toBe('node dist/main.js');
-    const entry = path.join(outDir, path.relative('dist', main.main));
-    expect(fs.existsSync(entry)).toBe(true);
-    // nothing of the tests or of the buyer SDK's sources is compiled in: the SDK's mcp export comes from its dist/
-    expect(fs.readdirSync(outDir)).not.toContain('sdk-buyer');
-    expect(fs.readFileSync(path.join(outDir, 'http/mcp/mount.js'), 'utf8')).toContain("require(\"@paid-api-marketplace/sdk-buyer/mcp\")");
-
-    const database = await createTestDatabase();
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'compiled-main-'));
-    const port = await freePort();
-    const child = spawn(process.execPath, [entry], {
-      cwd: SERVER,
-      env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), DATA_DIR: dataDir, LOCAL_NETWORK_PORT: '0', LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000', OPERATOR_API_KEY: 'op_key_for_the_compiled_test_000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let logs = '';
-    child.stdout.on('data', (d) => (logs += d));
-    child.stderr.on('data', (d) => (logs += d));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      const base = `http://127.0.0.1:${port}`;
-      let health: Response | null = null;
-      for (let i = 0; i < 240 && !health && child.exitCode === null; i++) {
-        await new Promise((r) => setTimeout(r, 500));
-        health = await fetch(`${base}/health`).catch(() => null);
-      }
-      if (!health) throw new Error(`the compiled server never answered /health; logs:\n${logs.slice(-3000)}`);
-      expect(health.status).toBe(200);
-      expect(((await health.json()) as { status: string }).status).toBe('ok');
-      expect((await fetch(`${base}/docs`)).status).toBe(200);
-      expect((await fetch(`${base}/dashboard/`)).status).toBe(200);
-      const mcp = await fetch(`${base}/mcp`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'compiled-test', version: '1' } } }),
+  it(
+    'the build writes the file server/package.json names as main, and plain node runs it: /health, /docs, ' +
+      '/dashboard and /mcp answer, SIGTERM exits 0',
+    async () => {
+      execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-server.mjs'), '--out-dir', outDir], {
+        cwd: ROOT,
+        stdio: 'pipe',
       });
-      expect(mcp.status).toBe(200);
-      expect(await mcp.text()).toContain('"serverInfo"');
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(logs).toContain('"msg":"stopped"');
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      await database.drop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
-  }, 420_000);
+      const main = JSON.parse(fs.readFileSync(path.join(SERVER, 'package.json'), 'utf8')) as {
+        main: string;
+        scripts: Record<string, string>;
+      };
+      expect(main.main).toBe('dist/main.js');
+      expect(main.scripts.start).toBe('node dist/main.js');
+      const entry = path.join(outDir, path.relative('dist', main.main));
+      expect(fs.existsSync(entry)).toBe(true);
+      // nothing of the tests or of the buyer SDK's sources is compiled in: the SDK's mcp export comes from its dist/
+      expect(fs.readdirSync(outDir)).not.toContain('sdk-buyer');
+      expect(fs.readFileSync(path.join(outDir, 'http/mcp/mount.js'), 'utf8')).toContain(
+        'require("@paid-api-marketplace/sdk-buyer/mcp")',
+      );
+
+      const database = await createTestDatabase();
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'compiled-main-'));
+      const port = await freePort();
+      const child = spawn(process.execPath, [entry], {
+        cwd: SERVER,
+        env: {
+          ...process.env,
+          DATABASE_URL: database.url,
+          PORT: String(port),
+          DATA_DIR: dataDir,
+          LOCAL_NETWORK_PORT: '0',
+          LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000',
+          OPERATOR_API_KEY: 'op_key_for_the_compiled_test_000',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let logs = '';
+      child.stdout.on('data', (d) => (logs += d));
+      child.stderr.on('data', (d) => (logs += d));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      try {
+        const base = `http://127.0.0.1:${port}`;
+        let health: Response | null = null;
+        for (let i = 0; i < 240 && !health && child.exitCode === null; i++) {
+          await new Promise((r) => setTimeout(r, 500));
+          health = await fetch(`${base}/health`).catch(() => null);
+        }
+        if (!health) throw new Error(`the compiled server never answered /health; logs:\n${logs.slice(-3000)}`);
+        expect(health.status).toBe(200);
+        expect(((await health.json()) as { status: string }).status).toBe('ok');
+        expect((await fetch(`${base}/docs`)).status).toBe(200);
+        expect((await fetch(`${base}/dashboard/`)).status).toBe(200);
+        const mcp = await fetch(`${base}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'initialize',
+            params: {
+              protocolVersion: '2025-03-26',
+              capabilities: {},
+              clientInfo: { name: 'compiled-test', version: '1' },
+            },
+          }),
+        });
+        expect(mcp.status).toBe(200);
+        expect(await mcp.text()).toContain('"serverInfo"');
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        expect(logs).toContain('"msg":"stopped"');
+      } finally {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        await database.drop();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
+    },
+    420_000,
+  );
 });

@@ -21,23 +21,35 @@ const REVIEWED_INSTALL_SCRIPTS: Record<string, string> = {
 const NATIVE_BUILD_DEPENDENCIES = ['node-gyp', 'nan', 'prebuild-install', 'install-artifact-from-github', 'cmake-js'];
 
 describe('npm ci compiles nothing natively', () => {
-  const lock = readJson('package-lock.json') as { packages: Record<string, { hasInstallScript?: boolean; dependencies?: Record<string, string> }> };
+  const lock = readJson('package-lock.json') as {
+    packages: Record<string, { hasInstallScript?: boolean; dependencies?: Record<string, string> }>;
+  };
   const nameOf = (key: string) => key.slice(key.lastIndexOf('node_modules/') + 'node_modules/'.length);
 
   it('every package with an install script in the lockfile is a reviewed one that downloads or builds nothing', () => {
     const unreviewed = Object.entries(lock.packages)
       .filter(([, p]) => p.hasInstallScript)
       .map(([key]) => nameOf(key))
-      .filter((name) => !Object.keys(REVIEWED_INSTALL_SCRIPTS).some((k) => (k.endsWith('/') ? name.startsWith(k) : name === k)));
+      .filter(
+        (name) =>
+          !Object.keys(REVIEWED_INSTALL_SCRIPTS).some((k) => (k.endsWith('/') ? name.startsWith(k) : name === k)),
+      );
     expect(unreviewed).toEqual([]);
   });
 
-  it('no package with an install script depends on a native build tool (node-gyp, nan, a prebuilt downloader), and re2 is gone', () => {
-    const native = Object.entries(lock.packages)
-      .filter(([, p]) => p.hasInstallScript && Object.keys(p.dependencies ?? {}).some((d) => NATIVE_BUILD_DEPENDENCIES.includes(d)))
-      .map(([key]) => key);
-    expect(native).toEqual([]);
-    expect(Object.keys(lock.packages).filter((key) => nameOf(key) === 're2')).toEqual([]);
-    expect(Object.keys(readJson('package.json').allowScripts ?? {})).not.toContain('re2');
-  });
+  it(
+    'no package with an install script depends on a native build tool (node-gyp, nan, a prebuilt downloader), ' +
+      'and re2 is gone',
+    () => {
+      const native = Object.entries(lock.packages)
+        .filter(
+          ([, p]) =>
+            p.hasInstallScript && Object.keys(p.dependencies ?? {}).some((d) => NATIVE_BUILD_DEPENDENCIES.includes(d)),
+        )
+        .map(([key]) => key);
+      expect(native).toEqual([]);
+      expect(Object.keys(lock.packages).filter((key) => nameOf(key) === 're2')).toEqual([]);
+      expect(Object.keys(readJson('package.json').allowScripts ?? {})).not.toContain('re2');
+    },
+  );
 });

@@ -10,11 +10,20 @@ describe('the server process (main.ts)', () => {
     const database = await createTestDatabase();
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'main-test-'));
     const port = await freePort();
-    // As `npm run dev` runs it (`node --import tsx`; `npm start` runs the build: compiled-start.test.ts): the tsx CLI would relay SIGTERM to a child of its own and SIGKILL
+    // As `npm run dev` runs it (`node --import tsx`; `npm start` runs the build: compiled-start.test.ts): the tsx CLI
+    // would relay SIGTERM to a child of its own and SIGKILL
     // it when it does not acknowledge within ~30 ms, which a loaded machine does not (exit 143).
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: path.resolve(__dirname, '../..'),
-      env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), DATA_DIR: dataDir, LOCAL_NETWORK_PORT: '0', LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000', OPERATOR_API_KEY: 'op_key_for_the_shutdown_test_0000' },
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        DATA_DIR: dataDir,
+        LOCAL_NETWORK_PORT: '0',
+        LOCAL_NETWORK_LEDGER_CLOSE_MS: '1000',
+        OPERATOR_API_KEY: 'op_key_for_the_shutdown_test_0000',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let logs = '';

@@ -3,7 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 
 const OPS = path.resolve(__dirname, '../../ops');
-const promtool = (...args: string[]) => execFileSync('promtool', args, { cwd: path.join(OPS, 'prometheus'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+const promtool = (...args: string[]) =>
+  execFileSync('promtool', args, {
+    cwd: path.join(OPS, 'prometheus'),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 describe('Prometheus alert rules and the Grafana dashboard', () => {
   it('promtool accepts the alert rules', () => {
@@ -39,10 +44,21 @@ describe('Prometheus alert rules and the Grafana dashboard', () => {
   });
 
   it('the Grafana dashboard is valid JSON whose panels query metrics the service exports', () => {
-    const dash = JSON.parse(fs.readFileSync(path.join(OPS, 'grafana/marketplace-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets?: Array<{ expr: string }> }> };
+    const dash = JSON.parse(fs.readFileSync(path.join(OPS, 'grafana/marketplace-dashboard.json'), 'utf8')) as {
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
     expect(dash.panels.length).toBeGreaterThanOrEqual(8);
     const exprs = dash.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)).join('\n');
-    for (const metric of ['api_requests_total', 'api_request_duration_seconds_bucket', 'job_queue_depth', 'job_dead_letter_total', 'facilitator_settle_duration_seconds_bucket', 'ledger_rpc_up', 'discovery_index_lag_seconds', 'conformance_last_run_passed']) {
+    for (const metric of [
+      'api_requests_total',
+      'api_request_duration_seconds_bucket',
+      'job_queue_depth',
+      'job_dead_letter_total',
+      'facilitator_settle_duration_seconds_bucket',
+      'ledger_rpc_up',
+      'discovery_index_lag_seconds',
+      'conformance_last_run_passed',
+    ]) {
       expect([metric, exprs.includes(metric)]).toEqual([metric, true]);
     }
   });

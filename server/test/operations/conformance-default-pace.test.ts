@@ -11,7 +11,10 @@ beforeAll(async () => {
   // 5 s per ledger, as `npm start` does: maxTimeoutSeconds 300 allows at most 60 + 2 ledgers past the latest.
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 1000 });
   svc = await startTestService({
-    networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({
+      rpcUrl: network.rpcUrl,
+      assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
     facilitator: { channelAccounts: 1, pollMs: 50 },
   });
 });
@@ -21,16 +24,34 @@ afterAll(async () => {
 });
 
 describe('conformance runner at the default ledger pace', () => {
-  it('when verify judges expiry at 5 s per ledger (npm start), the local cycle signs within that window: verify, settle and the receipt pass', async () => {
-    const queued = await request(svc.app).post('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).send({ network: 'stellar:testnet' });
-    expect(queued.status).toBe(202);
-    const latestBefore = network.latestLedger();
-    const run = await svc.operations.runner.execute(queued.body.items[0].id);
-    const outcomes = Object.fromEntries(run!.checks.map((c) => [c.name, `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`]));
-    expect(outcomes).toMatchObject({ fund_accounts: 'passed', verify: 'passed', settle: 'passed', receipt_readable: 'passed', replay_refused: 'passed' });
-    expect(run).toMatchObject({ status: 'passed', evidence: 'local_simulation' });
-    // The authorization the runner signed stays valid 60 ledgers (300 s at 5 s), not the 100 that verify refused.
-    const attempt = (await svc.db.query(`SELECT expires_at_ledger AS e FROM payment_attempts WHERE status = 'settled'`, { plain: true })) as { e: number };
-    expect(attempt.e - latestBefore).toBeLessThanOrEqual(60);
-  });
+  it(
+    'when verify judges expiry at 5 s per ledger (npm start), the local cycle signs within that window: verify, ' +
+      'settle and the receipt pass',
+    async () => {
+      const queued = await request(svc.app)
+        .post('/v1/conformance/runs')
+        .set(bearer(OPERATOR_KEY))
+        .send({ network: 'stellar:testnet' });
+      expect(queued.status).toBe(202);
+      const latestBefore = network.latestLedger();
+      const run = await svc.operations.runner.execute(queued.body.items[0].id);
+      const outcomes = Object.fromEntries(
+        run!.checks.map((c) => [c.name, `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`]),
+      );
+      expect(outcomes).toMatchObject({
+        fund_accounts: 'passed',
+        verify: 'passed',
+        settle: 'passed',
+        receipt_readable: 'passed',
+        replay_refused: 'passed',
+      });
+      expect(run).toMatchObject({ status: 'passed', evidence: 'local_simulation' });
+      // The authorization the runner signed stays valid 60 ledgers (300 s at 5 s), not the 100 that verify refused.
+      const attempt = (await svc.db.query(
+        `SELECT expires_at_ledger AS e FROM payment_attempts WHERE status = 'settled'`,
+        { plain: true },
+      )) as { e: number };
+      expect(attempt.e - latestBefore).toBeLessThanOrEqual(60);
+    },
+  );
 });

@@ -36,7 +36,8 @@ beforeAll(async () => {
     if (slowMs) await new Promise((r) => setTimeout(r, slowMs));
     const e = endpoints.get(host);
     if (!e) return void res.writeHead(404).end();
-    if (e.mode === 'free') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"temperatureC":21}');
+    if (e.mode === 'free')
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"temperatureC":21}');
     const body = {
       x402Version: 2,
       error: 'PAYMENT_REQUIRED',
@@ -52,7 +53,12 @@ beforeAll(async () => {
         },
       ],
     };
-    res.writeHead(402, { 'content-type': 'application/json', 'payment-required': Buffer.from(JSON.stringify(body)).toString('base64') }).end(JSON.stringify(body));
+    res
+      .writeHead(402, {
+        'content-type': 'application/json',
+        'payment-required': Buffer.from(JSON.stringify(body)).toString('base64'),
+      })
+      .end(JSON.stringify(body));
   });
   await new Promise<void>((r) => paywall.listen(0, '127.0.0.1', () => r()));
   port = (paywall.address() as AddressInfo).port;
@@ -60,7 +66,10 @@ beforeAll(async () => {
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
   usdc = network.assets.find((a) => a.code === 'USDC')!;
   svc = await startTestService({
-    networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({
+      rpcUrl: network.rpcUrl,
+      assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
     facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     runJobs: true,
     jobPollMs: 200,
@@ -68,7 +77,12 @@ beforeAll(async () => {
       ledgerCloseMs: 100,
       perHostIntervalMs: 10,
       // The SSRF-safe fetcher, allowed to reach the test's loopback endpoint: every seller domain resolves to it.
-      probeFetch: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, readBodyOfStatuses: [402], lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+      probeFetch: createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        readBodyOfStatuses: [402],
+        lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+      }),
     },
   });
 });
@@ -84,15 +98,33 @@ async function sellerWithEndpoint(name: string): Promise<{ seller: SignedUpSelle
   const res = await request(svc.app)
     .post('/v1/resources')
     .set(bearer(seller.apiKey))
-    .send(resourceInput(seller, { name, description: 'Hourly rainfall forecast for any city, paid per call', url: `http://${seller.domain}:${port}/v1/forecast/{city}`, assetIssuer: usdc.issuer, amount: '0.05' }));
+    .send(
+      resourceInput(seller, {
+        name,
+        description: 'Hourly rainfall forecast for any city, paid per call',
+        url: `http://${seller.domain}:${port}/v1/forecast/{city}`,
+        assetIssuer: usdc.issuer,
+        amount: '0.05',
+      }),
+    );
   if (res.status !== 201) throw new Error(`create failed ${res.status} ${JSON.stringify(res.body)}`);
   return { seller, resourceId: (res.body.resource ?? res.body).id };
 }
 
 async function runNow(): Promise<Record<string, any>> {
-  const queued = await request(svc.app).post('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).send({ network: 'stellar:testnet' });
+  const queued = await request(svc.app)
+    .post('/v1/conformance/runs')
+    .set(bearer(OPERATOR_KEY))
+    .send({ network: 'stellar:testnet' });
   expect(queued.status).toBe(202);
-  expect(queued.body.items).toEqual([expect.objectContaining({ network: 'stellar:testnet', status: 'queued', trigger: 'manual', evidence: 'local_simulation' })]);
+  expect(queued.body.items).toEqual([
+    expect.objectContaining({
+      network: 'stellar:testnet',
+      status: 'queued',
+      trigger: 'manual',
+      evidence: 'local_simulation',
+    }),
+  ]);
   const id = queued.body.items[0].id as string;
   let run: Record<string, any> = {};
   await waitFor(async () => {
@@ -102,91 +134,144 @@ async function runNow(): Promise<Record<string, any>> {
   return run;
 }
 
-const searchIds = async () => (await request(svc.app).get('/v1/discovery/search').query({ q: 'rainfall forecast' })).body.resources.map((r: { id: string }) => r.id) as string[];
+const searchIds = async () =>
+  (await request(svc.app).get('/v1/discovery/search').query({ q: 'rainfall forecast' })).body.resources.map(
+    (r: { id: string }) => r.id,
+  ) as string[];
 
 describe('conformance runner', () => {
   it('only the operator may start or read conformance runs', async () => {
     expect((await request(svc.app).get('/v1/conformance/runs')).status).toBe(401);
     const seller = await signUpSeller(svc.app);
     expect((await request(svc.app).post('/v1/conformance/runs').set(bearer(seller.apiKey)).send({})).status).toBe(403);
-    expect((await request(svc.app).get('/v1/conformance/runs/cfr_01JD7B2C3D4E5F6G7H8J9K0M1N').set(bearer(OPERATOR_KEY))).status).toBe(404);
+    expect(
+      (await request(svc.app).get('/v1/conformance/runs/cfr_01JD7B2C3D4E5F6G7H8J9K0M1N').set(bearer(OPERATOR_KEY)))
+        .status,
+    ).toBe(404);
   });
 
-  it('on the local network a run passes the full cycle (verify, settle, receipt, replay, expiry, wrong amount/asset/recipient) and the 402 probes, labelled local simulation', async () => {
-    const a = await sellerWithEndpoint('Rainfall forecast');
-    const run = await runNow();
-    const byName = Object.fromEntries(run.checks.filter((c: { name: string }) => c.name !== 'probe_402').map((c: { name: string; outcome: string; reason: string | null }) => [c.name, `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`]));
-    expect(byName).toEqual({
-      supported: 'passed',
-      fund_accounts: 'passed',
-      verify: 'passed',
-      settle: 'passed',
-      receipt_readable: 'passed',
-      replay_refused: 'passed',
-      expired_refused: 'passed',
-      wrong_amount_refused: 'passed',
-      wrong_asset_refused: 'passed',
-      wrong_recipient_refused: 'passed',
-    });
-    expect(run.checks).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'probe_402', resourceId: a.resourceId, outcome: 'passed', reason: null })]));
-    expect(run).toMatchObject({ status: 'passed', evidence: 'local_simulation', startedAt: expect.any(String), finishedAt: expect.any(String) });
+  it(
+    'on the local network a run passes the full cycle (verify, settle, receipt, replay, expiry, wrong ' +
+      'amount/asset/recipient) and the 402 probes, labelled local simulation',
+    async () => {
+      const a = await sellerWithEndpoint('Rainfall forecast');
+      const run = await runNow();
+      const byName = Object.fromEntries(
+        run.checks
+          .filter((c: { name: string }) => c.name !== 'probe_402')
+          .map((c: { name: string; outcome: string; reason: string | null }) => [
+            c.name,
+            `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`,
+          ]),
+      );
+      expect(byName).toEqual({
+        supported: 'passed',
+        fund_accounts: 'passed',
+        verify: 'passed',
+        settle: 'passed',
+        receipt_readable: 'passed',
+        replay_refused: 'passed',
+        expired_refused: 'passed',
+        wrong_amount_refused: 'passed',
+        wrong_asset_refused: 'passed',
+        wrong_recipient_refused: 'passed',
+      });
+      expect(run.checks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'probe_402', resourceId: a.resourceId, outcome: 'passed', reason: null }),
+        ]),
+      );
+      expect(run).toMatchObject({
+        status: 'passed',
+        evidence: 'local_simulation',
+        startedAt: expect.any(String),
+        finishedAt: expect.any(String),
+      });
 
-    // The settlement is real on the local network and carries the local simulation label.
-    const settled = (await svc.db.query(`SELECT evidence, status FROM settlements ORDER BY created_at DESC LIMIT 1`, { plain: true })) as { evidence: string; status: string };
-    expect(settled).toEqual({ evidence: 'local_simulation', status: 'settled' });
-    // The runner's own resource never reaches discovery.
-    await waitIndexed(svc.db);
-    const listed = (await request(svc.app).get('/v1/discovery/search').query({ q: 'conformance runner' })).body.resources;
-    expect(listed).toEqual([]);
+      // The settlement is real on the local network and carries the local simulation label.
+      const settled = (await svc.db.query(`SELECT evidence, status FROM settlements ORDER BY created_at DESC LIMIT 1`, {
+        plain: true,
+      })) as { evidence: string; status: string };
+      expect(settled).toEqual({ evidence: 'local_simulation', status: 'settled' });
+      // The runner's own resource never reaches discovery.
+      await waitIndexed(svc.db);
+      const listed = (await request(svc.app).get('/v1/discovery/search').query({ q: 'conformance runner' })).body
+        .resources;
+      expect(listed).toEqual([]);
 
-    const list = await request(svc.app).get('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).query({ limit: 1 });
-    expect(list.status).toBe(200);
-    expect(list.body.items[0].id).toBe(run.id);
-    const metrics = (await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY))).text;
-    expect(metrics).toMatch(/conformance_last_run_passed\{[^}]*network="stellar:testnet"[^}]*\} 1/);
-    const stats = await request(svc.app).get('/v1/stats');
-    expect(stats.body.conformance.latest).toMatchObject({ network: 'stellar:testnet', evidence: 'local_simulation' });
-  });
+      const list = await request(svc.app).get('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).query({ limit: 1 });
+      expect(list.status).toBe(200);
+      expect(list.body.items[0].id).toBe(run.id);
+      const metrics = (await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY))).text;
+      expect(metrics).toMatch(/conformance_last_run_passed\{[^}]*network="stellar:testnet"[^}]*\} 1/);
+      const stats = await request(svc.app).get('/v1/stats');
+      expect(stats.body.conformance.latest).toMatchObject({ network: 'stellar:testnet', evidence: 'local_simulation' });
+    },
+  );
 
-  it('a resource whose endpoint stops answering 402 with its cataloged terms fails the run, shows failing on its read, and sinks in search', async () => {
-    const first = await sellerWithEndpoint('Rainfall forecast');
-    const second = await sellerWithEndpoint('Rainfall forecast');
-    await waitIndexed(svc.db);
-    await runNow();
-    await waitFor(async () => {
-      const ids = await searchIds();
-      return ids.includes(first.resourceId) && ids.includes(second.resourceId);
-    });
-    const before = await searchIds();
-    // Equal in every signal: the newer resource (second) ranks above the older one.
-    expect(before.indexOf(second.resourceId)).toBeLessThan(before.indexOf(first.resourceId));
+  it(
+    'a resource whose endpoint stops answering 402 with its cataloged terms fails the run, shows failing on its ' +
+      'read, and sinks in search',
+    async () => {
+      const first = await sellerWithEndpoint('Rainfall forecast');
+      const second = await sellerWithEndpoint('Rainfall forecast');
+      await waitIndexed(svc.db);
+      await runNow();
+      await waitFor(async () => {
+        const ids = await searchIds();
+        return ids.includes(first.resourceId) && ids.includes(second.resourceId);
+      });
+      const before = await searchIds();
+      // Equal in every signal: the newer resource (second) ranks above the older one.
+      expect(before.indexOf(second.resourceId)).toBeLessThan(before.indexOf(first.resourceId));
 
-    endpoints.get(second.seller.domain)!.mode = 'wrong_payto';
-    const failed = await runNow();
-    expect(failed.status).toBe('failed');
-    expect(failed.checks).toEqual(
-      expect.arrayContaining([
-        expect.objectContaining({ name: 'probe_402', resourceId: second.resourceId, outcome: 'failed', reason: expect.stringMatching(/^RECIPIENT_MISMATCH/) }),
-        expect.objectContaining({ name: 'probe_402', resourceId: first.resourceId, outcome: 'passed' }),
-      ]),
-    );
-    endpoints.get(second.seller.domain)!.mode = 'free';
-    const again = await runNow();
-    expect(again.checks).toEqual(expect.arrayContaining([expect.objectContaining({ resourceId: second.resourceId, outcome: 'failed', reason: expect.stringMatching(/^NOT_402/) })]));
+      endpoints.get(second.seller.domain)!.mode = 'wrong_payto';
+      const failed = await runNow();
+      expect(failed.status).toBe('failed');
+      expect(failed.checks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            name: 'probe_402',
+            resourceId: second.resourceId,
+            outcome: 'failed',
+            reason: expect.stringMatching(/^RECIPIENT_MISMATCH/),
+          }),
+          expect.objectContaining({ name: 'probe_402', resourceId: first.resourceId, outcome: 'passed' }),
+        ]),
+      );
+      endpoints.get(second.seller.domain)!.mode = 'free';
+      const again = await runNow();
+      expect(again.checks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            resourceId: second.resourceId,
+            outcome: 'failed',
+            reason: expect.stringMatching(/^NOT_402/),
+          }),
+        ]),
+      );
 
-    const read = await request(svc.app).get(`/v1/resources/${second.resourceId}`);
-    expect(read.body.conformance).toMatchObject({ state: 'failing', reason: expect.stringMatching(/^NOT_402/), uptime: expect.any(Number) });
-    expect(read.body.conformance.uptime).toBeLessThan(1);
-    expect((await request(svc.app).get(`/v1/resources/${first.resourceId}`)).body.conformance).toMatchObject({ state: 'passing', uptime: 1 });
+      const read = await request(svc.app).get(`/v1/resources/${second.resourceId}`);
+      expect(read.body.conformance).toMatchObject({
+        state: 'failing',
+        reason: expect.stringMatching(/^NOT_402/),
+        uptime: expect.any(Number),
+      });
+      expect(read.body.conformance.uptime).toBeLessThan(1);
+      expect((await request(svc.app).get(`/v1/resources/${first.resourceId}`)).body.conformance).toMatchObject({
+        state: 'passing',
+        uptime: 1,
+      });
 
-    await waitFor(async () => {
-      const ids = await searchIds();
-      return ids.indexOf(first.resourceId) < ids.indexOf(second.resourceId);
-    });
-    const metrics = (await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY))).text;
-    expect(metrics).toMatch(/conformance_last_run_passed\{[^}]*network="stellar:testnet"[^}]*\} 0/);
-    expect(metrics).toMatch(/conformance_runs_total\{[^}]*status="failed"[^}]*\} [1-9]/);
-  });
+      await waitFor(async () => {
+        const ids = await searchIds();
+        return ids.indexOf(first.resourceId) < ids.indexOf(second.resourceId);
+      });
+      const metrics = (await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY))).text;
+      expect(metrics).toMatch(/conformance_last_run_passed\{[^}]*network="stellar:testnet"[^}]*\} 0/);
+      expect(metrics).toMatch(/conformance_runs_total\{[^}]*status="failed"[^}]*\} [1-9]/);
+    },
+  );
 
   it('probes of many hosts overlap, but at most 4 run at a time', async () => {
     for (let i = 0; i < 6; i++) await sellerWithEndpoint('Rainfall forecast');

@@ -26,7 +26,10 @@ async function prom<T>(p: string): Promise<T> {
 beforeAll(async () => {
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
   svc = await startTestService({
-    networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+    networks: testNetworks({
+      rpcUrl: network.rpcUrl,
+      assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
     facilitator: { channelAccounts: 1 },
     runJobs: true,
     jobPollMs: 200,
@@ -58,9 +61,17 @@ beforeAll(async () => {
   );
   const promPort = await freePort();
   promUrl = `http://127.0.0.1:${promPort}`;
-  prometheus = spawn('/usr/bin/prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${promPort}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  prometheus = spawn(
+    '/usr/bin/prometheus',
+    [
+      `--config.file=${path.join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${path.join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${promPort}`,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let log = '';
   prometheus.stderr?.on('data', (b: Buffer) => (log = (log + b.toString()).slice(-4000)));
   await waitFor(async () => {
@@ -87,26 +98,42 @@ afterAll(async () => {
 });
 
 describe('a real Prometheus scraping the service with the alert rules', () => {
-  it('scrapes /metrics with the operator key; when the local network stops, MarketplaceRpcUnavailable goes pending for stellar:testnet', async () => {
-    await waitFor(async () => {
-      const targets = await prom<{ activeTargets: Array<{ health: string }> }>('/api/v1/targets');
-      return targets.activeTargets.some((t) => t.health === 'up');
-    }, 30_000);
-    await waitFor(async () => {
-      const r = await prom<{ result: Array<{ metric: Record<string, string>; value: [number, string] }> }>(`/api/v1/query?query=${encodeURIComponent('ledger_rpc_up{network="stellar:testnet"}')}`);
-      return r.result.length === 1 && r.result[0].value[1] === '1';
-    }, 30_000);
-    const before = await prom<{ alerts: Array<{ labels: Record<string, string> }> }>('/api/v1/alerts');
-    expect(before.alerts.filter((a) => a.labels.alertname === 'MarketplaceRpcUnavailable')).toEqual([]);
+  it(
+    'scrapes /metrics with the operator key; when the local network stops, MarketplaceRpcUnavailable goes ' +
+      'pending for stellar:testnet',
+    async () => {
+      await waitFor(async () => {
+        const targets = await prom<{ activeTargets: Array<{ health: string }> }>('/api/v1/targets');
+        return targets.activeTargets.some((t) => t.health === 'up');
+      }, 30_000);
+      await waitFor(async () => {
+        const r = await prom<{ result: Array<{ metric: Record<string, string>; value: [number, string] }> }>(
+          `/api/v1/query?query=${encodeURIComponent('ledger_rpc_up{network="stellar:testnet"}')}`,
+        );
+        return r.result.length === 1 && r.result[0].value[1] === '1';
+      }, 30_000);
+      const before = await prom<{ alerts: Array<{ labels: Record<string, string> }> }>('/api/v1/alerts');
+      expect(before.alerts.filter((a) => a.labels.alertname === 'MarketplaceRpcUnavailable')).toEqual([]);
 
-    await network.stop();
+      await network.stop();
 
-    let alert: { labels: Record<string, string>; state: string } | undefined;
-    await waitFor(async () => {
-      const now = await prom<{ alerts: Array<{ labels: Record<string, string>; state: string }> }>('/api/v1/alerts');
-      alert = now.alerts.find((a) => a.labels.alertname === 'MarketplaceRpcUnavailable');
-      return alert !== undefined;
-    }, 30_000);
-    expect(alert).toMatchObject({ state: 'pending', labels: { alertname: 'MarketplaceRpcUnavailable', network: 'stellar:testnet', environment: 'test', severity: 'critical', job: 'marketplace' } });
-  }, 120_000);
+      let alert: { labels: Record<string, string>; state: string } | undefined;
+      await waitFor(async () => {
+        const now = await prom<{ alerts: Array<{ labels: Record<string, string>; state: string }> }>('/api/v1/alerts');
+        alert = now.alerts.find((a) => a.labels.alertname === 'MarketplaceRpcUnavailable');
+        return alert !== undefined;
+      }, 30_000);
+      expect(alert).toMatchObject({
+        state: 'pending',
+        labels: {
+          alertname: 'MarketplaceRpcUnavailable',
+          network: 'stellar:testnet',
+          environment: 'test',
+          severity: 'critical',
+          job: 'marketplace',
+        },
+      });
+    },
+    120_000,
+  );
 });

@@ -42,32 +42,42 @@ describe('rate limiting with per-process leases', () => {
     await a.stop();
   });
 
-  it('two processes on one database, hit alternately and concurrently, admit no more than the limit together, and refuse with Retry-After', async () => {
-    expect(leaseSize(LIMIT)).toBe(3);
-    const statuses: number[] = [];
-    let lastRefusal: request.Response | undefined;
-    // alternating, then bursts of concurrent requests to both, until well past the limit
-    for (let i = 0; i < 40; i += 1) statuses.push((await request(i % 2 ? a.app : b.app).get('/v1/networks')).status);
-    while (statuses.length < LIMIT + 60) {
-      const burst = await Promise.all(Array.from({ length: 20 }, (_, i) => request(i % 2 ? a.app : b.app).get('/v1/networks')));
-      for (const r of burst) {
-        statuses.push(r.status);
-        if (r.status === 429) lastRefusal = r;
+  it(
+    'two processes on one database, hit alternately and concurrently, admit no more than the limit together, and ' +
+      'refuse with Retry-After',
+    async () => {
+      expect(leaseSize(LIMIT)).toBe(3);
+      const statuses: number[] = [];
+      let lastRefusal: request.Response | undefined;
+      // alternating, then bursts of concurrent requests to both, until well past the limit
+      for (let i = 0; i < 40; i += 1) statuses.push((await request(i % 2 ? a.app : b.app).get('/v1/networks')).status);
+      while (statuses.length < LIMIT + 60) {
+        const burst = await Promise.all(
+          Array.from({ length: 20 }, (_, i) => request(i % 2 ? a.app : b.app).get('/v1/networks')),
+        );
+        for (const r of burst) {
+          statuses.push(r.status);
+          if (r.status === 429) lastRefusal = r;
+        }
       }
-    }
-    const admitted = statuses.filter((s) => s === 200).length;
-    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
-    expect(admitted).toBeLessThanOrEqual(LIMIT);
-    // each process may hold at most lease − 1 unused points: the documented tolerance
-    expect(admitted).toBeGreaterThanOrEqual(LIMIT - 2 * (leaseSize(LIMIT) - 1));
-    expect(lastRefusal!.body.error.code).toBe('RATE_LIMITED');
-    const retryAfter = Number(lastRefusal!.headers['retry-after']);
-    expect(retryAfter).toBeGreaterThan(0);
-    expect(retryAfter).toBeLessThanOrEqual(WINDOW);
-    // the shared counter holds every point either process admitted
-    const [rows] = await a.db.query(`SELECT points FROM rate_limits WHERE key = 'api:ip:::ffff:127.0.0.1' OR key = 'api:ip:127.0.0.1'`);
-    expect((rows as Array<{ points: number }>).reduce((n, r) => n + Number(r.points), 0)).toBeGreaterThanOrEqual(admitted);
-  });
+      const admitted = statuses.filter((s) => s === 200).length;
+      expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+      expect(admitted).toBeLessThanOrEqual(LIMIT);
+      // each process may hold at most lease − 1 unused points: the documented tolerance
+      expect(admitted).toBeGreaterThanOrEqual(LIMIT - 2 * (leaseSize(LIMIT) - 1));
+      expect(lastRefusal!.body.error.code).toBe('RATE_LIMITED');
+      const retryAfter = Number(lastRefusal!.headers['retry-after']);
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(WINDOW);
+      // the shared counter holds every point either process admitted
+      const [rows] = await a.db.query(
+        `SELECT points FROM rate_limits WHERE key = 'api:ip:::ffff:127.0.0.1' OR key = 'api:ip:127.0.0.1'`,
+      );
+      expect((rows as Array<{ points: number }>).reduce((n, r) => n + Number(r.points), 0)).toBeGreaterThanOrEqual(
+        admitted,
+      );
+    },
+  );
 
   it('a valid key has its own budget in both processes, and RateLimit-Remaining counts down', async () => {
     // this IP's budget is spent (previous test); the operator key has a bucket of its own
@@ -107,7 +117,9 @@ describe('the API-key cache', () => {
     const before = await request(app).get('/me').set(bearer(seller.apiKey));
     expect(before.status).toBe(200);
     expect(before.body).toMatchObject({ role: 'seller', sellerId: seller.id });
-    await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE seller_id = :id`, { replacements: { id: seller.id } });
+    await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE seller_id = :id`, {
+      replacements: { id: seller.id },
+    });
     now += 29_000;
     expect((await request(app).get('/me').set(bearer(seller.apiKey))).status).toBe(200);
     now += 1_001;
@@ -115,7 +127,9 @@ describe('the API-key cache', () => {
     expect(after.status).toBe(401);
     expect(after.body.error.code).toBe('UNAUTHORIZED');
     // the real service refuses it too (its cache never held this key, or has expired it)
-    expect((await request(svc.app).get(`/v1/sellers/${seller.id}/payments`).set(bearer(seller.apiKey))).status).toBe(401);
+    expect((await request(svc.app).get(`/v1/sellers/${seller.id}/payments`).set(bearer(seller.apiKey))).status).toBe(
+      401,
+    );
   });
 
   it('a key forgotten by the process that revokes it answers 401 at once', async () => {
@@ -124,7 +138,9 @@ describe('the API-key cache', () => {
     const app = whoAmI(cache);
     const ok = await request(app).get('/me').set(bearer(seller.apiKey));
     expect(ok.status).toBe(200);
-    await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE seller_id = :id`, { replacements: { id: seller.id } });
+    await svc.db.query(`UPDATE api_keys SET revoked_at = now() WHERE seller_id = :id`, {
+      replacements: { id: seller.id },
+    });
     cache.forget(ok.body.keyId);
     expect((await request(app).get('/me').set(bearer(seller.apiKey))).status).toBe(401);
   });
@@ -133,16 +149,28 @@ describe('the API-key cache', () => {
     const cache = new ApiKeyCache(30_000, 100);
     const app = whoAmI(cache);
     const seller = await signUpSeller(svc.app);
-    const [[row]] = (await svc.db.query(`SELECT key_hash FROM api_keys WHERE seller_id = :id`, { replacements: { id: seller.id } })) as [Array<{ key_hash: Buffer }>, unknown];
-    await svc.db.query(`UPDATE api_keys SET key_hash = :other WHERE seller_id = :id`, { replacements: { id: seller.id, other: Buffer.alloc(32, 7) } });
+    const [[row]] = (await svc.db.query(`SELECT key_hash FROM api_keys WHERE seller_id = :id`, {
+      replacements: { id: seller.id },
+    })) as [Array<{ key_hash: Buffer }>, unknown];
+    await svc.db.query(`UPDATE api_keys SET key_hash = :other WHERE seller_id = :id`, {
+      replacements: { id: seller.id, other: Buffer.alloc(32, 7) },
+    });
     expect((await request(app).get('/me').set(bearer(seller.apiKey))).status).toBe(401);
-    await svc.db.query(`UPDATE api_keys SET key_hash = :hash WHERE seller_id = :id`, { replacements: { id: seller.id, hash: row.key_hash } });
+    await svc.db.query(`UPDATE api_keys SET key_hash = :hash WHERE seller_id = :id`, {
+      replacements: { id: seller.id, hash: row.key_hash },
+    });
     expect((await request(app).get('/me').set(bearer(seller.apiKey))).status).toBe(200);
   });
 
   it('holds at most its bound: the least recently used key is dropped', async () => {
     const cache = new ApiKeyCache(30_000, 2);
-    const rec = (id: string) => ({ id, sellerId: 's', role: 'seller' as const, scope: 'admin' as const, expiresAt: null });
+    const rec = (id: string) => ({
+      id,
+      sellerId: 's',
+      role: 'seller' as const,
+      scope: 'admin' as const,
+      expiresAt: null,
+    });
     cache.set(Buffer.from('a'), rec('a'));
     cache.set(Buffer.from('b'), rec('b'));
     expect(cache.get(Buffer.from('a'))?.id).toBe('a'); // a is now the most recently used
@@ -161,26 +189,39 @@ describe('the idempotency claim in one statement', () => {
   afterAll(async () => {
     await svc.stop();
   });
-  const challenge = (key: string) => request(svc.app).post('/v1/sellers/challenges').set('Idempotency-Key', key).send({ walletAddress: Keypair.random().publicKey() });
+  const challenge = (key: string) =>
+    request(svc.app)
+      .post('/v1/sellers/challenges')
+      .set('Idempotency-Key', key)
+      .send({ walletAddress: Keypair.random().publicKey() });
 
   it('a key whose record expired (over 24 h) runs again, with a different body', async () => {
     expect((await challenge('guard-expired-0001')).status).toBe(201);
     expect((await challenge('guard-expired-0001')).body.error.code).toBe('IDEMPOTENCY_CONFLICT');
-    await svc.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'guard-expired-0001'`);
+    await svc.db.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'guard-expired-0001'`,
+    );
     const again = await challenge('guard-expired-0001');
     expect(again.status).toBe(201);
     expect(again.headers['idempotent-replayed']).toBeUndefined();
   });
 
   it('an abandoned claim (no answer after 60 s) is taken over; a fresh one still in progress is 409', async () => {
-    await svc.db.query(`INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ('ip:::ffff:127.0.0.1', 'guard-claim-0001', 'x'), ('ip:127.0.0.1', 'guard-claim-0001', 'x')`);
+    await svc.db.query(
+      `INSERT INTO idempotency_keys (scope, key, request_hash) VALUES ('ip:::ffff:127.0.0.1', ` +
+        `'guard-claim-0001', 'x'), ('ip:127.0.0.1', 'guard-claim-0001', 'x')`,
+    );
     const busy = await challenge('guard-claim-0001');
     expect(busy.status).toBe(409);
     expect(busy.body.error.code).toBe('IDEMPOTENCY_CONFLICT');
-    await svc.db.query(`UPDATE idempotency_keys SET created_at = now() - interval '61 seconds' WHERE key = 'guard-claim-0001'`);
+    await svc.db.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '61 seconds' WHERE key = 'guard-claim-0001'`,
+    );
     const taken = await challenge('guard-claim-0001');
     expect(taken.status).toBe(201);
-    const [rows] = await svc.db.query(`SELECT status_code FROM idempotency_keys WHERE key = 'guard-claim-0001' AND status_code IS NOT NULL`);
+    const [rows] = await svc.db.query(
+      `SELECT status_code FROM idempotency_keys WHERE key = 'guard-claim-0001' AND status_code IS NOT NULL`,
+    );
     expect(rows).toEqual([{ status_code: 201 }]);
   });
 });

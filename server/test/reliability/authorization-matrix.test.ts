@@ -10,7 +10,13 @@ import type { Keypair } from '@stellar/stellar-sdk';
 import { CompactSign, calculateJwkThumbprint, exportJWK, generateKeyPair } from 'jose';
 import { bearer, resourceInput, type SignedUpSeller } from '../support/fixtures';
 import { OPERATOR_KEY } from '../support/test-service';
-import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  sellerWithResource,
+  startFacilitatorEnv,
+  type FacilitatorEnv,
+} from '../facilitator/helpers';
 
 type Caller = 'anonymous' | 'sellerA' | 'sellerB' | 'operator';
 const CALLERS: Caller[] = ['anonymous', 'sellerB', 'sellerA', 'operator'];
@@ -58,14 +64,21 @@ const A_ONLY: Expect = { anonymous: 'unauthenticated', sellerA: 'ok', sellerB: '
 const OPERATOR_ONLY: Expect = { anonymous: 'unauthenticated', sellerA: 'denied', sellerB: 'denied', operator: 'ok' };
 
 async function freshResourceOfA(w: World): Promise<string> {
-  const res = await request(w.env.svc.app).post('/v1/resources').set(bearer(w.a.apiKey)).send(resourceInput(w.a, { assetIssuer: w.env.usdc.issuer }));
+  const res = await request(w.env.svc.app)
+    .post('/v1/resources')
+    .set(bearer(w.a.apiKey))
+    .send(resourceInput(w.a, { assetIssuer: w.env.usdc.issuer }));
   if (res.status !== 201) throw new Error(`resource create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return (res.body.resource ?? res.body).id;
 }
 
 function resourceDraftOfA(w: World, overrides: Record<string, unknown> = {}) {
   // The price of A's resource (0.25): re-cataloging it must not change the terms the settle rows pay.
-  const { sellerId: _s, ...resource } = resourceInput(w.a, { assetIssuer: w.env.usdc.issuer, amount: '0.25', ...overrides });
+  const { sellerId: _s, ...resource } = resourceInput(w.a, {
+    assetIssuer: w.env.usdc.issuer,
+    amount: '0.25',
+    ...overrides,
+  });
   return resource;
 }
 
@@ -75,7 +88,9 @@ async function freshPaymentToA(w: World) {
 
 async function verifiedPaymentToA(w: World) {
   const c = await freshPaymentToA(w);
-  const v = await request(w.env.svc.app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
+  const v = await request(w.env.svc.app)
+    .post('/v1/verify')
+    .send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
   if (v.status !== 200) throw new Error(`verify failed: ${v.status} ${JSON.stringify(v.body)}`);
   return { c, attemptId: v.body.paymentAttemptId as string };
 }
@@ -83,7 +98,14 @@ async function verifiedPaymentToA(w: World) {
 /** A payment to A in the x402 v2 wire shape (the transaction envelope stock x402 Stellar clients send). */
 async function x402PaymentToA(w: World) {
   const c = await paymentCase(w.env, w.buyer, w.a.wallet.publicKey(), '0.25', { format: 'transaction' });
-  const requirements = { scheme: 'exact', network: 'stellar:testnet', asset: w.env.usdc.contractId, amount: '2500000', payTo: w.a.wallet.publicKey(), maxTimeoutSeconds: 300 };
+  const requirements = {
+    scheme: 'exact',
+    network: 'stellar:testnet',
+    asset: w.env.usdc.contractId,
+    amount: '2500000',
+    payTo: w.a.wallet.publicKey(),
+    maxTimeoutSeconds: 300,
+  };
   return {
     x402Version: 2,
     paymentPayload: { x402Version: 2, accepted: requirements, payload: { transaction: c.payload.authorization.xdr } },
@@ -92,7 +114,12 @@ async function x402PaymentToA(w: World) {
 }
 
 const ROWS: Row[] = [
-  { operationId: 'listResources', what: "list A's active resources", call: (w) => ({ query: { sellerId: w.a.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'listResources',
+    what: "list A's active resources",
+    call: (w) => ({ query: { sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'listResources',
     what: "list A's deleted resources",
@@ -105,7 +132,12 @@ const ROWS: Row[] = [
     call: (w) => ({ body: resourceInput(w.a, { assetIssuer: w.env.usdc.issuer }) }),
     expect: A_ONLY,
   },
-  { operationId: 'getResource', what: "read A's resource", call: (w) => ({ params: { id: w.resourceA.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'getResource',
+    what: "read A's resource",
+    call: (w) => ({ params: { id: w.resourceA.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'updateResource',
     what: "change A's resource",
@@ -118,7 +150,12 @@ const ROWS: Row[] = [
     call: async (w) => ({ params: { id: await freshResourceOfA(w) } }),
     expect: A_ONLY,
   },
-  { operationId: 'listResourceVersions', what: "read A's resource history", call: (w) => ({ params: { id: w.resourceA.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'listResourceVersions',
+    what: "read A's resource history",
+    call: (w) => ({ params: { id: w.resourceA.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'createSeller',
     what: "register A's wallet and domain again (take over A's identity)",
@@ -131,16 +168,36 @@ const ROWS: Row[] = [
     call: (w) => ({ body: { walletAddress: w.a.wallet.publicKey() } }),
     expect: PUBLIC_READ,
   },
-  { operationId: 'getSeller', what: "read A's profile", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'getSeller',
+    what: "read A's profile",
+    call: (w) => ({ params: { sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'verifySellerDomain',
     what: "start A's domain verification",
     call: (w) => ({ params: { sellerId: w.a.id }, body: {} }),
     expect: A_ONLY,
   },
-  { operationId: 'listSellerResources', what: "list A's resources", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
-  { operationId: 'listSellerPayments', what: "list A's payments", call: (w) => ({ params: { sellerId: w.a.id } }), expect: A_ONLY },
-  { operationId: 'listSellerKeys', what: "list A's API keys", call: (w) => ({ params: { sellerId: w.a.id } }), expect: A_ONLY },
+  {
+    operationId: 'listSellerResources',
+    what: "list A's resources",
+    call: (w) => ({ params: { sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'listSellerPayments',
+    what: "list A's payments",
+    call: (w) => ({ params: { sellerId: w.a.id } }),
+    expect: A_ONLY,
+  },
+  {
+    operationId: 'listSellerKeys',
+    what: "list A's API keys",
+    call: (w) => ({ params: { sellerId: w.a.id } }),
+    expect: A_ONLY,
+  },
   {
     operationId: 'createSellerKey',
     what: 'create an API key for A',
@@ -151,14 +208,27 @@ const ROWS: Row[] = [
     operationId: 'deleteSellerKey',
     what: "revoke one of A's API keys",
     call: async (w) => {
-      const res = await request(w.env.svc.app).post(`/v1/sellers/${w.a.id}/keys`).set(bearer(w.a.apiKey)).send({ name: 'to revoke', scope: 'payments' });
+      const res = await request(w.env.svc.app)
+        .post(`/v1/sellers/${w.a.id}/keys`)
+        .set(bearer(w.a.apiKey))
+        .send({ name: 'to revoke', scope: 'payments' });
       if (res.status !== 201) throw new Error(`key create failed: ${res.status} ${JSON.stringify(res.body)}`);
       return { params: { sellerId: w.a.id, keyId: res.body.id as string } };
     },
     expect: A_ONLY,
   },
-  { operationId: 'listDiscoveryResources', what: "browse A's cataloged resources", call: (w) => ({ query: { sellerId: w.a.id } }), expect: PUBLIC_READ },
-  { operationId: 'searchResources', what: "search A's resources", call: (w) => ({ query: { q: 'forecast', sellerId: w.a.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'listDiscoveryResources',
+    what: "browse A's cataloged resources",
+    call: (w) => ({ query: { sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'searchResources',
+    what: "search A's resources",
+    call: (w) => ({ query: { q: 'forecast', sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'validateResource',
     what: 'validate a resource for A (nothing is stored)',
@@ -174,10 +244,21 @@ const ROWS: Row[] = [
   {
     operationId: 'catalogResource',
     what: "re-catalog A's existing resource with new terms",
-    call: (w, caller) => ({ body: { sellerId: w.a.id, resourceId: w.resourceA.id, resource: resourceDraftOfA(w, { name: `Recataloged by ${caller}` }) } }),
+    call: (w, caller) => ({
+      body: {
+        sellerId: w.a.id,
+        resourceId: w.resourceA.id,
+        resource: resourceDraftOfA(w, { name: `Recataloged by ${caller}` }),
+      },
+    }),
     expect: A_ONLY,
   },
-  { operationId: 'listPayments', what: "list A's payments by sellerId", call: (w) => ({ query: { sellerId: w.a.id } }), expect: A_ONLY },
+  {
+    operationId: 'listPayments',
+    what: "list A's payments by sellerId",
+    call: (w) => ({ query: { sellerId: w.a.id } }),
+    expect: A_ONLY,
+  },
   {
     operationId: 'listPayments',
     what: "list payments of A's resource",
@@ -190,9 +271,24 @@ const ROWS: Row[] = [
     call: () => ({}),
     expect: { anonymous: 'unauthenticated', sellerA: 'ok', sellerB: 'okWithoutA', operator: 'ok' },
   },
-  { operationId: 'getPayment', what: "read A's payment", call: (w) => ({ params: { paymentId: w.paymentA.id } }), expect: A_ONLY },
-  { operationId: 'getSettlement', what: "read A's settlement (public evidence)", call: (w) => ({ params: { transactionHash: w.paymentA.transactionHash } }), expect: PUBLIC_READ },
-  { operationId: 'getReceipt', what: "read A's receipt (public evidence)", call: (w) => ({ params: { receiptId: w.paymentA.receiptId } }), expect: PUBLIC_READ },
+  {
+    operationId: 'getPayment',
+    what: "read A's payment",
+    call: (w) => ({ params: { paymentId: w.paymentA.id } }),
+    expect: A_ONLY,
+  },
+  {
+    operationId: 'getSettlement',
+    what: "read A's settlement (public evidence)",
+    call: (w) => ({ params: { transactionHash: w.paymentA.transactionHash } }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'getReceipt',
+    what: "read A's receipt (public evidence)",
+    call: (w) => ({ params: { receiptId: w.paymentA.receiptId } }),
+    expect: PUBLIC_READ,
+  },
   { operationId: 'getSupported', what: 'read supported schemes', call: () => ({}), expect: PUBLIC_READ },
   {
     operationId: 'verifyPayment',
@@ -216,7 +312,14 @@ const ROWS: Row[] = [
   {
     operationId: 'sendMcpMessage',
     what: "inspect A's resource through the MCP server (read-only tools, no payments)",
-    call: (w) => ({ body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } } } }),
+    call: (w) => ({
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } },
+      },
+    }),
     expect: PUBLIC_READ,
   },
   { operationId: 'getHealth', what: 'read health', call: () => ({}), expect: PUBLIC_READ },
@@ -224,17 +327,59 @@ const ROWS: Row[] = [
   {
     operationId: 'sendMcpMessage',
     what: "inspect A's resource through the MCP server (a read-only public tool)",
-    call: (w) => ({ body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } } } }),
+    call: (w) => ({
+      body: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'inspect_resource', arguments: { resourceId: w.resourceA.id } },
+      },
+    }),
     expect: PUBLIC_READ,
   },
   { operationId: 'getSupportedKinds', what: 'read the x402 supported kinds', call: () => ({}), expect: PUBLIC_READ },
-  { operationId: 'getFacilitatorDescription', what: 'read the facilitator description (/.well-known/x402)', call: () => ({}), expect: PUBLIC_READ },
-  { operationId: 'verifyPaymentPayload', what: 'verify a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
-  { operationId: 'settlePaymentPayload', what: 'settle a payment to A through x402', call: async (w) => ({ body: await x402PaymentToA(w) }), expect: PUBLIC_READ },
-  { operationId: 'listBazaarResources', what: "list A's resources in the x402 Bazaar", call: () => ({}), expect: PUBLIC_READ },
-  { operationId: 'searchBazaarResources', what: "search A's resources in the x402 Bazaar", call: () => ({ query: { query: 'forecast' } }), expect: PUBLIC_READ },
-  { operationId: 'getReceiptKeys', what: "read the receipts' public signing keys", call: () => ({}), expect: PUBLIC_READ },
-  { operationId: 'getSellerReceiptKeys', what: "read A's own receipt keys (public)", call: (w) => ({ params: { sellerId: w.a.id } }), expect: PUBLIC_READ },
+  {
+    operationId: 'getFacilitatorDescription',
+    what: 'read the facilitator description (/.well-known/x402)',
+    call: () => ({}),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'verifyPaymentPayload',
+    what: 'verify a payment to A through x402',
+    call: async (w) => ({ body: await x402PaymentToA(w) }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'settlePaymentPayload',
+    what: 'settle a payment to A through x402',
+    call: async (w) => ({ body: await x402PaymentToA(w) }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'listBazaarResources',
+    what: "list A's resources in the x402 Bazaar",
+    call: () => ({}),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'searchBazaarResources',
+    what: "search A's resources in the x402 Bazaar",
+    call: () => ({ query: { query: 'forecast' } }),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'getReceiptKeys',
+    what: "read the receipts' public signing keys",
+    call: () => ({}),
+    expect: PUBLIC_READ,
+  },
+  {
+    operationId: 'getSellerReceiptKeys',
+    what: "read A's own receipt keys (public)",
+    call: (w) => ({ params: { sellerId: w.a.id } }),
+    expect: PUBLIC_READ,
+  },
   {
     operationId: 'updateSellerReceiptKeys',
     what: "replace A's receipt keys",
@@ -243,9 +388,24 @@ const ROWS: Row[] = [
   },
   { operationId: 'getStats', what: 'read public stats', call: () => ({}), expect: PUBLIC_READ },
   { operationId: 'listConformanceRuns', what: 'list conformance runs', call: () => ({}), expect: OPERATOR_ONLY },
-  { operationId: 'createConformanceRun', what: 'start a conformance run', call: () => ({ body: { network: 'stellar:testnet' } }), expect: OPERATOR_ONLY },
-  { operationId: 'getConformanceRun', what: 'read a conformance run', call: (w) => ({ params: { runId: w.conformanceRunId } }), expect: OPERATOR_ONLY },
-  { operationId: 'getOperationsDashboard', what: "read the operator's dashboard data", call: () => ({}), expect: OPERATOR_ONLY },
+  {
+    operationId: 'createConformanceRun',
+    what: 'start a conformance run',
+    call: () => ({ body: { network: 'stellar:testnet' } }),
+    expect: OPERATOR_ONLY,
+  },
+  {
+    operationId: 'getConformanceRun',
+    what: 'read a conformance run',
+    call: (w) => ({ params: { runId: w.conformanceRunId } }),
+    expect: OPERATOR_ONLY,
+  },
+  {
+    operationId: 'getOperationsDashboard',
+    what: "read the operator's dashboard data",
+    call: () => ({}),
+    expect: OPERATOR_ONLY,
+  },
   { operationId: 'listSellerFees', what: 'read network fees per seller', call: () => ({}), expect: OPERATOR_ONLY },
   {
     operationId: 'getMetrics',
@@ -297,8 +457,17 @@ async function receiptKeyWithProof(sellerId: string) {
   const { privateKey, publicKey } = await generateKeyPair('Ed25519', { extractable: true });
   const pub = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(pub);
-  const payload = { purpose: 'seller-receipt-key-proof', sellerId, kid, x: pub.x, nonce: crypto.randomBytes(24).toString('base64url'), iat: Math.floor(Date.now() / 1000) };
-  const signature = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'x402-receipt-key-proof+jws' }).sign(privateKey);
+  const payload = {
+    purpose: 'seller-receipt-key-proof',
+    sellerId,
+    kid,
+    x: pub.x,
+    nonce: crypto.randomBytes(24).toString('base64url'),
+    iat: Math.floor(Date.now() / 1000),
+  };
+  const signature = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'x402-receipt-key-proof+jws' })
+    .sign(privateKey);
   return { keys: [{ kty: 'OKP', crv: 'Ed25519', x: pub.x, kid }], proofs: [{ kid, signature }] };
 }
 
@@ -316,9 +485,14 @@ describe('authorization matrix: every operation of the spec, four callers, selle
     if (del.status !== 200) throw new Error(`delete failed: ${del.status}`);
     const partial = { env, a, b, buyer, resourceA: resource } as unknown as World;
     const { c, attemptId } = await verifiedPaymentToA(partial);
-    const settled = await request(env.svc.app).post('/v1/settle').send({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId: resource.id });
+    const settled = await request(env.svc.app)
+      .post('/v1/settle')
+      .send({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId: resource.id });
     if (settled.status !== 200) throw new Error(`settle failed: ${settled.status} ${JSON.stringify(settled.body)}`);
-    const run = await request(env.svc.app).post('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).send({ network: 'stellar:testnet' });
+    const run = await request(env.svc.app)
+      .post('/v1/conformance/runs')
+      .set(bearer(OPERATOR_KEY))
+      .send({ network: 'stellar:testnet' });
     const conformanceRunId = (run.body?.items?.[0]?.id ?? 'no-conformance-run') as string;
     w = {
       ...partial,
@@ -337,7 +511,12 @@ describe('authorization matrix: every operation of the spec, four callers, selle
   });
 
   it('every caller gets what the table says on every operation, and every refusal is the error envelope', async () => {
-    const keys: Record<Caller, string | null> = { anonymous: null, sellerA: w.a.apiKey, sellerB: w.b.apiKey, operator: OPERATOR_KEY };
+    const keys: Record<Caller, string | null> = {
+      anonymous: null,
+      sellerA: w.a.apiKey,
+      sellerB: w.b.apiKey,
+      operator: OPERATOR_KEY,
+    };
     const mismatches: string[] = [];
     for (const row of ROWS) {
       const op = operations.find((o) => o.operationId === row.operationId);
@@ -355,9 +534,14 @@ describe('authorization matrix: every operation of the spec, four callers, selle
         if (key) req = req.set(bearer(key));
         const res = c.body === undefined ? await req : await req.send(c.body as object);
         const body = res.body as { ok?: boolean; error?: { code?: string; requestId?: string } };
-        const label = `${row.operationId} (${row.what}) as ${caller}: expected ${row.expect[caller]}, got ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`;
+        const label =
+          `${row.operationId} (${row.what}) as ${caller}: expected ${row.expect[caller]}, got ${res.status} ` +
+          `${JSON.stringify(res.body).slice(0, 200)}`;
         if (!matches(row.expect[caller], res.status, res.body, w)) mismatches.push(label);
-        if (res.status >= 400 && !(body?.ok === false && typeof body.error?.code === 'string' && typeof body.error?.requestId === 'string')) {
+        if (
+          res.status >= 400 &&
+          !(body?.ok === false && typeof body.error?.code === 'string' && typeof body.error?.requestId === 'string')
+        ) {
           mismatches.push(`${label}: not the error envelope`);
         }
       }

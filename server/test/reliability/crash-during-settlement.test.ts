@@ -131,194 +131,274 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     return m;
   };
 
-  it('every attempt ends in the state the ledger shows: settled exactly when the buyer paid, never left pending', async () => {
-    const random = rng(SEED);
-    const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    let main = await start();
-    const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
-    const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
-    const tracked: Tracked[] = [];
-
-    for (let round = 0; round < ROUNDS; round++) {
-      if (round > 0) main = await start();
-      const batch: Array<{ t: Tracked; body: string }> = [];
-      for (let i = 0; i < PER_ROUND; i++) {
-        const buyer = Keypair.random();
-        await network.fundAccount(buyer.publicKey());
-        await network.faucet(buyer.publicKey(), 'USDC', '1');
-        const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + EXPIRY_LEDGERS } });
-        const v = await fetch(`${main.baseUrl}/v1/verify`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
-        });
-        expect(v.status).toBe(200);
-        const attemptId = ((await v.json()) as { paymentAttemptId: string }).paymentAttemptId;
-        batch.push({ t: { attemptId, buyer, round, killAfterMs: 0 }, body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }) });
-      }
-      const killAfterMs = Math.floor(random() * 1_500);
-      for (const b of batch) {
-        b.t.killAfterMs = killAfterMs;
-        tracked.push(b.t);
-        // Fired and left: the connection dies with the server.
-        void fetch(`${main.baseUrl}/v1/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: b.body }).then(
-          (r) => r.text(),
-          () => undefined,
-        );
-      }
-      await sleep(killAfterMs);
-      main.child.kill('SIGKILL');
-      await main.exited;
-    }
-
-    // A control payment settled without a crash on the restarted server: the settle path works in this setup, so
-    // an all-unpaid outcome above cannot hide a broken setup.
-    main = await start();
-    const control = Keypair.random();
-    await network.fundAccount(control.publicKey());
-    await network.faucet(control.publicKey(), 'USDC', '1');
-    // Valid long enough to wait for a channel a killed process still leases (leases expire after 15 s).
-    const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + 600 } });
-    const cv = await fetch(`${main.baseUrl}/v1/verify`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ paymentPayload: cc.payload, paymentRequirements: cc.requirements }),
-    });
-    const controlId = ((await cv.json()) as { paymentAttemptId: string }).paymentAttemptId;
-    const cs = await fetch(`${main.baseUrl}/v1/settle`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ paymentAttemptId: controlId, paymentPayload: cc.payload, resourceId }),
-    });
-    expect({ status: cs.status, body: cs.status === 200 ? 'settled' : await cs.text() }).toEqual({ status: 200, body: 'settled' });
-    tracked.push({ attemptId: controlId, buyer: control, round: ROUNDS, killAfterMs: -1 });
-
-    // One server runs until every attempt is final (its workers confirm, fail or expire what the crashes left).
-    const admin = new Client({ connectionString: database.url });
-    await admin.connect();
-    try {
-      const ids = tracked.map((t) => t.attemptId);
-      const states = async () =>
-        (await admin.query<{ id: string; status: string; settlement: string | null; hash: string | null }>(
-          `SELECT a.id, a.status, s.status AS settlement, s.transaction_hash AS hash
-             FROM payment_attempts a LEFT JOIN settlements s ON s.payment_attempt_id = a.id WHERE a.id = ANY($1)`,
-          [ids],
-        )).rows;
-      const FINAL = new Set(['settled', 'expired', 'settlement_failed']);
-      const deadline = Date.now() + 120_000; // a bound on the wait (expiry + the workers' periods), not a timing assertion
-      let rows = await states();
-      while (rows.some((r) => !FINAL.has(r.status) || r.settlement === 'pending') && Date.now() < deadline) {
-        await sleep(1_000);
-        rows = await states();
-      }
-
-      const report = tracked.map((t) => {
-        const row = rows.find((r) => r.id === t.attemptId)!;
-        const paid = network.balance(t.buyer.publicKey(), 'USDC') === '0.75';
-        return { attempt: t.attemptId, round: t.round, killAfterMs: t.killAfterMs, paid, status: row.status, settlement: row.settlement };
-      });
-      process.stdout.write(`crash-during-settlement: ${report.map((r) => `round ${r.round} kill@${r.killAfterMs}ms ${r.paid ? 'paid' : 'unpaid'}/${r.status}`).join('; ')}\n`);
-      const wrong = report.filter((r) => (r.paid ? !(r.status === 'settled' && r.settlement === 'settled') : !(['expired', 'settlement_failed'].includes(r.status) && r.settlement !== 'settled' && r.settlement !== 'pending')));
-      expect({ seed: SEED, wrong }).toEqual({ seed: SEED, wrong: [] });
-      // Balances: each buyer paid at most once, and the seller got exactly what the settled attempts say.
-      for (const t of tracked) expect(['1', '0.75']).toContain(network.balance(t.buyer.publicKey(), 'USDC'));
-      const settledCount = report.filter((r) => r.status === 'settled').length;
-      expect(network.balance(payTo, 'USDC')).toBe((0.0000001 + 0.25 * settledCount).toFixed(7).replace(/\.?0+$/, ''));
-    } finally {
-      await admin.end();
-    }
-  }, 420_000);
-
-  it('a settle arriving while every channel is leased by a killed process does not use up the payment: it is served once a channel frees, or answered 503 with Retry-After and the same settle succeeds later', async () => {
-    const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    // Four channels of its own (fresh lease rows, free), so what the first test's crashes left does not interfere.
-    const channels = Array.from({ length: 4 }, () => Keypair.random());
-    for (const k of channels) await network.fundAccount(k.publicKey());
-    const secrets = channels.map((k) => k.secret()).join(',');
-    const addresses = channels.map((k) => k.publicKey());
-    const rpcFront = await startStallingRpc(network.rpcUrl);
-    const admin = new Client({ connectionString: database.url });
-    await admin.connect();
-    try {
-      const attemptStatus = async (id: string) => (await admin.query<{ status: string }>('SELECT status FROM payment_attempts WHERE id = $1', [id])).rows[0]?.status;
-      /** Channels of this test leased and not pinned to a transaction, with the lease not expired. */
-      const liveLeases = async () =>
-        (await admin.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM channel_leases WHERE address = ANY($1) AND holder IS NOT NULL AND leased_until > now() AND transaction_hash IS NULL`,
-          [addresses],
-        )).rows[0].n;
-
-      // The killed process's leases must still be live when the restarted one is asked (the precondition asserted
-      // below), however loaded the machine: they live 45 s here (default 15 s), well inside the 120 s retry bound.
-      let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets, leaseSeconds: 45 });
+  it(
+    'every attempt ends in the state the ledger shows: settled ' + 'exactly when the buyer paid, never left pending',
+    async () => {
+      const random = rng(SEED);
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      let main = await start();
       const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
       const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
-      const pay = async (base: string) => {
-        const buyer = Keypair.random();
-        await network.fundAccount(buyer.publicKey());
-        await network.faucet(buyer.publicKey(), 'USDC', '1');
-        const c = await paymentCase(env, buyer, payTo, '0.25', { sign: { expiration: network.latestLedger() + 1200 } }); // 120 s at 100 ms ledgers: outlives the 45 s leases
-        const v = await fetch(`${base}/v1/verify`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
-        });
-        expect(v.status).toBe(200);
-        const attemptId = ((await v.json()) as { paymentAttemptId: string }).paymentAttemptId;
-        return { buyer, attemptId, body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }) };
-      };
+      const tracked: Tracked[] = [];
 
-      // One settle per channel, each stuck preparing its transaction (reading the channel account) while holding its lease; then the process dies.
-      const stuck = [];
-      for (let i = 0; i < channels.length; i++) stuck.push(await pay(main.baseUrl));
-      rpcFront.stall = true;
-      for (const p of stuck) {
-        void fetch(`${main.baseUrl}/v1/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: p.body }).then(
-          (r) => r.text(),
-          () => undefined,
+      for (let round = 0; round < ROUNDS; round++) {
+        if (round > 0) main = await start();
+        const batch: Array<{ t: Tracked; body: string }> = [];
+        for (let i = 0; i < PER_ROUND; i++) {
+          const buyer = Keypair.random();
+          await network.fundAccount(buyer.publicKey());
+          await network.faucet(buyer.publicKey(), 'USDC', '1');
+          const c = await paymentCase(env, buyer, payTo, '0.25', {
+            sign: { expiration: network.latestLedger() + EXPIRY_LEDGERS },
+          });
+          const v = await fetch(`${main.baseUrl}/v1/verify`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+          });
+          expect(v.status).toBe(200);
+          const attemptId = ((await v.json()) as { paymentAttemptId: string }).paymentAttemptId;
+          batch.push({
+            t: { attemptId, buyer, round, killAfterMs: 0 },
+            body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }),
+          });
+        }
+        const killAfterMs = Math.floor(random() * 1_500);
+        for (const b of batch) {
+          b.t.killAfterMs = killAfterMs;
+          tracked.push(b.t);
+          // Fired and left: the connection dies with the server.
+          void fetch(`${main.baseUrl}/v1/settle`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: b.body,
+          }).then(
+            (r) => r.text(),
+            () => undefined,
+          );
+        }
+        await sleep(killAfterMs);
+        main.child.kill('SIGKILL');
+        await main.exited;
+      }
+
+      // A control payment settled without a crash on the restarted server: the settle path works in this setup, so
+      // an all-unpaid outcome above cannot hide a broken setup.
+      main = await start();
+      const control = Keypair.random();
+      await network.fundAccount(control.publicKey());
+      await network.faucet(control.publicKey(), 'USDC', '1');
+      // Valid long enough to wait for a channel a killed process still leases (leases expire after 15 s).
+      const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + 600 } });
+      const cv = await fetch(`${main.baseUrl}/v1/verify`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ paymentPayload: cc.payload, paymentRequirements: cc.requirements }),
+      });
+      const controlId = ((await cv.json()) as { paymentAttemptId: string }).paymentAttemptId;
+      const cs = await fetch(`${main.baseUrl}/v1/settle`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ paymentAttemptId: controlId, paymentPayload: cc.payload, resourceId }),
+      });
+      expect({ status: cs.status, body: cs.status === 200 ? 'settled' : await cs.text() }).toEqual({
+        status: 200,
+        body: 'settled',
+      });
+      tracked.push({ attemptId: controlId, buyer: control, round: ROUNDS, killAfterMs: -1 });
+
+      // One server runs until every attempt is final (its workers confirm, fail or expire what the crashes left).
+      const admin = new Client({ connectionString: database.url });
+      await admin.connect();
+      try {
+        const ids = tracked.map((t) => t.attemptId);
+        const states = async () =>
+          (
+            await admin.query<{ id: string; status: string; settlement: string | null; hash: string | null }>(
+              `SELECT a.id, a.status, s.status AS settlement, s.transaction_hash AS hash
+             FROM payment_attempts a LEFT JOIN settlements s ON s.payment_attempt_id = a.id WHERE a.id = ANY($1)`,
+              [ids],
+            )
+          ).rows;
+        const FINAL = new Set(['settled', 'expired', 'settlement_failed']);
+        // a bound on the wait (expiry + the workers' periods), not a timing assertion
+        const deadline = Date.now() + 120_000;
+        let rows = await states();
+        while (rows.some((r) => !FINAL.has(r.status) || r.settlement === 'pending') && Date.now() < deadline) {
+          await sleep(1_000);
+          rows = await states();
+        }
+
+        const report = tracked.map((t) => {
+          const row = rows.find((r) => r.id === t.attemptId)!;
+          const paid = network.balance(t.buyer.publicKey(), 'USDC') === '0.75';
+          return {
+            attempt: t.attemptId,
+            round: t.round,
+            killAfterMs: t.killAfterMs,
+            paid,
+            status: row.status,
+            settlement: row.settlement,
+          };
+        });
+        process.stdout.write(
+          `crash-during-settlement: ` +
+            report
+              .map((r) => `round ${r.round} kill@${r.killAfterMs}ms ${r.paid ? 'paid' : 'unpaid'}/${r.status}`)
+              .join('; ') +
+            '\n',
         );
+        const wrong = report.filter((r) =>
+          r.paid
+            ? !(r.status === 'settled' && r.settlement === 'settled')
+            : !(
+                ['expired', 'settlement_failed'].includes(r.status) &&
+                r.settlement !== 'settled' &&
+                r.settlement !== 'pending'
+              ),
+        );
+        expect({ seed: SEED, wrong }).toEqual({ seed: SEED, wrong: [] });
+        // Balances: each buyer paid at most once, and the seller got exactly what the settled attempts say.
+        for (const t of tracked) expect(['1', '0.75']).toContain(network.balance(t.buyer.publicKey(), 'USDC'));
+        const settledCount = report.filter((r) => r.status === 'settled').length;
+        expect(network.balance(payTo, 'USDC')).toBe((0.0000001 + 0.25 * settledCount).toFixed(7).replace(/\.?0+$/, ''));
+      } finally {
+        await admin.end();
       }
-      for (let i = 0; i < 3000 && (await liveLeases()) < channels.length; i++) await sleep(10); // a bound (30 s on a loaded machine), not an assertion
-      main.child.kill('SIGKILL');
-      await main.exited;
-      rpcFront.stall = false;
+    },
+    420_000,
+  );
 
-      main = await start({ channelSecrets: secrets });
-      const control = await pay(main.baseUrl);
-      // The situation under test: every channel is still leased by the dead process.
-      expect(await liveLeases()).toBe(channels.length);
-      const settle = () => fetch(`${main.baseUrl}/v1/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: control.body });
-      let res = await settle();
-      const deadline = Date.now() + 120_000; // a bound on the retries, not a timing assertion
-      while (res.status === 503 && Date.now() < deadline) {
-        const body = (await res.json()) as { error?: { code?: string } };
-        // Refused for want of a channel: in the envelope, with Retry-After, and the payment is not used up.
-        expect({ code: body.error?.code, retryAfter: Number(res.headers.get('retry-after')) > 0, attempt: await attemptStatus(control.attemptId) }).toEqual({
-          code: 'SERVICE_UNAVAILABLE',
-          retryAfter: true,
-          attempt: 'verified',
-        });
-        await sleep(Number(res.headers.get('retry-after')) * 1000);
-        res = await settle();
-      }
-      expect(res.status).toBe(200);
-      expect(await attemptStatus(control.attemptId)).toBe('settled');
-      expect(network.balance(control.buyer.publicKey(), 'USDC')).toBe('0.75');
+  it(
+    'a settle arriving while every channel is leased by a killed process does not use up the payment: it is ' +
+      'served once a channel frees, or answered 503 with Retry-After and the same settle succeeds later',
+    async () => {
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      // Four channels of its own (fresh lease rows, free), so what the first test's crashes left does not interfere.
+      const channels = Array.from({ length: 4 }, () => Keypair.random());
+      for (const k of channels) await network.fundAccount(k.publicKey());
+      const secrets = channels.map((k) => k.secret()).join(',');
+      const addresses = channels.map((k) => k.publicKey());
+      const rpcFront = await startStallingRpc(network.rpcUrl);
+      const admin = new Client({ connectionString: database.url });
+      await admin.connect();
+      try {
+        const attemptStatus = async (id: string) =>
+          (await admin.query<{ status: string }>('SELECT status FROM payment_attempts WHERE id = $1', [id])).rows[0]
+            ?.status;
+        /** Channels of this test leased and not pinned to a transaction, with the lease not expired. */
+        const liveLeases = async () =>
+          (
+            await admin.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM channel_leases WHERE address = ANY($1) AND holder IS NOT NULL AND ` +
+                `leased_until > now() AND transaction_hash IS NULL`,
+              [addresses],
+            )
+          ).rows[0].n;
 
-      // The killed process's settles moved no money, and none is left pending (the cleanup worker fails the claims).
-      for (let i = 0; i < 120; i++) {
-        const states: Array<string | undefined> = [];
-        for (const p of stuck) states.push(await attemptStatus(p.attemptId));
-        if (states.every((st) => st === 'settlement_failed' || st === 'verified' || st === 'expired')) break;
-        await sleep(500);
+        // The killed process's leases must still be live when the restarted one is asked (the precondition asserted
+        // below), however loaded the machine: they live 45 s here (default 15 s), well inside the 120 s retry bound.
+        let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets, leaseSeconds: 45 });
+        const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
+        const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
+        const pay = async (base: string) => {
+          const buyer = Keypair.random();
+          await network.fundAccount(buyer.publicKey());
+          await network.faucet(buyer.publicKey(), 'USDC', '1');
+          // 120 s at 100 ms ledgers: outlives the 45 s leases
+          const c = await paymentCase(env, buyer, payTo, '0.25', {
+            sign: { expiration: network.latestLedger() + 1200 },
+          });
+          const v = await fetch(`${base}/v1/verify`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+          });
+          expect(v.status).toBe(200);
+          const attemptId = ((await v.json()) as { paymentAttemptId: string }).paymentAttemptId;
+          return {
+            buyer,
+            attemptId,
+            body: JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId }),
+          };
+        };
+
+        // One settle per channel, each stuck preparing its transaction (reading the channel account) while holding its
+        // lease; then the process dies.
+        const stuck = [];
+        for (let i = 0; i < channels.length; i++) stuck.push(await pay(main.baseUrl));
+        rpcFront.stall = true;
+        for (const p of stuck) {
+          void fetch(`${main.baseUrl}/v1/settle`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: p.body,
+          }).then(
+            (r) => r.text(),
+            () => undefined,
+          );
+        }
+        // a bound (30 s on a loaded machine), not an assertion
+        for (let i = 0; i < 3000 && (await liveLeases()) < channels.length; i++) await sleep(10);
+        main.child.kill('SIGKILL');
+        await main.exited;
+        rpcFront.stall = false;
+
+        main = await start({ channelSecrets: secrets });
+        const control = await pay(main.baseUrl);
+        // The situation under test: every channel is still leased by the dead process.
+        expect(await liveLeases()).toBe(channels.length);
+        const settle = () =>
+          fetch(`${main.baseUrl}/v1/settle`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: control.body,
+          });
+        let res = await settle();
+        const deadline = Date.now() + 120_000; // a bound on the retries, not a timing assertion
+        while (res.status === 503 && Date.now() < deadline) {
+          const body = (await res.json()) as { error?: { code?: string } };
+          // Refused for want of a channel: in the envelope, with Retry-After, and the payment is not used up.
+          expect({
+            code: body.error?.code,
+            retryAfter: Number(res.headers.get('retry-after')) > 0,
+            attempt: await attemptStatus(control.attemptId),
+          }).toEqual({
+            code: 'SERVICE_UNAVAILABLE',
+            retryAfter: true,
+            attempt: 'verified',
+          });
+          await sleep(Number(res.headers.get('retry-after')) * 1000);
+          res = await settle();
+        }
+        expect(res.status).toBe(200);
+        expect(await attemptStatus(control.attemptId)).toBe('settled');
+        expect(network.balance(control.buyer.publicKey(), 'USDC')).toBe('0.75');
+
+        // The killed process's settles moved no money, and none is left pending (the cleanup worker fails the claims).
+        for (let i = 0; i < 120; i++) {
+          const states: Array<string | undefined> = [];
+          for (const p of stuck) states.push(await attemptStatus(p.attemptId));
+          if (states.every((st) => st === 'settlement_failed' || st === 'verified' || st === 'expired')) break;
+          await sleep(500);
+        }
+        const outcome: Array<{ status: string | undefined; balance: string }> = [];
+        for (const p of stuck)
+          outcome.push({
+            status: await attemptStatus(p.attemptId),
+            balance: network.balance(p.buyer.publicKey(), 'USDC'),
+          });
+        expect(
+          outcome.filter(
+            (o) => o.balance !== '1' || !['settlement_failed', 'verified', 'expired'].includes(o.status ?? ''),
+          ),
+        ).toEqual([]);
+        expect(network.balance(payTo, 'USDC')).toBe('0.2500001');
+      } finally {
+        await admin.end();
+        await rpcFront.close();
       }
-      const outcome: Array<{ status: string | undefined; balance: string }> = [];
-      for (const p of stuck) outcome.push({ status: await attemptStatus(p.attemptId), balance: network.balance(p.buyer.publicKey(), 'USDC') });
-      expect(outcome.filter((o) => o.balance !== '1' || !['settlement_failed', 'verified', 'expired'].includes(o.status ?? ''))).toEqual([]);
-      expect(network.balance(payTo, 'USDC')).toBe('0.2500001');
-    } finally {
-      await admin.end();
-      await rpcFront.close();
-    }
-  }, 300_000);
+    },
+    300_000,
+  );
 });

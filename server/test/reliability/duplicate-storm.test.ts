@@ -10,11 +10,23 @@ import { createService, type Service } from '../../src/compose';
 import { createLogger } from '../../src/logger';
 import { OPERATOR_KEY, testNetworks } from '../support/test-service';
 import { postJson, stormTally, type Answer } from './support/over-http';
-import { fundedBuyer, paymentCase, sellerWithResource, sleep, startFacilitatorEnv, type FacilitatorEnv } from '../facilitator/helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  sellerWithResource,
+  sleep,
+  startFacilitatorEnv,
+  type FacilitatorEnv,
+} from '../facilitator/helpers';
 
 const STORM = 1_000;
 /** Every instance sharing the database derives its channel accounts from one seed, as the facilitator requires. */
-const FACILITATOR = { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000, channelSeed: 'duplicate-storm-channel-seed' };
+const FACILITATOR = {
+  channelAccounts: 2,
+  pollMs: 25,
+  confirmGraceMs: 10_000,
+  channelSeed: 'duplicate-storm-channel-seed',
+};
 
 async function listen(app: Service['app']): Promise<{ server: Server; base: string }> {
   const server = await new Promise<Server>((resolve) => {
@@ -36,7 +48,10 @@ describe('duplicate storm across two service instances on one database', () => {
       environment: 'test',
       version: '0.0.0-test',
       commit: null,
-      networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: env.network.rpcUrl,
+        assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       operatorApiKey: OPERATOR_KEY,
       rateLimit: { points: 1_000_000, windowSeconds: 60 },
       bodyLimitBytes: 256 * 1024,
@@ -68,7 +83,10 @@ describe('duplicate storm across two service instances on one database', () => {
       environment: 'test',
       version: '0.0.0-test',
       commit: null,
-      networks: testNetworks({ rpcUrl: env.network.rpcUrl, assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: env.network.rpcUrl,
+        assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       operatorApiKey: OPERATOR_KEY,
       rateLimit: { points: 1_000_000, windowSeconds: 60 },
       bodyLimitBytes: 256 * 1024,
@@ -116,7 +134,9 @@ describe('duplicate storm across two service instances on one database', () => {
       )) as [Array<{ settlements: number; receipts: number }>, unknown];
       // Wait (bounded) for the one settlement to be final on the ledger, then read the balances.
       for (let i = 0; i < 200; i++) {
-        const [[row]] = (await db.query(`SELECT status FROM settlements WHERE payment_attempt_id = :id`, { replacements: { id: attemptId } })) as [Array<{ status: string }>, unknown];
+        const [[row]] = (await db.query(`SELECT status FROM settlements WHERE payment_attempt_id = :id`, {
+          replacements: { id: attemptId },
+        })) as [Array<{ status: string }>, unknown];
         if (!row || row.status !== 'pending') break;
         await sleep(50);
       }
@@ -133,10 +153,19 @@ describe('duplicate storm across two service instances on one database', () => {
 
   it('money moved once: one settlement row, one receipt, and the balances moved by exactly one payment', () => {
     expect(counts).toEqual({ settlements: 1, receipts: 1 });
-    expect(balances).toEqual({ buyerBefore: '10', buyerAfter: '9.75', sellerBefore: '0.0000001', sellerAfter: '0.2500001' });
+    expect(balances).toEqual({
+      buyerBefore: '10',
+      buyerAfter: '9.75',
+      sellerBefore: '0.0000001',
+      sellerAfter: '0.2500001',
+    });
   });
 
-  it('exactly one settle succeeds; every other answer is 409 REPLAY_DETECTED in the envelope (none is a 5xx, a timeout, or a second success)', () => {
-    expect(stormTally(answers)).toEqual({ successes: 1, replays: STORM - 1, others: {} });
-  });
+  it(
+    'exactly one settle succeeds; every other answer is 409 REPLAY_DETECTED in the envelope (none is a 5xx, a ' +
+      'timeout, or a second success)',
+    () => {
+      expect(stormTally(answers)).toEqual({ successes: 1, replays: STORM - 1, others: {} });
+    },
+  );
 });

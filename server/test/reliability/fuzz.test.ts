@@ -37,7 +37,9 @@ interface Operation {
   body: Schema | null;
 }
 
-const spec = JSON.parse(fs.readFileSync(path.resolve(__dirname, '../../../openapi/dist/openapi.json'), 'utf8')) as Schema;
+const spec = JSON.parse(
+  fs.readFileSync(path.resolve(__dirname, '../../../openapi/dist/openapi.json'), 'utf8'),
+) as Schema;
 const ERROR_CODES = new Set<string>(spec.components.schemas.ErrorCode.enum);
 
 function deref(s: Schema): Schema {
@@ -62,7 +64,9 @@ function operations(): Operation[] {
         const prm = deref(x);
         return { ...prm, schema: deref(prm.schema ?? {}) } as Param;
       });
-      const bodySchema = op.requestBody ? deref(deref(op.requestBody).content?.['application/json']?.schema ?? {}) : null;
+      const bodySchema = op.requestBody
+        ? deref(deref(op.requestBody).content?.['application/json']?.schema ?? {})
+        : null;
       out.push({ method, path: p, operationId: op.operationId, parameters, body: bodySchema });
     }
   }
@@ -73,7 +77,9 @@ function operations(): Operation[] {
 
 const unicode = fc.string({ unit: 'grapheme', maxLength: 40 });
 const binaryish = fc.string({ unit: 'binary', maxLength: 40 });
-const hugeString = fc.constantFrom(1_000, 70_000, 300_000).chain((n) => fc.constantFrom('a', 'é', '𝄞', '\u0000', '{', '%').map((c) => c.repeat(n)));
+const hugeString = fc
+  .constantFrom(1_000, 70_000, 300_000)
+  .chain((n) => fc.constantFrom('a', 'é', '𝄞', '\u0000', '{', '%').map((c) => c.repeat(n)));
 const deepNesting = fc.integer({ min: 50, max: 3_000 }).chain((depth) =>
   fc.constantFrom('object', 'array').map((kind) => {
     let v: unknown = 1;
@@ -101,13 +107,26 @@ const injection = fc.constantFrom(
   'Infinity',
   'GAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
 );
-const anyScalar: fc.Arbitrary<unknown> = fc.oneof(unicode, binaryish, injection, weirdNumber, fc.boolean(), fc.constant(null), fc.integer());
+const anyScalar: fc.Arbitrary<unknown> = fc.oneof(
+  unicode,
+  binaryish,
+  injection,
+  weirdNumber,
+  fc.boolean(),
+  fc.constant(null),
+  fc.integer(),
+);
 const hostile: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: anyScalar },
   { weight: 1, arbitrary: hugeString },
   { weight: 1, arbitrary: deepNesting },
   { weight: 1, arbitrary: fc.array(anyScalar, { maxLength: 5 }) },
-  { weight: 1, arbitrary: fc.dictionary(fc.oneof(unicode, fc.constantFrom('__proto__', 'constructor', 'prototype')), anyScalar, { maxKeys: 4 }) },
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(fc.oneof(unicode, fc.constantFrom('__proto__', 'constructor', 'prototype')), anyScalar, {
+      maxKeys: 4,
+    }),
+  },
 );
 
 // ---- valid-ish values from a schema ------------------------------------------------------------------------------
@@ -149,11 +168,19 @@ function validish(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
     case 'integer':
       return fc.integer({ min: (s.minimum as number) ?? -1_000_000, max: (s.maximum as number) ?? 1_000_000_000 });
     case 'number':
-      return fc.double({ min: (s.minimum as number) ?? -1e9, max: (s.maximum as number) ?? 1e9, noNaN: true, noDefaultInfinity: true });
+      return fc.double({
+        min: (s.minimum as number) ?? -1e9,
+        max: (s.maximum as number) ?? 1e9,
+        noNaN: true,
+        noDefaultInfinity: true,
+      });
     case 'boolean':
       return fc.boolean();
     case 'array':
-      return fc.array(validish(s.items, depth + 1), { minLength: (s.minItems as number) ?? 0, maxLength: Math.min((s.maxItems as number) ?? 3, 3) });
+      return fc.array(validish(s.items, depth + 1), {
+        minLength: (s.minItems as number) ?? 0,
+        maxLength: Math.min((s.maxItems as number) ?? 3, 3),
+      });
     case 'object':
     case undefined: {
       const props = (s.properties ?? {}) as Record<string, Schema>;
@@ -172,27 +199,34 @@ function validish(raw: Schema | undefined, depth = 0): fc.Arbitrary<unknown> {
 /** A valid-ish value, or that value with one hostile change: a field dropped, replaced, or an extra field. */
 function bodyFor(s: Schema): fc.Arbitrary<unknown> {
   const base = validish(s);
-  const mutated = fc.tuple(base, fc.nat(), hostile, fc.constantFrom('drop', 'replace', 'extra', 'replaceNested')).map(([v, i, h, how]) => {
-    if (!v || typeof v !== 'object' || Array.isArray(v)) return h;
-    const copy: Record<string, unknown> = { ...(v as Record<string, unknown>) };
-    const keys = Object.keys(copy);
-    const key = keys.length ? keys[i % keys.length] : 'extra';
-    if (how === 'drop') delete copy[key];
-    else if (how === 'replace') copy[key] = h;
-    else if (how === 'extra') copy[`extra_${i % 7}`] = h;
-    else if (copy[key] && typeof copy[key] === 'object') copy[key] = { ...(copy[key] as object), [`x${i % 3}`]: h };
-    else copy[key] = h;
-    return copy;
-  });
+  const mutated = fc
+    .tuple(base, fc.nat(), hostile, fc.constantFrom('drop', 'replace', 'extra', 'replaceNested'))
+    .map(([v, i, h, how]) => {
+      if (!v || typeof v !== 'object' || Array.isArray(v)) return h;
+      const copy: Record<string, unknown> = { ...(v as Record<string, unknown>) };
+      const keys = Object.keys(copy);
+      const key = keys.length ? keys[i % keys.length] : 'extra';
+      if (how === 'drop') delete copy[key];
+      else if (how === 'replace') copy[key] = h;
+      else if (how === 'extra') copy[`extra_${i % 7}`] = h;
+      else if (copy[key] && typeof copy[key] === 'object') copy[key] = { ...(copy[key] as object), [`x${i % 3}`]: h };
+      else copy[key] = h;
+      return copy;
+    });
   return fc.oneof({ weight: 3, arbitrary: base }, { weight: 5, arbitrary: mutated }, { weight: 1, arbitrary: hostile });
 }
 
 function paramValue(p: Param, known: string[]): fc.Arbitrary<string | string[]> {
   const valid = validish(p.schema).map((v) => (typeof v === 'string' ? v : JSON.stringify(v)));
   const real = known.length ? fc.constantFrom(...known) : valid;
-  const bad = hostile.map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? 'null'));
+  const bad = hostile.map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? 'null')));
   const dup = fc.array(valid, { minLength: 2, maxLength: 3 }); // ?a=1&a=2
-  return fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: real }, { weight: 3, arbitrary: bad }, { weight: 1, arbitrary: dup });
+  return fc.oneof(
+    { weight: 3, arbitrary: valid },
+    { weight: 2, arbitrary: real },
+    { weight: 3, arbitrary: bad },
+    { weight: 1, arbitrary: dup },
+  );
 }
 
 interface FuzzRequest {
@@ -215,20 +249,37 @@ describe('hostile input fuzzing from the bundled spec', () => {
   beforeAll(async () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 500 });
     svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       rateLimit: { points: 1_000_000_000, windowSeconds: 60 },
     });
     seller = await signUpSeller(svc.app);
-    const key = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(seller.apiKey)).send({ name: 'fuzz payments', scope: 'payments' });
+    const key = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/keys`)
+      .set(bearer(seller.apiKey))
+      .send({ name: 'fuzz payments', scope: 'payments' });
     if (key.status !== 201) throw new Error(`payments key create failed: ${key.status}`);
     paymentsKey = key.body.secret as string;
     // the key id deleteSellerKey is fuzzed with: a key of its own, so the payments key stays valid for later operations
-    const revocable = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(seller.apiKey)).send({ name: 'fuzz revocable', scope: 'admin' });
+    const revocable = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/keys`)
+      .set(bearer(seller.apiKey))
+      .send({ name: 'fuzz revocable', scope: 'admin' });
     const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller, { assetIssuer: usdc.issuer }));
+    const res = await request(svc.app)
+      .post('/v1/resources')
+      .set(bearer(seller.apiKey))
+      .send(resourceInput(seller, { assetIssuer: usdc.issuer }));
     if (res.status !== 201) throw new Error(`resource create failed: ${res.status}`);
     const resourceId = (res.body.resource ?? res.body).id as string;
-    Object.assign(known, { id: [resourceId], resourceId: [resourceId], sellerId: [seller.id], keyId: [revocable.body.id as string] });
+    Object.assign(known, {
+      id: [resourceId],
+      resourceId: [resourceId],
+      sellerId: [seller.id],
+      keyId: [revocable.body.id as string],
+    });
     process.stdout.write(`fuzz seed ${SEED}, ${RUNS} runs per operation (FUZZ_SEED / FUZZ_RUNS to change)\n`);
   }, 60_000);
   afterAll(async () => {
@@ -240,72 +291,108 @@ describe('hostile input fuzzing from the bundled spec', () => {
     expect(operations().length).toBeGreaterThan(20);
   });
 
-  it.each(operations().map((o) => [o.operationId, o] as const))('%s: every answer is a success body or the enveloped error with a spec code, never 5xx', async (_id, op) => {
-    const pathParams = op.parameters.filter((p) => p.in === 'path');
-    const queryParams = op.parameters.filter((p) => p.in === 'query');
-    const headerParams = op.parameters.filter((p) => p.in === 'header');
-    const record = (ps: Param[]) => {
-      const r: Record<string, fc.Arbitrary<string | string[]>> = {};
-      for (const p of ps) r[p.name] = paramValue(p, known[p.name] ?? []);
-      return fc.record(r, { requiredKeys: ps.filter((p) => p.in === 'path').map((p) => p.name) });
-    };
-    const arb: fc.Arbitrary<FuzzRequest> = fc.record({
-      pathParams: record(pathParams) as fc.Arbitrary<Record<string, string | string[]>>,
-      query: fc.tuple(record(queryParams), fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 2 })).map(([q, extra]) => ({ ...extra, ...q })),
-      headers: record(headerParams) as fc.Arbitrary<Record<string, string | string[]>>,
-      body: op.body ? bodyFor(op.body) : fc.oneof(fc.constant(undefined), hostile),
-      sendBody: fc.constantFrom('json', 'json', 'json', 'json', 'none', 'text', 'charset', 'media'),
-      auth: fc.constantFrom('none', 'seller', 'sellerPayments', 'operator', 'garbage'),
-    });
+  it.each(operations().map((o) => [o.operationId, o] as const))(
+    '%s: every answer is a success body or the enveloped error with a spec code, never 5xx',
+    async (_id, op) => {
+      const pathParams = op.parameters.filter((p) => p.in === 'path');
+      const queryParams = op.parameters.filter((p) => p.in === 'query');
+      const headerParams = op.parameters.filter((p) => p.in === 'header');
+      const record = (ps: Param[]) => {
+        const r: Record<string, fc.Arbitrary<string | string[]>> = {};
+        for (const p of ps) r[p.name] = paramValue(p, known[p.name] ?? []);
+        return fc.record(r, { requiredKeys: ps.filter((p) => p.in === 'path').map((p) => p.name) });
+      };
+      const arb: fc.Arbitrary<FuzzRequest> = fc.record({
+        pathParams: record(pathParams) as fc.Arbitrary<Record<string, string | string[]>>,
+        query: fc
+          .tuple(
+            record(queryParams),
+            fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ maxLength: 20 }), { maxKeys: 2 }),
+          )
+          .map(([q, extra]) => ({ ...extra, ...q })),
+        headers: record(headerParams) as fc.Arbitrary<Record<string, string | string[]>>,
+        body: op.body ? bodyFor(op.body) : fc.oneof(fc.constant(undefined), hostile),
+        sendBody: fc.constantFrom('json', 'json', 'json', 'json', 'none', 'text', 'charset', 'media'),
+        auth: fc.constantFrom('none', 'seller', 'sellerPayments', 'operator', 'garbage'),
+      });
 
-    const failures: string[] = [];
-    await fc.assert(
-      fc.asyncProperty(arb, async (r) => {
-        const url = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
-          const v = r.pathParams[name];
-          return encodeURIComponent(Array.isArray(v) ? v.join(',') : String(v ?? ''));
+      const failures: string[] = [];
+      await fc
+        .assert(
+          fc.asyncProperty(arb, async (r) => {
+            const url = op.path.replace(/\{(\w+)\}/g, (_m, name: string) => {
+              const v = r.pathParams[name];
+              return encodeURIComponent(Array.isArray(v) ? v.join(',') : String(v ?? ''));
+            });
+            let req = request(svc.app)[op.method](url);
+            // Node's HTTP client refuses header values with control characters, as every proxy in front would.
+            const headerSafe = (v: string) => !/[^\t\x20-\x7e\x80-\xff]/.test(v) && v.length < 8_000;
+            for (const [k, v] of Object.entries(r.headers)) {
+              const value = Array.isArray(v) ? v.join(', ') : v;
+              if (headerSafe(value)) req = req.set(k, value);
+            }
+            if (r.auth === 'seller') req = req.set(bearer(seller.apiKey));
+            if (r.auth === 'sellerPayments') req = req.set(bearer(paymentsKey));
+            if (r.auth === 'operator') req = req.set(bearer(OPERATOR_KEY));
+            if (r.auth === 'garbage') req = req.set('Authorization', 'Bearer mk_not_a_real_key_0000000000000000');
+            req = req.query(r.query);
+            let res: request.Response;
+            if (r.sendBody === 'none' || r.body === undefined) res = await req;
+            else if (r.sendBody === 'text')
+              res = await req.set('Content-Type', 'application/json').send(`${JSON.stringify(r.body) ?? ''}}{`);
+            else if (r.sendBody === 'charset')
+              res = await req
+                .set('Content-Type', 'application/json; charset=latin1')
+                .send(JSON.stringify(r.body) ?? 'null');
+            else if (r.sendBody === 'media')
+              res = await req.set('Content-Type', 'text/plain; charset=utf-8').send(JSON.stringify(r.body) ?? 'null');
+            else res = await req.set('Content-Type', 'application/json').send(JSON.stringify(r.body) ?? 'null');
+
+            const body = res.body as {
+              ok?: unknown;
+              error?: { code?: unknown; message?: unknown; requestId?: unknown };
+            };
+            // Node's own HTTP parser refuses a request line + headers beyond 16 KB with 431 and no body, before the
+            // app.
+            if (res.status === 431) return true;
+            const problem =
+              res.status >= 500
+                ? 'a 5xx'
+                : res.status >= 400 &&
+                    !(
+                      body?.ok === false &&
+                      typeof body.error?.code === 'string' &&
+                      ERROR_CODES.has(body.error.code) &&
+                      typeof body.error.message === 'string' &&
+                      typeof body.error.requestId === 'string'
+                    )
+                  ? 'not the error envelope with a spec code'
+                  : res.status < 400 &&
+                      op.operationId !== 'getMetrics' &&
+                      !(op.operationId === 'sendMcpMessage' && res.status === 202) &&
+                      (typeof body !== 'object' || body === null)
+                    ? 'a success status without a success body'
+                    : null;
+            if (problem) {
+              const shown = JSON.stringify({
+                status: res.status,
+                body: res.body,
+                text: res.body && Object.keys(res.body).length ? undefined : res.text?.slice(0, 300),
+              });
+              failures.push(`${op.operationId}: ${problem}: ${shown.slice(0, 800)}`);
+              return false;
+            }
+            return true;
+          }),
+          { seed: SEED, numRuns: RUNS, endOnFailure: true },
+        )
+        .catch((err: Error) => {
+          throw new Error(
+            `${failures.join('\n')}\nseed ${SEED}: ` +
+              `${err.message.replace(/(.)\1{40,}/g, (m, c: string) => `${c}×${m.length}`).slice(0, 3_000)}`,
+          );
         });
-        let req = request(svc.app)[op.method](url);
-        // Node's HTTP client refuses header values with control characters, as every proxy in front would.
-        const headerSafe = (v: string) => !/[^\t\x20-\x7e\x80-\xff]/.test(v) && v.length < 8_000;
-        for (const [k, v] of Object.entries(r.headers)) {
-          const value = Array.isArray(v) ? v.join(', ') : v;
-          if (headerSafe(value)) req = req.set(k, value);
-        }
-        if (r.auth === 'seller') req = req.set(bearer(seller.apiKey));
-        if (r.auth === 'sellerPayments') req = req.set(bearer(paymentsKey));
-        if (r.auth === 'operator') req = req.set(bearer(OPERATOR_KEY));
-        if (r.auth === 'garbage') req = req.set('Authorization', 'Bearer mk_not_a_real_key_0000000000000000');
-        req = req.query(r.query);
-        let res: request.Response;
-        if (r.sendBody === 'none' || r.body === undefined) res = await req;
-        else if (r.sendBody === 'text') res = await req.set('Content-Type', 'application/json').send(`${JSON.stringify(r.body) ?? ''}}{`);
-        else if (r.sendBody === 'charset') res = await req.set('Content-Type', 'application/json; charset=latin1').send(JSON.stringify(r.body) ?? 'null');
-        else if (r.sendBody === 'media') res = await req.set('Content-Type', 'text/plain; charset=utf-8').send(JSON.stringify(r.body) ?? 'null');
-        else res = await req.set('Content-Type', 'application/json').send(JSON.stringify(r.body) ?? 'null');
-
-        const body = res.body as { ok?: unknown; error?: { code?: unknown; message?: unknown; requestId?: unknown } };
-        // Node's own HTTP parser refuses a request line + headers beyond 16 KB with 431 and no body, before the app.
-        if (res.status === 431) return true;
-        const problem =
-          res.status >= 500
-            ? 'a 5xx'
-            : res.status >= 400 &&
-                !(body?.ok === false && typeof body.error?.code === 'string' && ERROR_CODES.has(body.error.code) && typeof body.error.message === 'string' && typeof body.error.requestId === 'string')
-              ? 'not the error envelope with a spec code'
-              : res.status < 400 && op.operationId !== 'getMetrics' && !(op.operationId === 'sendMcpMessage' && res.status === 202) && (typeof body !== 'object' || body === null)
-                ? 'a success status without a success body'
-                : null;
-        if (problem) {
-          const shown = JSON.stringify({ status: res.status, body: res.body, text: res.body && Object.keys(res.body).length ? undefined : res.text?.slice(0, 300) });
-          failures.push(`${op.operationId}: ${problem}: ${shown.slice(0, 800)}`);
-          return false;
-        }
-        return true;
-      }),
-      { seed: SEED, numRuns: RUNS, endOnFailure: true },
-    ).catch((err: Error) => {
-      throw new Error(`${failures.join('\n')}\nseed ${SEED}: ${err.message.replace(/(.)\1{40,}/g, (m, c: string) => `${c}×${m.length}`).slice(0, 3_000)}`);
-    });
-  }, 120_000);
+    },
+    120_000,
+  );
 });

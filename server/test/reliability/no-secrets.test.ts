@@ -60,7 +60,10 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
 
     const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
     const svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
       runJobs: true,
       jobPollMs: 100,
@@ -94,11 +97,23 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
     await env.network.fundAccount(sellerA.wallet.publicKey());
     await env.network.faucet(sellerA.wallet.publicKey(), 'USDC', '0.0000001');
 
-    const created = await call('createResource', request(app).post('/v1/resources').set(bearer(sellerA.apiKey)).send(resourceInput(sellerA, { assetIssuer: env.usdc.issuer, amount: '0.25' })));
+    const created = await call(
+      'createResource',
+      request(app)
+        .post('/v1/resources')
+        .set(bearer(sellerA.apiKey))
+        .send(resourceInput(sellerA, { assetIssuer: env.usdc.issuer, amount: '0.25' })),
+    );
     expect(created.status).toBe(201);
     const resourceId = (created.body.resource ?? created.body).id as string;
     const { sellerId: _s, ...draft } = resourceInput(sellerA, { assetIssuer: env.usdc.issuer, name: 'Tide tables' });
-    const cataloged = await call('catalogResource', request(app).post('/v1/discovery/catalog').set(bearer(sellerA.apiKey)).send({ sellerId: sellerA.id, resource: draft }));
+    const cataloged = await call(
+      'catalogResource',
+      request(app)
+        .post('/v1/discovery/catalog')
+        .set(bearer(sellerA.apiKey))
+        .send({ sellerId: sellerA.id, resource: draft }),
+    );
     expect(cataloged.status).toBeLessThan(300);
 
     const buyer: Keypair = await fundedBuyer(env, '10');
@@ -109,31 +124,59 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
     for (const format of ['sorobanAuthorizationEntry', 'transaction'] as const) {
       const c = await paymentCase(env, buyer, sellerA.wallet.publicKey(), '0.25', { format });
       sentXdr.push(c.payload.authorization.xdr, c.entry.toXDR('base64'));
-      const verified = await call(`verify ${format}`, request(app).post('/v1/verify').set(bearer(sellerA.apiKey)).send({ paymentPayload: c.payload, paymentRequirements: c.requirements }));
+      const verified = await call(
+        `verify ${format}`,
+        request(app)
+          .post('/v1/verify')
+          .set(bearer(sellerA.apiKey))
+          .send({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+      );
       expect(verified.status).toBe(200);
       const settled = await call(
         `settle ${format}`,
-        request(app).post('/v1/settle').set(bearer(sellerA.apiKey)).send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId }),
+        request(app)
+          .post('/v1/settle')
+          .set(bearer(sellerA.apiKey))
+          .send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId }),
       );
       expect(settled.status).toBe(200);
       // A second use of the same payment is refused (or answers the same settlement): either way, no secret in it.
-      await call(`settle again ${format}`, request(app).post('/v1/settle').send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId }));
-      await call(`verify again ${format}`, request(app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements }));
+      await call(
+        `settle again ${format}`,
+        request(app)
+          .post('/v1/settle')
+          .send({ paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId }),
+      );
+      await call(
+        `verify again ${format}`,
+        request(app).post('/v1/verify').send({ paymentPayload: c.payload, paymentRequirements: c.requirements }),
+      );
       receipts.push(settled.body.receiptId);
       attempts.push(verified.body.paymentAttemptId);
       hashes.push(settled.body.transactionHash);
     }
 
-    // Refusals that carry a payment or a credential: wrong amount, a bad signature, a garbage and a well-formed unknown key.
+    // Refusals that carry a payment or a credential: wrong amount, a bad signature, a garbage and a well-formed unknown
+    // key.
     const wrong = await paymentCase(env, buyer, sellerA.wallet.publicKey(), '0.5');
     sentXdr.push(wrong.payload.authorization.xdr);
-    const mismatch = await call('verify amount mismatch', request(app).post('/v1/verify').send({ paymentPayload: wrong.payload, paymentRequirements: { ...wrong.requirements, amount: '0.25' } }));
+    const mismatch = await call(
+      'verify amount mismatch',
+      request(app)
+        .post('/v1/verify')
+        .send({ paymentPayload: wrong.payload, paymentRequirements: { ...wrong.requirements, amount: '0.25' } }),
+    );
     expect(mismatch.status).toBe(422);
     const other = await fundedBuyer(env, '0');
     seeds.push(other.secret());
     const forged = await paymentCase(env, buyer, sellerA.wallet.publicKey(), '0.25', { sign: { signer: other } });
     sentXdr.push(forged.payload.authorization.xdr);
-    await call('verify bad signature', request(app).post('/v1/verify').send({ paymentPayload: forged.payload, paymentRequirements: forged.requirements }));
+    await call(
+      'verify bad signature',
+      request(app)
+        .post('/v1/verify')
+        .send({ paymentPayload: forged.payload, paymentRequirements: forged.requirements }),
+    );
     const unknownKey = `mk_${'x'.repeat(43)}`;
     keys.push(unknownKey);
     expect((await call('unknown key', request(app).get('/v1/payments').set(bearer(unknownKey)))).status).toBe(401);
@@ -149,7 +192,10 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
     }
     await call('listPayments as A', request(app).get('/v1/payments').set(bearer(sellerA.apiKey)));
     await call('listPayments as operator', request(app).get('/v1/payments').set(bearer(OPERATOR_KEY)));
-    await call('listSellerPayments', request(app).get(`/v1/sellers/${sellerA.id}/payments`).set(bearer(sellerA.apiKey)));
+    await call(
+      'listSellerPayments',
+      request(app).get(`/v1/sellers/${sellerA.id}/payments`).set(bearer(sellerA.apiKey)),
+    );
     await call('getSeller', request(app).get(`/v1/sellers/${sellerA.id}`));
     await call('getResource', request(app).get(`/v1/resources/${resourceId}`));
     await call('discovery', request(app).get('/v1/discovery/resources'));
@@ -214,7 +260,9 @@ describe('no secret leaves: logs, metrics and responses of the whole flow', () =
   });
 
   it('no metric label or value carries one', () => {
-    const bad = metricsText.split('\n').flatMap((line) => leaks(line).map((l) => `${l} in metric ${line.slice(0, 160)}`));
+    const bad = metricsText
+      .split('\n')
+      .flatMap((line) => leaks(line).map((l) => `${l} in metric ${line.slice(0, 160)}`));
     expect(bad).toEqual([]);
   });
 

@@ -61,7 +61,13 @@ describe('two server processes on one database (scale-out)', () => {
 
   // Filled by the storm, checked by the tests after it.
   let answers: Answer[] = [];
-  let ids: { attemptId: string; resourceId: string; sellerKey: string; transactionHash: string; receiptId: string } | null = null;
+  let ids: {
+    attemptId: string;
+    resourceId: string;
+    sellerKey: string;
+    transactionHash: string;
+    receiptId: string;
+  } | null = null;
   let ledgerTransactions: string[] = [];
   const balances = { buyerBefore: '', buyerAfter: '', sellerBefore: '', sellerAfter: '' };
   let rows = { settlements: -1, receipts: -1, attemptStatus: '' };
@@ -92,18 +98,29 @@ describe('two server processes on one database (scale-out)', () => {
     const firstLedger = network.latestLedger() + 1;
 
     const body = JSON.stringify({ paymentAttemptId: attemptId, paymentPayload: c.payload, resourceId });
-    answers = await Promise.all(Array.from({ length: STORM }, (_, i) => postJson(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)));
+    answers = await Promise.all(
+      Array.from({ length: STORM }, (_, i) => postJson(agent, `${(i % 2 ? b : a).baseUrl}/v1/settle`, body)),
+    );
 
     // Wait (bounded) for the one settlement to be final, then read the database and the ledger.
     const admin = new Client({ connectionString: database.url });
     await admin.connect();
     try {
       for (let i = 0; i < 300; i++) {
-        const r = await admin.query<{ status: string }>(`SELECT status FROM settlements WHERE payment_attempt_id = $1`, [attemptId]);
+        const r = await admin.query<{ status: string }>(
+          `SELECT status FROM settlements WHERE payment_attempt_id = $1`,
+          [attemptId],
+        );
         if (r.rows[0] && r.rows[0].status !== 'pending') break;
         await sleep(100);
       }
-      const counted = await admin.query<{ settlements: number; receipts: number; status: string; hash: string | null; receipt: string | null }>(
+      const counted = await admin.query<{
+        settlements: number;
+        receipts: number;
+        status: string;
+        hash: string | null;
+        receipt: string | null;
+      }>(
         `SELECT (SELECT count(*)::int FROM settlements WHERE payment_attempt_id = $1) AS settlements,
                 (SELECT count(*)::int FROM receipts WHERE payment_attempt_id = $1) AS receipts,
                 (SELECT status FROM payment_attempts WHERE id = $1) AS status,
@@ -113,7 +130,13 @@ describe('two server processes on one database (scale-out)', () => {
       );
       const row = counted.rows[0];
       rows = { settlements: row.settlements, receipts: row.receipts, attemptStatus: row.status };
-      ids = { attemptId, resourceId, sellerKey: seller.apiKey, transactionHash: row.hash ?? '', receiptId: row.receipt ?? '' };
+      ids = {
+        attemptId,
+        resourceId,
+        sellerKey: seller.apiKey,
+        transactionHash: row.hash ?? '',
+        receiptId: row.receipt ?? '',
+      };
     } finally {
       await admin.end();
     }
@@ -131,55 +154,94 @@ describe('two server processes on one database (scale-out)', () => {
     expect(answers.length).toBe(STORM);
   }, 300_000);
 
-  it('exactly one settle succeeds; the 999 others answer 409 REPLAY_DETECTED (no 5xx, no timeout, no second success)', () => {
-    expect(stormTally(answers)).toEqual({ successes: 1, replays: STORM - 1, others: {} });
-  });
+  it(
+    'exactly one settle succeeds; the 999 others answer 409 REPLAY_DETECTED (no 5xx, no timeout, no second ' +
+      'success)',
+    () => {
+      expect(stormTally(answers)).toEqual({ successes: 1, replays: STORM - 1, others: {} });
+    },
+  );
 
-  it('money moved once: one ledger transaction from a pool channel, one settlement row, one receipt, balances moved by one payment', () => {
-    expect(ledgerTransactions).toHaveLength(1);
-    expect(channels.map((k) => k.publicKey())).toContain(ledgerTransactions[0]);
-    expect(rows).toEqual({ settlements: 1, receipts: 1, attemptStatus: 'settled' });
-    expect(balances).toEqual({ buyerBefore: '10', buyerAfter: '9.75', sellerBefore: '0.0000001', sellerAfter: '0.2500001' });
-  });
+  it(
+    'money moved once: one ledger transaction from a pool channel, one settlement row, one receipt, balances ' +
+      'moved by one payment',
+    () => {
+      expect(ledgerTransactions).toHaveLength(1);
+      expect(channels.map((k) => k.publicKey())).toContain(ledgerTransactions[0]);
+      expect(rows).toEqual({ settlements: 1, receipts: 1, attemptStatus: 'settled' });
+      expect(balances).toEqual({
+        buyerBefore: '10',
+        buyerAfter: '9.75',
+        sellerBefore: '0.0000001',
+        sellerAfter: '0.2500001',
+      });
+    },
+  );
 
-  it('the settlement is labelled local simulation: the configured "testnet" RPC identified itself as the local simulator', async () => {
-    const { transactionHash, sellerKey } = ids!;
-    const success = answers.find((r) => r.status === 200 || r.status === 202) as { body: { evidence?: string } } | undefined;
-    expect(success?.body.evidence).toBe('local_simulation');
-    for (const m of mains) {
-      const read = await getJson(`${m.baseUrl}/v1/settlements/${transactionHash}`, sellerKey);
-      expect((read.body as { evidence?: string }).evidence).toBe('local_simulation');
-    }
-  });
-
-  it('both processes answer the reads of that payment with the same facts (attempt, settlement, receipt, resource)', async () => {
-    expect(ids).not.toBeNull();
-    const { attemptId, resourceId, sellerKey, transactionHash, receiptId } = ids!;
-    const paths = [`/v1/payments/${attemptId}`, `/v1/settlements/${transactionHash}`, `/v1/receipts/${receiptId}`, `/v1/resources/${resourceId}`];
-    // Each process signs receipts with its own key (here: none was configured, so each generated one in its own
-    // data folder); everything else must be identical.
-    const withoutSignatures = (body: unknown) => JSON.parse(JSON.stringify(body), (k, v) => (k === 'attestation' ? undefined : v)) as unknown;
-    for (const p of paths) {
-      for (const key of [sellerKey, OPERATOR]) {
-        const [fromA, fromB] = await Promise.all(mains.map((m) => getJson(`${m.baseUrl}${p}`, key)));
-        expect({ path: p, status: fromA.status }).toEqual({ path: p, status: 200 });
-        expect({ path: p, body: withoutSignatures(fromB.body) }).toEqual({ path: p, body: withoutSignatures(fromA.body) });
+  it(
+    'the settlement is labelled local simulation: the configured "testnet" RPC identified itself as the local ' +
+      'simulator',
+    async () => {
+      const { transactionHash, sellerKey } = ids!;
+      const success = answers.find((r) => r.status === 200 || r.status === 202) as
+        { body: { evidence?: string } } | undefined;
+      expect(success?.body.evidence).toBe('local_simulation');
+      for (const m of mains) {
+        const read = await getJson(`${m.baseUrl}/v1/settlements/${transactionHash}`, sellerKey);
+        expect((read.body as { evidence?: string }).evidence).toBe('local_simulation');
       }
-    }
-  });
+    },
+  );
 
-  it("a settlement attestation signed by either process verifies against the other process's key set, and both say the same", async () => {
-    const { receiptId, sellerKey } = ids!;
-    const signed = await Promise.all(
-      mains.map(async (m) => ((await getJson(`${m.baseUrl}/v1/receipts/${receiptId}`, sellerKey)).body as { attestation?: string })),
-    );
-    const jws = signed.map((b) => b.attestation ?? '');
-    const jwks = await Promise.all(mains.map(async (m) => (await fetch(`${m.baseUrl}/.well-known/jwks.json`)).json() as Promise<JSONWebKeySet>));
-    const aByB = await verifyAttestation(jws[0], jwks[1]);
-    const bByA = await verifyAttestation(jws[1], jwks[0]);
-    expect({ aByB: aByB.valid, bByA: bByA.valid }).toEqual({ aByB: true, bByA: true });
-    expect(aByB.valid && bByA.valid && aByB.payload).toEqual(bByA.valid && bByA.payload);
-    // The answering process's own key comes first in its set.
-    expect(jwks[0].keys[0].kid).not.toEqual(jwks[1].keys[0].kid);
-  });
+  it(
+    'both processes answer the reads of that payment with the same ' + 'facts (attempt, settlement, receipt, resource)',
+    async () => {
+      expect(ids).not.toBeNull();
+      const { attemptId, resourceId, sellerKey, transactionHash, receiptId } = ids!;
+      const paths = [
+        `/v1/payments/${attemptId}`,
+        `/v1/settlements/${transactionHash}`,
+        `/v1/receipts/${receiptId}`,
+        `/v1/resources/${resourceId}`,
+      ];
+      // Each process signs receipts with its own key (here: none was configured, so each generated one in its own
+      // data folder); everything else must be identical.
+      const withoutSignatures = (body: unknown) =>
+        JSON.parse(JSON.stringify(body), (k, v) => (k === 'attestation' ? undefined : v)) as unknown;
+      for (const p of paths) {
+        for (const key of [sellerKey, OPERATOR]) {
+          const [fromA, fromB] = await Promise.all(mains.map((m) => getJson(`${m.baseUrl}${p}`, key)));
+          expect({ path: p, status: fromA.status }).toEqual({ path: p, status: 200 });
+          expect({ path: p, body: withoutSignatures(fromB.body) }).toEqual({
+            path: p,
+            body: withoutSignatures(fromA.body),
+          });
+        }
+      }
+    },
+  );
+
+  it(
+    "a settlement attestation signed by either process verifies against the other process's key set, and both " +
+      'say the same',
+    async () => {
+      const { receiptId, sellerKey } = ids!;
+      const signed = await Promise.all(
+        mains.map(
+          async (m) =>
+            (await getJson(`${m.baseUrl}/v1/receipts/${receiptId}`, sellerKey)).body as { attestation?: string },
+        ),
+      );
+      const jws = signed.map((b) => b.attestation ?? '');
+      const jwks = await Promise.all(
+        mains.map(async (m) => (await fetch(`${m.baseUrl}/.well-known/jwks.json`)).json() as Promise<JSONWebKeySet>),
+      );
+      const aByB = await verifyAttestation(jws[0], jwks[1]);
+      const bByA = await verifyAttestation(jws[1], jwks[0]);
+      expect({ aByB: aByB.valid, bByA: bByA.valid }).toEqual({ aByB: true, bByA: true });
+      expect(aByB.valid && bByA.valid && aByB.payload).toEqual(bByA.valid && bByA.payload);
+      // The answering process's own key comes first in its set.
+      expect(jwks[0].keys[0].kid).not.toEqual(jwks[1].keys[0].kid);
+    },
+  );
 });

@@ -20,7 +20,8 @@ import type { SignedUpSeller } from '../support/fixtures';
 
 const CLIENT_BOUND_MS = 90_000; // @x402/core 2.27 HTTPFacilitatorClient's default timeout
 
-/** The network's JSON-RPC, forwarded; `getTransaction` never answered while `stall` is on; `sendTransaction` counted. */
+/** The network's JSON-RPC, forwarded; `getTransaction` never answered while `stall` is on; `sendTransaction` counted.
+ * */
 async function startStallingRpc(target: string) {
   const state = { stall: false, sent: 0 };
   const server = http.createServer(async (req, res) => {
@@ -64,11 +65,17 @@ interface SettleBody {
 }
 
 async function settle(baseUrl: string, body: unknown): Promise<{ status: number; body: SettleBody }> {
-  const r = await fetch(`${baseUrl}/x402/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(CLIENT_BOUND_MS) });
+  const r = await fetch(`${baseUrl}/x402/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(CLIENT_BOUND_MS),
+  });
   return { status: r.status, body: (await r.json()) as SettleBody };
 }
 
-/** @x402/core 2.27's rule (x402ResourceServer.settleWithPendingRetry): retry once, at once, when pending with a hash. */
+/** @x402/core 2.27's rule (x402ResourceServer.settleWithPendingRetry): retry once, at once, when pending with a hash.
+ * */
 const retryable = (b: SettleBody) => !b.success && b.errorReason === 'settlement_pending' && !!b.transaction;
 
 type Payload = Parameters<HTTPFacilitatorClient['settle']>[0];
@@ -78,122 +85,180 @@ type Requirements = Parameters<HTTPFacilitatorClient['settle']>[1];
  * 2.27's `settleWithPendingRetry` over stock HTTPFacilitatorClients (the installed 2.9 client: the same HTTP call): one
  * settle, then exactly one retry of the identical payload when the answer is retryable, here through another process.
  */
-async function stockSettleWithPendingRetry(first: HTTPFacilitatorClient, retry: HTTPFacilitatorClient, payload: Payload, requirements: Requirements) {
+async function stockSettleWithPendingRetry(
+  first: HTTPFacilitatorClient,
+  retry: HTTPFacilitatorClient,
+  payload: Payload,
+  requirements: Requirements,
+) {
   const answer = await first.settle(payload, requirements);
   return { first: answer, final: retryable(answer as SettleBody) ? await retry.settle(payload, requirements) : answer };
 }
 
-describe('x402 settlement_pending: the same payload\'s retry reconciles the submitted transaction (two processes, a restart)', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let network: LocalNetwork;
-  let rpc: Awaited<ReturnType<typeof startStallingRpc>>;
-  let env: Record<string, string>;
-  let seller: SignedUpSeller;
-  const mains: MainProcess[] = [];
+describe(
+  "x402 settlement_pending: the same payload's retry reconciles the submitted transaction (two processes, a " +
+    'restart)',
+  () => {
+    let database: { url: string; drop(): Promise<void> };
+    let network: LocalNetwork;
+    let rpc: Awaited<ReturnType<typeof startStallingRpc>>;
+    let env: Record<string, string>;
+    let seller: SignedUpSeller;
+    const mains: MainProcess[] = [];
 
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
-    rpc = await startStallingRpc(network.rpcUrl);
-    const channels = Array.from({ length: 2 }, () => Keypair.random());
-    for (const k of channels) await network.fundAccount(k.publicKey());
-    const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    env = {
-      LOCAL_NETWORK: 'false',
-      STELLAR_TESTNET_RPC_URL: rpc.url,
-      STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
-      STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
-      LEDGER_CLOSE_MS: '200',
-      // The shortest time bound: a stalled RPC makes settle answer settlement_pending after it plus the grace.
-      SETTLEMENT_TX_TIMEOUT_SECONDS: '5',
-    };
-    mains.push(await startMainProcess({ databaseUrl: database.url, env }));
-    mains.push(await startMainProcess({ databaseUrl: database.url, env }));
-    seller = (await sellerWithResourceOverHttp(mains[0].baseUrl, network)).seller;
-  }, 180_000);
+    beforeAll(async () => {
+      database = await createTestDatabase();
+      network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
+      rpc = await startStallingRpc(network.rpcUrl);
+      const channels = Array.from({ length: 2 }, () => Keypair.random());
+      for (const k of channels) await network.fundAccount(k.publicKey());
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      env = {
+        LOCAL_NETWORK: 'false',
+        STELLAR_TESTNET_RPC_URL: rpc.url,
+        STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
+        STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
+        LEDGER_CLOSE_MS: '200',
+        // The shortest time bound: a stalled RPC makes settle answer settlement_pending after it plus the grace.
+        SETTLEMENT_TX_TIMEOUT_SECONDS: '5',
+      };
+      mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+      mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+      seller = (await sellerWithResourceOverHttp(mains[0].baseUrl, network)).seller;
+    }, 180_000);
 
-  afterAll(async () => {
-    for (const m of mains) await m.cleanup();
-    await rpc?.close();
-    await network?.stop();
-    await database?.drop();
-  });
-
-  /** A fresh funded buyer's x402 settle body for the seller's cataloged resource, 0.25 USDC. */
-  async function x402Payment() {
-    const usdc = network.assets.find((a) => a.code === 'USDC')!;
-    const buyer = Keypair.random();
-    await network.fundAccount(buyer.publicKey());
-    await network.faucet(buyer.publicKey(), 'USDC', '1');
-    const fenv = { network, usdc, svc: { app: mains[0].baseUrl } } as unknown as FacilitatorEnv;
-    const c = await paymentCase(fenv, buyer, seller.wallet.publicKey(), '0.25', { sign: { expiration: network.latestLedger() + 600 } });
-    const accepted = { scheme: 'exact', network: 'stellar:testnet', asset: usdc.contractId, amount: toStroops('0.25').toString(), payTo: seller.wallet.publicKey(), maxTimeoutSeconds: 300, extra: { areFeesSponsored: true } };
-    const body = {
-      x402Version: 2,
-      paymentPayload: { x402Version: 2, resource: { url: `https://${seller.domain}/v1/forecast/porto` }, accepted, payload: { transaction: asTransactionXdr(fenv, buyer, c.entry) } },
-      paymentRequirements: accepted,
-    };
-    return { buyer, body };
-  }
-
-  /** The first settle on `base` while the RPC cannot say whether the transaction landed: settlement_pending. */
-  async function pendingOn(base: string, body: unknown) {
-    rpc.state.stall = true;
-    const sentBefore = rpc.state.sent;
-    const first = await settle(base, body);
-    rpc.state.stall = false;
-    return { first, sent: rpc.state.sent - sentBefore };
-  }
-
-  it('answers settlement_pending (200, non-empty transaction and network); the stock retry on the other process gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once', async () => {
-    const [a, b] = mains;
-    const { buyer, body } = await x402Payment();
-    rpc.state.stall = true;
-    // The RPC comes back while the first settle still waits: its answer is already past the time bound and the grace.
-    const stockA = new HTTPFacilitatorClient({ url: `${a.baseUrl}/x402` });
-    const stockB = new HTTPFacilitatorClient({ url: `${b.baseUrl}/x402` });
-    const firstSettle = stockA.settle(body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements).then((answer) => {
-      rpc.state.stall = false;
-      return answer;
+    afterAll(async () => {
+      for (const m of mains) await m.cleanup();
+      await rpc?.close();
+      await network?.stop();
+      await database?.drop();
     });
-    const { first, final } = await stockSettleWithPendingRetry({ settle: () => firstSettle } as unknown as HTTPFacilitatorClient, stockB, body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements);
-    expect(first).toMatchObject({ success: false, errorReason: 'settlement_pending', network: 'stellar:testnet', transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(final).toMatchObject({ success: true, transaction: first.transaction, network: 'stellar:testnet', payer: buyer.publicKey() });
-    const raw = await settle(a.baseUrl, body);
-    expect(raw.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
-    expect(rpc.state.sent).toBe(1);
-    expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
-  }, 240_000);
 
-  it('a replay racing the retry (one to each process): exactly one final success, the other a duplicate; nothing broadcast again', async () => {
-    const [a, b] = mains;
-    const { buyer, body } = await x402Payment();
-    const sentBefore = rpc.state.sent;
-    const { first } = await pendingOn(b.baseUrl, body);
-    // Over HTTP the pending answer is a 200 SettleResponse (a stock client parses any 2xx as an answer, not an error).
-    expect(first.status).toBe(200);
-    expect(retryable(first.body)).toBe(true);
-    const answers = await Promise.all([settle(a.baseUrl, body), settle(b.baseUrl, body)]);
-    const successes = answers.filter((x) => x.body.success);
-    expect(successes).toHaveLength(1);
-    expect(successes[0].body.transaction).toBe(first.body.transaction);
-    expect(answers.filter((x) => x.body.errorReason === 'duplicate_settlement')).toHaveLength(1);
-    expect(rpc.state.sent - sentBefore).toBe(1);
-    expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
-  }, 180_000);
+    /** A fresh funded buyer's x402 settle body for the seller's cataloged resource, 0.25 USDC. */
+    async function x402Payment() {
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      const buyer = Keypair.random();
+      await network.fundAccount(buyer.publicKey());
+      await network.faucet(buyer.publicKey(), 'USDC', '1');
+      const fenv = { network, usdc, svc: { app: mains[0].baseUrl } } as unknown as FacilitatorEnv;
+      const c = await paymentCase(fenv, buyer, seller.wallet.publicKey(), '0.25', {
+        sign: { expiration: network.latestLedger() + 600 },
+      });
+      const accepted = {
+        scheme: 'exact',
+        network: 'stellar:testnet',
+        asset: usdc.contractId,
+        amount: toStroops('0.25').toString(),
+        payTo: seller.wallet.publicKey(),
+        maxTimeoutSeconds: 300,
+        extra: { areFeesSponsored: true },
+      };
+      const body = {
+        x402Version: 2,
+        paymentPayload: {
+          x402Version: 2,
+          resource: { url: `https://${seller.domain}/v1/forecast/porto` },
+          accepted,
+          payload: { transaction: asTransactionXdr(fenv, buyer, c.entry) },
+        },
+        paymentRequirements: accepted,
+      };
+      return { buyer, body };
+    }
 
-  it('the process that answered settlement_pending is killed and restarted: the retry on the restarted process gets the final answer, nothing broadcast again', async () => {
-    const { buyer, body } = await x402Payment();
-    const sentBefore = rpc.state.sent;
-    const { first } = await pendingOn(mains[0].baseUrl, body);
-    expect(retryable(first.body)).toBe(true);
-    const killed = mains.shift()!;
-    await killed.cleanup(); // SIGKILL
-    const restarted = await startMainProcess({ databaseUrl: database.url, env });
-    mains.push(restarted);
-    const retry = await settle(restarted.baseUrl, body);
-    expect(retry.body).toMatchObject({ success: true, transaction: first.body.transaction });
-    expect(rpc.state.sent - sentBefore).toBe(1);
-    expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
-  }, 240_000);
-});
+    /** The first settle on `base` while the RPC cannot say whether the transaction landed: settlement_pending. */
+    async function pendingOn(base: string, body: unknown) {
+      rpc.state.stall = true;
+      const sentBefore = rpc.state.sent;
+      const first = await settle(base, body);
+      rpc.state.stall = false;
+      return { first, sent: rpc.state.sent - sentBefore };
+    }
+
+    it(
+      'answers settlement_pending (200, non-empty transaction and network); the stock retry on the other process ' +
+        'gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once',
+      async () => {
+        const [a, b] = mains;
+        const { buyer, body } = await x402Payment();
+        rpc.state.stall = true;
+        // The RPC comes back while the first settle still waits: its answer is already past the time bound and the
+        // grace.
+        const stockA = new HTTPFacilitatorClient({ url: `${a.baseUrl}/x402` });
+        const stockB = new HTTPFacilitatorClient({ url: `${b.baseUrl}/x402` });
+        const firstSettle = stockA
+          .settle(body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements)
+          .then((answer) => {
+            rpc.state.stall = false;
+            return answer;
+          });
+        const { first, final } = await stockSettleWithPendingRetry(
+          { settle: () => firstSettle } as unknown as HTTPFacilitatorClient,
+          stockB,
+          body.paymentPayload as unknown as Payload,
+          body.paymentRequirements as unknown as Requirements,
+        );
+        expect(first).toMatchObject({
+          success: false,
+          errorReason: 'settlement_pending',
+          network: 'stellar:testnet',
+          transaction: expect.stringMatching(/^[0-9a-f]{64}$/),
+        });
+        expect(final).toMatchObject({
+          success: true,
+          transaction: first.transaction,
+          network: 'stellar:testnet',
+          payer: buyer.publicKey(),
+        });
+        const raw = await settle(a.baseUrl, body);
+        expect(raw.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
+        expect(rpc.state.sent).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+      },
+      240_000,
+    );
+
+    it(
+      'a replay racing the retry (one to each process): exactly one final success, the other a duplicate; nothing ' +
+        'broadcast again',
+      async () => {
+        const [a, b] = mains;
+        const { buyer, body } = await x402Payment();
+        const sentBefore = rpc.state.sent;
+        const { first } = await pendingOn(b.baseUrl, body);
+        // Over HTTP the pending answer is a 200 SettleResponse (a stock client parses any 2xx as an answer, not an
+        // error).
+        expect(first.status).toBe(200);
+        expect(retryable(first.body)).toBe(true);
+        const answers = await Promise.all([settle(a.baseUrl, body), settle(b.baseUrl, body)]);
+        const successes = answers.filter((x) => x.body.success);
+        expect(successes).toHaveLength(1);
+        expect(successes[0].body.transaction).toBe(first.body.transaction);
+        expect(answers.filter((x) => x.body.errorReason === 'duplicate_settlement')).toHaveLength(1);
+        expect(rpc.state.sent - sentBefore).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+      },
+      180_000,
+    );
+
+    it(
+      'the process that answered settlement_pending is killed and restarted: the retry on the restarted process ' +
+        'gets the final answer, nothing broadcast again',
+      async () => {
+        const { buyer, body } = await x402Payment();
+        const sentBefore = rpc.state.sent;
+        const { first } = await pendingOn(mains[0].baseUrl, body);
+        expect(retryable(first.body)).toBe(true);
+        const killed = mains.shift()!;
+        await killed.cleanup(); // SIGKILL
+        const restarted = await startMainProcess({ databaseUrl: database.url, env });
+        mains.push(restarted);
+        const retry = await settle(restarted.baseUrl, body);
+        expect(retry.body).toMatchObject({ success: true, transaction: first.body.transaction });
+        expect(rpc.state.sent - sentBefore).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+      },
+      240_000,
+    );
+  },
+);

@@ -10,9 +10,18 @@ import { errorHandler } from '../../src/http/error-handler';
 import { createMetrics } from '../../src/metrics/registry';
 import { createLogger } from '../../src/logger';
 
-const search = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'search_resources', arguments: { q: 'weather' } } });
+const search = (id: number) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name: 'search_resources', arguments: { q: 'weather' } },
+});
 const batch = (n: number) => Array.from({ length: n }, (_, i) => search(i + 1));
-const mcp = (app: TestService['app'], body: unknown) => request(app).post('/mcp').set('Accept', 'application/json, text/event-stream').send(body as object);
+const mcp = (app: TestService['app'], body: unknown) =>
+  request(app)
+    .post('/mcp')
+    .set('Accept', 'application/json, text/event-stream')
+    .send(body as object);
 
 describe('a 500 on a bad content type (defect 4)', () => {
   let svc: TestService;
@@ -25,39 +34,65 @@ describe('a 500 on a bad content type (defect 4)', () => {
     await svc.stop();
   });
 
-  const posts = () => [
-    ['catalog (seller key)', '/v1/resources', seller.apiKey],
-    ['settle (seller key)', '/v1/settle', seller.apiKey],
-    ['verify (anonymous)', '/v1/verify', null],
-    ['x402 settle (seller key)', '/x402/settle', seller.apiKey],
-    ['create key (seller key)', `/v1/sellers/${seller.id}/keys`, seller.apiKey],
-    ['conformance run (operator)', '/v1/conformance/runs', OPERATOR_KEY],
-    ['mcp (anonymous)', '/mcp', null],
-  ] as const;
+  const posts = () =>
+    [
+      ['catalog (seller key)', '/v1/resources', seller.apiKey],
+      ['settle (seller key)', '/v1/settle', seller.apiKey],
+      ['verify (anonymous)', '/v1/verify', null],
+      ['x402 settle (seller key)', '/x402/settle', seller.apiKey],
+      ['create key (seller key)', `/v1/sellers/${seller.id}/keys`, seller.apiKey],
+      ['conformance run (operator)', '/v1/conformance/runs', OPERATOR_KEY],
+      ['mcp (anonymous)', '/mcp', null],
+    ] as const;
 
-  it('Content-Type: application/json; charset=latin1 answers 415 UNSUPPORTED_MEDIA_TYPE in the envelope on every POST', async () => {
-    for (const [what, path, key] of posts()) {
-      let req = request(svc.app).post(path).set('Content-Type', 'application/json; charset=latin1');
-      if (key) req = req.set(bearer(key));
-      const res = await req.send(JSON.stringify(resourceInput(seller)));
-      expect([what, res.status, res.body.ok, res.body.error?.code, typeof res.body.error?.requestId]).toEqual([what, 415, false, 'UNSUPPORTED_MEDIA_TYPE', 'string']);
-    }
-    const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM resources`)) as [Array<{ n: number }>, unknown];
-    expect(n).toBe(0);
-  });
+  it(
+    'Content-Type: application/json; charset=latin1 answers 415 UNSUPPORTED_MEDIA_TYPE in the envelope on every ' +
+      'POST',
+    async () => {
+      for (const [what, path, key] of posts()) {
+        let req = request(svc.app).post(path).set('Content-Type', 'application/json; charset=latin1');
+        if (key) req = req.set(bearer(key));
+        const res = await req.send(JSON.stringify(resourceInput(seller)));
+        expect([what, res.status, res.body.ok, res.body.error?.code, typeof res.body.error?.requestId]).toEqual([
+          what,
+          415,
+          false,
+          'UNSUPPORTED_MEDIA_TYPE',
+          'string',
+        ]);
+      }
+      const [[{ n }]] = (await svc.db.query(`SELECT count(*)::int AS n FROM resources`)) as [
+        Array<{ n: number }>,
+        unknown,
+      ];
+      expect(n).toBe(0);
+    },
+  );
 
   it('an unknown Content-Encoding answers 415 in the envelope, not 500', async () => {
-    const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).set('Content-Type', 'application/json').set('Content-Encoding', 'br-unknown').send('{}');
+    const res = await request(svc.app)
+      .post('/v1/resources')
+      .set(bearer(seller.apiKey))
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'br-unknown')
+      .send('{}');
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
 
-  it('a body in another media type (text/plain, form) on a JSON operation answers 415 UNSUPPORTED_MEDIA_TYPE', async () => {
-    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-      const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).set('Content-Type', type).send('name=x');
-      expect([type, res.status, res.body.error?.code]).toEqual([type, 415, 'UNSUPPORTED_MEDIA_TYPE']);
-    }
-  });
+  it(
+    'a body in another media type (text/plain, form) on a JSON ' + 'operation answers 415 UNSUPPORTED_MEDIA_TYPE',
+    async () => {
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+        const res = await request(svc.app)
+          .post('/v1/resources')
+          .set(bearer(seller.apiKey))
+          .set('Content-Type', type)
+          .send('name=x');
+        expect([type, res.status, res.body.error?.code]).toEqual([type, 415, 'UNSUPPORTED_MEDIA_TYPE']);
+      }
+    },
+  );
 });
 
 describe('MCP batches outrun the rate limit (defect 3)', () => {
@@ -76,21 +111,29 @@ describe('MCP batches outrun the rate limit (defect 3)', () => {
     expect(res.body).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST' } });
     expect(res.body.error.message).toContain('1 to 10');
     const after = await request(svc.app).get('/metrics').set(bearer(OPERATOR_KEY));
-    const calls = (text: string) => [...text.matchAll(/^mcp_tool_calls_total\{[^}]*tool="search_resources"[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    const calls = (text: string) =>
+      [...text.matchAll(/^mcp_tool_calls_total\{[^}]*tool="search_resources"[^}]*\} (\d+)/gm)].reduce(
+        (a, m) => a + Number(m[1]),
+        0,
+      );
     expect(calls(after.text)).toBe(calls(before.text));
   });
 
-  it('each JSON-RPC message of a batch pays one rate-limit point: a 10-message batch takes 10 of 15, the next batch is 429', async () => {
-    const first = await mcp(svc.app, batch(10));
-    expect(first.status).toBe(200);
-    expect(first.body).toHaveLength(10);
-    // the 100-message batch above paid 1 (refused before any tool ran), this one 10: 4 are left
-    expect(Number(first.headers['ratelimit-remaining'])).toBe(4);
-    const second = await mcp(svc.app, batch(10));
-    expect(second.status).toBe(429);
-    expect(second.body.error.code).toBe('RATE_LIMITED');
-    expect(second.headers['retry-after']).toBeDefined();
-  });
+  it(
+    'each JSON-RPC message of a batch pays one rate-limit point: a 10-message batch takes 10 of 15, the next ' +
+      'batch is 429',
+    async () => {
+      const first = await mcp(svc.app, batch(10));
+      expect(first.status).toBe(200);
+      expect(first.body).toHaveLength(10);
+      // the 100-message batch above paid 1 (refused before any tool ran), this one 10: 4 are left
+      expect(Number(first.headers['ratelimit-remaining'])).toBe(4);
+      const second = await mcp(svc.app, batch(10));
+      expect(second.status).toBe(429);
+      expect(second.body.error.code).toBe('RATE_LIMITED');
+      expect(second.headers['retry-after']).toBeDefined();
+    },
+  );
 });
 
 describe('sign-up challenges are rate limited per address', () => {
@@ -102,7 +145,10 @@ describe('sign-up challenges are rate limited per address', () => {
     await svc.stop();
   });
   const challenge = (wallet: string) => request(svc.app).post('/v1/sellers/challenges').send({ walletAddress: wallet });
-  const rows = async () => ((await svc.db.query(`SELECT count(*)::int AS n FROM seller_wallet_challenges`)) as [Array<{ n: number }>, unknown])[0][0].n;
+  const rows = async () =>
+    (
+      (await svc.db.query(`SELECT count(*)::int AS n FROM seller_wallet_challenges`)) as [Array<{ n: number }>, unknown]
+    )[0][0].n;
 
   it('a fourth challenge for one wallet within the hour is 429 RATE_LIMITED and stores no row', async () => {
     const wallet = Keypair.random().publicKey();
@@ -129,50 +175,55 @@ describe('sign-up challenges are rate limited per address', () => {
 });
 
 describe('reads cannot starve settlement: admission per route class', () => {
-  it('with the read/write bound full and its queue full, verify is still admitted at once; one more read is shed with 503 in the envelope', async () => {
-    const metrics = createMetrics('test');
-    const gates: Array<() => void> = [];
-    const app = express();
-    app.use((_req, res, next) => {
-      res.locals.requestId = 'req_test';
-      next();
-    });
-    // pool 3, one connection reserved for payments: reads and writes share 2 slots, 1 may wait
-    app.use(admission({ poolMax: 3, reservedForPayments: 1, maxWaiting: 1, metrics: metrics.abuse }));
-    app.get('/v1/discovery/search', (_req, res) => {
-      gates.push(() => res.json({ ok: true }));
-    });
-    app.post('/v1/verify', (_req, res) => {
-      res.json({ verified: true });
-    });
-    app.use(errorHandler(createLogger({ silent: true })));
-    const server = app.listen(0);
-    const agent = request(server);
-    const gauge = async (name: string, cls: string) => {
-      const text = await metrics.registry.getSingleMetricAsString(name);
-      return Number(new RegExp(`class="${cls}"[^}]*\\} (\\d+)`).exec(text)?.[1]);
-    };
-    try {
-      const reads = [0, 1, 2].map(() => agent.get('/v1/discovery/search').then((r) => r));
-      for (let i = 0; i < 200 && (await gauge('api_admission_waiting', 'reads')) < 1; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(await gauge('api_admission_in_flight', 'reads')).toBe(2);
-      expect(await gauge('api_admission_waiting', 'reads')).toBe(1);
-      const verify = await agent.post('/v1/verify').send({});
-      expect(verify.status).toBe(200);
-      const shed = await agent.get('/v1/discovery/search');
-      expect(shed.status).toBe(503);
-      expect(shed.body).toMatchObject({ ok: false, error: { code: 'SERVICE_UNAVAILABLE', requestId: 'req_test' } });
-      expect(shed.headers['retry-after']).toBe('1');
-      // the two admitted reads finish; the waiting one is admitted next and finishes too
-      while (gates.length < 2) await new Promise((r) => setTimeout(r, 10));
-      gates.splice(0, 2).forEach((open) => open());
-      while (gates.length < 1) await new Promise((r) => setTimeout(r, 10));
-      gates.splice(0).forEach((open) => open());
-      expect((await Promise.all(reads)).map((r) => r.status)).toEqual([200, 200, 200]);
-      expect(await gauge('api_admission_in_flight', 'reads')).toBe(0);
-      expect(await gauge('api_admission_shed_total', 'reads')).toBe(1);
-    } finally {
-      server.close();
-    }
-  });
+  it(
+    'with the read/write bound full and its queue full, verify is still admitted at once; one more read is shed ' +
+      'with 503 in the envelope',
+    async () => {
+      const metrics = createMetrics('test');
+      const gates: Array<() => void> = [];
+      const app = express();
+      app.use((_req, res, next) => {
+        res.locals.requestId = 'req_test';
+        next();
+      });
+      // pool 3, one connection reserved for payments: reads and writes share 2 slots, 1 may wait
+      app.use(admission({ poolMax: 3, reservedForPayments: 1, maxWaiting: 1, metrics: metrics.abuse }));
+      app.get('/v1/discovery/search', (_req, res) => {
+        gates.push(() => res.json({ ok: true }));
+      });
+      app.post('/v1/verify', (_req, res) => {
+        res.json({ verified: true });
+      });
+      app.use(errorHandler(createLogger({ silent: true })));
+      const server = app.listen(0);
+      const agent = request(server);
+      const gauge = async (name: string, cls: string) => {
+        const text = await metrics.registry.getSingleMetricAsString(name);
+        return Number(new RegExp(`class="${cls}"[^}]*\\} (\\d+)`).exec(text)?.[1]);
+      };
+      try {
+        const reads = [0, 1, 2].map(() => agent.get('/v1/discovery/search').then((r) => r));
+        for (let i = 0; i < 200 && (await gauge('api_admission_waiting', 'reads')) < 1; i++)
+          await new Promise((r) => setTimeout(r, 10));
+        expect(await gauge('api_admission_in_flight', 'reads')).toBe(2);
+        expect(await gauge('api_admission_waiting', 'reads')).toBe(1);
+        const verify = await agent.post('/v1/verify').send({});
+        expect(verify.status).toBe(200);
+        const shed = await agent.get('/v1/discovery/search');
+        expect(shed.status).toBe(503);
+        expect(shed.body).toMatchObject({ ok: false, error: { code: 'SERVICE_UNAVAILABLE', requestId: 'req_test' } });
+        expect(shed.headers['retry-after']).toBe('1');
+        // the two admitted reads finish; the waiting one is admitted next and finishes too
+        while (gates.length < 2) await new Promise((r) => setTimeout(r, 10));
+        gates.splice(0, 2).forEach((open) => open());
+        while (gates.length < 1) await new Promise((r) => setTimeout(r, 10));
+        gates.splice(0).forEach((open) => open());
+        expect((await Promise.all(reads)).map((r) => r.status)).toEqual([200, 200, 200]);
+        expect(await gauge('api_admission_in_flight', 'reads')).toBe(0);
+        expect(await gauge('api_admission_shed_total', 'reads')).toBe(1);
+      } finally {
+        server.close();
+      }
+    },
+  );
 });

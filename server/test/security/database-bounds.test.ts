@@ -10,7 +10,10 @@ afterAll(async () => {
 
 describe('statement_timeout on the service connections', () => {
   it('every connection of the service carries the configured statement_timeout', async () => {
-    const [[row]] = (await svc.db.query("SELECT current_setting('statement_timeout') AS statement_timeout")) as [Array<{ statement_timeout: string }>, unknown];
+    const [[row]] = (await svc.db.query("SELECT current_setting('statement_timeout') AS statement_timeout")) as [
+      Array<{ statement_timeout: string }>,
+      unknown,
+    ];
     expect(row.statement_timeout).toBe('300ms');
   });
 

@@ -20,7 +20,12 @@ const random = () => crypto.randomBytes(6).toString('hex');
 /** Every series (name + labels) in the exposition, without values. */
 async function series(): Promise<Set<string>> {
   const text = await svc.metrics.registry.metrics();
-  return new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.slice(0, l.lastIndexOf(' '))));
+  return new Set(
+    text
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => l.slice(0, l.lastIndexOf(' '))),
+  );
 }
 
 describe('unbounded metric labels from anonymous input', () => {
@@ -28,8 +33,12 @@ describe('unbounded metric labels from anonymous input', () => {
     request(svc.app).get(`/v1/${random()}/${random()}`),
     request(svc.app).get(`/${random()}`),
     request(svc.app).post(`/v1/resources/${random()}/${random()}`).send({}),
-    request(svc.app).get('/v1/discovery/resources').query({ network: `stellar:${random()}` }),
-    request(svc.app).get('/v1/discovery/search').query({ q: 'weather', network: `evil:${random()}` }),
+    request(svc.app)
+      .get('/v1/discovery/resources')
+      .query({ network: `stellar:${random()}` }),
+    request(svc.app)
+      .get('/v1/discovery/search')
+      .query({ q: 'weather', network: `evil:${random()}` }),
     request(svc.app).get(`/v1/resources/res_${random()}`),
     request(svc.app).get(`/docs/${random()}`),
   ];
@@ -51,15 +60,24 @@ describe('unbounded metric labels from anonymous input', () => {
 
 describe('deep JSON bodies', () => {
   it('10,000 nested arrays answer 400 INVALID_REQUEST, not a 500 stack overflow', async () => {
-    const res = await request(svc.app).post('/v1/discovery/validate').set('Content-Type', 'application/json').send(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+    const res = await request(svc.app)
+      .post('/v1/discovery/validate')
+      .set('Content-Type', 'application/json')
+      .send(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
   });
 
   it('a deep object inside an otherwise valid body answers 400 INVALID_REQUEST', async () => {
     const deep = `${'{"a":'.repeat(5_000)}"x"${'}'.repeat(5_000)}`;
-    const body = JSON.stringify({ sellerId: seller.id, resource: { ...resourceInput(seller), sellerId: undefined, inputSchema: 'DEEP' } }).replace('"DEEP"', deep);
-    const res = await request(svc.app).post('/v1/discovery/validate').set('Content-Type', 'application/json').send(body);
+    const body = JSON.stringify({
+      sellerId: seller.id,
+      resource: { ...resourceInput(seller), sellerId: undefined, inputSchema: 'DEEP' },
+    }).replace('"DEEP"', deep);
+    const res = await request(svc.app)
+      .post('/v1/discovery/validate')
+      .set('Content-Type', 'application/json')
+      .send(body);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
   });
@@ -67,20 +85,33 @@ describe('deep JSON bodies', () => {
   it('brackets inside strings do not count as nesting', async () => {
     const res = await request(svc.app)
       .post('/v1/discovery/validate')
-      .send({ sellerId: seller.id, resource: { ...resourceInput(seller, { description: `${'['.repeat(500)} "\\" {{{` }), sellerId: undefined } });
+      .send({
+        sellerId: seller.id,
+        resource: { ...resourceInput(seller, { description: `${'['.repeat(500)} "\\" {{{` }), sellerId: undefined },
+      });
     expect(res.status).toBe(200);
   });
 });
 
 describe('search cursors', () => {
-  const cursor = (s: unknown) => Buffer.from(JSON.stringify({ v: 'pg-fts-weighted-v1', s, i: 'res_01JD6Z8V3K9Q2W7X4M5N6P8R0T' })).toString('base64url');
-  it.each([['1e+-'], ['...'], ['-'], ['e'], ['1.2.3'], ['NaN'], ['Infinity'], ['9'.repeat(400)]])('a cursor whose score is %s answers 400 INVALID_REQUEST', async (score) => {
-    const res = await request(svc.app).get('/v1/discovery/search').query({ q: 'weather', cursor: cursor(score) });
-    expect(res.status).toBe(400);
-    expect(res.body.error.code).toBe('INVALID_REQUEST');
-  });
+  const cursor = (s: unknown) =>
+    Buffer.from(JSON.stringify({ v: 'pg-fts-weighted-v1', s, i: 'res_01JD6Z8V3K9Q2W7X4M5N6P8R0T' })).toString(
+      'base64url',
+    );
+  it.each([['1e+-'], ['...'], ['-'], ['e'], ['1.2.3'], ['NaN'], ['Infinity'], ['9'.repeat(400)]])(
+    'a cursor whose score is %s answers 400 INVALID_REQUEST',
+    async (score) => {
+      const res = await request(svc.app)
+        .get('/v1/discovery/search')
+        .query({ q: 'weather', cursor: cursor(score) });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('INVALID_REQUEST');
+    },
+  );
   it('a cursor with a well-formed score is accepted', async () => {
-    const res = await request(svc.app).get('/v1/discovery/search').query({ q: 'weather', cursor: cursor('0.4512') });
+    const res = await request(svc.app)
+      .get('/v1/discovery/search')
+      .query({ q: 'weather', cursor: cursor('0.4512') });
     expect(res.status).toBe(200);
   });
 });
@@ -128,7 +159,9 @@ describe('hostile ids on single-object reads answer 404 with the area code', () 
     ['GET /v1/settlements/{transactionHash}', (id) => `/v1/settlements/${id}`, 'NOT_FOUND'],
     ['GET /v1/receipts/{receiptId}', (id) => `/v1/receipts/${id}`, 'NOT_FOUND'],
   ];
-  const cases = READS.flatMap(([read, path, code]) => SHAPES.map(([shape, id]) => [read, shape, path(id), code] as const));
+  const cases = READS.flatMap(([read, path, code]) =>
+    SHAPES.map(([shape, id]) => [read, shape, path(id), code] as const),
+  );
 
   it.each(cases)('%s with %s answers 404', async (_read, _shape, path, code) => {
     const res = await request(svc.app).get(path).set(bearer(OPERATOR_KEY));
@@ -137,7 +170,9 @@ describe('hostile ids on single-object reads answer 404 with the area code', () 
   });
 
   it.each(READS)('%s with an id over 128 characters answers 400 INVALID_REQUEST', async (_read, path) => {
-    const res = await request(svc.app).get(path('a'.repeat(129))).set(bearer(OPERATOR_KEY));
+    const res = await request(svc.app)
+      .get(path('a'.repeat(129)))
+      .set(bearer(OPERATOR_KEY));
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
   });
@@ -161,7 +196,9 @@ describe('hostile search queries', () => {
   });
 
   it('a 10 kB query answers 400 INVALID_REQUEST naming q (q is bounded to 200 characters)', async () => {
-    const res = await request(svc.app).get('/v1/discovery/search').query({ q: 'weather '.repeat(1280) });
+    const res = await request(svc.app)
+      .get('/v1/discovery/search')
+      .query({ q: 'weather '.repeat(1280) });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe('INVALID_REQUEST');
     expect(JSON.stringify(res.body.error.details)).toContain('q');

@@ -17,16 +17,20 @@ afterAll(async () => {
 const badKey = () => `mk_${crypto.randomBytes(24).toString('base64url')}`;
 
 describe('rate limiting runs before authentication and covers every route', () => {
-  it('a flood of bad API keys is limited per client IP: 401 until the budget is spent, then 429 RATE_LIMITED', async () => {
-    const statuses: number[] = [];
-    for (let i = 0; i < LIMIT; i += 1) statuses.push((await request(svc.app).get('/v1/resources').set(bearer(badKey()))).status);
-    expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(0);
-    expect(statuses.slice(-1)[0]).toBe(429);
-    const malformed = await request(svc.app).get('/v1/resources').set('Authorization', 'Basic abc');
-    expect(malformed.status).toBe(429);
-    expect(malformed.body.error.code).toBe('RATE_LIMITED');
-    expect(Number(malformed.headers['retry-after'])).toBeGreaterThan(0);
-  });
+  it(
+    'a flood of bad API keys is limited per client IP: 401 ' + 'until the budget is spent, then 429 RATE_LIMITED',
+    async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < LIMIT; i += 1)
+        statuses.push((await request(svc.app).get('/v1/resources').set(bearer(badKey()))).status);
+      expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(0);
+      expect(statuses.slice(-1)[0]).toBe(429);
+      const malformed = await request(svc.app).get('/v1/resources').set('Authorization', 'Basic abc');
+      expect(malformed.status).toBe(429);
+      expect(malformed.body.error.code).toBe('RATE_LIMITED');
+      expect(Number(malformed.headers['retry-after'])).toBeGreaterThan(0);
+    },
+  );
 
   it('/health, /version, /metrics and /docs are limited too once the IP budget is spent', async () => {
     for (const path of ['/health', '/version', '/docs/', '/v1/networks']) {
@@ -37,7 +41,8 @@ describe('rate limiting runs before authentication and covers every route', () =
   });
 
   it('refusals of random paths are counted under fixed route labels (no new series per path)', async () => {
-    const labels = async () => (await svc.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('api_rate_limited_total{')).length;
+    const labels = async () =>
+      (await svc.metrics.registry.metrics()).split('\n').filter((l) => l.startsWith('api_rate_limited_total{')).length;
     await request(svc.app).get(`/v1/${crypto.randomBytes(4).toString('hex')}`);
     const before = await labels();
     for (let i = 0; i < 50; i += 1) await request(svc.app).get(`/v1/${crypto.randomBytes(4).toString('hex')}/${i}`);

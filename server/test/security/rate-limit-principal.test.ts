@@ -16,7 +16,10 @@ afterAll(async () => {
 });
 
 const mint = async (auth: string, scope: 'admin' | 'payments') => {
-  const res = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(auth)).send({ name: `minted-${scope}-${Date.now()}`, scope });
+  const res = await request(svc.app)
+    .post(`/v1/sellers/${seller.id}/keys`)
+    .set(bearer(auth))
+    .send({ name: `minted-${scope}-${Date.now()}`, scope });
   expect(res.status).toBe(201);
   return res.body.secret as string;
 };
@@ -39,15 +42,22 @@ describe('rate limits per principal', () => {
       expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
     }
     // Minting one more key is refused too: the seller's budget pays for the mint.
-    const again = await request(svc.app).post(`/v1/sellers/${seller.id}/keys`).set(bearer(second)).send({ name: 'one-more', scope: 'admin' });
+    const again = await request(svc.app)
+      .post(`/v1/sellers/${seller.id}/keys`)
+      .set(bearer(second))
+      .send({ name: 'one-more', scope: 'admin' });
     expect(again.status).toBe(429);
   });
 
-  it("a spent seller budget does not limit anonymous callers or the operator, which count as principals of their own", async () => {
-    const anonymous = await request(svc.app).get('/v1/networks');
-    expect(anonymous.status).toBe(200);
-    const operator = await request(svc.app).get(`/v1/sellers/${seller.id}/payments`).set(bearer(OPERATOR_KEY));
-    expect(operator.status).toBe(200);
-    expect(Number(operator.headers['ratelimit-remaining'])).toBe(LIMIT - 1);
-  });
+  it(
+    'a spent seller budget does not limit anonymous callers or the operator, which count as principals of their ' +
+      'own',
+    async () => {
+      const anonymous = await request(svc.app).get('/v1/networks');
+      expect(anonymous.status).toBe(200);
+      const operator = await request(svc.app).get(`/v1/sellers/${seller.id}/payments`).set(bearer(OPERATOR_KEY));
+      expect(operator.status).toBe(200);
+      expect(Number(operator.headers['ratelimit-remaining'])).toBe(LIMIT - 1);
+    },
+  );
 });

@@ -15,7 +15,8 @@ afterAll(async () => {
 });
 
 /** `n` properties with short names (`0`, `1`, ... in base 36), as in the review's 240 KB body. */
-const manyFields = (n: number, prefix = '') => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i.toString(36)}`, 1]));
+const manyFields = (n: number, prefix = '') =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i.toString(36)}`, 1]));
 
 describe('bounded refusal work', () => {
   it('a body with 30,000 unknown properties is refused with at most 20 details and a count', async () => {
@@ -31,39 +32,62 @@ describe('bounded refusal work', () => {
     expect(res.text.length).toBeLessThan(8_000);
   });
 
-  it('a nested object with 25,000 unknown properties is refused with at most 20 details naming its path, and a count', async () => {
-    const res = await request(svc.app).post('/v1/verify').send({ paymentPayload: manyFields(25_000, 'x'), paymentRequirements: {} });
-    expect(res.status).toBe(400);
-    expect(res.body.error.details.length).toBeLessThanOrEqual(20);
-    expect(res.body.error.details).toEqual(expect.arrayContaining([{ field: 'paymentPayload.x0', message: 'is not a field of this operation: remove it' }]));
-    expect(res.body.error.detailsTotal).toBeGreaterThanOrEqual(25_000);
-    expect(res.text.length).toBeLessThan(8_000);
-  });
+  it(
+    'a nested object with 25,000 unknown properties is refused with at most 20 details naming its path, and a ' +
+      'count',
+    async () => {
+      const res = await request(svc.app)
+        .post('/v1/verify')
+        .send({ paymentPayload: manyFields(25_000, 'x'), paymentRequirements: {} });
+      expect(res.status).toBe(400);
+      expect(res.body.error.details.length).toBeLessThanOrEqual(20);
+      expect(res.body.error.details).toEqual(
+        expect.arrayContaining([
+          { field: 'paymentPayload.x0', message: 'is not a field of this operation: remove it' },
+        ]),
+      );
+      expect(res.body.error.detailsTotal).toBeGreaterThanOrEqual(25_000);
+      expect(res.text.length).toBeLessThan(8_000);
+    },
+  );
 
-  it('an array of 30,000 bad items where the contract allows 5 is refused with one detail, not one per item', async () => {
-    const res = await request(svc.app)
-      .put(`/v1/sellers/${seller.id}/receipt-keys`)
-      .set(bearer(seller.apiKey))
-      .send({ keys: Array.from({ length: 30_000 }, () => 1) });
-    expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual([{ field: 'keys', message: 'must NOT have more than 5 items' }]);
-    expect(res.body.error.detailsTotal).toBeUndefined();
-  });
+  it(
+    'an array of 30,000 bad items where the contract allows 5 ' + 'is refused with one detail, not one per item',
+    async () => {
+      const res = await request(svc.app)
+        .put(`/v1/sellers/${seller.id}/receipt-keys`)
+        .set(bearer(seller.apiKey))
+        .send({ keys: Array.from({ length: 30_000 }, () => 1) });
+      expect(res.status).toBe(400);
+      expect(res.body.error.details).toEqual([{ field: 'keys', message: 'must NOT have more than 5 items' }]);
+      expect(res.body.error.detailsTotal).toBeUndefined();
+    },
+  );
 
-  it('a few unknown fields are still named one by one beside every other problem of the request (issue #22 unchanged)', async () => {
-    const res = await request(svc.app).post('/v1/verify').send({ paymentRequirements: {}, colour: 'red', size: 3 });
-    expect(res.status).toBe(400);
-    const fields = (res.body.error.details as Array<{ field?: string }>).map((d) => d.field);
-    expect(fields).toEqual(expect.arrayContaining(['colour', 'size', 'paymentPayload']));
-    expect(res.body.error.detailsTotal).toBeUndefined();
-  });
+  it(
+    'a few unknown fields are still named one by one beside every other problem of the request (issue #22 ' +
+      'unchanged)',
+    async () => {
+      const res = await request(svc.app).post('/v1/verify').send({ paymentRequirements: {}, colour: 'red', size: 3 });
+      expect(res.status).toBe(400);
+      const fields = (res.body.error.details as Array<{ field?: string }>).map((d) => d.field);
+      expect(fields).toEqual(expect.arrayContaining(['colour', 'size', 'paymentPayload']));
+      expect(res.body.error.detailsTotal).toBeUndefined();
+    },
+  );
 
-  it('an unknown field whose name is 2,000 characters long is named clipped to the contract\'s 512, not answered 500', async () => {
-    const res = await request(svc.app).post('/v1/verify').send({ ['n'.repeat(2000)]: 1 });
-    expect(res.status).toBe(400);
-    const named = (res.body.error.details as Array<{ field?: string }>).find((d) => d.field?.startsWith('nnn'));
-    expect(named?.field?.length).toBe(512);
-  });
+  it(
+    "an unknown field whose name is 2,000 characters long is named clipped to the contract's 512, not answered " +
+      '500',
+    async () => {
+      const res = await request(svc.app)
+        .post('/v1/verify')
+        .send({ ['n'.repeat(2000)]: 1 });
+      expect(res.status).toBe(400);
+      const named = (res.body.error.details as Array<{ field?: string }>).find((d) => d.field?.startsWith('nnn'));
+      expect(named?.field?.length).toBe(512);
+    },
+  );
 
   it('unknown query parameters are refused with a bounded answer', async () => {
     const query = Array.from({ length: 900 }, (_, i) => `p${i}=1`).join('&');

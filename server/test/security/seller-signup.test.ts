@@ -16,9 +16,16 @@ const signUp = (body: Record<string, unknown>, idempotencyKey?: string) => {
   if (idempotencyKey) req.set('Idempotency-Key', idempotencyKey);
   return req.send(body);
 };
-const seller = (wallet: Keypair, extra: Record<string, unknown> = {}) => ({ displayName: 'Squatter', walletAddress: wallet.publicKey(), domain: 'squat.example.com', ...extra });
+const seller = (wallet: Keypair, extra: Record<string, unknown> = {}) => ({
+  displayName: 'Squatter',
+  walletAddress: wallet.publicKey(),
+  domain: 'squat.example.com',
+  ...extra,
+});
 async function sellersWithWallet(wallet: Keypair): Promise<number> {
-  const [[row]] = (await svc.db.query(`SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${wallet.publicKey()}'`)) as [Array<{ n: number }>, unknown];
+  const [[row]] = (await svc.db.query(
+    `SELECT count(*)::int AS n FROM sellers WHERE wallet_address = '${wallet.publicKey()}'`,
+  )) as [Array<{ n: number }>, unknown];
   return row.n;
 }
 
@@ -32,32 +39,49 @@ describe('wallet squatting: sign-up proves control of the wallet', () => {
     expect(await sellersWithWallet(victim)).toBe(0);
   });
 
-  it("an attacker who signs the victim's challenge with its own key is refused with 422 INVALID_SIGNATURE", async () => {
-    const victim = Keypair.random();
-    const attacker = Keypair.random();
-    const challenge = await request(svc.app).post('/v1/sellers/challenges').send({ walletAddress: victim.publicKey() });
-    expect(challenge.status).toBe(201);
-    const res = await signUp(seller(victim, { walletProof: { challengeId: challenge.body.challengeId, signature: signMessage(attacker, challenge.body.message) } }));
-    expect(res.status).toBe(422);
-    expect(res.body.error.code).toBe('INVALID_SIGNATURE');
-    expect(await sellersWithWallet(victim)).toBe(0);
-  });
+  it(
+    "an attacker who signs the victim's challenge with its own " + 'key is refused with 422 INVALID_SIGNATURE',
+    async () => {
+      const victim = Keypair.random();
+      const attacker = Keypair.random();
+      const challenge = await request(svc.app)
+        .post('/v1/sellers/challenges')
+        .send({ walletAddress: victim.publicKey() });
+      expect(challenge.status).toBe(201);
+      const res = await signUp(
+        seller(victim, {
+          walletProof: {
+            challengeId: challenge.body.challengeId,
+            signature: signMessage(attacker, challenge.body.message),
+          },
+        }),
+      );
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('INVALID_SIGNATURE');
+      expect(await sellersWithWallet(victim)).toBe(0);
+    },
+  );
 
-  it("a proof made for the attacker's own wallet does not register the victim's wallet (422 INVALID_SIGNATURE)", async () => {
-    const victim = Keypair.random();
-    const attacker = Keypair.random();
-    const proof = await walletProof(svc.app, attacker);
-    const res = await signUp(seller(victim, { walletProof: proof }));
-    expect(res.status).toBe(422);
-    expect(res.body.error.code).toBe('INVALID_SIGNATURE');
-    expect(await sellersWithWallet(victim)).toBe(0);
-  });
+  it(
+    "a proof made for the attacker's own wallet does not " + "register the victim's wallet (422 INVALID_SIGNATURE)",
+    async () => {
+      const victim = Keypair.random();
+      const attacker = Keypair.random();
+      const proof = await walletProof(svc.app, attacker);
+      const res = await signUp(seller(victim, { walletProof: proof }));
+      expect(res.status).toBe(422);
+      expect(res.body.error.code).toBe('INVALID_SIGNATURE');
+      expect(await sellersWithWallet(victim)).toBe(0);
+    },
+  );
 
   it('a signature of a different message (not the SEP-53 digest of the challenge) is refused', async () => {
     const wallet = Keypair.random();
     const challenge = await request(svc.app).post('/v1/sellers/challenges').send({ walletAddress: wallet.publicKey() });
     const raw = wallet.sign(Buffer.from(challenge.body.message, 'utf8')).toString('base64');
-    const res = await signUp(seller(wallet, { walletProof: { challengeId: challenge.body.challengeId, signature: raw } }));
+    const res = await signUp(
+      seller(wallet, { walletProof: { challengeId: challenge.body.challengeId, signature: raw } }),
+    );
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('INVALID_SIGNATURE');
   });
@@ -75,7 +99,9 @@ describe('wallet squatting: sign-up proves control of the wallet', () => {
   it('an expired challenge is refused with 422 AUTH_EXPIRED', async () => {
     const wallet = Keypair.random();
     const proof = await walletProof(svc.app, wallet);
-    await svc.db.query(`UPDATE seller_wallet_challenges SET expires_at = now() - interval '1 second' WHERE id = '${proof.challengeId}'`);
+    await svc.db.query(
+      `UPDATE seller_wallet_challenges SET expires_at = now() - interval '1 second' WHERE id = '${proof.challengeId}'`,
+    );
     const res = await signUp(seller(wallet, { walletProof: proof }));
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('AUTH_EXPIRED');
@@ -84,29 +110,47 @@ describe('wallet squatting: sign-up proves control of the wallet', () => {
 
   it('an unknown challenge is refused with 422 AUTH_EXPIRED', async () => {
     const wallet = Keypair.random();
-    const res = await signUp(seller(wallet, { walletProof: { challengeId: `wch_${'x'.repeat(32)}`, signature: signMessage(wallet, 'anything') } }));
+    const res = await signUp(
+      seller(wallet, {
+        walletProof: { challengeId: `wch_${'x'.repeat(32)}`, signature: signMessage(wallet, 'anything') },
+      }),
+    );
     expect(res.status).toBe(422);
     expect(res.body.error.code).toBe('AUTH_EXPIRED');
   });
 
-  it('a valid proof signs up, and the challenge names the wallet, the nonce and an expiry a few minutes away', async () => {
-    const wallet = Keypair.random();
-    const challenge = await request(svc.app).post('/v1/sellers/challenges').send({ walletAddress: wallet.publicKey() });
-    expect(challenge.body.message).toContain(wallet.publicKey());
-    expect(challenge.body.message).toContain(challenge.body.challengeId);
-    const ttl = Date.parse(challenge.body.expiresAt) - Date.now();
-    expect(ttl).toBeGreaterThan(60_000);
-    expect(ttl).toBeLessThanOrEqual(6 * 60_000);
-    const res = await signUp(seller(wallet, { walletProof: { challengeId: challenge.body.challengeId, signature: signMessage(wallet, challenge.body.message) } }));
-    expect(res.status).toBe(201);
-    expect(res.body.seller.walletAddress).toBe(wallet.publicKey());
-    expect(await sellersWithWallet(wallet)).toBe(1);
-  });
+  it(
+    'a valid proof signs up, and the challenge names the ' + 'wallet, the nonce and an expiry a few minutes away',
+    async () => {
+      const wallet = Keypair.random();
+      const challenge = await request(svc.app)
+        .post('/v1/sellers/challenges')
+        .send({ walletAddress: wallet.publicKey() });
+      expect(challenge.body.message).toContain(wallet.publicKey());
+      expect(challenge.body.message).toContain(challenge.body.challengeId);
+      const ttl = Date.parse(challenge.body.expiresAt) - Date.now();
+      expect(ttl).toBeGreaterThan(60_000);
+      expect(ttl).toBeLessThanOrEqual(6 * 60_000);
+      const res = await signUp(
+        seller(wallet, {
+          walletProof: {
+            challengeId: challenge.body.challengeId,
+            signature: signMessage(wallet, challenge.body.message),
+          },
+        }),
+      );
+      expect(res.status).toBe(201);
+      expect(res.body.seller.walletAddress).toBe(wallet.publicKey());
+      expect(await sellersWithWallet(wallet)).toBe(1);
+    },
+  );
 
   it('concurrent sign-ups with one proof create at most one seller', async () => {
     const wallet = Keypair.random();
     const proof = await walletProof(svc.app, wallet);
-    const results = await Promise.all(['a', 'b', 'c', 'd'].map((d) => signUp(seller(wallet, { domain: `${d}.example.com`, walletProof: proof }))));
+    const results = await Promise.all(
+      ['a', 'b', 'c', 'd'].map((d) => signUp(seller(wallet, { domain: `${d}.example.com`, walletProof: proof }))),
+    );
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     expect(await sellersWithWallet(wallet)).toBe(1);
   });
@@ -119,9 +163,13 @@ describe('seller API key stored in plain text for replay', () => {
     const first = await signUp(body, 'signup-replay-0001');
     expect(first.status).toBe(201);
     const apiKey: string = first.body.apiKey;
-    const [rows] = await svc.db.query(`SELECT response_body::text AS body FROM idempotency_keys WHERE key = 'signup-replay-0001'`);
+    const [rows] = await svc.db.query(
+      `SELECT response_body::text AS body FROM idempotency_keys WHERE key = 'signup-replay-0001'`,
+    );
     expect(rows).toHaveLength(1);
-    const [all] = await svc.db.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE response_body::text LIKE '%mk_%'`);
+    const [all] = await svc.db.query(
+      `SELECT count(*)::int AS n FROM idempotency_keys WHERE response_body::text LIKE '%mk_%'`,
+    );
     expect(all).toEqual([{ n: 0 }]);
     expect(JSON.stringify(rows)).not.toContain(apiKey);
     const replay = await signUp(body, 'signup-replay-0001');

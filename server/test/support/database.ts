@@ -65,7 +65,9 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
   if (!adminUrl) throw new Error('TEST_ADMIN_DATABASE_URL is unset: run the tests through jest (globalSetup)');
   const template = process.env.TEST_TEMPLATE_DATABASE;
   const name = `test_${crypto.randomBytes(6).toString('hex')}`;
-  await withAdmin(adminUrl, (admin) => (template ? cloneTemplate(admin, name, template) : admin.query(`CREATE DATABASE ${name}`).then(() => undefined)));
+  await withAdmin(adminUrl, (admin) =>
+    template ? cloneTemplate(admin, name, template) : admin.query(`CREATE DATABASE ${name}`).then(() => undefined),
+  );
   const url = databaseUrl(adminUrl, name);
   if (!template) await migrate(url);
   return {

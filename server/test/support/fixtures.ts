@@ -13,12 +13,20 @@ export interface SignedUpSeller {
 
 let counter = 0;
 
-export async function signUpSeller(app: Express, overrides: { domain?: string; displayName?: string } = {}): Promise<SignedUpSeller> {
+export async function signUpSeller(
+  app: Express,
+  overrides: { domain?: string; displayName?: string } = {},
+): Promise<SignedUpSeller> {
   const wallet = Keypair.random();
   counter += 1;
   const domain = overrides.domain ?? `seller${counter}-${wallet.publicKey().slice(1, 7).toLowerCase()}.example.com`;
   const proof = await walletProof(app, wallet);
-  const res = await postHonouringRateLimit(app, '/v1/sellers', { displayName: overrides.displayName ?? `Seller ${counter}`, walletAddress: wallet.publicKey(), domain, walletProof: proof });
+  const res = await postHonouringRateLimit(app, '/v1/sellers', {
+    displayName: overrides.displayName ?? `Seller ${counter}`,
+    walletAddress: wallet.publicKey(),
+    domain,
+    walletProof: proof,
+  });
   if (res.status !== 201) throw new Error(`sign-up failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { id: res.body.seller.id, apiKey: res.body.apiKey, wallet, domain };
 }
@@ -34,7 +42,9 @@ async function postHonouringRateLimit(app: Express, path: string, body: object) 
 
 /** The wallet's SEP-53 signature of a message: ed25519 over SHA-256("Stellar Signed Message:\n" + message), base64. */
 export function signMessage(wallet: Keypair, message: string): string {
-  return wallet.sign(crypto.createHash('sha256').update(`Stellar Signed Message:\n${message}`, 'utf8').digest()).toString('base64');
+  return wallet
+    .sign(crypto.createHash('sha256').update(`Stellar Signed Message:\n${message}`, 'utf8').digest())
+    .toString('base64');
 }
 
 /** Asks for a sign-up challenge for the wallet and signs it: the `walletProof` of POST /v1/sellers. */

@@ -17,7 +17,11 @@ export default async function globalSetup(_globalConfig: unknown, projectConfig:
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const suite = path.basename(projectConfig.rootDir); // server, sdk-buyer, sdk-seller, or test (end-to-end)
-    const dataDir = path.resolve(__dirname, '../../../.data', `test-postgres-${suite}-${crypto.randomBytes(4).toString('hex')}`);
+    const dataDir = path.resolve(
+      __dirname,
+      '../../../.data',
+      `test-postgres-${suite}-${crypto.randomBytes(4).toString('hex')}`,
+    );
     const db = await startEmbeddedDatabase({
       dataDir,
       persistent: false,

@@ -7,10 +7,25 @@ import { createTestDatabase } from './database';
 export const OPERATOR_KEY = 'mk_op_test_operator_key_0123456789abcdef';
 
 /** stellar:testnet as the local network with Circle's testnet USDC issuer; stellar:pubnet without settlement. */
-export function testNetworks(testnet: { rpcUrl?: string | null; assets?: Array<{ code: string; issuer: string }> } = {}): NetworkRegistry {
+export function testNetworks(
+  testnet: { rpcUrl?: string | null; assets?: Array<{ code: string; issuer: string }> } = {},
+): NetworkRegistry {
   return new NetworkRegistry([
-    { network: 'stellar:testnet', passphrase: TESTNET_PASSPHRASE, rpcUrl: testnet.rpcUrl ?? null, settlementEnabled: true, local: true, assets: testnet.assets ?? [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:testnet'] }] },
-    { network: 'stellar:pubnet', passphrase: PUBNET_PASSPHRASE, rpcUrl: null, settlementEnabled: false, assets: [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }] },
+    {
+      network: 'stellar:testnet',
+      passphrase: TESTNET_PASSPHRASE,
+      rpcUrl: testnet.rpcUrl ?? null,
+      settlementEnabled: true,
+      local: true,
+      assets: testnet.assets ?? [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:testnet'] }],
+    },
+    {
+      network: 'stellar:pubnet',
+      passphrase: PUBNET_PASSPHRASE,
+      rpcUrl: null,
+      settlementEnabled: false,
+      assets: [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }],
+    },
   ]);
 }
 

@@ -34,7 +34,17 @@ function requirement(e: Endpoint) {
   return {
     x402Version: 2,
     error: 'PAYMENT_REQUIRED',
-    accepts: [{ scheme: 'exact', network: 'stellar:testnet', amount: toStroops(e.amount).toString(), asset: 'CUNKNOWNCONTRACT', payTo: e.payTo, maxTimeoutSeconds: 300, extra: { asset: { code: 'USDC', issuer: e.issuer } } }],
+    accepts: [
+      {
+        scheme: 'exact',
+        network: 'stellar:testnet',
+        amount: toStroops(e.amount).toString(),
+        asset: 'CUNKNOWNCONTRACT',
+        payTo: e.payTo,
+        maxTimeoutSeconds: 300,
+        extra: { asset: { code: 'USDC', issuer: e.issuer } },
+      },
+    ],
   };
 }
 
@@ -49,13 +59,24 @@ beforeAll(async () => {
       req.on('data', (c: Buffer) => (raw += c.toString('utf8')));
       req.on('end', () => {
         const msg = JSON.parse(raw) as { id: number; method: string };
-        const result = msg.method === 'tools/list' ? { tools: [{ name: e.tool, inputSchema: { type: 'object' } }] } : { isError: true, content: [{ type: 'text', text: JSON.stringify(requirement(e)) }], structuredContent: requirement(e) };
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
+        const result =
+          msg.method === 'tools/list'
+            ? { tools: [{ name: e.tool, inputSchema: { type: 'object' } }] }
+            : {
+                isError: true,
+                content: [{ type: 'text', text: JSON.stringify(requirement(e)) }],
+                structuredContent: requirement(e),
+              };
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
       });
       return;
     }
     const body = JSON.stringify(requirement(e));
-    res.writeHead(402, { 'content-type': 'application/json', 'payment-required': Buffer.from(body).toString('base64') }).end(body);
+    res
+      .writeHead(402, { 'content-type': 'application/json', 'payment-required': Buffer.from(body).toString('base64') })
+      .end(body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   port = (server.address() as AddressInfo).port;
@@ -64,8 +85,22 @@ beforeAll(async () => {
     jobPollMs: 200,
     trust: {
       liveness: false, // the test runs the worker's pass itself
-      settings: { intervalMs: 0, retryMs: 0, droppedIntervalMs: 0, perHostIntervalMs: 0, failuresToDemote: 2, dropAfterMs: 1500, concurrency: 4 },
-      probeFetch: createSafeFetcher({ allowInsecureForTests: true, allowPrivateAddressesForTests: true, readBodyOfStatuses: [200, 402], timeoutMs: 2000, lookup: async () => [{ address: '127.0.0.1', family: 4 }] }),
+      settings: {
+        intervalMs: 0,
+        retryMs: 0,
+        droppedIntervalMs: 0,
+        perHostIntervalMs: 0,
+        failuresToDemote: 2,
+        dropAfterMs: 1500,
+        concurrency: 4,
+      },
+      probeFetch: createSafeFetcher({
+        allowInsecureForTests: true,
+        allowPrivateAddressesForTests: true,
+        readBodyOfStatuses: [200, 402],
+        timeoutMs: 2000,
+        lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+      }),
     },
   });
 });
@@ -75,124 +110,222 @@ afterAll(async () => {
 });
 
 /** A listing of the seller, served by the local server at its own host; answers its id and host. */
-async function listing(seller: SignedUpSeller, name: string, amount = '0.05', extra: Record<string, unknown> = {}): Promise<{ id: string; host: string }> {
-  const input = resourceInput(seller, { name, description: 'Hourly rainfall forecast for any city, paid per call', amount, ...extra });
+async function listing(
+  seller: SignedUpSeller,
+  name: string,
+  amount = '0.05',
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; host: string }> {
+  const input = resourceInput(seller, {
+    name,
+    description: 'Hourly rainfall forecast for any city, paid per call',
+    amount,
+    ...extra,
+  });
   const host = new URL(String(input.url)).hostname;
-  const url = extra.type === 'mcp' ? `http://${host}:${port}/mcp` : String(input.url).replace('https://', 'http://').replace(host, `${host}:${port}`);
-  const res = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send({ ...input, url });
+  const url =
+    extra.type === 'mcp'
+      ? `http://${host}:${port}/mcp`
+      : String(input.url).replace('https://', 'http://').replace(host, `${host}:${port}`);
+  const res = await request(svc.app)
+    .post('/v1/resources')
+    .set(bearer(seller.apiKey))
+    .send({ ...input, url });
   if (res.status !== 201) throw new Error(`create failed ${res.status} ${JSON.stringify(res.body)}`);
   const id = (res.body.resource ?? res.body).id as string;
-  endpoints.set(host, { payTo: seller.wallet.publicKey(), amount, issuer: String(input.assetIssuer), mode: 'up', ...(extra.type === 'mcp' ? { tool: 'rainfall' } : {}) });
+  endpoints.set(host, {
+    payTo: seller.wallet.publicKey(),
+    amount,
+    issuer: String(input.assetIssuer),
+    mode: 'up',
+    ...(extra.type === 'mcp' ? { tool: 'rainfall' } : {}),
+  });
   return { id, host };
 }
 
 const pass = () => svc.trust.runner.pass(60_000);
-const search = async (q: string, query: Record<string, unknown> = {}) => (await request(svc.app).get('/v1/discovery/search').query({ q, ...query })).body;
-const ids = async (q: string, query: Record<string, unknown> = {}) => ((await search(q, query)).resources as Array<{ id: string }>).map((r) => r.id);
+const search = async (q: string, query: Record<string, unknown> = {}) =>
+  (
+    await request(svc.app)
+      .get('/v1/discovery/search')
+      .query({ q, ...query })
+  ).body;
+const ids = async (q: string, query: Record<string, unknown> = {}) =>
+  ((await search(q, query)).resources as Array<{ id: string }>).map((r) => r.id);
 const trustOf = async (id: string) => (await request(svc.app).get(`/v1/resources/${id}`)).body.trust;
 const endpoint = (host: string) => endpoints.get(host)!;
 
 describe('liveness: a seller that goes down', () => {
-  it('is demoted after two failed probes, dropped after the configured time, and back in its place when it answers again', async () => {
-    const honest = await listing(await signUpSeller(svc.app), 'Numbat rainfall forecast');
-    const flaky = await listing(await signUpSeller(svc.app), 'Numbat rainfall forecast');
-    await waitIndexed(svc.db);
-    await pass();
-    // Same text, later id first on equal scores: the flaky one leads while both answer.
-    expect(await ids('numbat rainfall')).toEqual([flaky.id, honest.id]);
-    const live = await trustOf(flaky.id);
-    expect(live).toMatchObject({ live: true, uptime7d: 1, ownerVerified: true, priceDrift: false, payoutChanged: false, demoted: false, checkedAt: expect.any(String) });
-    expect(live.latency).toEqual({ p50Ms: expect.any(Number), p99Ms: expect.any(Number) });
+  it(
+    'is demoted after two failed probes, dropped after the configured time, and back in its place when it ' +
+      'answers again',
+    async () => {
+      const honest = await listing(await signUpSeller(svc.app), 'Numbat rainfall forecast');
+      const flaky = await listing(await signUpSeller(svc.app), 'Numbat rainfall forecast');
+      await waitIndexed(svc.db);
+      await pass();
+      // Same text, later id first on equal scores: the flaky one leads while both answer.
+      expect(await ids('numbat rainfall')).toEqual([flaky.id, honest.id]);
+      const live = await trustOf(flaky.id);
+      expect(live).toMatchObject({
+        live: true,
+        uptime7d: 1,
+        ownerVerified: true,
+        priceDrift: false,
+        payoutChanged: false,
+        demoted: false,
+        checkedAt: expect.any(String),
+      });
+      expect(live.latency).toEqual({ p50Ms: expect.any(Number), p99Ms: expect.any(Number) });
 
-    endpoint(flaky.host).mode = 'reset';
-    await pass();
-    expect((await trustOf(flaky.id)).live).toBe(true); // one failure is not yet dead
-    endpoint(flaky.host).mode = 'down';
-    await pass();
-    expect(await trustOf(flaky.id)).toMatchObject({ live: false, demoted: true, uptime7d: 0.333 });
-    expect(await ids('numbat rainfall')).toEqual([honest.id, flaky.id]);
-    expect(await ids('numbat rainfall', { liveOnly: true })).toEqual([honest.id]);
+      endpoint(flaky.host).mode = 'reset';
+      await pass();
+      expect((await trustOf(flaky.id)).live).toBe(true); // one failure is not yet dead
+      endpoint(flaky.host).mode = 'down';
+      await pass();
+      expect(await trustOf(flaky.id)).toMatchObject({ live: false, demoted: true, uptime7d: 0.333 });
+      expect(await ids('numbat rainfall')).toEqual([honest.id, flaky.id]);
+      expect(await ids('numbat rainfall', { liveOnly: true })).toEqual([honest.id]);
 
-    await new Promise((r) => setTimeout(r, 1600)); // dropAfterMs 1500
-    await pass();
-    expect(await ids('numbat rainfall')).toEqual([honest.id]);
-    expect((await request(svc.app).get('/v1/discovery/resources')).body.resources.map((r: { id: string }) => r.id)).not.toContain(flaky.id);
-    expect((await request(svc.app).get(`/v1/resources/${flaky.id}`)).status).toBe(200);
+      await new Promise((r) => setTimeout(r, 1600)); // dropAfterMs 1500
+      await pass();
+      expect(await ids('numbat rainfall')).toEqual([honest.id]);
+      expect(
+        (await request(svc.app).get('/v1/discovery/resources')).body.resources.map((r: { id: string }) => r.id),
+      ).not.toContain(flaky.id);
+      expect((await request(svc.app).get(`/v1/resources/${flaky.id}`)).status).toBe(200);
 
-    endpoint(flaky.host).mode = 'up';
-    await pass();
-    expect(await trustOf(flaky.id)).toMatchObject({ live: true, demoted: false, uptime7d: 0.4 });
-    // Back in results, not demoted; its lower 7-day uptime (2 of 5 probes) now ranks it after the honest one.
-    expect(await ids('numbat rainfall')).toEqual([honest.id, flaky.id]);
-  });
+      endpoint(flaky.host).mode = 'up';
+      await pass();
+      expect(await trustOf(flaky.id)).toMatchObject({ live: true, demoted: false, uptime7d: 0.4 });
+      // Back in results, not demoted; its lower 7-day uptime (2 of 5 probes) now ranks it after the honest one.
+      expect(await ids('numbat rainfall')).toEqual([honest.id, flaky.id]);
+    },
+  );
 
-  it('an MCP tool is live when tools/list lists it and its unpaid call asks for payment, and dead when the server stops answering', async () => {
-    const seller = await signUpSeller(svc.app);
-    const tool = await listing(seller, 'Bilby rainfall tool', '0.05', { type: 'mcp', routeTemplate: '/mcp', extensions: { mcp: { toolName: 'rainfall' } } });
-    await waitIndexed(svc.db);
-    await pass();
-    expect(await trustOf(tool.id)).toMatchObject({ live: true, ownerVerified: true });
-    endpoint(tool.host).mode = 'down';
-    await pass();
-    await pass();
-    expect(await trustOf(tool.id)).toMatchObject({ live: false, demoted: true });
-  });
+  it(
+    'an MCP tool is live when tools/list lists it and its unpaid call asks for payment, and dead when the server ' +
+      'stops answering',
+    async () => {
+      const seller = await signUpSeller(svc.app);
+      const tool = await listing(seller, 'Bilby rainfall tool', '0.05', {
+        type: 'mcp',
+        routeTemplate: '/mcp',
+        extensions: { mcp: { toolName: 'rainfall' } },
+      });
+      await waitIndexed(svc.db);
+      await pass();
+      expect(await trustOf(tool.id)).toMatchObject({ live: true, ownerVerified: true });
+      endpoint(tool.host).mode = 'down';
+      await pass();
+      await pass();
+      expect(await trustOf(tool.id)).toMatchObject({ live: false, demoted: true });
+    },
+  );
 });
 
 describe('owner and price drift', () => {
-  it('a seller whose live 402 raises the price is flagged priceDrift and demoted until it confirms with its own key', async () => {
-    const honest = await listing(await signUpSeller(svc.app), 'Potoroo rainfall forecast');
-    const seller = await signUpSeller(svc.app);
-    const drifting = await listing(seller, 'Potoroo rainfall forecast');
-    await waitIndexed(svc.db);
-    await pass();
-    expect(await ids('potoroo')).toEqual([drifting.id, honest.id]);
+  it(
+    'a seller whose live 402 raises the price is flagged priceDrift and demoted until it confirms with its own ' +
+      'key',
+    async () => {
+      const honest = await listing(await signUpSeller(svc.app), 'Potoroo rainfall forecast');
+      const seller = await signUpSeller(svc.app);
+      const drifting = await listing(seller, 'Potoroo rainfall forecast');
+      await waitIndexed(svc.db);
+      await pass();
+      expect(await ids('potoroo')).toEqual([drifting.id, honest.id]);
 
-    endpoint(drifting.host).amount = '0.5';
-    await pass();
-    expect(await trustOf(drifting.id)).toMatchObject({ live: true, priceDrift: true, payoutChanged: false, demoted: true });
-    expect(await ids('potoroo')).toEqual([honest.id, drifting.id]);
-    const [row] = (await svc.db.query(`SELECT kind, listed, observed, detected_at IS NOT NULL AS dated FROM resource_drift WHERE resource_id = '${drifting.id}'`))[0] as Array<Record<string, unknown>>;
-    expect(row).toEqual({ kind: 'price', listed: '0.05', observed: '0.5', dated: true });
+      endpoint(drifting.host).amount = '0.5';
+      await pass();
+      expect(await trustOf(drifting.id)).toMatchObject({
+        live: true,
+        priceDrift: true,
+        payoutChanged: false,
+        demoted: true,
+      });
+      expect(await ids('potoroo')).toEqual([honest.id, drifting.id]);
+      const [row] = (
+        await svc.db.query(
+          `SELECT kind, listed, observed, detected_at IS NOT NULL AS dated FROM resource_drift WHERE resource_id ` +
+            `= '${drifting.id}'`,
+        )
+      )[0] as Array<Record<string, unknown>>;
+      expect(row).toEqual({ kind: 'price', listed: '0.05', observed: '0.5', dated: true });
 
-    // Another seller's key, an unauthenticated call: refused; the owner's key confirms.
-    const other = await signUpSeller(svc.app);
-    expect((await request(svc.app).post(`/v1/resources/${drifting.id}/terms-confirmations`).set(bearer(other.apiKey)).send({})).status).toBe(403);
-    expect((await request(svc.app).post(`/v1/resources/${drifting.id}/terms-confirmations`).send({})).status).toBe(401);
-    expect((await request(svc.app).post(`/v1/resources/${drifting.id}/terms-confirmations`).set(bearer(seller.apiKey)).send({ kind: 'bogus' })).status).toBe(400);
-    const confirmed = await request(svc.app).post(`/v1/resources/${drifting.id}/terms-confirmations`).set(bearer(seller.apiKey)).send({ kind: 'price' });
-    expect(confirmed.status).toBe(200);
-    expect(confirmed.body).toMatchObject({ resourceId: drifting.id, confirmed: 1, trust: { priceDrift: false, demoted: false } });
-    // The same observed price is not flagged again; a different one is.
-    await pass();
-    expect((await trustOf(drifting.id)).priceDrift).toBe(false);
-    endpoint(drifting.host).amount = '5';
-    await pass();
-    expect((await trustOf(drifting.id)).priceDrift).toBe(true);
-    // Back to the listed price: the change is over without a confirmation.
-    endpoint(drifting.host).amount = '0.05';
-    await pass();
-    expect(await trustOf(drifting.id)).toMatchObject({ priceDrift: false, demoted: false });
-  });
+      // Another seller's key, an unauthenticated call: refused; the owner's key confirms.
+      const other = await signUpSeller(svc.app);
+      expect(
+        (
+          await request(svc.app)
+            .post(`/v1/resources/${drifting.id}/terms-confirmations`)
+            .set(bearer(other.apiKey))
+            .send({})
+        ).status,
+      ).toBe(403);
+      expect((await request(svc.app).post(`/v1/resources/${drifting.id}/terms-confirmations`).send({})).status).toBe(
+        401,
+      );
+      expect(
+        (
+          await request(svc.app)
+            .post(`/v1/resources/${drifting.id}/terms-confirmations`)
+            .set(bearer(seller.apiKey))
+            .send({ kind: 'bogus' })
+        ).status,
+      ).toBe(400);
+      const confirmed = await request(svc.app)
+        .post(`/v1/resources/${drifting.id}/terms-confirmations`)
+        .set(bearer(seller.apiKey))
+        .send({ kind: 'price' });
+      expect(confirmed.status).toBe(200);
+      expect(confirmed.body).toMatchObject({
+        resourceId: drifting.id,
+        confirmed: 1,
+        trust: { priceDrift: false, demoted: false },
+      });
+      // The same observed price is not flagged again; a different one is.
+      await pass();
+      expect((await trustOf(drifting.id)).priceDrift).toBe(false);
+      endpoint(drifting.host).amount = '5';
+      await pass();
+      expect((await trustOf(drifting.id)).priceDrift).toBe(true);
+      // Back to the listed price: the change is over without a confirmation.
+      endpoint(drifting.host).amount = '0.05';
+      await pass();
+      expect(await trustOf(drifting.id)).toMatchObject({ priceDrift: false, demoted: false });
+    },
+  );
 
-  it('a seller whose live 402 pays another address is flagged payoutChanged, not owner-verified, and left out by verifiedOnly', async () => {
-    const seller = await signUpSeller(svc.app);
-    const hijacked = await listing(seller, 'Quokka rainfall forecast');
-    await waitIndexed(svc.db);
-    await pass();
-    endpoint(hijacked.host).payTo = Keypair.random().publicKey();
-    await pass();
-    expect(await trustOf(hijacked.id)).toMatchObject({ live: true, ownerVerified: false, payoutChanged: true, demoted: true });
-    expect(await ids('quokka', { verifiedOnly: true })).toEqual([]);
-    expect(await ids('quokka', { liveOnly: true })).toEqual([hijacked.id]);
-    expect(await ids('quokka', { minUptime: 0.5 })).toEqual([hijacked.id]);
-  });
+  it(
+    'a seller whose live 402 pays another address is flagged payoutChanged, not owner-verified, and left out by ' +
+      'verifiedOnly',
+    async () => {
+      const seller = await signUpSeller(svc.app);
+      const hijacked = await listing(seller, 'Quokka rainfall forecast');
+      await waitIndexed(svc.db);
+      await pass();
+      endpoint(hijacked.host).payTo = Keypair.random().publicKey();
+      await pass();
+      expect(await trustOf(hijacked.id)).toMatchObject({
+        live: true,
+        ownerVerified: false,
+        payoutChanged: true,
+        demoted: true,
+      });
+      expect(await ids('quokka', { verifiedOnly: true })).toEqual([]);
+      expect(await ids('quokka', { liveOnly: true })).toEqual([hijacked.id]);
+      expect(await ids('quokka', { minUptime: 0.5 })).toEqual([hijacked.id]);
+    },
+  );
 });
 
 describe('filters are applied or refused, never ignored', () => {
   it('minUptime outside 0..1, a non-boolean liveOnly or verifiedOnly, answer 400 in the error envelope', async () => {
     for (const query of [{ minUptime: 2 }, { minUptime: 'high' }, { liveOnly: 'yes' }, { verifiedOnly: 'maybe' }]) {
-      const res = await request(svc.app).get('/v1/discovery/search').query({ q: 'rainfall', ...query });
+      const res = await request(svc.app)
+        .get('/v1/discovery/search')
+        .query({ q: 'rainfall', ...query });
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ ok: false, error: { code: 'INVALID_REQUEST' } });
       expect((await request(svc.app).get('/v1/discovery/resources').query(query)).status).toBe(400);
@@ -211,49 +344,79 @@ describe('filters are applied or refused, never ignored', () => {
 });
 
 describe('honest prices', () => {
-  it('a decoy priced far above comparable listings is flagged priceOutlier and ranks below every honest listing', async () => {
-    const honest: string[] = [];
-    for (let i = 0; i < 6; i++) honest.push((await listing(await signUpSeller(svc.app), 'Wallaroo rainfall forecast', '0.05')).id);
-    const decoy = await listing(await signUpSeller(svc.app), 'Wallaroo rainfall forecast', '1000');
-    await waitIndexed(svc.db);
-    await pass();
-    expect(await trustOf(decoy.id)).toMatchObject({ priceOutlier: true, demoted: true });
-    const ranked = await ids('wallaroo');
-    expect(ranked[ranked.length - 1]).toBe(decoy.id);
-    expect(ranked.slice(0, 6).sort()).toEqual([...honest].sort());
-  });
+  it(
+    'a decoy priced far above comparable listings is flagged ' + 'priceOutlier and ranks below every honest listing',
+    async () => {
+      const honest: string[] = [];
+      for (let i = 0; i < 6; i++)
+        honest.push((await listing(await signUpSeller(svc.app), 'Wallaroo rainfall forecast', '0.05')).id);
+      const decoy = await listing(await signUpSeller(svc.app), 'Wallaroo rainfall forecast', '1000');
+      await waitIndexed(svc.db);
+      await pass();
+      expect(await trustOf(decoy.id)).toMatchObject({ priceOutlier: true, demoted: true });
+      const ranked = await ids('wallaroo');
+      expect(ranked[ranked.length - 1]).toBe(decoy.id);
+      expect(ranked.slice(0, 6).sort()).toEqual([...honest].sort());
+    },
+  );
 });
 
 describe('demand no seller can buy', () => {
-  it('self-dealing payers (the seller wallet, another payTo of the seller, a payer the payee funded) count nothing and a listing paid mostly by them is demoted; honest payers count', async () => {
-    const seller = await signUpSeller(svc.app);
-    const target = await listing(seller, 'Bettong rainfall forecast', '0.05');
-    // A second listing of the same seller, paid to another wallet it declared (payer and payTo controlled together).
-    const declared = await catalog(svc.app, seller.apiKey, { sellerId: seller.id, payToDeclared: true, resource: draft(seller, { name: 'Bettong second api', payTo: Keypair.random().publicKey(), amount: '0.05' }) });
-    expect(declared.status).toBe(201);
-    const second = { id: declared.body.resourceId as string };
-    await waitIndexed(svc.db);
-    const settled = async (resourceId: string, payer: string, payTo?: string) => {
-      await svc.db.query(
-        `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce, asset_code, asset_issuer,
+  it(
+    'self-dealing payers (the seller wallet, another payTo of the seller, a payer the payee funded) count ' +
+      'nothing and a listing paid mostly by them is demoted; honest payers count',
+    async () => {
+      const seller = await signUpSeller(svc.app);
+      const target = await listing(seller, 'Bettong rainfall forecast', '0.05');
+      // A second listing of the same seller, paid to another wallet it declared (payer and payTo controlled together).
+      const declared = await catalog(svc.app, seller.apiKey, {
+        sellerId: seller.id,
+        payToDeclared: true,
+        resource: draft(seller, { name: 'Bettong second api', payTo: Keypair.random().publicKey(), amount: '0.05' }),
+      });
+      expect(declared.status).toBe(201);
+      const second = { id: declared.body.resourceId as string };
+      await waitIndexed(svc.db);
+      const settled = async (resourceId: string, payer: string, payTo?: string) => {
+        await svc.db.query(
+          `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer,
+          nonce, asset_code, asset_issuer,
            amount, pay_to, status, expires_at_ledger, authorization_xdr)
-         SELECT :id, r.id, r.current_version_id, r.seller_id, 'h', 'stellar:testnet', :payer, :nonce, r.asset_code, r.asset_issuer, r.amount, COALESCE(:payTo, r.pay_to), 'settled', 100, 'AAAA'
+         SELECT :id, r.id, r.current_version_id, r.seller_id, 'h', 'stellar:testnet', :payer, :nonce,
+           r.asset_code, r.asset_issuer, r.amount, COALESCE(:payTo, r.pay_to), 'settled', 100, 'AAAA'
            FROM resources r WHERE r.id = :resourceId`,
-        { replacements: { id: `pay_${Keypair.random().publicKey().slice(1, 27)}`, payer, nonce: Keypair.random().publicKey(), payTo: payTo ?? null, resourceId } },
-      );
-    };
-    const [{ payTo: secondPayTo }] = (await svc.db.query(`SELECT pay_to AS "payTo" FROM resources WHERE id = '${second.id}'`))[0] as Array<{ payTo: string }>;
-    const funded = Keypair.random().publicKey();
-    const honestPayer = Keypair.random().publicKey();
-    await settled(target.id, seller.wallet.publicKey()); // the seller's own wallet
-    await settled(target.id, secondPayTo); // another payTo of the same seller
-    await settled(target.id, funded); // a payer the payee paid through us (circular flow)
-    await settled(second.id, seller.wallet.publicKey(), funded); // ... here: the payee's wallet paid `funded`
-    await settled(target.id, honestPayer);
-    await createSearchIndexRepository(svc.db).refreshSignals();
-    // 3 of its 4 settled calls are self-dealt: flagged and demoted; an honest listing with one honest payer is not.
-    expect(await trustOf(target.id)).toMatchObject({ payers30d: 1, calls30d: 4, settledByUs: true, selfDealing: true, demoted: true });
-  });
+          {
+            replacements: {
+              id: `pay_${Keypair.random().publicKey().slice(1, 27)}`,
+              payer,
+              nonce: Keypair.random().publicKey(),
+              payTo: payTo ?? null,
+              resourceId,
+            },
+          },
+        );
+      };
+      const [{ payTo: secondPayTo }] = (
+        await svc.db.query(`SELECT pay_to AS "payTo" FROM resources WHERE id = '${second.id}'`)
+      )[0] as Array<{ payTo: string }>;
+      const funded = Keypair.random().publicKey();
+      const honestPayer = Keypair.random().publicKey();
+      await settled(target.id, seller.wallet.publicKey()); // the seller's own wallet
+      await settled(target.id, secondPayTo); // another payTo of the same seller
+      await settled(target.id, funded); // a payer the payee paid through us (circular flow)
+      await settled(second.id, seller.wallet.publicKey(), funded); // ... here: the payee's wallet paid `funded`
+      await settled(target.id, honestPayer);
+      await createSearchIndexRepository(svc.db).refreshSignals();
+      // 3 of its 4 settled calls are self-dealt: flagged and demoted; an honest listing with one honest payer is not.
+      expect(await trustOf(target.id)).toMatchObject({
+        payers30d: 1,
+        calls30d: 4,
+        settledByUs: true,
+        selfDealing: true,
+        demoted: true,
+      });
+    },
+  );
 });
 
 describe('diversity', () => {
@@ -262,8 +425,18 @@ describe('diversity', () => {
     const mine: string[] = [];
     // The big seller's listings share one origin: all on its own domain, different paths.
     for (let i = 0; i < 5; i++) {
-      const input = resourceInput(big, { name: `Kowari rainfall forecast ${i}`, description: 'Hourly rainfall forecast for any city, paid per call' });
-      const res = await request(svc.app).post('/v1/resources').set(bearer(big.apiKey)).send({ ...input, url: `https://kowaridata.example/v${i}/forecast/{city}`, routeTemplate: `/v${i}/forecast/{city}` });
+      const input = resourceInput(big, {
+        name: `Kowari rainfall forecast ${i}`,
+        description: 'Hourly rainfall forecast for any city, paid per call',
+      });
+      const res = await request(svc.app)
+        .post('/v1/resources')
+        .set(bearer(big.apiKey))
+        .send({
+          ...input,
+          url: `https://kowaridata.example/v${i}/forecast/{city}`,
+          routeTemplate: `/v${i}/forecast/{city}`,
+        });
       expect(res.status).toBe(201);
       mine.push((res.body.resource ?? res.body).id);
     }
@@ -281,12 +454,27 @@ describe('the trust block is shown', () => {
     const item = await listing(await signUpSeller(svc.app), 'Antechinus rainfall forecast');
     await waitIndexed(svc.db);
     await pass();
-    const expected = { live: true, domainVerified: false, priceDrift: false, payoutChanged: false, priceOutlier: false, selfDealing: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false };
+    const expected = {
+      live: true,
+      domainVerified: false,
+      priceDrift: false,
+      payoutChanged: false,
+      priceOutlier: false,
+      selfDealing: false,
+      demoted: false,
+      payers30d: 0,
+      calls30d: 0,
+      settledByUs: false,
+    };
     expect((await search('antechinus')).resources[0].trust).toMatchObject(expected);
-    const listed = (await request(svc.app).get('/v1/discovery/resources')).body.resources.find((r: { id: string }) => r.id === item.id);
+    const listed = (await request(svc.app).get('/v1/discovery/resources')).body.resources.find(
+      (r: { id: string }) => r.id === item.id,
+    );
     expect(listed.trust).toMatchObject(expected);
     expect(await trustOf(item.id)).toMatchObject(expected);
-    const bazaar = (await request(svc.app).get('/x402/discovery/resources').query({ limit: 100 })).body.items.find((i: { metadata: { resourceId?: string } }) => i.metadata.resourceId === item.id);
+    const bazaar = (await request(svc.app).get('/x402/discovery/resources').query({ limit: 100 })).body.items.find(
+      (i: { metadata: { resourceId?: string } }) => i.metadata.resourceId === item.id,
+    );
     expect(bazaar.metadata.trust).toMatchObject(expected);
 
     // The MCP search tool, through a stock MCP client over real HTTP.
@@ -295,8 +483,13 @@ describe('the trust block is shown', () => {
     });
     const client = new Client({ name: 'trust-test-agent', version: '1.0.0' });
     try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(listening.address() as AddressInfo).port}/mcp`)));
-      const found = (await client.request({ method: 'tools/call', params: { name: 'search_resources', arguments: { q: 'antechinus' } } }, CallToolResultSchema)) as CallToolResult;
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${(listening.address() as AddressInfo).port}/mcp`)),
+      );
+      const found = (await client.request(
+        { method: 'tools/call', params: { name: 'search_resources', arguments: { q: 'antechinus' } } },
+        CallToolResultSchema,
+      )) as CallToolResult;
       const page = found.structuredContent as { resources: Array<{ id: string; trust: unknown }> };
       expect(page.resources.find((r) => r.id === item.id)?.trust).toMatchObject(expected);
     } finally {

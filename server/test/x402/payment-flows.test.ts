@@ -39,7 +39,10 @@ describe('x402 payment flows', () => {
   beforeAll(async () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
     svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       facilitator: { channelAccounts: 2, pollMs: 25, confirmGraceMs: 10_000 },
     });
     server = await new Promise((resolve) => {
@@ -49,7 +52,10 @@ describe('x402 payment flows', () => {
     front = await httpsRpcFront(network);
     seller = await signUpSeller(svc.app);
     await network.faucet(seller.wallet.publicKey(), 'USDC', '0.0000001');
-    const created = await request(svc.app).post('/v1/resources').set(bearer(seller.apiKey)).send(resourceInput(seller, { assetIssuer: network.assets[0].issuer, amount: '0.25' }));
+    const created = await request(svc.app)
+      .post('/v1/resources')
+      .set(bearer(seller.apiKey))
+      .send(resourceInput(seller, { assetIssuer: network.assets[0].issuer, amount: '0.25' }));
     expect(created.status).toBe(201);
     catalogedUrl = `https://${seller.domain}/v1/forecast/porto`;
   });
@@ -63,14 +69,28 @@ describe('x402 payment flows', () => {
   });
 
   function requirements(extra: Record<string, unknown> = {}): Requirements {
-    return { scheme: 'exact', network: 'stellar:testnet', asset: network.assets[0].contractId, amount: '2500000', payTo: seller.wallet.publicKey(), maxTimeoutSeconds: 300, extra: { areFeesSponsored: true, ...extra } };
+    return {
+      scheme: 'exact',
+      network: 'stellar:testnet',
+      asset: network.assets[0].contractId,
+      amount: '2500000',
+      payTo: seller.wallet.publicKey(),
+      maxTimeoutSeconds: 300,
+      extra: { areFeesSponsored: true, ...extra },
+    };
   }
 
   /** A payment signed by the stock @x402/stellar client for `req`, naming the cataloged URL (no seller key needed). */
   async function signedPayment(payer: Keypair, req: Requirements) {
-    const client = new ExactStellarClient(createEd25519Signer(payer.secret(), 'stellar:testnet'), { url: front.rpcUrl });
+    const client = new ExactStellarClient(createEd25519Signer(payer.secret(), 'stellar:testnet'), {
+      url: front.rpcUrl,
+    });
     const created = await client.createPaymentPayload(2, req as never);
-    return { ...created, accepted: req, resource: { url: catalogedUrl, description: '', mimeType: 'application/json' } };
+    return {
+      ...created,
+      accepted: req,
+      resource: { url: catalogedUrl, description: '', mimeType: 'application/json' },
+    };
   }
 
   async function buyer(): Promise<Keypair> {
@@ -82,71 +102,125 @@ describe('x402 payment flows', () => {
   /** Every table of the schema: its row count and a fingerprint of its contents. */
   async function everyTable(): Promise<Record<string, { rows: number; md5: string | null }>> {
     const tables = await svc.db.query<{ name: string }>(
-      "SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+      'SELECT quote_ident(table_name) AS name FROM information_schema.tables WHERE table_schema = ' +
+        "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
       { type: QueryTypes.SELECT },
     );
     const out: Record<string, { rows: number; md5: string | null }> = {};
     for (const { name } of tables) {
-      const [row] = await svc.db.query<{ rows: number; md5: string | null }>(`SELECT count(*)::int AS rows, md5(string_agg(t::text, '|' ORDER BY t::text)) AS md5 FROM ${name} t`, { type: QueryTypes.SELECT });
+      const [row] = await svc.db.query<{ rows: number; md5: string | null }>(
+        `SELECT count(*)::int AS rows, md5(string_agg(t::text, '|' ORDER BY t::text)) AS md5 FROM ${name} t`,
+        { type: QueryTypes.SELECT },
+      );
       out[name] = row;
     }
     return out;
   }
 
-  it('/x402/supported declares the flows each kind settles: authorization and upfront; /.well-known/x402 says the same', async () => {
-    const supported = await request(svc.app).get('/x402/supported');
-    expect(supported.status).toBe(200);
-    for (const kind of supported.body.kinds) expect(kind.extra).toMatchObject({ paymentFlows: ['authorization', 'upfront'] });
-    const described = await request(svc.app).get('/.well-known/x402');
-    expect(described.body.kinds).toEqual(supported.body.kinds);
-  });
+  it(
+    '/x402/supported declares the flows each kind settles: authorization and upfront; /.well-known/x402 says the ' +
+      'same',
+    async () => {
+      const supported = await request(svc.app).get('/x402/supported');
+      expect(supported.status).toBe(200);
+      for (const kind of supported.body.kinds)
+        expect(kind.extra).toMatchObject({ paymentFlows: ['authorization', 'upfront'] });
+      const described = await request(svc.app).get('/.well-known/x402');
+      expect(described.body.kinds).toEqual(supported.body.kinds);
+    },
+  );
 
-  it('a valid /x402/verify commits nothing: every table has the same rows and contents before and after (default and upfront flows)', async () => {
-    const payer = await buyer();
-    const before = await everyTable();
-    expect(Object.keys(before)).toEqual(expect.arrayContaining(['payment_attempts', 'settlements', 'receipts']));
-    for (const req of [requirements(), requirements({ paymentFlow: 'authorization' }), requirements({ paymentFlow: 'upfront' })]) {
-      const res = await request(svc.app).post('/x402/verify').send({ x402Version: 2, paymentPayload: await signedPayment(payer, req), paymentRequirements: req });
-      expect(res.body).toMatchObject({ isValid: true, payer: payer.publicKey() });
-    }
-    expect(await everyTable()).toEqual(before);
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
-  });
+  it(
+    'a valid /x402/verify commits nothing: every table has the same rows and contents before and after (default ' +
+      'and upfront flows)',
+    async () => {
+      const payer = await buyer();
+      const before = await everyTable();
+      expect(Object.keys(before)).toEqual(expect.arrayContaining(['payment_attempts', 'settlements', 'receipts']));
+      for (const req of [
+        requirements(),
+        requirements({ paymentFlow: 'authorization' }),
+        requirements({ paymentFlow: 'upfront' }),
+      ]) {
+        const res = await request(svc.app)
+          .post('/x402/verify')
+          .send({ x402Version: 2, paymentPayload: await signedPayment(payer, req), paymentRequirements: req });
+        expect(res.body).toMatchObject({ isValid: true, payer: payer.publicKey() });
+      }
+      expect(await everyTable()).toEqual(before);
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
+    },
+  );
 
   it.each([
     ['escrow', /escrow.*no escrow contract/],
     ['instant', /not an x402 payment flow/],
-  ])('attack: requirements asking for the %s flow are refused on verify and settle with unsupported_payment_flow; nothing moves, nothing is recorded', async (flow, message) => {
-    const payer = await buyer();
-    const req = requirements({ paymentFlow: flow });
-    const payload = await signedPayment(payer, req);
-    const before = await everyTable();
-    const verified = await request(svc.app).post('/x402/verify').send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
-    expect(verified.body).toMatchObject({ isValid: false, invalidReason: RULES.paymentFlowSupported.x402Reason, invalidMessage: expect.stringMatching(message) });
-    expect(RULES.paymentFlowSupported.x402Reason).toBe('unsupported_payment_flow');
-    const settled = await request(svc.app).post('/x402/settle').set(bearer(seller.apiKey)).send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
-    expect(settled.body).toMatchObject({ success: false, errorReason: 'unsupported_payment_flow', errorMessage: expect.stringMatching(/^INVALID_REQUEST: /), transaction: '' });
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
-    expect(await everyTable()).toEqual(before);
-  });
+  ])(
+    'attack: requirements asking for the %s flow are refused on verify and settle with ' +
+      'unsupported_payment_flow; nothing moves, nothing is recorded',
+    async (flow, message) => {
+      const payer = await buyer();
+      const req = requirements({ paymentFlow: flow });
+      const payload = await signedPayment(payer, req);
+      const before = await everyTable();
+      const verified = await request(svc.app)
+        .post('/x402/verify')
+        .send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
+      expect(verified.body).toMatchObject({
+        isValid: false,
+        invalidReason: RULES.paymentFlowSupported.x402Reason,
+        invalidMessage: expect.stringMatching(message),
+      });
+      expect(RULES.paymentFlowSupported.x402Reason).toBe('unsupported_payment_flow');
+      const settled = await request(svc.app)
+        .post('/x402/settle')
+        .set(bearer(seller.apiKey))
+        .send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
+      expect(settled.body).toMatchObject({
+        success: false,
+        errorReason: 'unsupported_payment_flow',
+        errorMessage: expect.stringMatching(/^INVALID_REQUEST: /),
+        transaction: '',
+      });
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('3');
+      expect(await everyTable()).toEqual(before);
+    },
+  );
 
-  it('attack: a payload that accepted the upfront flow for requirements of the authorization flow is refused by the same rule', async () => {
-    const payer = await buyer();
-    const req = requirements();
-    const payload = { ...(await signedPayment(payer, req)), accepted: requirements({ paymentFlow: 'upfront' }) };
-    const verified = await request(svc.app).post('/x402/verify').send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
-    expect(verified.body).toMatchObject({ isValid: false, invalidReason: 'unsupported_payment_flow' });
-  });
+  it(
+    'attack: a payload that accepted the upfront flow for requirements of the authorization flow is refused by ' +
+      'the same rule',
+    async () => {
+      const payer = await buyer();
+      const req = requirements();
+      const payload = { ...(await signedPayment(payer, req)), accepted: requirements({ paymentFlow: 'upfront' }) };
+      const verified = await request(svc.app)
+        .post('/x402/verify')
+        .send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
+      expect(verified.body).toMatchObject({ isValid: false, invalidReason: 'unsupported_payment_flow' });
+    },
+  );
 
-  it('the upfront flow settles once like the authorization flow (the resource server calls settle without verify)', async () => {
-    const payer = await buyer();
-    const req = requirements({ paymentFlow: 'upfront' });
-    const payload = await signedPayment(payer, req);
-    const settled = await request(svc.app).post('/x402/settle').send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
-    expect(settled.body).toMatchObject({ success: true, payer: payer.publicKey(), transaction: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
-    const again = await request(svc.app).post('/x402/settle').send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
-    expect(again.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement' });
-    expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
-  });
+  it(
+    'the upfront flow settles once like the authorization flow ' + '(the resource server calls settle without verify)',
+    async () => {
+      const payer = await buyer();
+      const req = requirements({ paymentFlow: 'upfront' });
+      const payload = await signedPayment(payer, req);
+      const settled = await request(svc.app)
+        .post('/x402/settle')
+        .send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
+      expect(settled.body).toMatchObject({
+        success: true,
+        payer: payer.publicKey(),
+        transaction: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
+      const again = await request(svc.app)
+        .post('/x402/settle')
+        .send({ x402Version: 2, paymentPayload: payload, paymentRequirements: req });
+      expect(again.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement' });
+      expect(network.balance(payer.publicKey(), 'USDC')).toBe('2.75');
+    },
+  );
 });

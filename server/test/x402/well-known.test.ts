@@ -19,7 +19,10 @@ describe('GET /.well-known/x402: this facilitator, described', () => {
   beforeAll(async () => {
     network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
     svc = await startTestService({
-      networks: testNetworks({ rpcUrl: network.rpcUrl, assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })) }),
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
       facilitator: { channelAccounts: 2, pollMs: 25 },
     });
     server = await new Promise((resolve) => {
@@ -35,19 +38,32 @@ describe('GET /.well-known/x402: this facilitator, described', () => {
     await network?.stop();
   });
 
-  it('its kinds, extensions and signers equal live /x402/supported, and it names the facilitator URL /x402 with its paths', async () => {
-    const [wellKnown, supported] = await Promise.all([request(svc.app).get('/.well-known/x402'), request(svc.app).get('/x402/supported')]);
-    expect(wellKnown.status).toBe(200);
-    expect(supported.status).toBe(200);
-    expect(wellKnown.body.kinds.length).toBeGreaterThan(0);
-    expect(wellKnown.body.kinds).toEqual(supported.body.kinds);
-    expect(wellKnown.body.extensions).toEqual(supported.body.extensions);
-    expect(wellKnown.body.signers).toEqual(supported.body.signers);
-    expect(wellKnown.body).toMatchObject({
-      x402Version: 2,
-      facilitator: { url: '/x402', supported: '/x402/supported', verify: '/x402/verify', settle: '/x402/settle', discovery: '/x402/discovery/resources' },
-    });
-  });
+  it(
+    'its kinds, extensions and signers equal live /x402/supported, and it names the facilitator URL /x402 with ' +
+      'its paths',
+    async () => {
+      const [wellKnown, supported] = await Promise.all([
+        request(svc.app).get('/.well-known/x402'),
+        request(svc.app).get('/x402/supported'),
+      ]);
+      expect(wellKnown.status).toBe(200);
+      expect(supported.status).toBe(200);
+      expect(wellKnown.body.kinds.length).toBeGreaterThan(0);
+      expect(wellKnown.body.kinds).toEqual(supported.body.kinds);
+      expect(wellKnown.body.extensions).toEqual(supported.body.extensions);
+      expect(wellKnown.body.signers).toEqual(supported.body.signers);
+      expect(wellKnown.body).toMatchObject({
+        x402Version: 2,
+        facilitator: {
+          url: '/x402',
+          supported: '/x402/supported',
+          verify: '/x402/verify',
+          settle: '/x402/settle',
+          discovery: '/x402/discovery/resources',
+        },
+      });
+    },
+  );
 
   it('a stock HTTPFacilitatorClient pointed at the described facilitator URL reads the same kinds', async () => {
     const described = (await request(svc.app).get('/.well-known/x402')).body;

@@ -47,7 +47,8 @@ export const migration: Migration = {
       );
       CREATE INDEX search_documents_document_gin ON search_documents USING GIN (document) WHERE discoverable;
       CREATE INDEX search_documents_listing_idx ON search_documents (resource_id DESC) WHERE discoverable;
-      CREATE INDEX search_documents_filter_idx ON search_documents (network, asset_code, type, amount) WHERE discoverable;
+      CREATE INDEX search_documents_filter_idx ON search_documents (network, asset_code, type, amount) WHERE
+        discoverable;
       CREATE INDEX search_documents_seller_idx ON search_documents (seller_id, resource_id) WHERE discoverable;
 
       CREATE TABLE catalog_declarations (

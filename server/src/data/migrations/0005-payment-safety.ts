@@ -25,7 +25,8 @@ export const migration: Migration = {
         CASE WHEN url ~ '^https?://[^/?#{}]+/[^?#]*[{]' THEN substring(url from '^[^{?#]*/') END
       ) STORED;
       CREATE INDEX resources_url_exact_idx ON resources (url) WHERE status = 'active';
-      CREATE INDEX resources_url_match_key_idx ON resources (url_match_key) WHERE status = 'active' AND url_match_key IS NOT NULL;
+      CREATE INDEX resources_url_match_key_idx ON resources (url_match_key) WHERE status = 'active' AND
+        url_match_key IS NOT NULL;
 
       CREATE TABLE channel_leases (
         network text NOT NULL,

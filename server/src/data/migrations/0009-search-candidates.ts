@@ -32,7 +32,8 @@ export const migration: Migration = {
         + 0.03 * (CASE WHEN asset_code IN ('USDC', 'EURC') THEN 1.0 ELSE 0.5 END)
         + 0.03 * CAST(1 / (1 + 10 * amount) AS float8)
       AS double precision)) STORED;
-      CREATE INDEX search_documents_static_idx ON search_documents (static_score DESC, resource_id DESC) WHERE discoverable;
+      CREATE INDEX search_documents_static_idx ON search_documents (static_score DESC, resource_id DESC)
+        WHERE discoverable;
 
       CREATE TABLE search_index_state (
         id smallint PRIMARY KEY CHECK (id = 1),

@@ -20,14 +20,17 @@ export const migration: Migration = {
   name: '0010-search-score-tiers',
   async up(q) {
     const f = 'GREATEST(0, LEAST(100, CAST(floor(static_score * 200) AS integer)))';
-    const coarse = Array.from({ length: 10 }, (_, i) => `CASE WHEN ${f} / 10 >= ${i + 1} THEN '#c${i + 1}' END`).join(',\n            ');
+    const coarse = Array.from({ length: 10 }, (_, i) => `CASE WHEN ${f} / 10 >= ${i + 1} THEN '#c${i + 1}' END`).join(
+      ',\n            ',
+    );
     await q(`
       CREATE FUNCTION search_rank_document(document tsvector, static_score double precision) RETURNS tsvector
         LANGUAGE sql IMMUTABLE PARALLEL SAFE STRICT
         RETURN document || array_to_tsvector(array_remove(ARRAY[
             '#f' || CAST(${f} AS text),
             ${coarse}], NULL));
-      CREATE INDEX search_documents_ranked_gin ON search_documents USING GIN (search_rank_document(document, static_score)) WHERE discoverable;
+      CREATE INDEX search_documents_ranked_gin ON search_documents USING GIN (search_rank_document(document,
+        static_score)) WHERE discoverable;
     `);
   },
 };

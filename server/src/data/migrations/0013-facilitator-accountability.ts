@@ -5,7 +5,8 @@ import type { Migration } from './types';
  * - settlements carry their transaction's time bound (`valid_until`: after a ledger closed past it, a transaction the
  *   ledger never saw can never land, so it is failed and its channel freed), the seller accountable for the fees,
  *   the most the transaction could cost and what it did cost, its channel sequence number (evidence when the RPC
- *   forgot: a channel that never reached that sequence never applied it), and a reconciliation mark for a transaction whose
+ *   forgot: a channel that never reached that sequence never applied it), and a reconciliation mark for a transaction
+ * whose
  *   window the RPC's history no longer covers (never failed without evidence);
  * - `seller_fee_days`: network fees per seller, network and UTC day (committed while pending, spent once final),
  *   which the optional daily fee budget is checked against with a compare-and-set;
@@ -37,6 +38,9 @@ export const migration: Migration = {
       DELETE FROM payment_attempts a USING payment_attempts b
        WHERE a.status = 'verification_failed' AND b.status = 'verification_failed'
          AND a.payment_hash = b.payment_hash AND a.id > b.id`);
-    await q(`CREATE UNIQUE INDEX payment_attempts_failed_once ON payment_attempts (payment_hash) WHERE status = 'verification_failed'`);
+    await q(
+      `CREATE UNIQUE INDEX payment_attempts_failed_once ON payment_attempts (payment_hash) WHERE status = ` +
+        `'verification_failed'`,
+    );
   },
 };

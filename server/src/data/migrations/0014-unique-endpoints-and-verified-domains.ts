@@ -25,11 +25,14 @@ export const migration: Migration = {
         RETURNING r.id, r.current_version_id, r.seller_id
       )
       INSERT INTO catalog_events (id, resource_id, version_id, seller_id, kind)
-      SELECT 'cev_' || upper(substr(md5(id || clock_timestamp()::text), 1, 26)), id, current_version_id, seller_id, 'deleted' FROM dropped`);
+      SELECT 'cev_' || upper(substr(md5(id || clock_timestamp()::text), 1, 26)), id, current_version_id,
+        seller_id, 'deleted' FROM dropped`);
     await q(`
       CREATE UNIQUE INDEX resources_active_endpoint_uq
         ON resources (seller_id, url, upper(coalesce(extensions #>> '{bazaar,info,input,method}', 'GET')))
         WHERE status = 'active' AND type = 'http'`);
-    await q(`CREATE UNIQUE INDEX sellers_verified_domain_uq ON sellers (lower(domain)) WHERE domain_verified_at IS NOT NULL`);
+    await q(
+      `CREATE UNIQUE INDEX sellers_verified_domain_uq ON sellers (lower(domain)) WHERE domain_verified_at IS NOT NULL`,
+    );
   },
 };

@@ -9,7 +9,8 @@ import type { Migration } from './types';
  * - `search_vocabulary` holds every indexed lexeme with the number of discoverable documents carrying it: the
  *   document frequency of a query term (its IDF weight, and which terms are rare enough to read every match of) and
  *   the words typo tolerance corrects to (pg_trgm similarity, GIN trigram index). Lexemes without a letter (numbers)
- *   and longer than 40 characters are left out (a word unknown to it counts as rare). Indexing adds new words (count 1);
+ *   and longer than 40 characters are left out (a word unknown to it counts as rare). Indexing adds new words (count
+ * 1);
  *   the search-sync worker recounts from ts_stat at most every few minutes.
  * - `search_documents.unique_payers` / `last_payment_at`: usage over 30 days (with `settlement_count`), refreshed by
  *   the search-sync worker from settled payment attempts; read at query time as a ranking term.
@@ -27,7 +28,8 @@ export const migration: Migration = {
         || setweight(to_tsvector('english', COALESCE(regexp_replace(mcp_tool_name, '[_.-]+', ' ', 'g'), '')), 'B')
         || setweight(ts_filter(document, '{b}'), 'C')
         || setweight(ts_filter(document, '{c}'), 'D')
-        || setweight(to_tsvector('english', regexp_replace(regexp_replace(url, '^[a-z]+://', ''), '[/._~{}:?=&-]+', ' ', 'g')), 'D');
+        || setweight(to_tsvector('english', regexp_replace(regexp_replace(url, '^[a-z]+://', ''),
+          '[/._~{}:?=&-]+', ' ', 'g')), 'D');
 
       CREATE TABLE search_vocabulary (
         word text PRIMARY KEY,
@@ -40,7 +42,8 @@ export const migration: Migration = {
         refreshed_at timestamptz NOT NULL DEFAULT now()
       );
       INSERT INTO search_vocabulary (word, ndoc)
-        SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable') WHERE word ~ '[[:alpha:]]' AND length(word) <= 40;
+        SELECT word, ndoc FROM ts_stat('SELECT document FROM search_documents WHERE discoverable') WHERE
+          word ~ '[[:alpha:]]' AND length(word) <= 40;
       INSERT INTO search_vocabulary_state (id, refreshed_at) VALUES (1, now());
 
       ALTER TABLE search_documents ADD COLUMN unique_payers integer NOT NULL DEFAULT 0,
@@ -76,7 +79,8 @@ export const migration: Migration = {
         PRIMARY KEY (network, transaction)
       );
       CREATE INDEX observed_payments_resource_idx ON observed_payments (observed_resource_id, paid_at);
-      CREATE INDEX payment_attempts_settled_recent_idx ON payment_attempts (resource_id, updated_at) WHERE status = 'settled';
+      CREATE INDEX payment_attempts_settled_recent_idx ON payment_attempts (resource_id, updated_at) WHERE
+        status = 'settled';
     `);
   },
 };

@@ -11,7 +11,8 @@ export const migration: Migration = {
     await q(`
       CREATE TABLE seller_receipt_keys (
         seller_id text PRIMARY KEY REFERENCES sellers(id) ON DELETE CASCADE,
-        public_jwks jsonb NOT NULL CHECK (jsonb_typeof(public_jwks) = 'array' AND jsonb_array_length(public_jwks) BETWEEN 1 AND 5 AND NOT jsonb_path_exists(public_jwks, '$[*].d')),
+        public_jwks jsonb NOT NULL CHECK (jsonb_typeof(public_jwks) = 'array' AND
+          jsonb_array_length(public_jwks) BETWEEN 1 AND 5 AND NOT jsonb_path_exists(public_jwks, '$[*].d')),
         updated_at timestamptz NOT NULL DEFAULT now()
       )`);
   },

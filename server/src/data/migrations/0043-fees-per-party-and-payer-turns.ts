@@ -28,9 +28,16 @@ export const migration: Migration = {
       )`);
     await q(`ALTER TABLE settlements ADD COLUMN fee_payer text, ADD COLUMN fee_client text`);
     // Attempts left claimed by an older version would break the index: they end as the cleanup worker would end them.
-    await q(`UPDATE payment_attempts p SET status = 'settlement_failed', failure_code = 'SETTLEMENT_FAILED', failure_reason = 'abandoned before the upgrade'
-              WHERE status = 'settlement_pending' AND NOT EXISTS (SELECT 1 FROM settlements s WHERE s.payment_attempt_id = p.id)
-                AND EXISTS (SELECT 1 FROM payment_attempts o WHERE o.status = 'settlement_pending' AND o.id <> p.id AND o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer)`);
-    await q(`CREATE UNIQUE INDEX payment_attempts_one_in_flight_per_payer ON payment_attempts (network, payer, asset_code, asset_issuer) WHERE status = 'settlement_pending'`);
+    await q(`UPDATE payment_attempts p SET status = 'settlement_failed', failure_code = 'SETTLEMENT_FAILED',
+      failure_reason = 'abandoned before the upgrade'
+              WHERE status = 'settlement_pending' AND NOT EXISTS (SELECT 1 FROM settlements s WHERE
+                s.payment_attempt_id = p.id)
+                AND EXISTS (SELECT 1 FROM payment_attempts o WHERE o.status = 'settlement_pending'
+                  AND o.id <> p.id AND o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code
+                  AND o.asset_issuer = p.asset_issuer)`);
+    await q(
+      `CREATE UNIQUE INDEX payment_attempts_one_in_flight_per_payer ON payment_attempts (network, payer, ` +
+        `asset_code, asset_issuer) WHERE status = 'settlement_pending'`,
+    );
   },
 };

@@ -32,8 +32,10 @@ export const migration: Migration = {
     await q(`
       UPDATE seller_receipt_keys s
          SET public_jwks = (SELECT jsonb_agg(k) FROM jsonb_array_elements(s.public_jwks) k
-                             WHERE EXISTS (SELECT 1 FROM seller_receipt_key_owners o WHERE o.public_key = k->>'x' AND o.seller_id = s.seller_id))
+                             WHERE EXISTS (SELECT 1 FROM seller_receipt_key_owners o
+                               WHERE o.public_key = k->>'x' AND o.seller_id = s.seller_id))
        WHERE EXISTS (SELECT 1 FROM jsonb_array_elements(s.public_jwks) k
-                      WHERE NOT EXISTS (SELECT 1 FROM seller_receipt_key_owners o WHERE o.public_key = k->>'x' AND o.seller_id = s.seller_id))`);
+                      WHERE NOT EXISTS (SELECT 1 FROM seller_receipt_key_owners o WHERE
+                        o.public_key = k->>'x' AND o.seller_id = s.seller_id))`);
   },
 };

@@ -11,7 +11,8 @@ export const migration: Migration = {
   async up(q) {
     await q(`
       ALTER TABLE settlements
-        ADD COLUMN inclusion_fee_stroops bigint NULL CHECK (inclusion_fee_stroops IS NULL OR inclusion_fee_stroops >= 0),
+        ADD COLUMN inclusion_fee_stroops bigint NULL CHECK (inclusion_fee_stroops IS NULL OR
+          inclusion_fee_stroops >= 0),
         ADD COLUMN resource_fee_stroops bigint NULL CHECK (resource_fee_stroops IS NULL OR resource_fee_stroops >= 0),
         ADD COLUMN fee_percentile text NULL;
     `);

@@ -39,8 +39,10 @@ export const migration: Migration = {
       );
       INSERT INTO search_postings (resource_id, term, fields, rank)
         SELECT d.resource_id, t.lexeme,
-               GREATEST(1, (CASE WHEN 'A' = ANY (t.weights) THEN 8 ELSE 0 END) | (CASE WHEN 'B' = ANY (t.weights) THEN 4 ELSE 0 END)
-                         | (CASE WHEN 'C' = ANY (t.weights) THEN 2 ELSE 0 END) | (CASE WHEN 'D' = ANY (t.weights) THEN 1 ELSE 0 END)),
+               GREATEST(1, (CASE WHEN 'A' = ANY (t.weights) THEN 8 ELSE 0 END) | (CASE WHEN 'B' =
+                 ANY (t.weights) THEN 4 ELSE 0 END)
+                         | (CASE WHEN 'C' = ANY (t.weights) THEN 2 ELSE 0 END) | (CASE
+                           WHEN 'D' = ANY (t.weights) THEN 1 ELSE 0 END)),
                0
           FROM search_documents d, unnest(d.document) AS t
          WHERE d.discoverable AND length(t.lexeme) <= 40;

@@ -58,7 +58,8 @@ export const migration: Migration = {
         confirmed_by text,
         resolved_at timestamptz
       );
-      CREATE UNIQUE INDEX resource_drift_open_uq ON resource_drift (resource_id, kind) WHERE confirmed_at IS NULL AND resolved_at IS NULL;
+      CREATE UNIQUE INDEX resource_drift_open_uq ON resource_drift (resource_id, kind) WHERE confirmed_at IS
+        NULL AND resolved_at IS NULL;
       CREATE INDEX resource_drift_resource_idx ON resource_drift (resource_id, detected_at DESC);
 
       -- Self-dealing checks of the usage signal look payments up by payer and payee.

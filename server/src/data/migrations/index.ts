@@ -27,4 +27,31 @@ import { migration as m0100 } from './0100-search-postings';
 import { migration as m0110 } from './0110-trust-signals';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
-export const MIGRATIONS: Migration[] = [m0001, m0002, m0003, m0004, m0006, m0008, m0005, m0009, m0012, m0010, m0011, m0013, m0032, m0022, m0014, m0042, m0023, m0043, m0060, m0050, m0075, m0080, m0085, m0090, m0100, m0110];
+export const MIGRATIONS: Migration[] = [
+  m0001,
+  m0002,
+  m0003,
+  m0004,
+  m0006,
+  m0008,
+  m0005,
+  m0009,
+  m0012,
+  m0010,
+  m0011,
+  m0013,
+  m0032,
+  m0022,
+  m0014,
+  m0042,
+  m0023,
+  m0043,
+  m0060,
+  m0050,
+  m0075,
+  m0080,
+  m0085,
+  m0090,
+  m0100,
+  m0110,
+];

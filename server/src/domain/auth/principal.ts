@@ -3,7 +3,8 @@ import { DomainError } from '../errors';
 import type { ApiKeyScope } from '../sellers/types';
 
 /** Who is calling. A seller key is bound to one seller and has a scope; the operator key comes from configuration. */
-export type Principal = { role: 'public' } | { role: 'operator' } | { role: 'seller'; sellerId: string; keyId: string; scope: ApiKeyScope };
+export type Principal =
+  { role: 'public' } | { role: 'operator' } | { role: 'seller'; sellerId: string; keyId: string; scope: ApiKeyScope };
 
 export const PUBLIC: Principal = { role: 'public' };
 
@@ -35,7 +36,8 @@ export function assertActsFor(principal: Principal, sellerId: string): void {
 /** The seller itself with an admin key, or the operator (key management). */
 export function assertAdminFor(principal: Principal, sellerId: string): void {
   assertActsFor(principal, sellerId);
-  if (principal.role === 'seller' && principal.scope !== 'admin') throw new DomainError('FORBIDDEN', 'Managing API keys needs an admin key of this seller');
+  if (principal.role === 'seller' && principal.scope !== 'admin')
+    throw new DomainError('FORBIDDEN', 'Managing API keys needs an admin key of this seller');
 }
 
 export function isOperatorOrSeller(principal: Principal, sellerId: string | null): boolean {

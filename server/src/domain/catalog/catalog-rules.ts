@@ -41,7 +41,13 @@ export interface CatalogFacts {
 export const FIELD_PREFIX = 'resource.';
 
 export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): RuleResult {
-  const base = checkResourceTerms(terms, { networks: facts.networks, seller: facts.seller, trusted: facts.trusted, fieldPrefix: FIELD_PREFIX, minimumAmount: facts.minimumAmount });
+  const base = checkResourceTerms(terms, {
+    networks: facts.networks,
+    seller: facts.seller,
+    trusted: facts.trusted,
+    fieldPrefix: FIELD_PREFIX,
+    minimumAmount: facts.minimumAmount,
+  });
   const errors: ValidationIssue[] = [...base.errors];
   // The base rules only warn about a foreign payTo; here it is an error unless declared (below).
   const warnings: ValidationIssue[] = base.warnings.filter((w) => w.field !== `${FIELD_PREFIX}payTo`);
@@ -50,22 +56,35 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
 
   const seller = facts.seller;
   if (facts.callerSellerId !== null && seller && facts.callerSellerId !== seller.id) {
-    forged('sellerId', 'this API key belongs to another seller: a seller may catalog only its own resources', 'FORBIDDEN');
+    forged(
+      'sellerId',
+      'this API key belongs to another seller: a seller may catalog only its own resources',
+      'FORBIDDEN',
+    );
   }
   const payToValid = !base.errors.some((e) => e.field === `${FIELD_PREFIX}payTo`);
   if (seller && payToValid && terms.payTo !== seller.walletAddress) {
     if (facts.payToOwner !== null && facts.payToOwner !== seller.id) {
       forged(`${FIELD_PREFIX}payTo`, 'payTo is the wallet address of another seller');
     } else if (!facts.payToDeclared) {
-      forged(`${FIELD_PREFIX}payTo`, "payTo is not the seller's wallet address; set payToDeclared to declare it as the seller's recipient");
+      forged(
+        `${FIELD_PREFIX}payTo`,
+        "payTo is not the seller's wallet address; set payToDeclared to declare it as the seller's recipient",
+      );
     } else {
-      warnings.push({ code: 'CATALOG_VALIDATION_FAILED', field: `${FIELD_PREFIX}payTo`, message: "payTo differs from the seller's wallet address (declared by the seller)", reason: 'forged_seller_metadata' });
+      warnings.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: `${FIELD_PREFIX}payTo`,
+        message: "payTo differs from the seller's wallet address (declared by the seller)",
+        reason: 'forged_seller_metadata',
+      });
     }
   }
   if (seller) {
     const hostProblem = urlHostProblem(terms.url, seller.domain);
     if (hostProblem) forged(`${FIELD_PREFIX}url`, hostProblem);
-    if (facts.domainVerifiedByOther) forged('sellerId', `the domain ${seller.domain.toLowerCase().replace(/\.$/, '')} is verified by another seller`);
+    if (facts.domainVerifiedByOther)
+      forged('sellerId', `the domain ${seller.domain.toLowerCase().replace(/\.$/, '')} is verified by another seller`);
     const claimed = hostClaimedByOther(terms.url, seller.id, facts.hostOwner);
     if (claimed) forged(`${FIELD_PREFIX}url`, claimed);
   }
@@ -77,7 +96,9 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
     errors.push({
       code: 'CATALOG_VALIDATION_FAILED',
       field: `${FIELD_PREFIX}extensions.mcp.toolName`,
-      message: `ambiguous MCP metadata: resource ${facts.mcpToolConflict} already offers tool ${mcpToolName(terms.extensions) ?? ''} on ${terms.url}`,
+      message:
+        `ambiguous MCP metadata: resource ${facts.mcpToolConflict} already offers tool ` +
+        `${mcpToolName(terms.extensions) ?? ''} on ${terms.url}`,
       reason: 'ambiguous_mcp',
     });
   }
@@ -92,14 +113,18 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
 export function urlHostProblem(url: string, sellerDomain: string): string | null {
   const host = hostOf(url);
   const domain = sellerDomain.toLowerCase().replace(/\.$/, '');
-  if (host !== null && host !== domain && !host.endsWith(`.${domain}`)) return `the URL's host ${host} is not the seller's domain ${domain} or a subdomain of it`;
+  if (host !== null && host !== domain && !host.endsWith(`.${domain}`))
+    return `the URL's host ${host} is not the seller's domain ${domain} or a subdomain of it`;
   return null;
 }
 
 /** Why a URL's host is not the seller's to list: another seller proved it (hostOwner), or null. */
 export function hostClaimedByOther(url: string, sellerId: string, hostOwner: string | null | undefined): string | null {
   if (hostOwner === undefined || hostOwner === null || hostOwner === sellerId) return null;
-  return `the URL's host ${hostOf(url) ?? url} is under a domain another seller has verified: one proven host belongs to one seller`;
+  return (
+    `the URL's host ${hostOf(url) ?? url} is under a domain another seller has verified: one proven host belongs ` +
+    `to one seller`
+  );
 }
 
 /**
@@ -107,12 +132,26 @@ export function hostClaimedByOther(url: string, sellerId: string, hostOwner: str
  * proof). A different recipient is possible only through the discovery catalog with `payToDeclared`, and never
  * another seller's wallet.
  */
-export function resourceOwnershipIssues(terms: Pick<ResourceTerms, 'url' | 'payTo'>, seller: { walletAddress: string; domain: string }): ValidationIssue[] {
+export function resourceOwnershipIssues(
+  terms: Pick<ResourceTerms, 'url' | 'payTo'>,
+  seller: { walletAddress: string; domain: string },
+): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   const hostProblem = urlHostProblem(terms.url, seller.domain);
-  if (hostProblem) issues.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'url', message: hostProblem, reason: 'forged_seller_metadata' });
+  if (hostProblem)
+    issues.push({
+      code: 'CATALOG_VALIDATION_FAILED',
+      field: 'url',
+      message: hostProblem,
+      reason: 'forged_seller_metadata',
+    });
   if (terms.payTo !== seller.walletAddress) {
-    issues.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'payTo', message: "payTo must be the seller's own wallet address (proven at sign-up)", reason: 'forged_seller_metadata' });
+    issues.push({
+      code: 'CATALOG_VALIDATION_FAILED',
+      field: 'payTo',
+      message: "payTo must be the seller's own wallet address (proven at sign-up)",
+      reason: 'forged_seller_metadata',
+    });
   }
   return issues;
 }

@@ -28,8 +28,15 @@ export function isDuplicateEndpoint(err: unknown): boolean {
 export function duplicateResource(existingId: string, method: string, url: string): DomainError {
   return new DomainError(
     'DUPLICATE_RESOURCE',
-    `You already list ${method} ${url} as resource ${existingId}; update that resource (PATCH /v1/resources/${existingId}, or catalog with resourceId ${existingId}) instead of creating a second one`,
-    [{ field: 'url', message: `already listed by your active resource ${existingId} (${method} ${url})`, code: 'DUPLICATE_RESOURCE' }],
+    `You already list ${method} ${url} as resource ${existingId}; update that resource (PATCH ` +
+      `/v1/resources/${existingId}, or catalog with resourceId ${existingId}) instead of creating a second one`,
+    [
+      {
+        field: 'url',
+        message: `already listed by your active resource ${existingId} (${method} ${url})`,
+        code: 'DUPLICATE_RESOURCE',
+      },
+    ],
   );
 }
 

@@ -36,7 +36,10 @@ function bazaarToolName(bazaar: unknown): string | null {
   return typeof input.toolName === 'string' ? input.toolName : typeof input.tool === 'string' ? input.tool : null;
 }
 
-export function checkExtensions(terms: ResourceTerms, prefix: string): { errors: ValidationIssue[]; warnings: ValidationIssue[] } {
+export function checkExtensions(
+  terms: ResourceTerms,
+  prefix: string,
+): { errors: ValidationIssue[]; warnings: ValidationIssue[] } {
   const errors: ValidationIssue[] = [];
   const warnings: ValidationIssue[] = [];
   const ext = terms.extensions;
@@ -47,28 +50,65 @@ export function checkExtensions(terms: ResourceTerms, prefix: string): { errors:
   if ('bazaar' in ext) {
     const bazaar = ext.bazaar;
     if (!isObj(bazaar)) {
-      errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar'), message: 'must be an object', reason: 'extension' });
+      errors.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: f('bazaar'),
+        message: 'must be an object',
+        reason: 'extension',
+      });
     } else {
       let schemaOk = false;
       if ('schema' in bazaar) {
         const problem = checkJsonSchema(bazaar.schema);
-        if (problem) errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.schema'), message: problem, reason: 'invalid_schema' });
+        if (problem)
+          errors.push({
+            code: 'CATALOG_VALIDATION_FAILED',
+            field: f('bazaar.schema'),
+            message: problem,
+            reason: 'invalid_schema',
+          });
         else schemaOk = true;
       }
       if (!('info' in bazaar)) {
-        warnings.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.info'), message: 'No Bazaar info; x402 Bazaar clients will not see how to call the resource', reason: 'extension' });
+        warnings.push({
+          code: 'CATALOG_VALIDATION_FAILED',
+          field: f('bazaar.info'),
+          message: 'No Bazaar info; x402 Bazaar clients will not see how to call the resource',
+          reason: 'extension',
+        });
       } else if (!isObj(bazaar.info)) {
-        errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.info'), message: 'must be an object', reason: 'extension' });
+        errors.push({
+          code: 'CATALOG_VALIDATION_FAILED',
+          field: f('bazaar.info'),
+          message: 'must be an object',
+          reason: 'extension',
+        });
       } else {
         if (schemaOk) {
           const mismatch = compileSchema(bazaar.schema as object)(bazaar.info);
-          if (mismatch) errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.info'), message: `does not match extensions.bazaar.schema: ${mismatch}`, reason: 'extension' });
+          if (mismatch)
+            errors.push({
+              code: 'CATALOG_VALIDATION_FAILED',
+              field: f('bazaar.info'),
+              message: `does not match extensions.bazaar.schema: ${mismatch}`,
+              reason: 'extension',
+            });
         } else if (!('schema' in bazaar)) {
-          warnings.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.schema'), message: 'No Bazaar schema; info cannot be checked', reason: 'extension' });
+          warnings.push({
+            code: 'CATALOG_VALIDATION_FAILED',
+            field: f('bazaar.schema'),
+            message: 'No Bazaar schema; info cannot be checked',
+            reason: 'extension',
+          });
         }
         const input = bazaar.info.input;
         if (input !== undefined && !isObj(input)) {
-          errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.info.input'), message: 'must be an object', reason: 'extension' });
+          errors.push({
+            code: 'CATALOG_VALIDATION_FAILED',
+            field: f('bazaar.info.input'),
+            message: 'must be an object',
+            reason: 'extension',
+          });
         } else if (isObj(input)) {
           if (input.type !== undefined && input.type !== terms.type) {
             errors.push({
@@ -78,8 +118,16 @@ export function checkExtensions(terms: ResourceTerms, prefix: string): { errors:
               reason: terms.type === 'mcp' || input.type === 'mcp' ? 'ambiguous_mcp' : 'extension',
             });
           }
-          if (input.method !== undefined && (typeof input.method !== 'string' || !HTTP_METHODS.has(input.method.toUpperCase()))) {
-            errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('bazaar.info.input.method'), message: 'must be an HTTP method', reason: 'extension' });
+          if (
+            input.method !== undefined &&
+            (typeof input.method !== 'string' || !HTTP_METHODS.has(input.method.toUpperCase()))
+          ) {
+            errors.push({
+              code: 'CATALOG_VALIDATION_FAILED',
+              field: f('bazaar.info.input.method'),
+              message: 'must be an HTTP method',
+              reason: 'extension',
+            });
           }
         }
       }
@@ -90,41 +138,83 @@ export function checkExtensions(terms: ResourceTerms, prefix: string): { errors:
   const mcp = ext.mcp;
   if (terms.type === 'mcp') {
     if (!isObj(mcp)) {
-      errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp'), message: 'a resource of type mcp needs extensions.mcp with its toolName', reason: 'ambiguous_mcp' });
+      errors.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: f('mcp'),
+        message: 'a resource of type mcp needs extensions.mcp with its toolName',
+        reason: 'ambiguous_mcp',
+      });
       return { errors, warnings };
     }
     const names = new Set<string>();
     for (const key of ['toolName', 'tool', 'name'] as const) {
       if (mcp[key] === undefined) continue;
       if (typeof mcp[key] !== 'string' || !MCP_TOOL_NAME.test(mcp[key] as string)) {
-        errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f(`mcp.${key}`), message: 'must be a tool name of 1 to 120 characters A-Z a-z 0-9 _ . -', reason: 'ambiguous_mcp' });
+        errors.push({
+          code: 'CATALOG_VALIDATION_FAILED',
+          field: f(`mcp.${key}`),
+          message: 'must be a tool name of 1 to 120 characters A-Z a-z 0-9 _ . -',
+          reason: 'ambiguous_mcp',
+        });
       } else names.add(mcp[key] as string);
     }
     const fromBazaar = bazaarToolName(ext.bazaar);
     if (fromBazaar !== null) names.add(fromBazaar);
     if (mcp.toolName === undefined && mcp.tool === undefined) {
-      errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp.toolName'), message: 'missing tool name (toolName, or the older tool)', reason: 'ambiguous_mcp' });
+      errors.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: f('mcp.toolName'),
+        message: 'missing tool name (toolName, or the older tool)',
+        reason: 'ambiguous_mcp',
+      });
     } else if (names.size > 1) {
-      errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp.toolName'), message: `ambiguous tool name: ${[...names].join(', ')}`, reason: 'ambiguous_mcp' });
+      errors.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: f('mcp.toolName'),
+        message: `ambiguous tool name: ${[...names].join(', ')}`,
+        reason: 'ambiguous_mcp',
+      });
     }
     const toolName = mcpToolName(ext);
     if (mcp.description !== undefined && typeof mcp.description !== 'string') {
-      errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp.description'), message: 'must be a string', reason: 'ambiguous_mcp' });
+      errors.push({
+        code: 'CATALOG_VALIDATION_FAILED',
+        field: f('mcp.description'),
+        message: 'must be a string',
+        reason: 'ambiguous_mcp',
+      });
     }
     if (mcp.inputSchema !== undefined) {
       const problem = checkJsonSchema(mcp.inputSchema);
-      if (problem) errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp.inputSchema'), message: problem, reason: 'invalid_schema' });
+      if (problem)
+        errors.push({
+          code: 'CATALOG_VALIDATION_FAILED',
+          field: f('mcp.inputSchema'),
+          message: problem,
+          reason: 'invalid_schema',
+        });
       else if (JSON.stringify(canonical(mcp.inputSchema)) !== JSON.stringify(canonical(terms.inputSchema))) {
-        errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: f('mcp.inputSchema'), message: 'differs from resource.inputSchema: the tool would have two input schemas', reason: 'ambiguous_mcp' });
+        errors.push({
+          code: 'CATALOG_VALIDATION_FAILED',
+          field: f('mcp.inputSchema'),
+          message: 'differs from resource.inputSchema: the tool would have two input schemas',
+          reason: 'ambiguous_mcp',
+        });
       }
     }
-    for (const [field, schema] of [['inputSchema', terms.inputSchema], ['extensions.mcp.inputSchema', mcp.inputSchema]] as const) {
+    for (const [field, schema] of [
+      ['inputSchema', terms.inputSchema],
+      ['extensions.mcp.inputSchema', mcp.inputSchema],
+    ] as const) {
       if (!isObj(schema) || schema['x-mcp-tool'] === undefined || toolName === null) continue;
       if (schema['x-mcp-tool'] !== toolName) {
         errors.push({
           code: 'CATALOG_VALIDATION_FAILED',
           field: `${prefix}${field}`,
-          message: `the input schema names tool ${JSON.stringify(schema['x-mcp-tool'])} but the tool name is ${toolName}`,
+          message:
+            `the input schema names tool ` +
+            `${JSON.stringify(schema['x-mcp-tool'])} but the tool name ` +
+            `is ${toolName}`,
           reason: 'ambiguous_mcp',
         });
       }
@@ -135,6 +225,11 @@ export function checkExtensions(terms: ResourceTerms, prefix: string): { errors:
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (isObj(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical(v[k])]));
+  if (isObj(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical(v[k])]),
+    );
   return v;
 }

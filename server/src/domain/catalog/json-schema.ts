@@ -108,7 +108,8 @@ function checkUncached(schema: object): string | null {
   return null;
 }
 
-/** Compiles a schema that passed checkJsonSchema into a validator (used for extension metadata such as x402 Bazaar info). */
+/** Compiles a schema that passed checkJsonSchema into a validator (used for extension metadata such as x402 Bazaar
+ * info). */
 export function compileSchema(schema: object): (data: unknown) => string | null {
   const key = hashOf(JSON.stringify(schema));
   const hit = compiled.get(key);
@@ -153,22 +154,42 @@ function checkBounds(root: object): string | null {
     const o = node as Obj;
     // Keywords of a schema (an object under `properties`, `$defs`... is a map of names, but the checks below
     // only refuse what is unsafe anywhere, so they are applied to every object).
-    if (typeof o.pattern === 'string' && o.pattern.length > L.patternLength) return `pattern must be at most ${L.patternLength} characters`;
-    if (typeof o.format === 'string' && o.format.length > L.formatLength) return `format must be at most ${L.formatLength} characters`;
-    if (typeof o.$ref === 'string' && o.$ref.length > L.refLength) return `$ref must be at most ${L.refLength} characters`;
-    if (key !== null && key !== 'properties' && key !== '$defs' && key !== 'definitions' && key !== 'patternProperties' && key !== 'dependentSchemas' && key !== 'dependentRequired' && '$id' in o) {
+    if (typeof o.pattern === 'string' && o.pattern.length > L.patternLength)
+      return `pattern must be at most ${L.patternLength} characters`;
+    if (typeof o.format === 'string' && o.format.length > L.formatLength)
+      return `format must be at most ${L.formatLength} characters`;
+    if (typeof o.$ref === 'string' && o.$ref.length > L.refLength)
+      return `$ref must be at most ${L.refLength} characters`;
+    if (
+      key !== null &&
+      key !== 'properties' &&
+      key !== '$defs' &&
+      key !== 'definitions' &&
+      key !== 'patternProperties' &&
+      key !== 'dependentSchemas' &&
+      key !== 'dependentRequired' &&
+      '$id' in o
+    ) {
       return 'must not declare $id inside the schema (only at its root)';
     }
     if (isObj(o.patternProperties)) {
       const patterns = Object.keys(o.patternProperties);
-      if (patterns.length > L.patternProperties) return `patternProperties must have at most ${L.patternProperties} patterns`;
+      if (patterns.length > L.patternProperties)
+        return `patternProperties must have at most ${L.patternProperties} patterns`;
       const long = patterns.find((p) => p.length > L.patternLength);
       if (long !== undefined) return `patternProperties patterns must be at most ${L.patternLength} characters`;
     }
     if (o.uniqueItems === true) {
-      const scalarItems = isObj(o.items) && (typeof o.items.type === 'string' ? SCALAR_TYPES.has(o.items.type) : Array.isArray(o.items.type) && o.items.type.length > 0 && o.items.type.every((t) => SCALAR_TYPES.has(String(t))));
+      const scalarItems =
+        isObj(o.items) &&
+        (typeof o.items.type === 'string'
+          ? SCALAR_TYPES.has(o.items.type)
+          : Array.isArray(o.items.type) &&
+            o.items.type.length > 0 &&
+            o.items.type.every((t) => SCALAR_TYPES.has(String(t))));
       const capped = typeof o.maxItems === 'number' && o.maxItems <= L.uniqueItemsMax;
-      if (!scalarItems && !capped) return `uniqueItems over items that are not scalars needs maxItems of at most ${L.uniqueItemsMax}`;
+      if (!scalarItems && !capped)
+        return `uniqueItems over items that are not scalars needs maxItems of at most ${L.uniqueItemsMax}`;
     }
     for (const [k, v] of Object.entries(o)) stack.push({ node: v, depth: depth + 1, key: k });
   }
@@ -222,7 +243,8 @@ function findRefCycle(root: Obj): string | null {
     let node: unknown = root;
     for (const raw of fragment.slice(1).split('/')) {
       const token = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-      if (typeof node !== 'object' || node === null || !Object.prototype.hasOwnProperty.call(node, token)) return undefined;
+      if (typeof node !== 'object' || node === null || !Object.prototype.hasOwnProperty.call(node, token))
+        return undefined;
       node = (node as Record<string, unknown>)[token];
     }
     return node;
@@ -289,7 +311,8 @@ function pointerOf(root: unknown, target: unknown): string | null {
     const { node, path, depth } = stack.pop()!;
     if (node === target) return path;
     if (typeof node !== 'object' || node === null || depth > SCHEMA_LIMITS.depth + 1) continue;
-    for (const [k, v] of Object.entries(node)) stack.push({ node: v, path: `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth: depth + 1 });
+    for (const [k, v] of Object.entries(node))
+      stack.push({ node: v, path: `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth: depth + 1 });
   }
   return null;
 }

@@ -10,9 +10,16 @@ import type { ValidationIssue } from './resource-rules';
 export type WalletState = { account: boolean; trustline: boolean };
 
 /** Reads an account and its trustline to an asset; null when the ledger cannot be asked now. */
-export type WalletStateReader = (network: string, address: string, asset: RegisteredAsset) => Promise<WalletState | null>;
+export type WalletStateReader = (
+  network: string,
+  address: string,
+  asset: RegisteredAsset,
+) => Promise<WalletState | null>;
 
-export function readinessWarnings(state: WalletState | null, facts: { network: string; payTo: string; asset: RegisteredAsset; fieldPrefix: string }): ValidationIssue[] {
+export function readinessWarnings(
+  state: WalletState | null,
+  facts: { network: string; payTo: string; asset: RegisteredAsset; fieldPrefix: string },
+): ValidationIssue[] {
   if (!state || state.trustline) return [];
   const field = `${facts.fieldPrefix}payTo`;
   const asset = `${facts.asset.code} issued by ${facts.asset.issuer}`;
@@ -21,7 +28,9 @@ export function readinessWarnings(state: WalletState | null, facts: { network: s
       {
         code: 'TRUSTLINE_REQUIRED',
         field,
-        message: `the wallet ${facts.payTo} does not exist on ${facts.network}: fund it with XLM and add a trustline to ${asset}, or every payment to this listing will be refused`,
+        message:
+          `the wallet ${facts.payTo} does not exist on ${facts.network}: fund it with XLM and add a trustline to ` +
+          `${asset}, or every payment to this listing will be refused`,
       },
     ];
   }
@@ -29,7 +38,9 @@ export function readinessWarnings(state: WalletState | null, facts: { network: s
     {
       code: 'TRUSTLINE_REQUIRED',
       field,
-      message: `the wallet ${facts.payTo} has no trustline to ${asset} on ${facts.network}: nobody can pay this listing until the wallet adds one (a changeTrust operation)`,
+      message:
+        `the wallet ${facts.payTo} has no trustline to ${asset} on ${facts.network}: nobody can pay this listing ` +
+        `until the wallet adds one (a changeTrust operation)`,
     },
   ];
 }

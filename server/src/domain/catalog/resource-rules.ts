@@ -99,27 +99,62 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
   const warn = (code: ErrorCode, field: string, message: string) => warnings.push({ code, field: p + field, message });
 
   // sellerId and trusted sit next to the resource in the discovery requests: no field prefix for them.
-  if (!ctx.seller) errors.push({ code: 'CATALOG_VALIDATION_FAILED', field: 'sellerId', message: 'seller does not exist', reason: 'seller_not_found' });
+  if (!ctx.seller)
+    errors.push({
+      code: 'CATALOG_VALIDATION_FAILED',
+      field: 'sellerId',
+      message: 'seller does not exist',
+      reason: 'seller_not_found',
+    });
   if (ctx.trusted && ctx.seller && !ctx.seller.domainVerified) {
-    errors.push({ code: 'SELLER_DOMAIN_UNVERIFIED', field: p ? 'trusted' : 'sellerId', message: 'trusted catalog status requires a verified seller domain' });
+    errors.push({
+      code: 'SELLER_DOMAIN_UNVERIFIED',
+      field: p ? 'trusted' : 'sellerId',
+      message: 'trusted catalog status requires a verified seller domain',
+    });
   }
 
   const network = ctx.networks.get(terms.network);
   if (!network) {
-    err('UNSUPPORTED_NETWORK', 'network', `${terms.network} is not supported; supported networks: ${ctx.networks.list().map((n) => n.network).join(', ')}`);
+    err(
+      'UNSUPPORTED_NETWORK',
+      'network',
+      `${terms.network} is not supported; supported networks: ${ctx.networks
+        .list()
+        .map((n) => n.network)
+        .join(', ')}`,
+    );
   } else if (!ctx.networks.asset(terms.network, terms.assetCode, terms.assetIssuer)) {
     const accepted = network.assets.map((a) => `${a.code} issued by ${a.issuer}`).join(', ') || 'none';
-    err('UNSUPPORTED_ASSET', 'assetCode', `${terms.assetCode} issued by ${terms.assetIssuer} is not accepted on ${terms.network}; accepted there: ${accepted}`);
+    err(
+      'UNSUPPORTED_ASSET',
+      'assetCode',
+      `${terms.assetCode} issued by ${terms.assetIssuer} is not accepted on ${terms.network}; accepted there: ` +
+        `${accepted}`,
+    );
   }
   if (terms.network === 'stellar:pubnet' && ctx.seller && !ctx.seller.domainVerified) {
-    err('SELLER_DOMAIN_UNVERIFIED', 'network', 'resources on stellar:pubnet (real money) require a verified seller domain');
+    err(
+      'SELLER_DOMAIN_UNVERIFIED',
+      'network',
+      'resources on stellar:pubnet (real money) require a verified seller domain',
+    );
   }
 
   if (!isAmount(terms.amount) || toStroops(terms.amount) <= 0n) {
-    err('CATALOG_VALIDATION_FAILED', 'amount', 'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5');
+    err(
+      'CATALOG_VALIDATION_FAILED',
+      'amount',
+      'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5',
+    );
   } else if (ctx.minimumAmount && toStroops(terms.amount) < toStroops(ctx.minimumAmount)) {
     const minimum = formatAmount(toStroops(ctx.minimumAmount));
-    err('CATALOG_VALIDATION_FAILED', 'amount', `must be at least ${minimum} ${terms.assetCode}: the facilitator refuses smaller payments (FACILITATOR_MIN_AMOUNT)`);
+    err(
+      'CATALOG_VALIDATION_FAILED',
+      'amount',
+      `must be at least ${minimum} ${terms.assetCode}: the facilitator refuses smaller payments ` +
+        `(FACILITATOR_MIN_AMOUNT)`,
+    );
   }
   if (!isPayToAddress(terms.payTo)) {
     err('CATALOG_VALIDATION_FAILED', 'payTo', 'must be a valid Stellar account (G...) or contract (C...) address');
@@ -140,7 +175,8 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
     if (!pathMatchesTemplate(pathname, terms.routeTemplate)) {
       err('ROUTE_TEMPLATE_INVALID', 'routeTemplate', `the URL path ${pathname} does not match the route template`);
     }
-    if (new URL(terms.url).protocol === 'http:') warn('CATALOG_VALIDATION_FAILED', 'url', 'plain http URL: buyers should call https endpoints');
+    if (new URL(terms.url).protocol === 'http:')
+      warn('CATALOG_VALIDATION_FAILED', 'url', 'plain http URL: buyers should call https endpoints');
   }
 
   for (const field of ['inputSchema', 'outputSchema'] as const) {
@@ -152,13 +188,15 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
     err('CATALOG_VALIDATION_FAILED', 'extensions', 'must be an object');
   } else {
     for (const key of Object.keys(terms.extensions)) {
-      if (key !== 'bazaar' && key !== 'mcp') err('CATALOG_VALIDATION_FAILED', `extensions.${key}`, 'unknown extension (known: bazaar, mcp)');
+      if (key !== 'bazaar' && key !== 'mcp')
+        err('CATALOG_VALIDATION_FAILED', `extensions.${key}`, 'unknown extension (known: bazaar, mcp)');
     }
     if ('mcp' in terms.extensions && terms.type !== 'mcp') {
       err('CATALOG_VALIDATION_FAILED', 'extensions.mcp', 'the mcp extension is only valid on resources of type mcp');
     }
   }
-  if (!terms.description.trim()) warn('CATALOG_VALIDATION_FAILED', 'description', 'an empty description ranks low in search');
+  if (!terms.description.trim())
+    warn('CATALOG_VALIDATION_FAILED', 'description', 'an empty description ranks low in search');
   return { errors, warnings };
 }
 

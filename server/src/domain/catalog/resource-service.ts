@@ -49,7 +49,20 @@ export interface ResourceServiceDeps {
 /** How long a buyer's signed authorization may take to reach settlement, announced in the payment requirements. */
 export const MAX_TIMEOUT_SECONDS = 300;
 
-const TERM_FIELDS = ['name', 'description', 'url', 'routeTemplate', 'network', 'payTo', 'assetCode', 'assetIssuer', 'amount', 'inputSchema', 'outputSchema', 'extensions'] as const;
+const TERM_FIELDS = [
+  'name',
+  'description',
+  'url',
+  'routeTemplate',
+  'network',
+  'payTo',
+  'assetCode',
+  'assetIssuer',
+  'amount',
+  'inputSchema',
+  'outputSchema',
+  'extensions',
+] as const;
 type TermField = (typeof TERM_FIELDS)[number];
 
 /** Throws the issues of a failed rule check as one error: their shared code, or CATALOG_VALIDATION_FAILED. */
@@ -58,7 +71,11 @@ export function throwIfInvalid(result: RuleResult): void {
   const codes = new Set(result.errors.map((e) => e.code));
   const code = codes.size === 1 ? result.errors[0].code : 'CATALOG_VALIDATION_FAILED';
   const details: ErrorDetail[] = result.errors.map((e) => ({ field: e.field, message: e.message, code: e.code }));
-  throw new DomainError(code, `The resource is not valid: ${result.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`, details);
+  throw new DomainError(
+    code,
+    `The resource is not valid: ${result.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`,
+    details,
+  );
 }
 
 function sameJson(a: unknown, b: unknown): boolean {
@@ -67,13 +84,19 @@ function sameJson(a: unknown, b: unknown): boolean {
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   return v;
 }
 
 export function createResourceService(deps: ResourceServiceDeps) {
   const { resources, networks } = deps;
-  const findEndpoint = (sellerId: string, url: string, method: string) => resources.findActiveEndpoint(sellerId, url, method);
+  const findEndpoint = (sellerId: string, url: string, method: string) =>
+    resources.findActiveEndpoint(sellerId, url, method);
 
   async function sellerFor(sellerId: string): Promise<Seller> {
     const seller = await deps.findSeller(sellerId);
@@ -89,7 +112,9 @@ export function createResourceService(deps: ResourceServiceDeps) {
       minimumAmount: deps.minimumAmount,
     });
     // Same ownership rules as the catalog (catalog-rules.ts): the seller's domain and the seller's own wallet.
-    result.errors.push(...resourceOwnershipIssues(terms, seller).filter((i) => !result.errors.some((e) => e.field === i.field)));
+    result.errors.push(
+      ...resourceOwnershipIssues(terms, seller).filter((i) => !result.errors.some((e) => e.field === i.field)),
+    );
     result.warnings = result.warnings.filter((w) => w.field !== 'payTo');
     if (result.errors.length) deps.onValidationFailure?.(result.errors);
     throwIfInvalid(result);
@@ -111,7 +136,17 @@ export function createResourceService(deps: ResourceServiceDeps) {
   }
 
   function versionOf(r: Resource, seller: Seller, versionId: string, at: Date): ResourceVersion {
-    const { type: _t, id: _id, sellerId: _s, versionId: _v, version, status: _st, createdAt: _c, updatedAt: _u, ...terms } = r;
+    const {
+      type: _t,
+      id: _id,
+      sellerId: _s,
+      versionId: _v,
+      version,
+      status: _st,
+      createdAt: _c,
+      updatedAt: _u,
+      ...terms
+    } = r;
     return { ...terms, id: versionId, resourceId: r.id, version, sellerDomain: seller.domain, createdAt: at };
   }
 
@@ -149,7 +184,10 @@ export function createResourceService(deps: ResourceServiceDeps) {
 
   return {
     /** The created resource and its warnings (readiness of the payTo wallet first; the resource is created anyway). */
-    async create(principal: Principal, input: ResourceTerms & { sellerId: string }): Promise<ResourceDetail & { warnings: Array<Pick<ValidationIssue, 'code' | 'field' | 'message'>> }> {
+    async create(
+      principal: Principal,
+      input: ResourceTerms & { sellerId: string },
+    ): Promise<ResourceDetail & { warnings: Array<Pick<ValidationIssue, 'code' | 'field' | 'message'>> }> {
       assertActsFor(principal, input.sellerId);
       const seller = await sellerFor(input.sellerId);
       const { sellerId, ...rawTerms } = input;
@@ -169,10 +207,17 @@ export function createResourceService(deps: ResourceServiceDeps) {
         updatedAt: now,
       };
       await guardDuplicateEndpoint(resource, findEndpoint, () =>
-        resources.insert(resource, versionOf(resource, seller, resource.versionId, now), { id: newId('catalogEvent'), kind: 'created' }),
+        resources.insert(resource, versionOf(resource, seller, resource.versionId, now), {
+          id: newId('catalogEvent'),
+          kind: 'created',
+        }),
       );
       await notify(resource.id);
-      const issues = [...(await walletWarnings), ...warnings].map(({ code, field, message }) => ({ code, field, message }));
+      const issues = [...(await walletWarnings), ...warnings].map(({ code, field, message }) => ({
+        code,
+        field,
+        message,
+      }));
       return { ...(await detail(resource)), warnings: issues };
     },
 
@@ -183,7 +228,11 @@ export function createResourceService(deps: ResourceServiceDeps) {
     /** Active resources for anyone; soft-deleted ones only for their seller (sellerId filter) or the operator. */
     async list(principal: Principal, filters: ResourceFilters, page: PageRequest): Promise<Page<Resource>> {
       if (filters.status === 'deleted' && principal.role !== 'operator') {
-        if (!filters.sellerId) throw new DomainError(principal.role === 'public' ? 'UNAUTHORIZED' : 'FORBIDDEN', 'Listing deleted resources needs the operator key, or a seller key with its own sellerId');
+        if (!filters.sellerId)
+          throw new DomainError(
+            principal.role === 'public' ? 'UNAUTHORIZED' : 'FORBIDDEN',
+            'Listing deleted resources needs the operator key, or a seller key with its own sellerId',
+          );
         assertActsFor(principal, filters.sellerId);
       }
       return resources.list(filters, decodeCursor(page.cursor), pageLimit(page.limit));
@@ -195,7 +244,11 @@ export function createResourceService(deps: ResourceServiceDeps) {
     },
 
     /** A change of any term stores a new version; history is kept and receipts keep pointing at their version. */
-    async update(principal: Principal, id: string, patch: Partial<Pick<ResourceTerms, TermField>>): Promise<ResourceDetail> {
+    async update(
+      principal: Principal,
+      id: string,
+      patch: Partial<Pick<ResourceTerms, TermField>>,
+    ): Promise<ResourceDetail> {
       for (let attempt = 0; attempt < 3; attempt++) {
         const current = await load(id);
         assertActsFor(principal, current.sellerId);
@@ -214,7 +267,10 @@ export function createResourceService(deps: ResourceServiceDeps) {
         next.versionId = newId('version');
         next.updatedAt = now;
         const saved = await guardDuplicateEndpoint(next, findEndpoint, () =>
-          resources.saveNewVersion(next, versionOf(next, seller, next.versionId, now), current.version, { id: newId('catalogEvent'), kind: 'updated' }),
+          resources.saveNewVersion(next, versionOf(next, seller, next.versionId, now), current.version, {
+            id: newId('catalogEvent'),
+            kind: 'updated',
+          }),
         );
         if (saved) {
           await notify(id);

@@ -19,8 +19,10 @@ export function checkRouteTemplate(template: string): RouteTemplateProblem | nul
   if (template.length === 0 || template.length > MAX_ROUTE_TEMPLATE_LENGTH) {
     return { message: `must be 1 to ${MAX_ROUTE_TEMPLATE_LENGTH} characters` };
   }
-  if (/[\u0000-\u0020\u007f-\uffff]/.test(template)) return { message: 'must not contain whitespace, control or non-ASCII characters' };
-  if (template.includes('://') || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(template)) return { message: 'must be a path, not a URL with a scheme' };
+  if (/[\u0000-\u0020\u007f-\uffff]/.test(template))
+    return { message: 'must not contain whitespace, control or non-ASCII characters' };
+  if (template.includes('://') || /^[A-Za-z][A-Za-z0-9+.-]*:/.test(template))
+    return { message: 'must be a path, not a URL with a scheme' };
   if (!template.startsWith('/')) return { message: 'must start with /' };
   if (template.includes('%')) return { message: 'must not contain percent-encoded characters' };
   if (template.includes('\\')) return { message: 'must not contain backslashes' };
@@ -45,7 +47,8 @@ export function checkRouteTemplate(template: string): RouteTemplateProblem | nul
     if (segment.includes('{') || segment.includes('}')) {
       return { message: `segment "${segment}" has an unbalanced, nested, empty or partial {placeholder}` };
     }
-    if (!LITERAL_SEGMENT.test(segment)) return { message: `segment "${segment}" has characters outside A-Z a-z 0-9 . _ ~ -` };
+    if (!LITERAL_SEGMENT.test(segment))
+      return { message: `segment "${segment}" has characters outside A-Z a-z 0-9 . _ ~ -` };
   }
   return null;
 }
@@ -95,14 +98,19 @@ export function checkUrlPlaceholders(url: string): string | null {
   let count = 0;
   for (const segment of parts.path.split('/')) {
     if (!/[{}]/.test(segment)) continue;
-    if (!PARAM_SEGMENT.test(segment)) return `segment "${segment.slice(0, 80)}": a placeholder must be a whole path segment (no adjacent placeholders, no text around it)`;
+    if (!PARAM_SEGMENT.test(segment))
+      return (
+        `segment "${segment.slice(0, 80)}": a placeholder must be a whole path segment (no adjacent placeholders, ` +
+        `no text around it)`
+      );
     count++;
   }
   if (count > MAX_PLACEHOLDERS) return `at most ${MAX_PLACEHOLDERS} placeholders`;
   return null;
 }
 
-/** The static prefix a resource URL is indexed under (see migration 0005): up to the last `/` before its first placeholder. */
+/** The static prefix a resource URL is indexed under (see migration 0005): up to the last `/` before its first
+ * placeholder. */
 export function urlMatchKey(url: string): string | null {
   const parts = splitUrl(url);
   if (!parts || checkUrlPlaceholders(url) !== null || !parts.path.includes('{')) return null;

@@ -44,7 +44,12 @@ export interface ResourceRepository {
    * Stores `next` as a new version if the resource is still at `expectedVersion` (compare-and-set); false when
    * another writer got there first.
    */
-  saveNewVersion(next: Resource, version: ResourceVersion, expectedVersion: number, event: { id: string; kind: CatalogEventKind }): Promise<boolean>;
+  saveNewVersion(
+    next: Resource,
+    version: ResourceVersion,
+    expectedVersion: number,
+    event: { id: string; kind: CatalogEventKind },
+  ): Promise<boolean>;
   /** Hard-deletes a resource that has no payment attempts or receipts; 'has_payments' otherwise (nothing changed). */
   deleteIfUnpaid(id: string): Promise<'deleted' | 'has_payments'>;
   softDelete(id: string, event: { id: string; kind: CatalogEventKind }): Promise<void>;

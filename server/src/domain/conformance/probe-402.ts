@@ -58,21 +58,30 @@ function sameAmount(a: Accept, amount: string): boolean {
  * An unpaid request must answer 402 with requirements that match the catalog entry: scheme `exact`, the network,
  * the amount, the asset (contract id, or code + issuer) and payTo. Answers a reason code when it does not.
  */
-export async function probe402(fetch: ProbeFetch, target: ProbeTarget, assetContractId: string | null): Promise<{ passed: boolean; reason: string | null }> {
+export async function probe402(
+  fetch: ProbeFetch,
+  target: ProbeTarget,
+  assetContractId: string | null,
+): Promise<{ passed: boolean; reason: string | null }> {
   let res: Awaited<ReturnType<ProbeFetch>>;
   try {
     res = await fetch(probeUrl(target.url));
   } catch (err) {
     return { passed: false, reason: `UNREACHABLE: ${(err as Error).message}`.slice(0, 300) };
   }
-  if (res.status !== 402) return { passed: false, reason: `NOT_402: the endpoint answered ${res.status} to an unpaid request` };
+  if (res.status !== 402)
+    return { passed: false, reason: `NOT_402: the endpoint answered ${res.status} to an unpaid request` };
   const accepts = parseAccepts(res);
-  if (!accepts || accepts.length === 0) return { passed: false, reason: 'NO_REQUIREMENTS: the 402 answer carries no x402 accepts list' };
+  if (!accepts || accepts.length === 0)
+    return { passed: false, reason: 'NO_REQUIREMENTS: the 402 answer carries no x402 accepts list' };
   const forNetwork = accepts.filter((a) => a.scheme === 'exact' && a.network === target.network);
-  if (forNetwork.length === 0) return { passed: false, reason: `NETWORK_MISMATCH: no exact requirement for ${target.network}` };
+  if (forNetwork.length === 0)
+    return { passed: false, reason: `NETWORK_MISMATCH: no exact requirement for ${target.network}` };
   const mismatches = new Set<string>();
   for (const a of forNetwork) {
-    const assetOk = (assetContractId !== null && a.asset === assetContractId) || (a.extra?.asset?.code === target.assetCode && a.extra?.asset?.issuer === target.assetIssuer);
+    const assetOk =
+      (assetContractId !== null && a.asset === assetContractId) ||
+      (a.extra?.asset?.code === target.assetCode && a.extra?.asset?.issuer === target.assetIssuer);
     const amountOk = sameAmount(a, target.amount);
     const payToOk = a.payTo === target.payTo;
     if (assetOk && amountOk && payToOk) return { passed: true, reason: null };

@@ -18,7 +18,11 @@ export interface RunnerNetwork {
 /** The facilitator use cases the runner drives (in process: the same code /v1/verify and /v1/settle run). */
 export interface FacilitatorPort {
   supported(): { schemes: Array<{ name: string; network: string }> };
-  verify(input: { paymentPayload: never; paymentRequirements: never; resourceId?: string }): Promise<{ id: string; status: string }>;
+  verify(input: {
+    paymentPayload: never;
+    paymentRequirements: never;
+    resourceId?: string;
+  }): Promise<{ id: string; status: string }>;
   settle(input: { paymentAttemptId: string; paymentPayload: never; resourceId: string }): Promise<unknown>;
   receipt(id: string): Promise<{ id: string }>;
   /** The seconds per ledger verify converts maxTimeoutSeconds with: the runner's authorizations fit that window. */
@@ -31,9 +35,16 @@ export interface RunnerDeps {
   facilitator: FacilitatorPort;
   latestLedger(network: string): Promise<number>;
   /** Friendbot and faucet of the local network (null on real networks: the runner never funds there). */
-  localFunding(network: string): { fund(address: string): Promise<void>; faucet(address: string, assetCode: string, amount: string): Promise<void> } | null;
+  localFunding(network: string): {
+    fund(address: string): Promise<void>;
+    faucet(address: string, assetCode: string, amount: string): Promise<void>;
+  } | null;
   /** The runner's own resource on a local network, and the address it is paid to (null: settle is skipped). */
-  settleResource(network: string, asset: { code: string; issuer: string }, amount: string): Promise<{ resourceId: string; payTo: string } | null>;
+  settleResource(
+    network: string,
+    asset: { code: string; issuer: string },
+    amount: string,
+  ): Promise<{ resourceId: string; payTo: string } | null>;
   fetch: ProbeFetch;
   /** Resources probed per run, at most. Default 200. */
   maxProbes?: number;
@@ -56,15 +67,27 @@ export function newRunId(): string {
   return `cfr_${ulid()}`;
 }
 
-async function timed(name: string, fn: () => Promise<string | null | 'skip'>, extra: Partial<ConformanceCheck> = {}): Promise<ConformanceCheck> {
+async function timed(
+  name: string,
+  fn: () => Promise<string | null | 'skip'>,
+  extra: Partial<ConformanceCheck> = {},
+): Promise<ConformanceCheck> {
   const t = process.hrtime.bigint();
   const durationMs = () => Math.round(Number(process.hrtime.bigint() - t) / 1e4) / 100;
   try {
     const failure = await fn();
-    if (failure === 'skip') return { name, outcome: 'skipped', reason: extra.reason ?? null, durationMs: durationMs(), ...extra };
-    return { name, outcome: failure === null ? 'passed' : 'failed', reason: failure, durationMs: durationMs(), ...extra };
+    if (failure === 'skip')
+      return { name, outcome: 'skipped', reason: extra.reason ?? null, durationMs: durationMs(), ...extra };
+    return {
+      name,
+      outcome: failure === null ? 'passed' : 'failed',
+      reason: failure,
+      durationMs: durationMs(),
+      ...extra,
+    };
   } catch (err) {
-    const reason = err instanceof DomainError ? `${err.code}: ${err.message}` : `INTERNAL_ERROR: ${(err as Error).message}`;
+    const reason =
+      err instanceof DomainError ? `${err.code}: ${err.message}` : `INTERNAL_ERROR: ${(err as Error).message}`;
     return { name, outcome: 'failed', reason: reason.slice(0, 500), durationMs: durationMs(), ...extra };
   }
 }
@@ -90,10 +113,13 @@ export function createConformanceRunner(deps: RunnerDeps) {
     const asset = n.assets[0];
     checks.push(
       await timed('supported', async () =>
-        deps.facilitator.supported().schemes.some((s) => s.name === 'exact' && s.network === n.network) ? null : `exact is not reported for ${n.network}`,
+        deps.facilitator.supported().schemes.some((s) => s.name === 'exact' && s.network === n.network)
+          ? null
+          : `exact is not reported for ${n.network}`,
       ),
     );
-    if (!asset) return [...checks, { name: 'verify', outcome: 'skipped', reason: 'no asset is configured on the network' }];
+    if (!asset)
+      return [...checks, { name: 'verify', outcome: 'skipped', reason: 'no asset is configured on the network' }];
     const funding = n.local ? deps.localFunding(n.network) : null;
     const payer = Keypair.random();
     let settleTarget: { resourceId: string; payTo: string } | null = null;
@@ -108,13 +134,39 @@ export function createConformanceRunner(deps: RunnerDeps) {
     const latest = await deps.latestLedger(n.network);
     // As a well-behaved client signs: valid for maxTimeoutSeconds at the facilitator's ledger pace, without leaning on
     // the skew tolerance verify grants (a fixed +100 broke the expiry-window rule at 5 s ledgers: npm start's default).
-    const expiresAt = latest + maxExpiryLedgers(CYCLE_TIMEOUT_SECONDS, deps.facilitator.ledgerSeconds(n.network)) - LEDGER_SKEW_TOLERANCE;
+    const expiresAt =
+      latest +
+      maxExpiryLedgers(CYCLE_TIMEOUT_SECONDS, deps.facilitator.ledgerSeconds(n.network)) -
+      LEDGER_SKEW_TOLERANCE;
     const sign = (o: { amount?: string; contractId?: string; expiration?: number } = {}) =>
-      signTransfer({ payer, contractId: o.contractId ?? asset.contractId, payTo, amount: o.amount ?? CYCLE_AMOUNT, expiration: o.expiration ?? expiresAt, passphrase: n.passphrase });
+      signTransfer({
+        payer,
+        contractId: o.contractId ?? asset.contractId,
+        payTo,
+        amount: o.amount ?? CYCLE_AMOUNT,
+        expiration: o.expiration ?? expiresAt,
+        passphrase: n.passphrase,
+      });
     const payload = (entryXdr: string, expiresAtLedger: number, amount = CYCLE_AMOUNT) =>
-      ({ x402Version: 2, scheme: 'exact', network: n.network, asset: { code: asset.code, issuer: asset.issuer }, amount, payTo, expiresAtLedger, authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr } }) as never;
+      ({
+        x402Version: 2,
+        scheme: 'exact',
+        network: n.network,
+        asset: { code: asset.code, issuer: asset.issuer },
+        amount,
+        payTo,
+        expiresAtLedger,
+        authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr },
+      }) as never;
     const requirements = (o: { amount?: string; payTo?: string; asset?: { code: string; issuer: string } } = {}) =>
-      ({ scheme: 'exact', network: n.network, amount: o.amount ?? CYCLE_AMOUNT, payTo: o.payTo ?? payTo, asset: o.asset ?? { code: asset.code, issuer: asset.issuer }, maxTimeoutSeconds: CYCLE_TIMEOUT_SECONDS }) as never;
+      ({
+        scheme: 'exact',
+        network: n.network,
+        amount: o.amount ?? CYCLE_AMOUNT,
+        payTo: o.payTo ?? payTo,
+        asset: o.asset ?? { code: asset.code, issuer: asset.issuer },
+        maxTimeoutSeconds: CYCLE_TIMEOUT_SECONDS,
+      }) as never;
 
     if (funding) {
       // Full cycle, local network only: the runner funds its own payer and recipient.
@@ -146,7 +198,11 @@ export function createConformanceRunner(deps: RunnerDeps) {
           'settle',
           async () => {
             if (!attemptId || !resourceId) return 'skip';
-            const s = (await deps.facilitator.settle({ paymentAttemptId: attemptId, paymentPayload: goodPayload, resourceId })) as { receipt?: { id: string }; receiptId?: string; status?: string };
+            const s = (await deps.facilitator.settle({
+              paymentAttemptId: attemptId,
+              paymentPayload: goodPayload,
+              resourceId,
+            })) as { receipt?: { id: string }; receiptId?: string; status?: string };
             receiptId = s.receipt?.id ?? s.receiptId ?? null;
             return s.status === 'settled' ? null : `status ${String(s.status)}`;
           },
@@ -163,7 +219,9 @@ export function createConformanceRunner(deps: RunnerDeps) {
       checks.push(
         await timed('replay_refused', async () => {
           if (!attemptId) return 'skip';
-          return expectCode('REPLAY_DETECTED', () => deps.facilitator.verify({ paymentPayload: goodPayload, paymentRequirements: requirements() }));
+          return expectCode('REPLAY_DETECTED', () =>
+            deps.facilitator.verify({ paymentPayload: goodPayload, paymentRequirements: requirements() }),
+          );
         }),
       );
     }
@@ -173,27 +231,48 @@ export function createConformanceRunner(deps: RunnerDeps) {
       await timed('expired_refused', async () => {
         const expiration = Math.max(1, latest - 1);
         const e = await sign({ expiration });
-        return expectCode('AUTH_EXPIRED', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiration), paymentRequirements: requirements() }));
+        return expectCode('AUTH_EXPIRED', () =>
+          deps.facilitator.verify({
+            paymentPayload: payload(e.toXDR('base64'), expiration),
+            paymentRequirements: requirements(),
+          }),
+        );
       }),
     );
     checks.push(
       await timed('wrong_amount_refused', async () => {
         const e = await sign();
-        return expectCode('AMOUNT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements({ amount: '0.02' }) }));
+        return expectCode('AMOUNT_MISMATCH', () =>
+          deps.facilitator.verify({
+            paymentPayload: payload(e.toXDR('base64'), expiresAt),
+            paymentRequirements: requirements({ amount: '0.02' }),
+          }),
+        );
       }),
     );
     checks.push(
       await timed('wrong_asset_refused', async () => {
         // Signed for another contract than the required asset's (the network's native asset contract).
-        const other = n.assets.find((a) => a.contractId !== asset.contractId)?.contractId ?? nativeContractId(n.passphrase);
+        const other =
+          n.assets.find((a) => a.contractId !== asset.contractId)?.contractId ?? nativeContractId(n.passphrase);
         const e = await sign({ contractId: other });
-        return expectCode('ASSET_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements() }));
+        return expectCode('ASSET_MISMATCH', () =>
+          deps.facilitator.verify({
+            paymentPayload: payload(e.toXDR('base64'), expiresAt),
+            paymentRequirements: requirements(),
+          }),
+        );
       }),
     );
     checks.push(
       await timed('wrong_recipient_refused', async () => {
         const e = await sign();
-        return expectCode('RECIPIENT_MISMATCH', () => deps.facilitator.verify({ paymentPayload: payload(e.toXDR('base64'), expiresAt), paymentRequirements: requirements({ payTo: Keypair.random().publicKey() }) }));
+        return expectCode('RECIPIENT_MISMATCH', () =>
+          deps.facilitator.verify({
+            paymentPayload: payload(e.toXDR('base64'), expiresAt),
+            paymentRequirements: requirements({ payTo: Keypair.random().publicKey() }),
+          }),
+        );
       }),
     );
     return checks;
@@ -218,7 +297,8 @@ export function createConformanceRunner(deps: RunnerDeps) {
         const due = Math.max(Date.now(), (lastByHost.get(host) ?? 0) + gap);
         lastByHost.set(host, due);
         if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
-        const contractId = n.assets.find((a) => a.code === target.assetCode && a.issuer === target.assetIssuer)?.contractId ?? null;
+        const contractId =
+          n.assets.find((a) => a.code === target.assetCode && a.issuer === target.assetIssuer)?.contractId ?? null;
         const check = await timed(
           'probe_402',
           async () => {
@@ -231,7 +311,9 @@ export function createConformanceRunner(deps: RunnerDeps) {
         out.push(check);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(deps.probeConcurrency ?? 4, Math.max(1, targets.length)) }, worker));
+    await Promise.all(
+      Array.from({ length: Math.min(deps.probeConcurrency ?? 4, Math.max(1, targets.length)) }, worker),
+    );
     return out.sort((a, b) => (a.resourceId ?? '').localeCompare(b.resourceId ?? ''));
   }
 
@@ -239,9 +321,13 @@ export function createConformanceRunner(deps: RunnerDeps) {
     /** Queues one run per network (or the named one) with an RPC. */
     async queue(trigger: ConformanceRun['trigger'], network?: string): Promise<ConformanceRun[]> {
       const targets = deps.networks().filter((n) => n.rpcUrl && (!network || n.network === network));
-      if (network && targets.length === 0) throw new DomainError('UNSUPPORTED_NETWORK', `${network} has no RPC configured: nothing to check`);
+      if (network && targets.length === 0)
+        throw new DomainError('UNSUPPORTED_NETWORK', `${network} has no RPC configured: nothing to check`);
       const runs: ConformanceRun[] = [];
-      for (const n of targets) runs.push(await deps.store.createRun({ id: newRunId(), network: n.network, trigger, evidence: evidenceFor(n) }));
+      for (const n of targets)
+        runs.push(
+          await deps.store.createRun({ id: newRunId(), network: n.network, trigger, evidence: evidenceFor(n) }),
+        );
       return runs;
     },
 
@@ -251,12 +337,16 @@ export function createConformanceRunner(deps: RunnerDeps) {
       if (!run || !(await deps.store.startRun(runId))) return run;
       const n = deps.networks().find((x) => x.network === run.network);
       let checks: ConformanceCheck[];
-      if (!n) checks = [{ name: 'network', outcome: 'failed', reason: `UNSUPPORTED_NETWORK: ${run.network} is no longer configured` }];
+      if (!n)
+        checks = [
+          { name: 'network', outcome: 'failed', reason: `UNSUPPORTED_NETWORK: ${run.network} is no longer configured` },
+        ];
       else {
         try {
           checks = [...(await facilitatorChecks(n)), ...(await probeChecks(n, runId))];
         } catch (err) {
-          const reason = err instanceof DomainError ? `${err.code}: ${err.message}` : `INTERNAL_ERROR: ${(err as Error).message}`;
+          const reason =
+            err instanceof DomainError ? `${err.code}: ${err.message}` : `INTERNAL_ERROR: ${(err as Error).message}`;
           checks = [{ name: 'run', outcome: 'failed', reason: reason.slice(0, 500) }];
         }
       }

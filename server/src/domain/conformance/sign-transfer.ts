@@ -6,13 +6,24 @@ import { toStroops } from '../amount';
  * transfer(payer, payTo, amount) signed by the payer with `signatureExpirationLedger = expiration`, the x402 `exact`
  * scheme on Stellar (the same construction as the buyer SDK's sign-payment and the facilitator tests).
  */
-export async function signTransfer(o: { payer: Keypair; contractId: string; payTo: string; amount: string; expiration: number; passphrase: string }): Promise<xdr.SorobanAuthorizationEntry> {
+export async function signTransfer(o: {
+  payer: Keypair;
+  contractId: string;
+  payTo: string;
+  amount: string;
+  expiration: number;
+  passphrase: string;
+}): Promise<xdr.SorobanAuthorizationEntry> {
   const invocation = new xdr.SorobanAuthorizedInvocation({
     function: xdr.SorobanAuthorizedFunction.sorobanAuthorizedFunctionTypeContractFn(
       new xdr.InvokeContractArgs({
         contractAddress: new Address(o.contractId).toScAddress(),
         functionName: 'transfer',
-        args: [nativeToScVal(o.payer.publicKey(), { type: 'address' }), nativeToScVal(o.payTo, { type: 'address' }), nativeToScVal(toStroops(o.amount), { type: 'i128' })],
+        args: [
+          nativeToScVal(o.payer.publicKey(), { type: 'address' }),
+          nativeToScVal(o.payTo, { type: 'address' }),
+          nativeToScVal(toStroops(o.amount), { type: 'i128' }),
+        ],
       }),
     ),
     subInvocations: [],

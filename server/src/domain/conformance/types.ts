@@ -45,7 +45,12 @@ export interface ResourceConformance {
 }
 
 export interface ConformanceRunStore {
-  createRun(run: { id: string; network: string; trigger: ConformanceRun['trigger']; evidence: string }): Promise<ConformanceRun>;
+  createRun(run: {
+    id: string;
+    network: string;
+    trigger: ConformanceRun['trigger'];
+    evidence: string;
+  }): Promise<ConformanceRun>;
   /** queued -> running; false when another process took it (or it is not queued). */
   startRun(id: string): Promise<boolean>;
   finishRun(id: string, status: 'passed' | 'failed', checks: ConformanceCheck[]): Promise<void>;

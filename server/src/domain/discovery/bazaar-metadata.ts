@@ -54,14 +54,26 @@ export function isValidIconUrl(v: unknown): v is string {
   } catch {
     return false;
   }
-  if ((u.protocol !== 'http:' && u.protocol !== 'https:') || u.username !== '' || u.password !== '' || u.host.startsWith('[')) return false;
+  if (
+    (u.protocol !== 'http:' && u.protocol !== 'https:') ||
+    u.username !== '' ||
+    u.password !== '' ||
+    u.host.startsWith('[')
+  )
+    return false;
   let host: string;
   try {
     host = domainToASCII(decodeURIComponent(u.hostname)).toLowerCase();
   } catch {
     return false;
   }
-  return host !== '' && !LOOPBACK_HOSTNAMES.has(host) && !IPV4.test(host) && !/^\d+$/.test(host) && !/^0x[0-9a-f]+$/i.test(host);
+  return (
+    host !== '' &&
+    !LOOPBACK_HOSTNAMES.has(host) &&
+    !IPV4.test(host) &&
+    !/^\d+$/.test(host) &&
+    !/^0x[0-9a-f]+$/i.test(host)
+  );
 }
 
 /** Only the fields that pass their rule; the others are dropped silently (the spec's soft-drop). */
@@ -82,5 +94,11 @@ export function sanitizeServiceMetadata(resource: unknown): ServiceMetadata {
  */
 export function isLocalHost(hostname: string): boolean {
   const h = hostname.toLowerCase().replace(/\.$/, '');
-  return h === 'localhost' || h.endsWith('.localhost') || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '[::1]' || h === '::1';
+  return (
+    h === 'localhost' ||
+    h.endsWith('.localhost') ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) ||
+    h === '[::1]' ||
+    h === '::1'
+  );
 }

@@ -53,7 +53,11 @@ export interface SettledPayment {
   extensionKeys?: string[];
 }
 
-export type ObservationOutcome = { status: 'recorded'; id: string } | { status: 'cataloged' } | { status: 'rejected'; reason: string } | { status: 'ignored' };
+export type ObservationOutcome =
+  | { status: 'recorded'; id: string }
+  | { status: 'cataloged' }
+  | { status: 'rejected'; reason: string }
+  | { status: 'ignored' };
 
 export interface ObservedResourceWrite {
   network: string;
@@ -95,7 +99,8 @@ export interface ObservedResource {
   settledCalls30d: number;
   /** Distinct payers over 30 days whose payment paid at least the resource's price. */
   uniquePayers30d: number;
-  /** Those payers, each weighted by what it paid at the price over 0.01 of the asset, at most 1 (the ranking's usage). */
+  /** Those payers, each weighted by what it paid at the price over 0.01 of the asset, at most 1 (the ranking's usage).
+   * */
   weightedPayers30d: number;
   serviceName: string | null;
   tags: string[];
@@ -128,7 +133,11 @@ export interface BazaarCatalogDetails {
 /** The Bazaar's read of the listed catalog (data/bazaar-listing-repository.ts), offset-paged with the filters. */
 export interface BazaarCatalogRepository {
   /** Listed (discoverable, host not claimed) catalog resources, newest first, with the filters applied in SQL. */
-  list(filters: BazaarFilters, offset: number, limit: number): Promise<{ items: Array<DiscoveryItem & BazaarCatalogDetails>; total: number }>;
+  list(
+    filters: BazaarFilters,
+    offset: number,
+    limit: number,
+  ): Promise<{ items: Array<DiscoveryItem & BazaarCatalogDetails>; total: number }>;
   /** The details of these listed resources (a search page), by resource id. */
   details(ids: string[]): Promise<Map<string, BazaarCatalogDetails>>;
 }
@@ -138,7 +147,10 @@ export interface ObservedResourceRepository {
    * The seller whose wallet is `address`: its domain, whether it verified it, and which seller proved `host` (the
    * most specific verified domain covering it; null: nobody).
    */
-  walletSeller(address: string, host: string): Promise<{ id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null>;
+  walletSeller(
+    address: string,
+    host: string,
+  ): Promise<{ id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null>;
   isCataloged(urls: string[]): Promise<boolean>;
   /** Upserts the observed resource and records the payment (once per transaction). */
   record(write: ObservedResourceWrite): Promise<string>;
@@ -146,7 +158,12 @@ export interface ObservedResourceRepository {
    * Observed resources with a payment in the last 30 days, by usage (unique payers, calls, last payment), with the
    * filters applied; those learned on a loopback host only when `localDev`.
    */
-  listRecent(filters: BazaarFilters, offset: number, limit: number, opts: { localDev: boolean }): Promise<{ items: ObservedResource[]; total: number }>;
+  listRecent(
+    filters: BazaarFilters,
+    offset: number,
+    limit: number,
+    opts: { localDev: boolean },
+  ): Promise<{ items: ObservedResource[]; total: number }>;
 }
 
 type Obj = Record<string, unknown>;
@@ -166,54 +183,89 @@ export function validRouteTemplate(t: unknown): t is string {
 }
 
 /** Pure: the observed resource a settled payment declares, or why it is refused. */
-export function readObservation(p: SettledPayment): { ok: true; value: Omit<ObservedResourceWrite, 'sellerId'>; host: string } | { ok: false; reason: string } {
+export function readObservation(
+  p: SettledPayment,
+): { ok: true; value: Omit<ObservedResourceWrite, 'sellerId'>; host: string } | { ok: false; reason: string } {
   if (!isObj(p.bazaarExtension)) return { ok: false, reason: 'no bazaar extension' };
   const ext = p.bazaarExtension;
-  if (Buffer.byteLength(JSON.stringify(ext), 'utf8') > MAX_EXTENSION_BYTES) return { ok: false, reason: 'the bazaar extension is larger than 16 kB' };
-  if (typeof p.resourceUrl !== 'string' || p.resourceUrl.length > 2048) return { ok: false, reason: 'no resource URL (at most 2048 characters)' };
+  if (Buffer.byteLength(JSON.stringify(ext), 'utf8') > MAX_EXTENSION_BYTES)
+    return { ok: false, reason: 'the bazaar extension is larger than 16 kB' };
+  if (typeof p.resourceUrl !== 'string' || p.resourceUrl.length > 2048)
+    return { ok: false, reason: 'no resource URL (at most 2048 characters)' };
   let url: URL;
   try {
     url = new URL(p.resourceUrl);
   } catch {
     return { ok: false, reason: 'the resource URL is not a URL' };
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { ok: false, reason: 'the resource URL must be http(s)' };
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return { ok: false, reason: 'the resource URL must be http(s)' };
   if (url.username || url.password) return { ok: false, reason: 'the resource URL must not carry credentials' };
-  if (!isObj(ext.info) || !isObj(ext.schema)) return { ok: false, reason: 'the bazaar extension needs info and schema' };
+  if (!isObj(ext.info) || !isObj(ext.schema))
+    return { ok: false, reason: 'the bazaar extension needs info and schema' };
   const external = externalSchemaReference(ext.schema);
-  if (external) return { ok: false, reason: `schema must not contain external $ref/$id references (${external.slice(0, 80)}); nothing is fetched` };
+  if (external)
+    return {
+      ok: false,
+      reason: `schema must not contain external $ref/$id references (${external.slice(0, 80)}); nothing is fetched`,
+    };
   const schemaProblem = checkJsonSchema(ext.schema);
   if (schemaProblem) return { ok: false, reason: `schema ${schemaProblem}` };
   const invalid = compileSchema(ext.schema)(ext.info);
   if (invalid) return { ok: false, reason: `info does not validate against schema: ${invalid}` };
   const input = ext.info.input;
-  if (!isObj(input) || (input.type !== 'http' && input.type !== 'mcp')) return { ok: false, reason: 'info.input.type must be http or mcp' };
+  if (!isObj(input) || (input.type !== 'http' && input.type !== 'mcp'))
+    return { ok: false, reason: 'info.input.type must be http or mcp' };
   let toolName = '';
   if (input.type === 'mcp') {
     // @x402/extensions 2.27 names the tool `toolName`; the spec text's older examples `tool`. Both, never two names.
     const names = new Set([input.toolName, input.tool].filter((n) => n !== undefined));
     const name = [...names][0];
-    if (names.size !== 1 || typeof name !== 'string' || name === '' || name.length > 200 || !isObj(input.inputSchema)) return { ok: false, reason: 'an MCP tool needs one info.input.toolName (or the older tool) and info.input.inputSchema' };
+    if (names.size !== 1 || typeof name !== 'string' || name === '' || name.length > 200 || !isObj(input.inputSchema))
+      return {
+        ok: false,
+        reason: 'an MCP tool needs one info.input.toolName (or the older tool) and info.input.inputSchema',
+      };
     toolName = name;
   }
   const routeTemplate = validRouteTemplate(ext.routeTemplate) ? ext.routeTemplate : null;
   const resourceUrl = `${url.origin}${routeTemplate ?? url.pathname}`;
-  const description = (typeof input.description === 'string' ? input.description : p.description ?? '').slice(0, 2000);
+  const description = (typeof input.description === 'string' ? input.description : (p.description ?? '')).slice(
+    0,
+    2000,
+  );
   return {
     ok: true,
     host: url.hostname,
     value: {
-      network: p.network, resourceUrl, toolName, type: input.type, routeTemplate, description, mimeType: p.mimeType?.slice(0, 200) ?? null,
-      payTo: p.payTo, asset: p.asset, amount: p.amount, bazaar: ext, payer: p.payer, transaction: p.transaction,
+      network: p.network,
+      resourceUrl,
+      toolName,
+      type: input.type,
+      routeTemplate,
+      description,
+      mimeType: p.mimeType?.slice(0, 200) ?? null,
+      payTo: p.payTo,
+      asset: p.asset,
+      amount: p.amount,
+      bazaar: ext,
+      payer: p.payer,
+      transaction: p.transaction,
       ...serviceColumns(sanitizeServiceMetadata(p.resourceInfo)),
-      extensionNames: extensionNames(p.extensionKeys), localDev: false,
+      extensionNames: extensionNames(p.extensionKeys),
+      localDev: false,
     },
   };
 }
 
-const serviceColumns = (m: ServiceMetadata) => ({ serviceName: m.serviceName ?? null, tags: m.tags ?? [], iconUrl: m.iconUrl ?? null });
+const serviceColumns = (m: ServiceMetadata) => ({
+  serviceName: m.serviceName ?? null,
+  tags: m.tags ?? [],
+  iconUrl: m.iconUrl ?? null,
+});
 
-/** The payload's extension keys as stored for the `extensions` filter: short identifiers only, at most 16, always bazaar. */
+/** The payload's extension keys as stored for the `extensions` filter: short identifiers only, at most 16, always
+ * bazaar. */
 function extensionNames(keys: string[] | undefined): string[] {
   const ok = (keys ?? []).filter((k) => typeof k === 'string' && /^[A-Za-z0-9_.:-]{1,64}$/.test(k));
   return [...new Set(['bazaar', ...ok])].slice(0, 16).sort();
@@ -231,7 +283,8 @@ export function externalSchemaReference(node: unknown): string | null {
     if (Array.isArray(n)) stack.push(...n);
     else if (isObj(n)) {
       for (const [k, v] of Object.entries(n)) {
-        if ((k === '$ref' || k === '$id' || k === '$dynamicRef') && (typeof v !== 'string' || !v.startsWith('#'))) return typeof v === 'string' ? v : `${k} ${typeof v}`;
+        if ((k === '$ref' || k === '$id' || k === '$dynamicRef') && (typeof v !== 'string' || !v.startsWith('#')))
+          return typeof v === 'string' ? v : `${k} ${typeof v}`;
         stack.push(v);
       }
     }
@@ -244,9 +297,17 @@ export function externalSchemaReference(node: unknown): string | null {
  * The catalog's own rules decide the host (urlHostProblem, hostClaimedByOther); the Bazaar adds that the domain is
  * verified, since nothing else (no catalog entry, no key) vouches for an observed resource.
  */
-export function provenHostProblem(url: string, seller: { id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null): string | null {
-  if (!seller) return 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers';
-  if (!seller.domainVerified) return `the seller's domain ${seller.domain} is not verified: the Bazaar learns URLs only on a domain the paid seller has verified`;
+export function provenHostProblem(
+  url: string,
+  seller: { id: string; domain: string; domainVerified: boolean; hostOwner: string | null } | null,
+): string | null {
+  if (!seller)
+    return 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers';
+  if (!seller.domainVerified)
+    return (
+      `the seller's domain ${seller.domain} is not verified: the Bazaar learns URLs only on a domain the paid ` +
+      `seller has verified`
+    );
   return urlHostProblem(url, seller.domain) ?? hostClaimedByOther(url, seller.id, seller.hostOwner);
 }
 
@@ -271,7 +332,11 @@ export interface BazaarDeps {
   /** Issue #33: the trust block of listed catalog resources (the search's items carry theirs already). */
   trustOf?(resourceIds: string[]): Promise<Map<string, Trust>>;
   /** The discovery service's ranked search (domain/discovery/discovery-service.ts `search`). */
-  search?(q: string, filters: DiscoveryFilters, page: { cursor?: string; limit?: number }): Promise<{ items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }>;
+  search?(
+    q: string,
+    filters: DiscoveryFilters,
+    page: { cursor?: string; limit?: number },
+  ): Promise<{ items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }>;
   onError?(err: unknown): void;
 }
 
@@ -284,7 +349,11 @@ export type BazaarFilterName = 'type' | 'payTo' | 'scheme' | 'network' | 'extens
  * extension key it cannot apply without filtering after its bounded candidate set (which would drop matches
  * silently): they are named in `unapplied` and the results are not narrowed by them.
  */
-export function searchFilterPlan(f: BazaarFilters): { filters: DiscoveryFilters; unapplied: BazaarFilterName[]; nothing: boolean } {
+export function searchFilterPlan(f: BazaarFilters): {
+  filters: DiscoveryFilters;
+  unapplied: BazaarFilterName[];
+  nothing: boolean;
+} {
   const filters: DiscoveryFilters = {};
   const unapplied: BazaarFilterName[] = [];
   if (f.type) filters.type = f.type;
@@ -308,17 +377,37 @@ export function createBazaar(deps: BazaarDeps) {
       resource: r.url,
       type: r.type,
       x402Version: X402_VERSION,
-      accepts: asset ? [{ scheme: 'exact', network: r.network, asset: asset.contractId, amount: toStroops(r.amount).toString(), payTo: r.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }] : [],
+      accepts: asset
+        ? [
+            {
+              scheme: 'exact',
+              network: r.network,
+              asset: asset.contractId,
+              amount: toStroops(r.amount).toString(),
+              payTo: r.payTo,
+              maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS,
+              extra: { areFeesSponsored: true },
+            },
+          ]
+        : [],
       lastUpdated: (d?.updatedAt ?? ulidDate(r.id)).toISOString(),
       description: r.description,
       ...meta,
       // Issue #29: whether the host is proven, and the seller's words labelled as untrusted data.
       metadata: {
-        resourceId: r.id, sellerId: r.sellerId, name: r.name, description: r.description, routeTemplate: r.routeTemplate, status: r.status,
+        resourceId: r.id,
+        sellerId: r.sellerId,
+        name: r.name,
+        description: r.description,
+        routeTemplate: r.routeTemplate,
+        status: r.status,
         ...(d?.mcpToolName ? { tool: d.mcpToolName } : {}),
-        hostVerified: r.hostVerified, untrusted: true,
+        hostVerified: r.hostVerified,
+        untrusted: true,
         // Issue #33: what the service measured (liveness, owner, drift, demand), not the seller's words.
-        ...(r.trust ? { trust: { ...r.trust, checkedAt: r.trust.checkedAt ? r.trust.checkedAt.toISOString() : null } } : {}),
+        ...(r.trust
+          ? { trust: { ...r.trust, checkedAt: r.trust.checkedAt ? r.trust.checkedAt.toISOString() : null } }
+          : {}),
       },
     };
   }
@@ -332,7 +421,17 @@ export function createBazaar(deps: BazaarDeps) {
         resource: o.resourceUrl,
         type: o.type,
         x402Version: X402_VERSION,
-        accepts: [{ scheme: 'exact', network: o.network, asset: o.asset, amount: o.amount, payTo: o.payTo, maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS, extra: { areFeesSponsored: true } }],
+        accepts: [
+          {
+            scheme: 'exact',
+            network: o.network,
+            asset: o.asset,
+            amount: o.amount,
+            payTo: o.payTo,
+            maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS,
+            extra: { areFeesSponsored: true },
+          },
+        ],
         lastUpdated: o.lastPaymentAt.toISOString(),
         ...(o.description ? { description: o.description } : {}),
         ...(o.mimeType ? { mimeType: o.mimeType } : {}),
@@ -354,7 +453,12 @@ export function createBazaar(deps: BazaarDeps) {
           description: o.description,
           ...(o.mimeType ? { mimeType: o.mimeType } : {}),
           bazaar: o.bazaar,
-          usage: { settledCalls30d: o.settledCalls30d, uniquePayers30d: o.uniquePayers30d, weightedPayers30d: o.weightedPayers30d, lastPaymentAt: o.lastPaymentAt.toISOString() },
+          usage: {
+            settledCalls30d: o.settledCalls30d,
+            uniquePayers30d: o.uniquePayers30d,
+            weightedPayers30d: o.weightedPayers30d,
+            lastPaymentAt: o.lastPaymentAt.toISOString(),
+          },
         },
       })),
     };
@@ -370,12 +474,18 @@ export function createBazaar(deps: BazaarDeps) {
         if (p.bazaarExtension === undefined || p.bazaarExtension === null) return { status: 'ignored' };
         const read = readObservation(p);
         if (!read.ok) return { status: 'rejected', reason: read.reason };
-        if (await deps.repo.isCataloged([read.value.resourceUrl, String(p.resourceUrl)])) return { status: 'cataloged' };
+        if (await deps.repo.isCataloged([read.value.resourceUrl, String(p.resourceUrl)]))
+          return { status: 'cataloged' };
         const seller = await deps.repo.walletSeller(p.payTo, read.host);
         // LOCAL_DEV_DOMAINS: nobody can prove `localhost`, so a loopback URL paid to a signed-up seller is learned for
         // that seller (labelled hostVerified: false, localDev: true) and listed only while the switch is on.
         const local = localDev && isLocalHost(read.host);
-        const problem = (local ? (seller ? null : 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers') : provenHostProblem(read.value.resourceUrl, seller)) ?? extensionProblem(read.value);
+        const problem =
+          (local
+            ? seller
+              ? null
+              : 'the payTo is not the wallet of a signed-up seller: the Bazaar learns only from payments to sellers'
+            : provenHostProblem(read.value.resourceUrl, seller)) ?? extensionProblem(read.value);
         if (problem || !seller) return { status: 'rejected', reason: problem ?? 'the payTo is not a seller' };
         const id = await deps.repo.record({ ...read.value, sellerId: seller.id, localDev: local });
         return { status: 'recorded', id };
@@ -395,7 +505,10 @@ export function createBazaar(deps: BazaarDeps) {
       // Every resource we list is paid with `exact`: another scheme matches nothing (applied, not ignored).
       if (filters.scheme !== undefined && filters.scheme !== 'exact') return { items: [], total: 0 };
       const catalog = deps.catalog ? await deps.catalog.list(filters, offset, limit) : { items: [], total: 0 };
-      const trust = deps.trustOf && catalog.items.length ? await deps.trustOf(catalog.items.map((r) => r.id)) : new Map<string, Trust>();
+      const trust =
+        deps.trustOf && catalog.items.length
+          ? await deps.trustOf(catalog.items.map((r) => r.id))
+          : new Map<string, Trust>();
       const listed = catalog.items.map((r) => catalogItem({ ...r, trust: trust.get(r.id) ?? r.trust }, r));
       const observedOffset = Math.max(0, offset - catalog.total);
       const observed = await observedItems(filters, observedOffset, limit - listed.length);
@@ -408,10 +521,19 @@ export function createBazaar(deps: BazaarDeps) {
      */
     async search(query: string, f: BazaarFilters, page: { cursor?: string; limit: number }) {
       const plan = searchFilterPlan(f);
-      if (plan.nothing || !deps.search) return { resources: [], partialResults: false, cursor: null, unappliedFilters: plan.unapplied };
+      if (plan.nothing || !deps.search)
+        return { resources: [], partialResults: false, cursor: null, unappliedFilters: plan.unapplied };
       const found = await deps.search(query, plan.filters, page);
-      const details = deps.catalog && found.items.length ? await deps.catalog.details(found.items.map((i) => i.id)) : new Map<string, BazaarCatalogDetails>();
-      return { resources: found.items.map((r) => catalogItem(r, details.get(r.id))), partialResults: found.partialResults, cursor: found.nextCursor, unappliedFilters: plan.unapplied };
+      const details =
+        deps.catalog && found.items.length
+          ? await deps.catalog.details(found.items.map((i) => i.id))
+          : new Map<string, BazaarCatalogDetails>();
+      return {
+        resources: found.items.map((r) => catalogItem(r, details.get(r.id))),
+        partialResults: found.partialResults,
+        cursor: found.nextCursor,
+        unappliedFilters: plan.unapplied,
+      };
     },
   };
 }
@@ -420,8 +542,16 @@ export type Bazaar = ReturnType<typeof createBazaar>;
 
 /** Bazaar paging: limit 1..100 (default 20), offset >= 0; out-of-range values are clamped, never refused. */
 export function clampPaging(limit: unknown, offset: unknown): { limit: number; offset: number } {
-  const int = (v: unknown, d: number) => (typeof v === 'number' && Number.isFinite(v) ? Math.trunc(v) : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : d);
-  return { limit: Math.min(100, Math.max(1, int(limit, 20))), offset: Math.min(1_000_000, Math.max(0, int(offset, 0))) };
+  const int = (v: unknown, d: number) =>
+    typeof v === 'number' && Number.isFinite(v)
+      ? Math.trunc(v)
+      : typeof v === 'string' && /^-?\d+$/.test(v)
+        ? Number(v)
+        : d;
+  return {
+    limit: Math.min(100, Math.max(1, int(limit, 20))),
+    offset: Math.min(1_000_000, Math.max(0, int(offset, 0))),
+  };
 }
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';

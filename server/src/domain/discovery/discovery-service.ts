@@ -12,7 +12,14 @@ import { mcpToolName } from '../catalog/extension-rules';
 import { throwIfInvalid } from '../catalog/resource-service';
 import { guardDuplicateEndpoint } from '../catalog/endpoint';
 import { needsTrustline, readinessWarnings, type WalletStateReader } from '../catalog/payto-readiness';
-import { RANKING_STRATEGY, RANKING_WEIGHTS, SEARCH_CANDIDATES, SIGNALS_MAX_AGE_SECONDS, decodeSearchCursor, encodeSearchCursor } from './ranking';
+import {
+  RANKING_STRATEGY,
+  RANKING_WEIGHTS,
+  SEARCH_CANDIDATES,
+  SIGNALS_MAX_AGE_SECONDS,
+  decodeSearchCursor,
+  encodeSearchCursor,
+} from './ranking';
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './types';
 import type { Trust } from '../trust/types';
 import { diversify } from './diversity';
@@ -65,11 +72,29 @@ export interface CatalogOutcome {
   catalogEventId: string;
 }
 
-const TERM_FIELDS = ['name', 'description', 'url', 'routeTemplate', 'network', 'payTo', 'assetCode', 'assetIssuer', 'amount', 'inputSchema', 'outputSchema', 'extensions'] as const;
+const TERM_FIELDS = [
+  'name',
+  'description',
+  'url',
+  'routeTemplate',
+  'network',
+  'payTo',
+  'assetCode',
+  'assetIssuer',
+  'amount',
+  'inputSchema',
+  'outputSchema',
+  'extensions',
+] as const;
 
 function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object') return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canonical((v as Record<string, unknown>)[k])]));
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+    );
   return v;
 }
 const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
@@ -77,11 +102,19 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JS
 export function createDiscoveryService(deps: DiscoveryServiceDeps) {
   const { repo } = deps;
 
-  async function rules(req: CatalogRequest, principal: Principal, excludeResourceId: string | null, mode: 'validate' | 'catalog'): Promise<{ result: RuleResult; seller: Seller | null; terms: ResourceTerms }> {
+  async function rules(
+    req: CatalogRequest,
+    principal: Principal,
+    excludeResourceId: string | null,
+    mode: 'validate' | 'catalog',
+  ): Promise<{ result: RuleResult; seller: Seller | null; terms: ResourceTerms }> {
     const terms: ResourceTerms = { ...req.resource, extensions: req.resource.extensions ?? {} };
     const toolName = terms.type === 'mcp' ? mcpToolName(terms.extensions) : null;
     const asset = deps.networks.asset(terms.network, terms.assetCode, terms.assetIssuer);
-    const walletRead = asset && deps.walletState && isPayToAddress(terms.payTo) && needsTrustline(terms.payTo, asset) ? deps.walletState(terms.network, terms.payTo, asset) : Promise.resolve(null);
+    const walletRead =
+      asset && deps.walletState && isPayToAddress(terms.payTo) && needsTrustline(terms.payTo, asset)
+        ? deps.walletState(terms.network, terms.payTo, asset)
+        : Promise.resolve(null);
     const [facts, toolOwner, wallet] = await Promise.all([
       // One read where the repository offers it (seller, payTo owner, domain verified by another seller).
       repo.catalogFacts
@@ -97,10 +130,18 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
     ]);
     const { seller, payToOwner, domainVerifiedByOther, hostOwner } = facts;
     // Validating a resource the seller already cataloged would collide with itself: only a warning there.
-    const ownToolOnValidate = mode === 'validate' && toolOwner !== null && seller !== null && toolOwner.sellerId === seller.id;
+    const ownToolOnValidate =
+      mode === 'validate' && toolOwner !== null && seller !== null && toolOwner.sellerId === seller.id;
     const result = checkCatalogTerms(terms, {
       networks: deps.networks,
-      seller: seller ? { id: seller.id, walletAddress: seller.walletAddress, domain: seller.domain, domainVerified: seller.domainVerifiedAt !== null } : null,
+      seller: seller
+        ? {
+            id: seller.id,
+            walletAddress: seller.walletAddress,
+            domain: seller.domain,
+            domainVerified: seller.domainVerifiedAt !== null,
+          }
+        : null,
       callerSellerId: principal.role === 'seller' ? principal.sellerId : null,
       trusted: req.trusted ?? false,
       payToDeclared: req.payToDeclared ?? false,
@@ -114,10 +155,15 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       result.warnings.push({
         code: 'CATALOG_VALIDATION_FAILED',
         field: `${FIELD_PREFIX}extensions.mcp.toolName`,
-        message: `your resource ${toolOwner.resourceId} already offers this tool on this URL; catalog with resourceId ${toolOwner.resourceId} to update it`,
+        message:
+          `your resource ${toolOwner.resourceId} already offers this tool on this URL; catalog with resourceId ` +
+          `${toolOwner.resourceId} to update it`,
       });
     }
-    if (asset) result.warnings.push(...readinessWarnings(wallet, { network: terms.network, payTo: terms.payTo, asset, fieldPrefix: FIELD_PREFIX }));
+    if (asset)
+      result.warnings.push(
+        ...readinessWarnings(wallet, { network: terms.network, payTo: terms.payTo, asset, fieldPrefix: FIELD_PREFIX }),
+      );
     if (result.errors.length) deps.observe.validationFailed(result.errors);
     return { result, seller, terms };
   }
@@ -132,11 +178,18 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
   const strip = (issues: ValidationIssue[]) => issues.map(({ code, field, message }) => ({ code, field, message }));
 
   return {
-    async list(filters: DiscoveryFilters, page: { cursor?: string; limit?: number }): Promise<{ items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }> {
+    async list(
+      filters: DiscoveryFilters,
+      page: { cursor?: string; limit?: number },
+    ): Promise<{ items: DiscoveryItem[]; nextCursor: string | null; partialResults: boolean }> {
       const limit = pageLimit(page.limit);
-      const [rows, lag] = await Promise.all([repo.list(filters, decodeCursor(page.cursor), limit + 1), repo.indexLag()]);
+      const [rows, lag] = await Promise.all([
+        repo.list(filters, decodeCursor(page.cursor), limit + 1),
+        repo.indexLag(),
+      ]);
       const items = rows.slice(0, limit);
-      const nextCursor = rows.length > limit ? Buffer.from(items[items.length - 1].id, 'utf8').toString('base64url') : null;
+      const nextCursor =
+        rows.length > limit ? Buffer.from(items[items.length - 1].id, 'utf8').toString('base64url') : null;
       const partialResults = lag.pending;
       deps.observe.listed({ partial: partialResults });
       return { items: await withTrust(items), nextCursor, partialResults };
@@ -146,12 +199,23 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const started = process.hrtime.bigint();
       const limit = pageLimit(page.limit);
       const after = decodeSearchCursor(page.cursor);
-      const [rows, lag] = await Promise.all([repo.search(q, filters, after, limit + 1, { textWeight: RANKING_WEIGHTS.text, candidates: SEARCH_CANDIDATES, signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS }), repo.indexLag()]);
+      const [rows, lag] = await Promise.all([
+        repo.search(q, filters, after, limit + 1, {
+          textWeight: RANKING_WEIGHTS.text,
+          candidates: SEARCH_CANDIDATES,
+          signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS,
+        }),
+        repo.indexLag(),
+      ]);
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
       const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id, last.mode) : null;
       const partialResults = lag.pending || items.some((i) => !i.signalsFresh);
-      deps.observe.searched({ seconds: Number(process.hrtime.bigint() - started) / 1e9, empty: items.length === 0, partial: partialResults });
+      deps.observe.searched({
+        seconds: Number(process.hrtime.bigint() - started) / 1e9,
+        empty: items.length === 0,
+        partial: partialResults,
+      });
       // Diversity (issue #33) on the first page: the same results, at most two per origin in the top 10.
       const shown = after === null ? diversify(items, q) : items;
       const plain = shown.map(({ score: _s, signalsFresh: _f, mode: _m, ...item }) => item);
@@ -170,16 +234,22 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         if (req.resourceId !== undefined) {
           existing = await deps.findResource(req.resourceId);
           if (!existing) throw notFound('resource', req.resourceId);
-          if (existing.sellerId !== req.sellerId) throw new DomainError('FORBIDDEN', 'That resource belongs to another seller');
-          if (existing.status !== 'active') throw new DomainError('CONFLICT', 'A deleted resource cannot be cataloged again');
-          if (existing.type !== req.resource.type) throw new DomainError('CONFLICT', `The type of a resource cannot change (it is ${existing.type})`);
+          if (existing.sellerId !== req.sellerId)
+            throw new DomainError('FORBIDDEN', 'That resource belongs to another seller');
+          if (existing.status !== 'active')
+            throw new DomainError('CONFLICT', 'A deleted resource cannot be cataloged again');
+          if (existing.type !== req.resource.type)
+            throw new DomainError('CONFLICT', `The type of a resource cannot change (it is ${existing.type})`);
         }
         const { result, seller, terms } = await rules(req, principal, existing?.id ?? null, 'catalog');
         throwIfInvalid(result);
         if (!seller) throw notFound('seller', req.sellerId);
         const now = new Date();
         const normalized: ResourceTerms = { ...terms, amount: normalizeAmount(terms.amount) };
-        const declaration = { payTo: req.payToDeclared && normalized.payTo !== seller.walletAddress ? normalized.payTo : null, trusted: req.trusted ?? false };
+        const declaration = {
+          payTo: req.payToDeclared && normalized.payTo !== seller.walletAddress ? normalized.payTo : null,
+          trusted: req.trusted ?? false,
+        };
         const toolName = normalized.type === 'mcp' ? mcpToolName(normalized.extensions) : null;
         const mcpTool = toolName ? { url: normalized.url, toolName } : null;
         const eventId = newId('catalogEvent');
@@ -187,36 +257,75 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         let mode: 'create' | 'update' | 'unchanged';
         if (!existing) {
           mode = 'create';
-          resource = { ...normalized, id: newId('resource'), sellerId: seller.id, versionId: newId('version'), version: 1, status: 'active', createdAt: now, updatedAt: now };
+          resource = {
+            ...normalized,
+            id: newId('resource'),
+            sellerId: seller.id,
+            versionId: newId('version'),
+            version: 1,
+            status: 'active',
+            createdAt: now,
+            updatedAt: now,
+          };
         } else if (TERM_FIELDS.every((f) => sameJson(existing[f], normalized[f]))) {
           mode = 'unchanged';
           resource = existing;
         } else {
           mode = 'update';
-          resource = { ...existing, ...normalized, version: existing.version + 1, versionId: newId('version'), updatedAt: now };
+          resource = {
+            ...existing,
+            ...normalized,
+            version: existing.version + 1,
+            versionId: newId('version'),
+            updatedAt: now,
+          };
         }
         const version: ResourceVersion | null =
           mode === 'unchanged'
             ? null
             : (() => {
-                const { type: _t, id: _id, sellerId: _s, versionId: _v, version: n, status: _st, createdAt: _c, updatedAt: _u, ...rest } = resource;
-                return { ...rest, id: resource.versionId, resourceId: resource.id, version: n, sellerDomain: seller.domain, createdAt: now };
+                const {
+                  type: _t,
+                  id: _id,
+                  sellerId: _s,
+                  versionId: _v,
+                  version: n,
+                  status: _st,
+                  createdAt: _c,
+                  updatedAt: _u,
+                  ...rest
+                } = resource;
+                return {
+                  ...rest,
+                  id: resource.versionId,
+                  resourceId: resource.id,
+                  version: n,
+                  sellerDomain: seller.domain,
+                  createdAt: now,
+                };
               })();
-        const outcome = await guardDuplicateEndpoint({ ...resource, sellerId: seller.id }, deps.findActiveEndpoint, () => repo.catalog({
-          mode,
-          resource,
-          version,
-          expectedVersion: existing ? existing.version : null,
-          event: { id: eventId, versionId: resource.versionId },
-          declaration,
-          mcpTool,
-        }));
+        const outcome = await guardDuplicateEndpoint(
+          { ...resource, sellerId: seller.id },
+          deps.findActiveEndpoint,
+          () =>
+            repo.catalog({
+              mode,
+              resource,
+              version,
+              expectedVersion: existing ? existing.version : null,
+              event: { id: eventId, versionId: resource.versionId },
+              declaration,
+              mcpTool,
+            }),
+        );
         if (outcome.status === 'version_conflict') continue;
         if (outcome.status === 'mcp_conflict') {
           const issue: ValidationIssue = {
             code: 'CATALOG_VALIDATION_FAILED',
             field: `${FIELD_PREFIX}extensions.mcp.toolName`,
-            message: `ambiguous MCP metadata: resource ${outcome.resourceId} already offers tool ${toolName ?? ''} on ${normalized.url}`,
+            message:
+              `ambiguous MCP metadata: resource ${outcome.resourceId} already offers tool ${toolName ?? ''} on ` +
+              `${normalized.url}`,
             reason: 'ambiguous_mcp',
           };
           deps.observe.validationFailed([issue]);
@@ -224,7 +333,13 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         }
         deps.observe.cataloged('cataloged');
         await deps.queueIndexing(eventId, resource.id);
-        return { created: mode !== 'unchanged', warnings: strip(result.warnings), resourceId: resource.id, versionId: resource.versionId, catalogEventId: eventId };
+        return {
+          created: mode !== 'unchanged',
+          warnings: strip(result.warnings),
+          resourceId: resource.id,
+          versionId: resource.versionId,
+          catalogEventId: eventId,
+        };
       }
       throw new DomainError('CONFLICT', 'The resource was changed concurrently; retry the request');
     },

@@ -8,7 +8,21 @@
 export const DIVERSITY_TOP = 10;
 export const DIVERSITY_PER_ORIGIN = 2;
 
-const GENERIC_LABELS = new Set(['www', 'api', 'apis', 'com', 'net', 'org', 'io', 'dev', 'app', 'co', 'test', 'example', 'localhost']);
+const GENERIC_LABELS = new Set([
+  'www',
+  'api',
+  'apis',
+  'com',
+  'net',
+  'org',
+  'io',
+  'dev',
+  'app',
+  'co',
+  'test',
+  'example',
+  'localhost',
+]);
 
 export function originOf(url: string): string {
   try {

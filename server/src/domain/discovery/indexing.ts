@@ -87,10 +87,16 @@ export function buildSearchDocument(snap: IndexSnapshot, networks: NetworkRegist
     assetIssuer: r.assetIssuer,
     amount: r.amount,
     status: r.status,
-    extensionNames: Object.keys(r.extensions ?? {}).filter((k) => k === 'bazaar' || k === 'mcp').sort(),
+    extensionNames: Object.keys(r.extensions ?? {})
+      .filter((k) => k === 'bazaar' || k === 'mcp')
+      .sort(),
     mcpToolName: toolName,
     discoverable: result.errors.length === 0,
-    rejectionReasons: result.errors.map((e: ValidationIssue) => ({ reason: issueReason(e), field: e.field, message: e.message })),
+    rejectionReasons: result.errors.map((e: ValidationIssue) => ({
+      reason: issueReason(e),
+      field: e.field,
+      message: e.message,
+    })),
     tagsText: tagsText(r, toolName),
     schemaText: `${schemaText(r, toolName)} ${urlWords(r.url)}`.trim(),
     metadataQuality: metadataQuality(r),
@@ -130,21 +136,37 @@ function schemaText(r: Resource, toolName: string | null): string {
   if (toolName) words.push(toolName.replace(/[_.-]+/g, ' '));
   const mcp = r.extensions?.mcp;
   if (isObj(mcp) && typeof mcp.description === 'string') words.push(mcp.description);
-  words.push(...r.routeTemplate.split('/').filter((s) => s && !s.startsWith('{')).map((s) => s.replace(/[_.~-]+/g, ' ')));
+  words.push(
+    ...r.routeTemplate
+      .split('/')
+      .filter((s) => s && !s.startsWith('{'))
+      .map((s) => s.replace(/[_.~-]+/g, ' ')),
+  );
   return words.join(' ').slice(0, MAX_SCHEMA_TEXT);
 }
 
 /** Tags a seller gave in `extensions.bazaar.tags` (strings, at most 20 of 40 characters) and the MCP tool name. */
 function tagsText(r: Resource, toolName: string | null): string {
   const bazaar = r.extensions?.bazaar;
-  const tags = isObj(bazaar) && Array.isArray(bazaar.tags) ? bazaar.tags.filter((t): t is string => typeof t === 'string').slice(0, 20).map((t) => t.slice(0, 40)) : [];
+  const tags =
+    isObj(bazaar) && Array.isArray(bazaar.tags)
+      ? bazaar.tags
+          .filter((t): t is string => typeof t === 'string')
+          .slice(0, 20)
+          .map((t) => t.slice(0, 40))
+      : [];
   if (toolName) tags.push(toolName.replace(/[_.-]+/g, ' '));
   return tags.join(' ');
 }
 
 /** The URL's host and path as words ("https://api.geo.example/v1/reverse-geocode" -> "api geo example v1 reverse geocode"). */
 export function urlWords(url: string): string {
-  return url.replace(/^[a-z]+:\/\//i, '').replace(/[?#].*$/, '').replace(/[/._~{}:=&+-]+/g, ' ').trim().slice(0, 500);
+  return url
+    .replace(/^[a-z]+:\/\//i, '')
+    .replace(/[?#].*$/, '')
+    .replace(/[/._~{}:=&+-]+/g, ' ')
+    .trim()
+    .slice(0, 500);
 }
 
 /** Metadata quality in [0, 1]: a descriptive name and description, https, Bazaar call metadata. */
@@ -165,8 +187,12 @@ export function schemaCompleteness(r: Resource): number {
   const score = (s: Obj): number => {
     const props = isObj(s.properties) ? Object.values(s.properties) : [];
     if (props.length === 0) return typeof s.type === 'string' ? 0.25 : 0;
-    const typed = props.filter((p) => isObj(p) && (p.type !== undefined || p.$ref !== undefined || p.enum !== undefined)).length / props.length;
-    const described = props.filter((p) => isObj(p) && typeof p.description === 'string' && p.description.trim() !== '').length / props.length;
+    const typed =
+      props.filter((p) => isObj(p) && (p.type !== undefined || p.$ref !== undefined || p.enum !== undefined)).length /
+      props.length;
+    const described =
+      props.filter((p) => isObj(p) && typeof p.description === 'string' && p.description.trim() !== '').length /
+      props.length;
     const required = Array.isArray(s.required) && s.required.length > 0 ? 1 : 0;
     return 0.25 + 0.75 * ((typed + described + required) / 3);
   };
@@ -191,7 +217,10 @@ export interface SearchIndexRepository {
    * indexResource for several resources in one transaction (one lock statement, one snapshot read, one upsert, one
    * signal refresh, one catalog-event update and one lag recompute for the whole batch).
    */
-  indexResources(resourceIds: string[], build: (snap: IndexSnapshot) => SearchDocument | null): Promise<Map<string, IndexOutcome>>;
+  indexResources(
+    resourceIds: string[],
+    build: (snap: IndexSnapshot) => SearchDocument | null,
+  ): Promise<Map<string, IndexOutcome>>;
   /** Resources with catalog events left unindexed for at least `olderThanSeconds` (lost or failed jobs). */
   staleResources(olderThanSeconds: number, limit: number): Promise<string[]>;
   /**
@@ -204,7 +233,8 @@ export interface SearchIndexRepository {
    * `olderThanSeconds` (0: now). Returns whether it ran.
    */
   refreshVocabulary(olderThanSeconds: number): Promise<boolean>;
-  /** Deletes observed Bazaar resources without a payment for 30 days (they already left the list). Returns rows deleted. */
+  /** Deletes observed Bazaar resources without a payment for 30 days (they already left the list). Returns rows
+   * deleted. */
   purgeObserved(): Promise<number>;
   /** Records that the index is behind (a catalog change was recorded); a no-op while it already is. */
   markBehind(): Promise<void>;
@@ -213,5 +243,10 @@ export interface SearchIndexRepository {
    * indexResource does it as its last step; the search-sync pass calls this. Writes only when the value changes.
    */
   recordLag(): Promise<void>;
-  counts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number; volume: Array<{ network: string; asset: string; amount: number }> }>;
+  counts(): Promise<{
+    resources: number;
+    activeSellers: number;
+    lagSeconds: number;
+    volume: Array<{ network: string; asset: string; amount: number }>;
+  }>;
 }

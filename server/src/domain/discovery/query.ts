@@ -34,7 +34,10 @@ const MAX_EXCLUDED = 6;
 
 /** Words dropped before synonym matching (PostgreSQL's English configuration drops them from documents too). */
 const STOP = new Set(
-  'a an the to and or of for in on with by from at as is are be into via that this these those which what how i me my we our you your it its can some any get find need want api apis service endpoint tool please'.split(' '),
+  (
+    'a an the to and or of for in on with by from at as is are be into via that this these those which what how ' +
+    'i me my we our you your it its can some any get find need want api apis service endpoint tool please'
+  ).split(' '),
 );
 
 /** Splits text into words: runs of letters and digits (any script), lower case. */
@@ -134,9 +137,16 @@ export function parseQuery(q: string): ParsedQuery {
   // A query of stop words only ("the api") still searches for them.
   const kept = (content.length ? content : plain).slice(0, MAX_WORDS);
   const unique = [...new Set(kept)];
-  if (unique.length < kept.length || kept.length < plain.filter((w) => !STOP.has(w)).length) lastIsPrefix = lastIsPrefix && unique[unique.length - 1] === plain[plain.length - 1];
+  if (unique.length < kept.length || kept.length < plain.filter((w) => !STOP.has(w)).length)
+    lastIsPrefix = lastIsPrefix && unique[unique.length - 1] === plain[plain.length - 1];
   else lastIsPrefix = lastIsPrefix && kept[kept.length - 1] === plain[plain.length - 1];
-  return { words: unique, phrases: phrases.slice(0, MAX_EXCLUDED), excluded: excluded.slice(0, MAX_EXCLUDED), lastIsPrefix, synonyms: synonymAlternatives(unique) };
+  return {
+    words: unique,
+    phrases: phrases.slice(0, MAX_EXCLUDED),
+    excluded: excluded.slice(0, MAX_EXCLUDED),
+    lastIsPrefix,
+    synonyms: synonymAlternatives(unique),
+  };
 }
 
 /** What the index knows about one word (data/search-repository.ts resolveWords). */
@@ -182,7 +192,8 @@ export interface Concept {
   df: number;
 }
 
-const lit = (l: string, prefix: boolean, label = '') => `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix || label ? ':' : ''}${prefix ? '*' : ''}${label}`;
+const lit = (l: string, prefix: boolean, label = '') =>
+  `'${l.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix || label ? ':' : ''}${prefix ? '*' : ''}${label}`;
 
 function conceptQuery(c: Concept, label = ''): string {
   return c.alternatives.map((alt) => `(${alt.map((t) => lit(t.lexeme, t.prefix, label)).join(' & ')})`).join(' | ');
@@ -196,7 +207,8 @@ export function concepts(parsed: ParsedQuery, resolved: ResolvedQuery): Concept[
     const alternatives: Concept['alternatives'] = [];
     const add = (alt: Array<{ lexeme: string; prefix: boolean }>) => {
       const key = alt.map((t) => `${t.lexeme}${t.prefix ? '*' : ''}`).join('&');
-      if (alt.length && !alternatives.some((a) => a.map((t) => `${t.lexeme}${t.prefix ? '*' : ''}`).join('&') === key)) alternatives.push(alt);
+      if (alt.length && !alternatives.some((a) => a.map((t) => `${t.lexeme}${t.prefix ? '*' : ''}`).join('&') === key))
+        alternatives.push(alt);
     };
     let reach = 0;
     let df = w.ndoc;
@@ -239,7 +251,8 @@ export interface ImpactPlan {
    * terms) and the concept (1..n) a posting of the term counts for in the approximate score.
    */
   reads: Array<{ term: string; limit: number; concept: number }>;
-  /** Per concept: its match query, the same restricted to fields A/B/C/D (tsquery text), and its IDF weight (BM25's). */
+  /** Per concept: its match query, the same restricted to fields A/B/C/D (tsquery text), and its IDF weight (BM25's).
+   * */
   concepts: { q: string[]; a: string[]; b: string[]; c: string[]; d: string[]; idf: number[] };
   idfSum: number;
   /** The required phrases and exclusions as one tsquery (text), or null. */
@@ -252,7 +265,11 @@ export interface ImpactPlan {
  * `candidates`. An alternative of several words is read through its rarest word (a document matching the
  * alternative carries it); a prefix through its PREFIX_READS most frequent completions.
  */
-export function planImpact(parsed: ParsedQuery, resolved: ResolvedQuery, opts: { rareBudget: number; rareCap: number; candidates: number }): ImpactPlan | null {
+export function planImpact(
+  parsed: ParsedQuery,
+  resolved: ResolvedQuery,
+  opts: { rareBudget: number; rareCap: number; candidates: number },
+): ImpactPlan | null {
   const cs = concepts(parsed, resolved);
   if (cs.length === 0) return null;
   const ndoc = new Map<string, number>();
@@ -283,7 +300,10 @@ export function planImpact(parsed: ParsedQuery, resolved: ResolvedQuery, opts: {
   }
   const total = Math.max(resolved.total, ...cs.map((c) => c.df));
   const idf = cs.map((c) => Math.log(1 + (total - c.df + 0.5) / (c.df + 0.5)));
-  const required = [...resolved.phrases.filter((p) => p !== '').map((p) => `(${p})`), ...resolved.excluded.filter((p) => p !== '').map((p) => `!(${p})`)];
+  const required = [
+    ...resolved.phrases.filter((p) => p !== '').map((p) => `(${p})`),
+    ...resolved.excluded.filter((p) => p !== '').map((p) => `!(${p})`),
+  ];
   return {
     reads: [...reads.values()],
     concepts: {

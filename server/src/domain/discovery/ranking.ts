@@ -108,7 +108,10 @@ export const FIELD_WEIGHTS: FieldWeights = { name: 1.0, tags: 0.7, description: 
 export const SIGNALS_MAX_AGE_SECONDS = 600;
 
 export function encodeSearchCursor(score: string, id: string, mode: 'and' | 'or' = 'and'): string {
-  return Buffer.from(JSON.stringify({ v: RANKING_STRATEGY, s: score, i: id, ...(mode === 'or' ? { m: 'or' } : {}) }), 'utf8').toString('base64url');
+  return Buffer.from(
+    JSON.stringify({ v: RANKING_STRATEGY, s: score, i: id, ...(mode === 'or' ? { m: 'or' } : {}) }),
+    'utf8',
+  ).toString('base64url');
 }
 
 /** A finite float8 literal as PostgreSQL prints it (digits, one point, an optional exponent), at most 32 characters. */
@@ -116,16 +119,32 @@ function isFloatText(s: string): boolean {
   return s.length <= 32 && /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d{1,3})?$/i.test(s) && Number.isFinite(Number(s));
 }
 
-export function decodeSearchCursor(cursor: string | undefined): { score: string; id: string; mode: 'and' | 'or' } | null {
+export function decodeSearchCursor(
+  cursor: string | undefined,
+): { score: string; id: string; mode: 'and' | 'or' } | null {
   if (cursor === undefined || cursor === '') return null;
   try {
-    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v?: unknown; s?: unknown; i?: unknown; m?: unknown };
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as {
+      v?: unknown;
+      s?: unknown;
+      i?: unknown;
+      m?: unknown;
+    };
     const known = parsed.v === RANKING_STRATEGY || PREVIOUS_STRATEGIES.includes(parsed.v as string);
-    if (known && typeof parsed.s === 'string' && isFloatText(parsed.s) && typeof parsed.i === 'string' && /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i) && (parsed.m === undefined || parsed.m === 'or')) {
+    if (
+      known &&
+      typeof parsed.s === 'string' &&
+      isFloatText(parsed.s) &&
+      typeof parsed.i === 'string' &&
+      /^res_[0-9A-HJKMNP-TV-Z]{26}$/.test(parsed.i) &&
+      (parsed.m === undefined || parsed.m === 'or')
+    ) {
       return { score: parsed.s, id: parsed.i, mode: parsed.m === 'or' ? 'or' : 'and' };
     }
   } catch {
     // fall through
   }
-  throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [{ field: 'cursor', message: `not a cursor of ranking strategy ${RANKING_STRATEGY}` }]);
+  throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [
+    { field: 'cursor', message: `not a cursor of ranking strategy ${RANKING_STRATEGY}` },
+  ]);
 }

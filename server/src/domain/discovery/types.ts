@@ -25,7 +25,19 @@ export interface DiscoveryFilters {
  */
 export type DiscoveryItem = Pick<
   Resource,
-  'id' | 'sellerId' | 'type' | 'name' | 'description' | 'url' | 'routeTemplate' | 'network' | 'payTo' | 'assetCode' | 'assetIssuer' | 'amount' | 'status'
+  | 'id'
+  | 'sellerId'
+  | 'type'
+  | 'name'
+  | 'description'
+  | 'url'
+  | 'routeTemplate'
+  | 'network'
+  | 'payTo'
+  | 'assetCode'
+  | 'assetIssuer'
+  | 'amount'
+  | 'status'
 > & { hostVerified: boolean; trust?: Trust };
 
 export interface RankedItem extends DiscoveryItem {
@@ -111,7 +123,8 @@ export interface CatalogWrite {
   mcpTool: { url: string; toolName: string } | null;
 }
 
-export type CatalogWriteOutcome = { status: 'ok' } | { status: 'version_conflict' } | { status: 'mcp_conflict'; resourceId: string };
+export type CatalogWriteOutcome =
+  { status: 'ok' } | { status: 'version_conflict' } | { status: 'mcp_conflict'; resourceId: string };
 
 /** The discovery index's reads: listing and search (data/search-repository.ts). */
 export interface DiscoverySearchRepository {
@@ -129,14 +142,27 @@ export interface DiscoverySearchRepository {
 /** The catalog write and the facts its rules read (data/catalog-write-repository.ts). */
 export interface CatalogWriteRepository {
   walletOwner(address: string): Promise<string | null>;
-  mcpToolOwner(url: string, toolName: string, excludeResourceId: string | null): Promise<{ resourceId: string; sellerId: string } | null>;
+  mcpToolOwner(
+    url: string,
+    toolName: string,
+    excludeResourceId: string | null,
+  ): Promise<{ resourceId: string; sellerId: string } | null>;
   declaration(resourceId: string): Promise<{ payTo: string | null; trusted: boolean } | null>;
   catalog(write: CatalogWrite): Promise<CatalogWriteOutcome>;
   /**
    * The seller, who owns the payTo wallet, whether another seller verified the seller's domain and which seller proved
    * the URL's host (the most specific verified domain covering it), in one read.
    */
-  catalogFacts?(sellerId: string, payTo: string, url: string): Promise<{ seller: Seller | null; payToOwner: string | null; domainVerifiedByOther: boolean; hostOwner?: string | null }>;
+  catalogFacts?(
+    sellerId: string,
+    payTo: string,
+    url: string,
+  ): Promise<{
+    seller: Seller | null;
+    payToOwner: string | null;
+    domainVerifiedByOther: boolean;
+    hostOwner?: string | null;
+  }>;
 }
 
 /** What the discovery service reads and writes: search and the catalog write. */

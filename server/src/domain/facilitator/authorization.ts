@@ -43,7 +43,11 @@ export function authorizationPayload(entry: xdr.SorobanAuthorizationEntry, netwo
   const creds = entry.credentials();
   const version = addressCredentialVersion(creds);
   const body = addressCredentialsOf(creds);
-  if (version === null || body === null) throw new TypeError(`no authorization payload for ${creds.switch().name} credentials`);
+  if (version === null || body === null)
+    throw new TypeError(`no authorization payload for ${creds.switch().name} credentials`);
   const networkId = crypto.createHash('sha256').update(networkPassphrase, 'utf8').digest();
-  return crypto.createHash('sha256').update(authorizationPreimage(version, networkId, body, entry.rootInvocation()).toXDR()).digest();
+  return crypto
+    .createHash('sha256')
+    .update(authorizationPreimage(version, networkId, body, entry.rootInvocation()).toXDR())
+    .digest();
 }

@@ -11,11 +11,15 @@ import { xdr } from '@stellar/stellar-sdk';
  * first imported, in the same process for every reader (the facilitator's decoder, the ledger adapter, the local
  * network). What it adds, as the protocol's Stellar-transaction.x defines it:
  *
- *   enum SorobanCredentialsType { ..., SOROBAN_CREDENTIALS_ADDRESS_V2 = 2, SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES = 3 };
+ *   enum SorobanCredentialsType { ..., SOROBAN_CREDENTIALS_ADDRESS_V2 = 2, SOROBAN_CREDENTIALS_ADDRESS_WITH_DELEGATES =
+ * 3 };
  *   union SorobanCredentials { ...; case ADDRESS_V2: SorobanAddressCredentials addressV2;
- *                              case ADDRESS_WITH_DELEGATES: SorobanAddressCredentialsWithDelegates addressWithDelegates; };
- *   struct SorobanDelegateSignature { SCAddress address; SCVal signature; SorobanDelegateSignature nestedDelegates<>; };
- *   struct SorobanAddressCredentialsWithDelegates { SorobanAddressCredentials addressCredentials; SorobanDelegateSignature delegates<>; };
+ *                              case ADDRESS_WITH_DELEGATES: SorobanAddressCredentialsWithDelegates
+ * addressWithDelegates; };
+ *   struct SorobanDelegateSignature { SCAddress address; SCVal signature; SorobanDelegateSignature nestedDelegates<>;
+ * };
+ *   struct SorobanAddressCredentialsWithDelegates { SorobanAddressCredentials addressCredentials;
+ * SorobanDelegateSignature delegates<>; };
  *   enum EnvelopeType { ..., ENVELOPE_TYPE_SOROBAN_AUTHORIZATION_WITH_ADDRESS = 10 };
  *   union HashIdPreimage { ...; case ENVELOPE_TYPE_SOROBAN_AUTHORIZATION_WITH_ADDRESS:
  *     struct { Hash networkId; int64 nonce; uint32 signatureExpirationLedger; SCAddress address;
@@ -95,39 +99,61 @@ function extend(): void {
   addEnumMember(credentialsType, 'sorobanCredentialsAddressWithDelegates', 3);
   const credentials = types.SorobanCredentials as XdrUnionClass;
   addUnionArm(credentials, 'sorobanCredentialsAddressV2', 'addressV2', types.SorobanAddressCredentials);
-  addUnionArm(credentials, 'sorobanCredentialsAddressWithDelegates', 'addressWithDelegates', types.SorobanAddressCredentialsWithDelegates);
+  addUnionArm(
+    credentials,
+    'sorobanCredentialsAddressWithDelegates',
+    'addressWithDelegates',
+    types.SorobanAddressCredentialsWithDelegates,
+  );
   addEnumMember(types.EnvelopeType as XdrEnumClass, 'envelopeTypeSorobanAuthorizationWithAddress', 10);
-  addUnionArm(types.HashIdPreimage as XdrUnionClass, 'envelopeTypeSorobanAuthorizationWithAddress', 'sorobanAuthorizationWithAddress', types.HashIdPreimageSorobanAuthorizationWithAddress);
+  addUnionArm(
+    types.HashIdPreimage as XdrUnionClass,
+    'envelopeTypeSorobanAuthorizationWithAddress',
+    'sorobanAuthorizationWithAddress',
+    types.HashIdPreimageSorobanAuthorizationWithAddress,
+  );
 }
 
 extend();
 
 /** The credential kinds of a SorobanAuthorizationEntry (CAP-71 included). */
-export type CredentialKind = 'sorobanCredentialsSourceAccount' | 'sorobanCredentialsAddress' | 'sorobanCredentialsAddressV2' | 'sorobanCredentialsAddressWithDelegates';
+export type CredentialKind =
+  | 'sorobanCredentialsSourceAccount'
+  | 'sorobanCredentialsAddress'
+  | 'sorobanCredentialsAddressV2'
+  | 'sorobanCredentialsAddressWithDelegates';
 
 export function credentialKind(creds: xdr.SorobanCredentials): CredentialKind {
   return creds.switch().name as CredentialKind;
 }
 
-/** The address-credential body of V1 and V2 credentials (the same struct); null for source-account and delegated ones. */
+/** The address-credential body of V1 and V2 credentials (the same struct); null for source-account and delegated ones.
+ * */
 export function addressCredentialsOf(creds: xdr.SorobanCredentials): xdr.SorobanAddressCredentials | null {
   const kind = credentialKind(creds);
   if (kind === 'sorobanCredentialsAddress') return creds.address();
-  if (kind === 'sorobanCredentialsAddressV2') return (creds as unknown as { addressV2(): xdr.SorobanAddressCredentials }).addressV2();
+  if (kind === 'sorobanCredentialsAddressV2')
+    return (creds as unknown as { addressV2(): xdr.SorobanAddressCredentials }).addressV2();
   return null;
 }
 
 /** V1 (`sorobanCredentialsAddress`) or V2 (`sorobanCredentialsAddressV2`) credentials around the same body. */
 export function addressCredentials(version: 1 | 2, body: xdr.SorobanAddressCredentials): xdr.SorobanCredentials {
   if (version === 1) return xdr.SorobanCredentials.sorobanCredentialsAddress(body);
-  const factory = (xdr.SorobanCredentials as unknown as Record<string, (b: xdr.SorobanAddressCredentials) => xdr.SorobanCredentials>).sorobanCredentialsAddressV2;
+  const factory = (
+    xdr.SorobanCredentials as unknown as Record<string, (b: xdr.SorobanAddressCredentials) => xdr.SorobanCredentials>
+  ).sorobanCredentialsAddressV2;
   return factory(body);
 }
 
 /** Delegated credentials (CAP-71-01) around a V1 body, with no delegates: what a wallet using them sends. */
 export function delegatedCredentials(body: xdr.SorobanAddressCredentials): xdr.SorobanCredentials {
-  const WithDelegates = types.SorobanAddressCredentialsWithDelegates as new (a: { addressCredentials: xdr.SorobanAddressCredentials; delegates: unknown[] }) => unknown;
-  const factory = (xdr.SorobanCredentials as unknown as Record<string, (b: unknown) => xdr.SorobanCredentials>).sorobanCredentialsAddressWithDelegates;
+  const WithDelegates = types.SorobanAddressCredentialsWithDelegates as new (a: {
+    addressCredentials: xdr.SorobanAddressCredentials;
+    delegates: unknown[];
+  }) => unknown;
+  const factory = (xdr.SorobanCredentials as unknown as Record<string, (b: unknown) => xdr.SorobanCredentials>)
+    .sorobanCredentialsAddressWithDelegates;
   return factory(new WithDelegates({ addressCredentials: body, delegates: [] }));
 }
 
@@ -142,10 +168,17 @@ export function authorizationPreimage(
   body: Pick<xdr.SorobanAddressCredentials, 'nonce' | 'signatureExpirationLedger' | 'address'>,
   invocation: xdr.SorobanAuthorizedInvocation,
 ): xdr.HashIdPreimage {
-  const common = { networkId, nonce: body.nonce(), signatureExpirationLedger: body.signatureExpirationLedger(), invocation };
-  if (version === 1) return xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(new xdr.HashIdPreimageSorobanAuthorization(common));
+  const common = {
+    networkId,
+    nonce: body.nonce(),
+    signatureExpirationLedger: body.signatureExpirationLedger(),
+    invocation,
+  };
+  if (version === 1)
+    return xdr.HashIdPreimage.envelopeTypeSorobanAuthorization(new xdr.HashIdPreimageSorobanAuthorization(common));
   const WithAddress = types.HashIdPreimageSorobanAuthorizationWithAddress as new (a: unknown) => unknown;
-  const factory = (xdr.HashIdPreimage as unknown as Record<string, (v: unknown) => xdr.HashIdPreimage>).envelopeTypeSorobanAuthorizationWithAddress;
+  const factory = (xdr.HashIdPreimage as unknown as Record<string, (v: unknown) => xdr.HashIdPreimage>)
+    .envelopeTypeSorobanAuthorizationWithAddress;
   return factory(new WithAddress({ ...common, address: body.address() }));
 }
 

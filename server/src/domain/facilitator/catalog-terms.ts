@@ -53,9 +53,18 @@ export function checkCatalogTerms(r: ResourceTermsRef, req: PaymentRequirementsI
   ensure(RULES.catalogNetwork, r.network === req.network, `The resource is sold on ${r.network}, not ${req.network}`);
   const price = toStroops(normalizeAmount(r.amount));
   const stated = isAmount(req.amount) ? toStroops(req.amount) : -1n;
-  ensure(RULES.catalogAmount, stated === price, `The resource's current price is ${normalizeAmount(r.amount)} ${r.assetCode}; requirements for ${req.amount} are not its terms`);
+  ensure(
+    RULES.catalogAmount,
+    stated === price,
+    `The resource's current price is ${normalizeAmount(r.amount)} ${r.assetCode}; requirements for ` +
+      `${req.amount} are not its terms`,
+  );
   ensure(RULES.catalogPayTo, r.payTo === req.payTo, "The requirements' payTo is not the resource's payTo");
-  ensure(RULES.catalogAsset, !req.asset || (req.asset.code === r.assetCode && req.asset.issuer === r.assetIssuer), `The resource is sold in ${r.assetCode}`);
+  ensure(
+    RULES.catalogAsset,
+    !req.asset || (req.asset.code === r.assetCode && req.asset.issuer === r.assetIssuer),
+    `The resource is sold in ${r.assetCode}`,
+  );
 }
 
 /**
@@ -72,7 +81,8 @@ export async function resolveCatalogTerms(deps: CatalogDeps, q: CatalogQuestion)
     if (req) checkCatalogTerms(resource, req);
     return { req: termsOf(resource, req?.maxTimeoutSeconds), resource };
   }
-  if (!req) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
+  if (!req)
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
   if (!req.resource || !q.networkKnown(req.network)) return { req, resource: null };
   const found = await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource);
   if (found.resource) {
@@ -80,7 +90,10 @@ export async function resolveCatalogTerms(deps: CatalogDeps, q: CatalogQuestion)
     return { req: termsOf(found.resource, req.maxTimeoutSeconds), resource: found.resource };
   }
   if (found.listedWithOtherPayTo && !(await ownsPayTo(deps, q.principal, req.payTo))) {
-    throw refuse(RULES.catalogPayTo, `${req.resource} is cataloged with another payTo: a payment for it must pay the listed seller`);
+    throw refuse(
+      RULES.catalogPayTo,
+      `${req.resource} is cataloged with another payTo: a payment for it must pay the listed seller`,
+    );
   }
   return { req, resource: null };
 }
@@ -96,16 +109,38 @@ async function ownsPayTo(deps: CatalogDeps, principal: Principal | undefined, pa
  * (none: PAYEE_NOT_SELLER). A payment for a URL that is not cataloged is settled only when that seller asks (its
  * key) or the operator does. Settle and /x402 verify both apply it, so verify never says yes to what settle refuses.
  */
-export async function accountableSeller(deps: CatalogDeps, resource: ResourceTermsRef | null, payTo: string, principal: Principal | undefined): Promise<string> {
+export async function accountableSeller(
+  deps: CatalogDeps,
+  resource: ResourceTermsRef | null,
+  payTo: string,
+  principal: Principal | undefined,
+): Promise<string> {
   const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
-  ensure(RULES.payeeIsSeller, sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement');
+  ensure(
+    RULES.payeeIsSeller,
+    sellerId !== null,
+    'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement',
+  );
   requireSellerAsked(resource, sellerId!, principal);
   return sellerId!;
 }
 
-/** Without a cataloged resource, only the payTo's seller (its key) or the operator may ask (the check, its seller known). */
-export function requireSellerAsked(resource: ResourceTermsRef | null, sellerId: string, principal: Principal | undefined): void {
+/** Without a cataloged resource, only the payTo's seller (its key) or the operator may ask (the check, its seller
+ * known). */
+export function requireSellerAsked(
+  resource: ResourceTermsRef | null,
+  sellerId: string,
+  principal: Principal | undefined,
+): void {
   if (resource || principal?.role === 'operator') return;
-  ensure(RULES.sellerAsked, principal?.role === 'seller', 'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays');
-  ensure(RULES.sellerKeyMatches, principal?.role === 'seller' && principal.sellerId === sellerId, 'This API key belongs to another seller than the one this payment pays');
+  ensure(
+    RULES.sellerAsked,
+    principal?.role === 'seller',
+    'Settling a payment for a URL that is not cataloged needs the API key of the seller it pays',
+  );
+  ensure(
+    RULES.sellerKeyMatches,
+    principal?.role === 'seller' && principal.sellerId === sellerId,
+    'This API key belongs to another seller than the one this payment pays',
+  );
 }

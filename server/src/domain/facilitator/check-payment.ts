@@ -3,7 +3,12 @@ import { DomainError } from '../errors';
 import { RULES } from './rules/catalog';
 import { checkOffline, type CheckedPayment, type RequiredTerms } from './rules/offline';
 import { ensure } from './rules/rule';
-import { checkExactBalanceChanges, checkExpiry, checkSimulationSucceeded, type SimulationOutcome } from './rules/simulation';
+import {
+  checkExactBalanceChanges,
+  checkExpiry,
+  checkSimulationSucceeded,
+  type SimulationOutcome,
+} from './rules/simulation';
 import type { AssetRef, LedgerPort } from './types';
 
 /**
@@ -92,16 +97,39 @@ export const MAX_TIMEOUT_CAP_SECONDS = 3600;
 export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
   const net = networks.get(req.network);
   ensure(RULES.networkSupported, net !== undefined, `Network ${req.network} is not supported`);
-  const asset = req.asset ? networks.asset(req.network, req.asset.code, req.asset.issuer) : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
-  ensure(RULES.assetSupported, asset !== undefined, `Asset ${req.asset?.code ?? '(default)'} is not supported on ${req.network}`);
-  if (!isAmount(req.amount) || toStroops(req.amount) <= 0n) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive decimal amount');
-  return { scheme: req.scheme, network: req.network, passphrase: net!.passphrase, amount: toStroops(req.amount), payTo: req.payTo, asset: asset! };
+  const asset = req.asset
+    ? networks.asset(req.network, req.asset.code, req.asset.issuer)
+    : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
+  ensure(
+    RULES.assetSupported,
+    asset !== undefined,
+    `Asset ${req.asset?.code ?? '(default)'} is not supported on ${req.network}`,
+  );
+  if (!isAmount(req.amount) || toStroops(req.amount) <= 0n)
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive decimal amount');
+  return {
+    scheme: req.scheme,
+    network: req.network,
+    passphrase: net!.passphrase,
+    amount: toStroops(req.amount),
+    payTo: req.payTo,
+    asset: asset!,
+  };
 }
 
 /** The offline rules on a payload against resolved requirements. */
-export function checkPaymentOffline(deps: Pick<CheckDeps, 'networks' | 'policy'>, payload: PaymentPayloadInput, required: RequiredTerms): CheckedPayment {
+export function checkPaymentOffline(
+  deps: Pick<CheckDeps, 'networks' | 'policy'>,
+  payload: PaymentPayloadInput,
+  required: RequiredTerms,
+): CheckedPayment {
   const declaredAsset = deps.networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
-  if (payload.network === required.network) ensure(RULES.assetSupported, declaredAsset !== undefined, `Asset ${payload.asset.code} is not supported on ${payload.network}`);
+  if (payload.network === required.network)
+    ensure(
+      RULES.assetSupported,
+      declaredAsset !== undefined,
+      `Asset ${payload.asset.code} is not supported on ${payload.network}`,
+    );
   const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : -1n;
   return checkOffline(
     {
@@ -118,7 +146,10 @@ export function checkPaymentOffline(deps: Pick<CheckDeps, 'networks' | 'policy'>
       },
       authorization: payload.authorization,
     },
-    { facilitatorAddresses: deps.policy.facilitatorAddresses(required.network), minimumStroops: deps.policy.minimumStroops },
+    {
+      facilitatorAddresses: deps.policy.facilitatorAddresses(required.network),
+      minimumStroops: deps.policy.minimumStroops,
+    },
   );
 }
 
@@ -131,10 +162,26 @@ export function simulationSource(deps: Pick<CheckDeps, 'policy'>, network: strin
 }
 
 /** The rules judged on a simulation: expiry window (against its latest ledger), success, exact balance changes. */
-export function checkSimulated(deps: Pick<CheckDeps, 'policy'>, checked: CheckedPayment, required: RequiredTerms, sim: SimulationOutcome, maxTimeoutSeconds: number): void {
-  checkExpiry(checked.signatureExpirationLedger, sim.latestLedger, maxTimeoutSeconds, deps.policy.ledgerSeconds(required.network));
+export function checkSimulated(
+  deps: Pick<CheckDeps, 'policy'>,
+  checked: CheckedPayment,
+  required: RequiredTerms,
+  sim: SimulationOutcome,
+  maxTimeoutSeconds: number,
+): void {
+  checkExpiry(
+    checked.signatureExpirationLedger,
+    sim.latestLedger,
+    maxTimeoutSeconds,
+    deps.policy.ledgerSeconds(required.network),
+  );
   checkSimulationSucceeded(sim, { payer: checked.payer, payTo: required.payTo, assetCode: required.asset.code });
-  checkExactBalanceChanges(sim, { payer: checked.payer, payTo: required.payTo, amount: required.amount, contractId: required.asset.contractId });
+  checkExactBalanceChanges(sim, {
+    payer: checked.payer,
+    payTo: required.payTo,
+    amount: required.amount,
+    contractId: required.asset.contractId,
+  });
 }
 
 export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown: boolean): number {

@@ -1,5 +1,12 @@
 import type { ErrorCode } from '../errors';
-import type { AttemptRecord, AttemptRepository, EvidenceLabel, LedgerPort, SettlementRecord, SettlementRepository } from './types';
+import type {
+  AttemptRecord,
+  AttemptRepository,
+  EvidenceLabel,
+  LedgerPort,
+  SettlementRecord,
+  SettlementRepository,
+} from './types';
 
 /**
  * Learning a submitted settlement's fate from the ledger, never by resubmitting. A final answer is recorded only on
@@ -21,7 +28,12 @@ export interface ConfirmationDeps {
   };
 }
 
-async function charge(deps: ConfirmationDeps, s: SettlementRecord, fee: bigint, chargeTo: 'seller' | 'payer' = 'seller'): Promise<void> {
+async function charge(
+  deps: ConfirmationDeps,
+  s: SettlementRecord,
+  fee: bigint,
+  chargeTo: 'seller' | 'payer' = 'seller',
+): Promise<void> {
   await deps.settlements.settleFee(s.id, fee, chargeTo);
   if (fee > 0n) deps.events.feeCharged?.(s.network, fee);
 }
@@ -30,7 +42,14 @@ export type Fate = 'settled' | 'failed' | 'pending' | 'reconcile';
 
 const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 
-async function failed(deps: ConfirmationDeps, s: SettlementRecord, code: ErrorCode, reason: string, metricReason: string, fee: bigint): Promise<Fate> {
+async function failed(
+  deps: ConfirmationDeps,
+  s: SettlementRecord,
+  code: ErrorCode,
+  reason: string,
+  metricReason: string,
+  fee: bigint,
+): Promise<Fate> {
   if (await deps.settlements.finalizeFailed(s.id, code, shortReason(reason))) {
     deps.events.submissionFailed(s.network, metricReason);
     await charge(deps, s, fee, code === PAYER_FAILURE ? 'payer' : 'seller');
@@ -51,43 +70,91 @@ export function ledgerFailureCode(reason: string): ErrorCode {
 }
 
 /** NOT_FOUND: final only once no later ledger can include the transaction. */
-async function notFound(deps: ConfirmationDeps, s: SettlementRecord, state: Awaited<ReturnType<LedgerPort['transaction']>>, attempt?: AttemptRecord | null): Promise<Fate> {
+async function notFound(
+  deps: ConfirmationDeps,
+  s: SettlementRecord,
+  state: Awaited<ReturnType<LedgerPort['transaction']>>,
+  attempt?: AttemptRecord | null,
+): Promise<Fate> {
   if (state.status !== 'NOT_FOUND') return 'pending';
   if (s.validUntil) {
-    const closedPast = state.latestLedgerCloseTime !== undefined && state.latestLedgerCloseTime.getTime() > s.validUntil.getTime();
+    const closedPast =
+      state.latestLedgerCloseTime !== undefined && state.latestLedgerCloseTime.getTime() > s.validUntil.getTime();
     if (!closedPast) return 'pending';
     // The RPC forgot the ledgers where it could have landed. Evidence left: the channel's sequence number (the
     // channel carries no other transaction while this one is pinned). Below the transaction's: never applied, and
     // past its time bound never will be. At or above it: applied with an outcome nobody can read here: reconcile.
     if (state.oldestLedgerCloseTime !== undefined && state.oldestLedgerCloseTime.getTime() > s.createdAt.getTime()) {
-      const sequence = s.channelAccount && s.txSequence ? await deps.ledger.accountSequence(s.network, s.channelAccount) : null;
+      const sequence =
+        s.channelAccount && s.txSequence ? await deps.ledger.accountSequence(s.network, s.channelAccount) : null;
       if (sequence !== null && sequence < BigInt(s.txSequence!)) {
-        return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound (its channel never reached its sequence)', 'not_found_after_time_bound', 0n);
+        return failed(
+          deps,
+          s,
+          'SETTLEMENT_FAILED',
+          'the transaction was not included before its time bound (its channel never reached its sequence)',
+          'not_found_after_time_bound',
+          0n,
+        );
       }
       await deps.settlements.markReconciliation(s.id);
       deps.events.submissionFailed(s.network, 'reconciliation_required');
       return 'reconcile';
     }
-    return failed(deps, s, 'SETTLEMENT_FAILED', 'the transaction was not included before its time bound', 'not_found_after_time_bound', 0n);
+    return failed(
+      deps,
+      s,
+      'SETTLEMENT_FAILED',
+      'the transaction was not included before its time bound',
+      'not_found_after_time_bound',
+      0n,
+    );
   }
   // Settlements recorded before time bounds were stored: only the authorization's expiry makes them final.
   const a = attempt ?? (await deps.attempts.findAttempt(s.paymentAttemptId));
   const latest = state.latestLedger ?? (await deps.ledger.latestLedger(s.network));
-  if (a && latest > a.expiresAtLedger) return failed(deps, s, 'SETTLEMENT_FAILED', 'transaction not found on the ledger after the authorization expired', 'not_found_after_expiry', 0n);
+  if (a && latest > a.expiresAtLedger)
+    return failed(
+      deps,
+      s,
+      'SETTLEMENT_FAILED',
+      'transaction not found on the ledger after the authorization expired',
+      'not_found_after_expiry',
+      0n,
+    );
   return 'pending';
 }
 
 /** Asks the ledger once about a pending settlement and records a final answer when there is one. */
-export async function confirmOnce(deps: ConfirmationDeps, s: SettlementRecord, attempt?: AttemptRecord | null): Promise<Fate> {
+export async function confirmOnce(
+  deps: ConfirmationDeps,
+  s: SettlementRecord,
+  attempt?: AttemptRecord | null,
+): Promise<Fate> {
   const state = await deps.ledger.transaction(s.network, s.transactionHash);
   if (state.status === 'SUCCESS') {
-    if (await deps.settlements.finalizeSettled(s.id, state.ledger, state.closedAt, deps.networks.settlementEvidence(s.network))) {
+    if (
+      await deps.settlements.finalizeSettled(
+        s.id,
+        state.ledger,
+        state.closedAt,
+        deps.networks.settlementEvidence(s.network),
+      )
+    ) {
       deps.events.confirmed(s.network, (Date.now() - s.createdAt.getTime()) / 1000);
       await charge(deps, s, state.feeCharged ?? s.maxFee ?? 0n);
     }
     return 'settled';
   }
-  if (state.status === 'FAILED') return failed(deps, s, ledgerFailureCode(state.reason), state.reason, state.reason, state.feeCharged ?? s.maxFee ?? 0n);
+  if (state.status === 'FAILED')
+    return failed(
+      deps,
+      s,
+      ledgerFailureCode(state.reason),
+      state.reason,
+      state.reason,
+      state.feeCharged ?? s.maxFee ?? 0n,
+    );
   return notFound(deps, s, state, attempt);
 }
 
@@ -98,7 +165,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * transaction is asked about once per closed ledger, not on every poll of every settle.
  */
 export class LedgerWatcher {
-  private readonly watched = new Map<string, { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> }>();
+  private readonly watched = new Map<
+    string,
+    { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> }
+  >();
 
   constructor(
     private readonly latestLedger: (network: string) => Promise<number>,
@@ -130,7 +200,10 @@ export class LedgerWatcher {
     });
   }
 
-  private async poll(network: string, watch: { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> }): Promise<void> {
+  private async poll(
+    network: string,
+    watch: { latest: number; polling: boolean; waiters: Set<{ after: number; done(latest: number): void }> },
+  ): Promise<void> {
     watch.polling = true;
     while (watch.waiters.size > 0) {
       try {

@@ -19,7 +19,8 @@ export interface FacilitatorObserver {
 
 export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events' | 'receipts'> {
   receipts: Pick<ReceiptRepository, 'findReceipt' | 'findReceiptByAttempt'>;
-  networks: SettleDeps['networks'] & NetworkLookup & { list(): Array<{ network: string; assets: Array<{ code: string; issuer: string }> }> };
+  networks: SettleDeps['networks'] &
+    NetworkLookup & { list(): Array<{ network: string; assets: Array<{ code: string; issuer: string }> }> };
   observer: FacilitatorObserver;
 }
 
@@ -64,7 +65,11 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     supported() {
       deps.observer.request('supported', 'all');
       return {
-        schemes: deps.networks.list().map((n) => ({ name: 'exact' as const, network: n.network, assets: n.assets.map((a) => ({ code: a.code, issuer: a.issuer })) })),
+        schemes: deps.networks.list().map((n) => ({
+          name: 'exact' as const,
+          network: n.network,
+          assets: n.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+        })),
         extensions: { bazaar: true, upto: false },
       };
     },
@@ -87,13 +92,21 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     /** The seconds per ledger verify converts a requirement's maxTimeoutSeconds with (its expiry-window rule). */
     ledgerSeconds: (network: string): number => deps.policy.ledgerSeconds(network),
 
-    async payment(principal: Principal, id: string): Promise<{ attempt: AttemptRecord; settlement: SettlementRecord | null; receipt: ReceiptRecord | null }> {
+    async payment(
+      principal: Principal,
+      id: string,
+    ): Promise<{ attempt: AttemptRecord; settlement: SettlementRecord | null; receipt: ReceiptRecord | null }> {
       if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
       const attempt = await deps.attempts.findAttempt(id);
       if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${id}`);
-      if (!isOperatorOrSeller(principal, attempt.sellerId)) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
+      if (!isOperatorOrSeller(principal, attempt.sellerId))
+        throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
       deps.observer.request('getPayment', attempt.network);
-      return { attempt, settlement: await deps.settlements.findSettlementByAttempt(id), receipt: await deps.receipts.findReceiptByAttempt(id) };
+      return {
+        attempt,
+        settlement: await deps.settlements.findSettlementByAttempt(id),
+        receipt: await deps.receipts.findReceiptByAttempt(id),
+      };
     },
 
     /** Network fees per accountable seller for one UTC day (default today): operator-only (http/access-policy.ts). */

@@ -6,4 +6,9 @@ import type { FeeScope } from './types';
  * anonymous client address ~1,200, the whole facilitator ~60,000. 0 in configuration = unlimited (an explicit
  * choice only). server/README.md "Configuration" and "Threat model" say the same.
  */
-export const DEFAULT_FEE_BUDGETS: Readonly<Record<FeeScope, number>> = { seller: 100_000_000, payer: 10_000_000, client: 100_000_000, global: 1_000_000_000 };
+export const DEFAULT_FEE_BUDGETS: Readonly<Record<FeeScope, number>> = {
+  seller: 100_000_000,
+  payer: 10_000_000,
+  client: 100_000_000,
+  global: 1_000_000_000,
+};

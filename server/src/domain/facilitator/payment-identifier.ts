@@ -45,8 +45,14 @@ export interface PaymentIdentifierKey {
 /** The port (data/payment-identifier-repository.ts). */
 export interface PaymentIdentifierStore {
   /** The record of (scope, id, operation) younger than `maxAgeSeconds`, or null. */
-  find(scope: string, id: string, operation: IdentifiedOperation, maxAgeSeconds: number): Promise<(StoredAnswer & { fingerprint: string; payloadHash: string }) | null>;
-  /** Stores the answer unless one is already stored (the first final answer wins); keeps the scope within `maxPerScope`. */
+  find(
+    scope: string,
+    id: string,
+    operation: IdentifiedOperation,
+    maxAgeSeconds: number,
+  ): Promise<(StoredAnswer & { fingerprint: string; payloadHash: string }) | null>;
+  /** Stores the answer unless one is already stored (the first final answer wins); keeps the scope within
+   * `maxPerScope`. */
   remember(key: PaymentIdentifierKey, answer: StoredAnswer, maxPerScope: number, maxAgeSeconds: number): Promise<void>;
 }
 
@@ -67,7 +73,11 @@ function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return `{${Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`).join(',')}}`;
+    return `{${Object.keys(o)
+      .sort()
+      .filter((k) => o[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
 }
@@ -82,28 +92,46 @@ export function payloadHashOf(payload: unknown): string {
 
 /** The id the payload's `payment-identifier` extension carries, and whether the server required one. */
 export function readPaymentIdentifier(extensions: unknown): { id: string | null; required: boolean } {
-  const ext = extensions && typeof extensions === 'object' ? (extensions as Record<string, unknown>)[PAYMENT_IDENTIFIER] : undefined;
+  const ext =
+    extensions && typeof extensions === 'object'
+      ? (extensions as Record<string, unknown>)[PAYMENT_IDENTIFIER]
+      : undefined;
   if (ext === undefined || ext === null) return { id: null, required: false };
   const info = typeof ext === 'object' ? (ext as Record<string, unknown>).info : undefined;
   if (!info || typeof info !== 'object') throw invalid('the payment-identifier extension needs an info object');
   const { id, required } = info as Record<string, unknown>;
-  if (required !== undefined && typeof required !== 'boolean') throw invalid('payment-identifier info.required must be a boolean');
+  if (required !== undefined && typeof required !== 'boolean')
+    throw invalid('payment-identifier info.required must be a boolean');
   if (id === undefined || id === null) return { id: null, required: required === true };
-  if (typeof id !== 'string' || !PAYMENT_ID_PATTERN.test(id)) throw invalid('payment-identifier info.id must be 16-128 characters of A-Z, a-z, 0-9, - and _');
+  if (typeof id !== 'string' || !PAYMENT_ID_PATTERN.test(id))
+    throw invalid('payment-identifier info.id must be 16-128 characters of A-Z, a-z, 0-9, - and _');
   return { id, required: required === true };
 }
 
 function invalid(message: string): DomainError {
-  return new DomainError('INVALID_REQUEST', message, [{ field: `paymentPayload.extensions.${PAYMENT_IDENTIFIER}`, message }]);
+  return new DomainError('INVALID_REQUEST', message, [
+    { field: `paymentPayload.extensions.${PAYMENT_IDENTIFIER}`, message },
+  ]);
 }
 
 /** Who asked, as a scope: the seller of the key, the operator, or the anonymous client's address; and the payer. */
-export function identifierScope(caller: { sellerId?: string | null; operator?: boolean; clientAddress?: string }, payer: string | undefined): string {
-  const who = caller.sellerId ? `seller:${caller.sellerId}` : caller.operator ? 'operator' : `client:${caller.clientAddress ?? 'unknown'}`;
+export function identifierScope(
+  caller: { sellerId?: string | null; operator?: boolean; clientAddress?: string },
+  payer: string | undefined,
+): string {
+  const who = caller.sellerId
+    ? `seller:${caller.sellerId}`
+    : caller.operator
+      ? 'operator'
+      : `client:${caller.clientAddress ?? 'unknown'}`;
   return `${who}|payer:${payer ?? 'unknown'}`;
 }
 
-export function createPaymentIdentifiers(deps: { store: PaymentIdentifierStore; ttlSeconds?: number; maxPerScope?: number }) {
+export function createPaymentIdentifiers(deps: {
+  store: PaymentIdentifierStore;
+  ttlSeconds?: number;
+  maxPerScope?: number;
+}) {
   const ttl = deps.ttlSeconds ?? PAYMENT_ID_TTL_SECONDS;
   const max = deps.maxPerScope ?? PAYMENT_IDS_PER_SCOPE;
   return {
@@ -111,10 +139,19 @@ export function createPaymentIdentifiers(deps: { store: PaymentIdentifierStore; 
      * The key of this request, or null when it carries no id. `required: true` without an id: 400. The extension is
      * read before anything else of the payment is checked.
      */
-    keyOf(operation: IdentifiedOperation, extensions: unknown, scope: string, terms: IdentifiedTerms, payload: unknown): PaymentIdentifierKey | null {
+    keyOf(
+      operation: IdentifiedOperation,
+      extensions: unknown,
+      scope: string,
+      terms: IdentifiedTerms,
+      payload: unknown,
+    ): PaymentIdentifierKey | null {
       const { id, required } = readPaymentIdentifier(extensions);
       if (!id) {
-        if (required) throw invalid('the payment-identifier extension is required (info.required: true) but the payload carries no info.id');
+        if (required)
+          throw invalid(
+            'the payment-identifier extension is required (info.required: true) but the payload carries no info.id',
+          );
         return null;
       }
       return { scope, id, operation, fingerprint: termsFingerprint(terms), payloadHash: payloadHashOf(payload) };
@@ -125,9 +162,12 @@ export function createPaymentIdentifiers(deps: { store: PaymentIdentifierStore; 
       const found = await deps.store.find(key.scope, key.id, key.operation, ttl);
       if (!found) return null;
       if (found.fingerprint !== key.fingerprint || found.payloadHash !== key.payloadHash) {
-        throw new DomainError('CONFLICT', `payment-identifier ${key.id} was already used for another payment (other payload or other terms); use a new id`, [
-          { field: `paymentPayload.extensions.${PAYMENT_IDENTIFIER}.info.id`, message: 'same id, different payload' },
-        ]);
+        throw new DomainError(
+          'CONFLICT',
+          `payment-identifier ${key.id} was already used for another payment (other payload or other terms); ` +
+            `use a new id`,
+          [{ field: `paymentPayload.extensions.${PAYMENT_IDENTIFIER}.info.id`, message: 'same id, different payload' }],
+        );
       }
       return { status: found.status, body: found.body, headers: found.headers };
     },

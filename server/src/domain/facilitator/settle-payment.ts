@@ -3,15 +3,39 @@ import { newId } from '../ids';
 import type { Principal } from '../auth/principal';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';
-import {  refuse } from './rules/rule';
+import { refuse } from './rules/rule';
 import { checkExactBalanceChanges, checkSimulationSucceeded } from './rules/simulation';
 import type { CheckedPayment, RequiredTerms } from './rules/offline';
-import { checkPaymentOffline, checkSimulated, effectiveMaxTimeout, resolveRequired, simulationSource, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
+import {
+  checkPaymentOffline,
+  checkSimulated,
+  effectiveMaxTimeout,
+  resolveRequired,
+  simulationSource,
+  type CheckDeps,
+  type PaymentPayloadInput,
+  type PaymentRequirementsInput,
+} from './check-payment';
 import { attemptRecord, type FacilitatorEvents } from './verify-payment';
 import { accountableSeller, resolveCatalogTerms } from './catalog-terms';
 import { confirmOnce as confirmSettlement, LedgerWatcher, type Fate } from './confirmation';
 import type { FeeBudgets, FeeParties, FeeScope, SettleParty } from './types';
-import type { AttemptRecord, AttemptRepository, ChannelLeaser, ChannelLease, EvidenceLabel, LedgerPort, PreparedSettlement, ReceiptRecord, ReceiptRepository, ResourceTermsRef, ResourceTermsRepository, SettlementRecord, SettlementRepository, SubmitResult } from './types';
+import type {
+  AttemptRecord,
+  AttemptRepository,
+  ChannelLeaser,
+  ChannelLease,
+  EvidenceLabel,
+  LedgerPort,
+  PreparedSettlement,
+  ReceiptRecord,
+  ReceiptRepository,
+  ResourceTermsRef,
+  ResourceTermsRepository,
+  SettlementRecord,
+  SettlementRepository,
+  SubmitResult,
+} from './types';
 import type { SellerRepository } from '../sellers/types';
 
 export interface SettleDeps extends CheckDeps {
@@ -20,7 +44,10 @@ export interface SettleDeps extends CheckDeps {
   receipts: Pick<ReceiptRepository, 'findReceiptByAttempt'>;
   ledger: LedgerPort;
   channels: ChannelLeaser;
-  networks: CheckDeps['networks'] & { settlementEvidence(network: string): EvidenceLabel; settlementEnabled(network: string): boolean };
+  networks: CheckDeps['networks'] & {
+    settlementEvidence(network: string): EvidenceLabel;
+    settlementEnabled(network: string): boolean;
+  };
   /** The current terms of a cataloged resource (by id, or by URL for the seller paid); null when unknown. */
   resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
   sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
@@ -35,7 +62,8 @@ export interface SettleDeps extends CheckDeps {
   };
   /** Daily network-fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). */
   feeBudgets: FeeBudgets;
-  /** How long a settle waits for the payer's previous settlement to reach its final answer (one transfer in flight per payer). */
+  /** How long a settle waits for the payer's previous settlement to reach its final answer (one transfer in flight per
+   * payer). */
   payerTurnWaitMs?: number;
   /** How long past the transaction's time bound settle keeps asking for its fate before answering 202. */
   confirmGraceMs: number;
@@ -88,9 +116,11 @@ const shortReason = (s: string) => s.replace(/\s+/g, ' ').slice(0, 300);
 const MAX_TRY_AGAIN = 10;
 
 function replayed(attempt: AttemptRecord): DomainError {
-  return new DomainError('REPLAY_DETECTED', `This payment was already claimed for settlement (payment attempt ${attempt.id}); one signed payment settles once`, [
-    { field: 'paymentAttemptId', message: attempt.id },
-  ]);
+  return new DomainError(
+    'REPLAY_DETECTED',
+    `This payment was already claimed for settlement (payment attempt ${attempt.id}); one signed payment settles once`,
+    [{ field: 'paymentAttemptId', message: attempt.id }],
+  );
 }
 
 /** Only a `verified` attempt can be settled; every other state has its own refusal. */
@@ -132,21 +162,33 @@ const BUDGET_WORDS: Record<FeeScope, string> = {
 
 function budgetExhausted(scope: FeeScope): DomainError {
   const now = new Date();
-  const retryAfter = Math.ceil((Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000);
-  return new DomainError('FEE_BUDGET_EXHAUSTED', `${BUDGET_WORDS[scope]}; nothing was submitted`, [{ code: RULES.feeBudget.id, field: scope, message: `daily ${scope} fee budget` }], {
-    'Retry-After': String(retryAfter),
-  });
+  const retryAfter = Math.ceil(
+    (Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1) - now.getTime()) / 1000,
+  );
+  return new DomainError(
+    'FEE_BUDGET_EXHAUSTED',
+    `${BUDGET_WORDS[scope]}; nothing was submitted`,
+    [{ code: RULES.feeBudget.id, field: scope, message: `daily ${scope} fee budget` }],
+    {
+      'Retry-After': String(retryAfter),
+    },
+  );
 }
 
-/** Thrown inside a channel's cycle when the payer's other settlement holds the payer's turn: settle tries again, then 503. */
+/** Thrown inside a channel's cycle when the payer's other settlement holds the payer's turn: settle tries again, then
+ * 503. */
 class PayerBusy extends Error {}
 /** Tries of a settle whose payer's turn is taken (another transfer in flight, or one finished since its simulation). */
 const PAYER_TURN_TRIES = 3;
 
 function payerBusy(): DomainError {
-  return new DomainError('SERVICE_UNAVAILABLE', 'This payer has another settlement in flight on this asset; the payment was not used: retry the same settle shortly', [
-    { code: RULES.payerTurn.id, message: 'one transfer in flight per payer and asset' },
-  ], { 'Retry-After': '5' });
+  return new DomainError(
+    'SERVICE_UNAVAILABLE',
+    'This payer has another settlement in flight on this asset; the payment was not used: retry the same ' +
+      'settle shortly',
+    [{ code: RULES.payerTurn.id, message: 'one transfer in flight per payer and asset' }],
+    { 'Retry-After': '5' },
+  );
 }
 
 /**
@@ -156,7 +198,8 @@ function payerBusy(): DomainError {
  * Then: the accountable seller (nothing is sponsored that no seller asked for), the fee budgets, a channel from the
  * shared pool's fair queue (no place: 503 with the attempt still `verified`), the payer's turn, the transaction
  * prepared with a time bound and the simulation's events checked again, the fee reservation, the compare-and-set
- * claim, the pending settlement recorded, and only then the submission. The answer is final: `settled` once confirmed, SETTLEMENT_FAILED once the transaction
+ * claim, the pending settlement recorded, and only then the submission. The answer is final: `settled` once confirmed,
+ * SETTLEMENT_FAILED once the transaction
  * can no longer land; 202 only when the RPC could not tell within the time bound and a grace.
  */
 export function createSettlePayment(deps: SettleDeps) {
@@ -173,23 +216,37 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   /** The attempt this authorization already has (/v1: the one named, which must hold this payload), else null. */
-  async function knownAttempt(input: SettleInput, checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null): Promise<AttemptRecord | null> {
+  async function knownAttempt(
+    input: SettleInput,
+    checked: CheckedPayment,
+    required: RequiredTerms,
+    resource: ResourceTermsRef | null,
+  ): Promise<AttemptRecord | null> {
     const hash = paymentHash(checked.entryXdr);
     if (!input.paymentAttemptId) return deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce);
     const attempt = await deps.attempts.findAttempt(input.paymentAttemptId);
     if (!attempt) throw new DomainError('NOT_FOUND', `No payment attempt with id ${input.paymentAttemptId}`);
     if (attempt.paymentHash !== hash) {
       const others = await deps.attempts.findByHash(hash);
-      if (others.some((o) => o.status !== 'verification_failed' && o.status !== 'created')) throw new DomainError('REPLAY_DETECTED', 'This authorization belongs to another payment attempt');
+      if (others.some((o) => o.status !== 'verification_failed' && o.status !== 'created'))
+        throw new DomainError('REPLAY_DETECTED', 'This authorization belongs to another payment attempt');
       throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload is not the one verified for this payment attempt');
     }
-    if (attempt.resourceId && resource && attempt.resourceId !== resource.id) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
+    if (attempt.resourceId && resource && attempt.resourceId !== resource.id)
+      throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payment attempt was verified for another resource');
     return attempt;
   }
 
   /** A settle without a prior verify records the verified attempt now (the unique replay index picks one). */
-  async function recordAttempt(checked: CheckedPayment, required: RequiredTerms, resource: ResourceTermsRef | null, sellerId: string): Promise<AttemptRecord> {
-    const claimed = await deps.attempts.insertVerifiedAttempt(attemptRecord(newId('payment'), checked, required, resource ?? { sellerId }, null));
+  async function recordAttempt(
+    checked: CheckedPayment,
+    required: RequiredTerms,
+    resource: ResourceTermsRef | null,
+    sellerId: string,
+  ): Promise<AttemptRecord> {
+    const claimed = await deps.attempts.insertVerifiedAttempt(
+      attemptRecord(newId('payment'), checked, required, resource ?? { sellerId }, null),
+    );
     if ('attempt' in claimed) return claimed.attempt;
     const held = claimed.replayOf ? await deps.attempts.findAttempt(claimed.replayOf) : null;
     if (!held) throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
@@ -208,7 +265,12 @@ export function createSettlePayment(deps: SettleDeps) {
       if (owed) return owed;
     }
     if (known) refuseUnlessVerified(known);
-    const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
+    const simulation = await deps.ledger.simulate(
+      required.network,
+      checked.hostFunction,
+      [checked.entry],
+      simulationSource(deps, required.network, checked),
+    );
     // A duplicate whose original settled meanwhile (its nonce now consumed) is a replay, not a ledger refusal.
     if (simulation.error !== null && known) {
       const now = await deps.attempts.findAttempt(known.id);
@@ -217,14 +279,19 @@ export function createSettlePayment(deps: SettleDeps) {
     try {
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
     } catch (err) {
-      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED') await deps.attempts.expireAttempt(known.id, err.message);
+      if (known && err instanceof DomainError && err.code === 'AUTH_EXPIRED')
+        await deps.attempts.expireAttempt(known.id, err.message);
       throw err;
     }
     const attempt = known ?? (await recordAttempt(checked, required, resource, sellerId));
     refuseUnlessVerified(attempt);
-    if (!deps.networks.settlementEnabled(attempt.network)) throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
+    if (!deps.networks.settlementEnabled(attempt.network))
+      throw new DomainError('SERVICE_UNAVAILABLE', `Settlement is not enabled on ${attempt.network}`);
     const parties = feePartiesOf(input, sellerId, checked.payer);
-    return settleInTurn({ attempt, checked, required, resource, sellerId, parties, answerPending: input.answerPending === true }, capacityParty(parties));
+    return settleInTurn(
+      { attempt, checked, required, resource, sellerId, parties, answerPending: input.answerPending === true },
+      capacityParty(parties),
+    );
   }
 
   /**
@@ -236,7 +303,12 @@ export function createSettlePayment(deps: SettleDeps) {
    * is refused as a duplicate as before.
    */
   async function reconcileOwed(attempt: AttemptRecord, checked: CheckedPayment): Promise<SettleOutcome | null> {
-    if (!deps.owedAnswers || attempt.paymentHash !== paymentHash(checked.entryXdr) || !(await deps.owedAnswers.isOwed(attempt.id))) return null;
+    if (
+      !deps.owedAnswers ||
+      attempt.paymentHash !== paymentHash(checked.entryXdr) ||
+      !(await deps.owedAnswers.isOwed(attempt.id))
+    )
+      return null;
     let settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
     const deadline = Date.now() + deps.confirmGraceMs;
     let seen = watcher.latest(attempt.network);
@@ -244,13 +316,21 @@ export function createSettlePayment(deps: SettleDeps) {
       await confirmOnce(settlement, attempt).catch((): Fate => 'pending');
       settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
       if (settlement?.status !== 'pending' || Date.now() >= deadline) break;
-      seen = await watcher.after(attempt.network, seen, Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())));
+      seen = await watcher.after(
+        attempt.network,
+        seen,
+        Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())),
+      );
     }
     const receipt = await deps.receipts.findReceiptByAttempt(attempt.id);
     if (!settlement || !receipt) return null;
     if (settlement.status === 'pending') return { status: 'settlement_pending', settlement, receipt };
     if (!(await deps.owedAnswers.take(attempt.id))) return null;
-    if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
+    if (settlement.status === 'failed')
+      throw new DomainError(
+        'SETTLEMENT_FAILED',
+        `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`,
+      );
     return { status: 'settled', settlement, receipt };
   }
 
@@ -319,12 +399,29 @@ export function createSettlePayment(deps: SettleDeps) {
         // The authorization may have expired while this settle waited for its channel: that is AUTH_EXPIRED.
         if (prepared.simulation && c.checked.signatureExpirationLedger <= prepared.simulation.latestLedger) {
           await deps.attempts.expireAttempt(c.attempt.id, 'the authorization expired before settlement');
-          throw refuse(RULES.notExpired, `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ${prepared.simulation.latestLedger})`);
+          throw refuse(
+            RULES.notExpired,
+            `The authorization expired at ledger ${c.checked.signatureExpirationLedger} (latest ledger ` +
+              `${prepared.simulation.latestLedger})`,
+          );
         }
-        if (prepared.simulation) checkSimulationSucceeded(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, assetCode: c.required.asset.code });
-        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction could not be built: ${shortReason(prepared.error)}`);
+        if (prepared.simulation)
+          checkSimulationSucceeded(prepared.simulation, {
+            payer: c.checked.payer,
+            payTo: c.required.payTo,
+            assetCode: c.required.asset.code,
+          });
+        throw new DomainError(
+          'SETTLEMENT_FAILED',
+          `The settlement transaction could not be built: ${shortReason(prepared.error)}`,
+        );
       }
-      checkExactBalanceChanges(prepared.simulation, { payer: c.checked.payer, payTo: c.required.payTo, amount: c.required.amount, contractId: c.required.asset.contractId });
+      checkExactBalanceChanges(prepared.simulation, {
+        payer: c.checked.payer,
+        payTo: c.required.payTo,
+        amount: c.required.amount,
+        contractId: c.required.asset.contractId,
+      });
       const budget = await deps.settlements.reserveFees(c.parties, c.attempt.network, prepared.maxFee, deps.feeBudgets);
       if (budget.exhausted) throw refusedByBudget(c.attempt.network, budget.exhausted);
       if (budget.globalUsed !== null) deps.events.sponsoredToday?.(c.attempt.network, budget.globalUsed);
@@ -340,7 +437,10 @@ export function createSettlePayment(deps: SettleDeps) {
     }
   }
 
-  function pendingRecords(c: Claim, prepared: PreparedSettlement): { settlement: SettlementRecord; receipt: ReceiptRecord } {
+  function pendingRecords(
+    c: Claim,
+    prepared: PreparedSettlement,
+  ): { settlement: SettlementRecord; receipt: ReceiptRecord } {
     const unconfirmed = {
       paymentAttemptId: c.attempt.id,
       transactionHash: prepared.hash,
@@ -354,7 +454,18 @@ export function createSettlePayment(deps: SettleDeps) {
       settledAt: null,
       createdAt: new Date(),
     };
-    const settlement: SettlementRecord = { ...unconfirmed, id: newId('settlement'), channelAccount: prepared.channel, validUntil: prepared.validUntil, txSequence: prepared.sequence, sellerId: c.sellerId, maxFee: prepared.maxFee, feePayer: c.parties.payer, feeClient: c.parties.client, ...feeEvidence(prepared) };
+    const settlement: SettlementRecord = {
+      ...unconfirmed,
+      id: newId('settlement'),
+      channelAccount: prepared.channel,
+      validUntil: prepared.validUntil,
+      txSequence: prepared.sequence,
+      sellerId: c.sellerId,
+      maxFee: prepared.maxFee,
+      feePayer: c.parties.payer,
+      feeClient: c.parties.client,
+      ...feeEvidence(prepared),
+    };
     // The receipt pins the resource version whose terms this payment was checked against (none for an uncataloged URL).
     const receipt: ReceiptRecord = {
       ...unconfirmed,
@@ -370,13 +481,21 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   /** After the claim: record before submitting (crash safety), submit once, then wait for the final answer. */
-  async function submitClaimed(c: Claim, prepared: PreparedSettlement, lease: ChannelLease, handover: { done: boolean }): Promise<SettleOutcome> {
+  async function submitClaimed(
+    c: Claim,
+    prepared: PreparedSettlement,
+    lease: ChannelLease,
+    handover: { done: boolean },
+  ): Promise<SettleOutcome> {
     let recorded = false;
     try {
       await deps.afterClaim?.(c.attempt.id);
       const { settlement, receipt } = pendingRecords(c, prepared);
       if (!(await deps.settlements.insertPendingSettlement(settlement, receipt, lease.token))) {
-        throw new DomainError('SETTLEMENT_FAILED', 'The settlement was abandoned before submission; sign a new payment');
+        throw new DomainError(
+          'SETTLEMENT_FAILED',
+          'The settlement was abandoned before submission; sign a new payment',
+        );
       }
       recorded = true;
       const latestAtSubmit = watcher.latest(c.attempt.network);
@@ -385,7 +504,10 @@ export function createSettlePayment(deps: SettleDeps) {
         await deps.settlements.finalizeFailed(settlement.id, 'SETTLEMENT_FAILED', shortReason(sent.reason));
         await deps.settlements.settleFee(settlement.id, 0n);
         deps.events.submissionFailed(c.attempt.network, sent.reason);
-        throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction was rejected: ${shortReason(sent.reason)}`);
+        throw new DomainError(
+          'SETTLEMENT_FAILED',
+          `The settlement transaction was rejected: ${shortReason(sent.reason)}`,
+        );
       }
       // UNKNOWN (the RPC failed while we submitted): it may have been taken; never resubmitted, its fate is asked.
       if (sent.status === 'UNKNOWN') deps.events.submissionFailed(c.attempt.network, 'unknown');
@@ -400,7 +522,9 @@ export function createSettlePayment(deps: SettleDeps) {
       // (and if even that write fails, the cleanup worker does it later).
       if (!recorded) {
         const reason = err instanceof DomainError ? err.message : 'the settlement was interrupted before submission';
-        await deps.attempts.failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason)).catch(() => undefined);
+        await deps.attempts
+          .failClaimedAttempt(c.attempt.id, 'SETTLEMENT_FAILED', shortReason(reason))
+          .catch(() => undefined);
         await deps.settlements.releaseFees(c.parties, c.attempt.network, prepared.maxFee).catch(() => undefined);
       }
       throw err;
@@ -409,7 +533,8 @@ export function createSettlePayment(deps: SettleDeps) {
 
   /** Submits; TRY_AGAIN_LATER (not taken) is sent again; a transport error is UNKNOWN (never resubmitted). */
   async function submitUntilTaken(network: string, envelopeXdr: string): Promise<SubmitResult | { status: 'UNKNOWN' }> {
-    const once = async (): Promise<SubmitResult | { status: 'UNKNOWN' }> => deps.ledger.submit(network, envelopeXdr).catch(() => ({ status: 'UNKNOWN' as const }));
+    const once = async (): Promise<SubmitResult | { status: 'UNKNOWN' }> =>
+      deps.ledger.submit(network, envelopeXdr).catch(() => ({ status: 'UNKNOWN' as const }));
     let sent = await once();
     for (let i = 0; sent.status === 'TRY_AGAIN_LATER' && i < MAX_TRY_AGAIN; i++) {
       await sleep(Math.max(deps.pollMs, 100));
@@ -419,20 +544,39 @@ export function createSettlePayment(deps: SettleDeps) {
   }
 
   function confirmOnce(s: SettlementRecord, attempt?: AttemptRecord | null): Promise<Fate> {
-    return confirmSettlement({ attempts: deps.attempts, settlements: deps.settlements, ledger: deps.ledger, networks: deps.networks, events: deps.events }, s, attempt);
+    return confirmSettlement(
+      {
+        attempts: deps.attempts,
+        settlements: deps.settlements,
+        ledger: deps.ledger,
+        networks: deps.networks,
+        events: deps.events,
+      },
+      s,
+      attempt,
+    );
   }
 
   /**
    * Asks once a ledger newer than the one open at submission has closed, then once per closed ledger, until the
    * ledger's final answer or the time bound plus the grace has passed (then 202: the worker finishes it).
    */
-  async function confirmUntilFinal(s: SettlementRecord, attempt: AttemptRecord, lease: ChannelLease, latestAtSubmit: number): Promise<SettleOutcome> {
+  async function confirmUntilFinal(
+    s: SettlementRecord,
+    attempt: AttemptRecord,
+    lease: ChannelLease,
+    latestAtSubmit: number,
+  ): Promise<SettleOutcome> {
     let fate: Fate = 'pending';
     try {
       const deadline = (s.validUntil?.getTime() ?? Date.now()) + deps.confirmGraceMs;
       let seen = latestAtSubmit;
       while (fate === 'pending') {
-        seen = await watcher.after(attempt.network, seen, Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())));
+        seen = await watcher.after(
+          attempt.network,
+          seen,
+          Math.min(Math.max(deps.pollMs, 1000), Math.max(1, deadline - Date.now())),
+        );
         fate = await confirmOnce(s, attempt).catch((): Fate => 'pending');
         if (Date.now() > deadline) break;
       }
@@ -443,7 +587,11 @@ export function createSettlePayment(deps: SettleDeps) {
     const settlement = await deps.settlements.findSettlementByAttempt(attempt.id);
     const receipt = await deps.receipts.findReceiptByAttempt(attempt.id);
     if (!settlement || !receipt) throw new Error('settlement record vanished');
-    if (settlement.status === 'failed') throw new DomainError('SETTLEMENT_FAILED', `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`);
+    if (settlement.status === 'failed')
+      throw new DomainError(
+        'SETTLEMENT_FAILED',
+        `The settlement transaction failed: ${receipt.failureReason ?? 'failed on the ledger'}`,
+      );
     return { status: settlement.status === 'settled' ? 'settled' : 'settlement_pending', settlement, receipt };
   }
 
@@ -494,7 +642,13 @@ function createChannelWaiting(deps: Pick<SettleDeps, 'channels' | 'attempts'>) {
 export type SettlePayment = ReturnType<typeof createSettlePayment>;
 
 /** The fees a prepared settlement bids, as the settlement records them (evidence, and part of its attestation). */
-function feeEvidence(prepared: PreparedSettlement): Pick<SettlementRecord, 'inclusionFee' | 'resourceFee' | 'feePercentile'> {
+function feeEvidence(
+  prepared: PreparedSettlement,
+): Pick<SettlementRecord, 'inclusionFee' | 'resourceFee' | 'feePercentile'> {
   if (!prepared.fees) return {};
-  return { inclusionFee: prepared.fees.inclusion, resourceFee: prepared.fees.resource, feePercentile: prepared.fees.percentile };
+  return {
+    inclusionFee: prepared.fees.inclusion,
+    resourceFee: prepared.fees.resource,
+    feePercentile: prepared.fees.percentile,
+  };
 }

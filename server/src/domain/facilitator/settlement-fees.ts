@@ -32,7 +32,10 @@ export interface SettlementFees {
 }
 
 /** A getFeeStats `sorobanInclusionFee` percentile as stroops; null when absent or not a whole number. */
-export function percentileFee(stats: Partial<Record<FeePercentile, string>> | undefined, percentile: FeePercentile): bigint | null {
+export function percentileFee(
+  stats: Partial<Record<FeePercentile, string>> | undefined,
+  percentile: FeePercentile,
+): bigint | null {
   const text = stats?.[percentile];
   return typeof text === 'string' && /^\d{1,18}$/.test(text) ? BigInt(text) : null;
 }
@@ -42,9 +45,22 @@ export function percentileFee(stats: Partial<Record<FeePercentile, string>> | un
  * the base fee) capped at maxInclusion, then lowered so that inclusion + resource stays within maxTotal; a resource
  * fee above maxResource, or one that leaves less than the base fee for inclusion, is refused.
  */
-export function chooseSettlementFees(observed: bigint | null, resource: bigint, percentile: FeePercentile, caps: FeeCaps): SettlementFees | { error: string } {
-  if (resource > caps.maxResource) return { error: `resource fee ${resource} stroops exceeds FACILITATOR_MAX_RESOURCE_FEE_STROOPS (${caps.maxResource})` };
-  if (resource + caps.baseFee > caps.maxTotal) return { error: `resource fee ${resource} stroops leaves no inclusion fee within FACILITATOR_MAX_FEE_STROOPS (${caps.maxTotal})` };
+export function chooseSettlementFees(
+  observed: bigint | null,
+  resource: bigint,
+  percentile: FeePercentile,
+  caps: FeeCaps,
+): SettlementFees | { error: string } {
+  if (resource > caps.maxResource)
+    return {
+      error: `resource fee ${resource} stroops exceeds FACILITATOR_MAX_RESOURCE_FEE_STROOPS (${caps.maxResource})`,
+    };
+  if (resource + caps.baseFee > caps.maxTotal)
+    return {
+      error:
+        `resource fee ${resource} stroops leaves no inclusion fee within FACILITATOR_MAX_FEE_STROOPS ` +
+        `(${caps.maxTotal})`,
+    };
   let inclusion = observed !== null && observed > caps.baseFee ? observed : caps.baseFee;
   if (inclusion > caps.maxInclusion) inclusion = caps.maxInclusion > caps.baseFee ? caps.maxInclusion : caps.baseFee;
   if (inclusion + resource > caps.maxTotal) inclusion = caps.maxTotal - resource;

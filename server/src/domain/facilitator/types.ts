@@ -58,7 +58,8 @@ export interface SettlementRecord {
   sellerId?: string | null;
   /** The most the transaction could cost in fees, stroops (committed against the seller's fee budget). */
   maxFee?: bigint | null;
-  /** The inclusion fee bid and the simulated resource fee, stroops, and the getFeeStats percentile bid at (evidence). */
+  /** The inclusion fee bid and the simulated resource fee, stroops, and the getFeeStats percentile bid at (evidence).
+   * */
   inclusionFee?: bigint | null;
   resourceFee?: bigint | null;
   feePercentile?: string | null;
@@ -114,10 +115,22 @@ export interface AttemptRepository {
   findByHash(paymentHash: string): Promise<AttemptRecord[]>;
   /** Inserts; answers 'replay' when the unique replay index already holds (network, payer, nonce). */
   insertAttempt(a: NewAttempt): Promise<'inserted' | 'replay'>;
-  /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner. */
-  claimForSettlement(id: string, resource: ResourceTermsRef | null, sellerId: string, payerTurnSince: Date): Promise<'claimed' | 'lost' | 'payer_busy'>;
-  /** The database's time now, and whether the payer has a settlement in flight (claimed, not final) for this asset on this network. */
-  payerTurn(network: string, payer: string, assetCode: string, assetIssuer: string): Promise<{ at: Date; busy: boolean }>;
+  /** Compare-and-set verified -> settlement_pending (and fills the resource when it was null); true for the one winner.
+   * */
+  claimForSettlement(
+    id: string,
+    resource: ResourceTermsRef | null,
+    sellerId: string,
+    payerTurnSince: Date,
+  ): Promise<'claimed' | 'lost' | 'payer_busy'>;
+  /** The database's time now, and whether the payer has a settlement in flight (claimed, not final) for this asset on
+   * this network. */
+  payerTurn(
+    network: string,
+    payer: string,
+    assetCode: string,
+    assetIssuer: string,
+  ): Promise<{ at: Date; busy: boolean }>;
   /** verified -> expired with AUTH_EXPIRED. */
   expireAttempt(id: string, reason: string): Promise<void>;
   /** settlement_pending -> settlement_failed before any transaction was submitted (no settlement row). */
@@ -153,7 +166,12 @@ export interface SettlementRepository {
    * Commits `fee` stroops against the seller's fees of today (UTC) on the network, only while committed + spent +
    * fee stays within `budget` (null: no budget). Compare-and-set: false (nothing written) when it would not.
    */
-  reserveFees(parties: FeeParties, network: string, fee: bigint, budgets: FeeBudgets): Promise<{ exhausted: FeeScope | null; globalUsed: bigint | null }>;
+  reserveFees(
+    parties: FeeParties,
+    network: string,
+    fee: bigint,
+    budgets: FeeBudgets,
+  ): Promise<{ exhausted: FeeScope | null; globalUsed: bigint | null }>;
   /** The first budget of these parties already spent today (checked before a settle queues), or null. */
   exhaustedFeeBudget(parties: FeeParties, network: string, budgets: FeeBudgets): Promise<FeeScope | null>;
   /** Gives back a reservation whose settlement was never recorded. */
@@ -165,7 +183,16 @@ export interface SettlementRepository {
    */
   settleFee(settlementId: string, charged: bigint, chargeTo?: 'seller' | 'payer'): Promise<void>;
   /** Fees per seller and network for one UTC day (YYYY-MM-DD), and the settlements awaiting reconciliation. */
-  sellerFees(day: string): Promise<{ items: Array<{ sellerId: string; network: string; committedStroops: string; spentStroops: string; settlements: number }>; needingReconciliation: number }>;
+  sellerFees(day: string): Promise<{
+    items: Array<{
+      sellerId: string;
+      network: string;
+      committedStroops: string;
+      spentStroops: string;
+      settlements: number;
+    }>;
+    needingReconciliation: number;
+  }>;
 }
 
 /** Receipts (data/receipt-repository.ts). */
@@ -187,7 +214,11 @@ export interface ResourceTermsRepository {
    * ambiguous), and whether the URL is cataloged on the network with another payTo (a payment naming it must not
    * be settled on a stranger's terms).
    */
-  findResourceByUrl(network: string, payTo: string, url: string): Promise<{ resource: ResourceTermsRef | null; listedWithOtherPayTo: boolean }>;
+  findResourceByUrl(
+    network: string,
+    payTo: string,
+    url: string,
+  ): Promise<{ resource: ResourceTermsRef | null; listedWithOtherPayTo: boolean }>;
   /** The version of a resource that was current at `at` (for receipts written after the fact). */
   versionAt(resourceId: string, at: Date): Promise<string | null>;
 }
@@ -209,7 +240,13 @@ export interface ChannelLeaseRepository {
    * Takes a free channel among `addresses` for `claim.party` unless that party (its seller, payer or client) already
    * holds its cap of the network's busy channels, counted across every process under the network's row locks.
    */
-  takeFor(network: string, addresses: string[], token: string, ttlSeconds: number, claim: LeaseClaim | null): Promise<LeaseTake>;
+  takeFor(
+    network: string,
+    addresses: string[],
+    token: string,
+    ttlSeconds: number,
+    claim: LeaseClaim | null,
+  ): Promise<LeaseTake>;
 }
 
 /** Fair capacity: who a lease is for and how many busy channels of the network each of its parties may hold. */
@@ -230,7 +267,8 @@ export interface AssetRef {
   contractId: string;
 }
 
-export type SubmitResult = { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
+export type SubmitResult =
+  { status: 'PENDING' | 'DUPLICATE' } | { status: 'ERROR' | 'TRY_AGAIN_LATER'; reason: string };
 
 /** What the RPC's history covers when it answers (getTransaction reports it with every status). */
 export interface LedgerWindow {
@@ -283,9 +321,18 @@ export interface LedgerPort {
    * One simulateTransaction (enforce mode) of the host function with the signed auth entries, from `source` (a
    * facilitator account: the transaction we would submit), against the current ledger state.
    */
-  simulate(network: string, hostFunction: xdr.HostFunction, auth: xdr.SorobanAuthorizationEntry[], source: string): Promise<SimulationOutcome>;
+  simulate(
+    network: string,
+    hostFunction: xdr.HostFunction,
+    auth: xdr.SorobanAuthorizationEntry[],
+    source: string,
+  ): Promise<SimulationOutcome>;
   /** Builds, simulates and signs the transfer from the leased channel account; the signed auth entry is kept as is. */
-  prepareSettlement(network: string, lease: ChannelLease, entryXdr: string): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }>;
+  prepareSettlement(
+    network: string,
+    lease: ChannelLease,
+    entryXdr: string,
+  ): Promise<PreparedSettlement | { error: string; simulation?: SimulationOutcome }>;
   submit(network: string, envelopeXdr: string): Promise<SubmitResult>;
   /** An account's current sequence number; null when the account does not exist. */
   accountSequence(network: string, address: string): Promise<bigint | null>;

@@ -54,7 +54,12 @@ export interface PaymentInput {
 export async function accountableParty(
   deps: Pick<VerifyDeps, 'resources' | 'sellers' | 'networks'>,
   input: PaymentInput,
-): Promise<{ resource: ResourceTermsRef | null; sellerId: string | null; attributed: string | null; req: PaymentRequirementsInput }> {
+): Promise<{
+  resource: ResourceTermsRef | null;
+  sellerId: string | null;
+  attributed: string | null;
+  req: PaymentRequirementsInput;
+}> {
   const { req, resource } = await resolveCatalogTerms(deps, {
     resourceId: input.resourceId,
     requirements: input.paymentRequirements,
@@ -63,7 +68,11 @@ export async function accountableParty(
   });
   const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo));
   const asker = input.principal;
-  const attributed = resource ? resource.sellerId : asker?.role === 'operator' || (asker?.role === 'seller' && asker.sellerId === sellerId) ? sellerId : null;
+  const attributed = resource
+    ? resource.sellerId
+    : asker?.role === 'operator' || (asker?.role === 'seller' && asker.sellerId === sellerId)
+      ? sellerId
+      : null;
   return { resource, sellerId, attributed, req };
 }
 
@@ -72,7 +81,8 @@ const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRU
 
 /**
  * POST /v1/verify and /x402/verify: the x402 `exact` Stellar rules (check-payment.ts), the catalog's terms
- * (catalog-terms.ts), the accountable seller, and (on /v1 only) the record. A valid verify costs one RPC call (the simulation, whose latest ledger serves the expiry window) and,
+ * (catalog-terms.ts), the accountable seller, and (on /v1 only) the record. A valid verify costs one RPC call (the
+ * simulation, whose latest ledger serves the expiry window) and,
  * besides the resource/seller lookup that runs during the simulation, one SQL statement: the insert that claims
  * the authorization (the unique replay index decides across processes: any later verify of it is REPLAY_DETECTED).
  *
@@ -90,30 +100,55 @@ export function createVerifyPayment(deps: VerifyDeps) {
       const checked = checkPaymentOffline(deps, payload, required);
       const party = accountableParty(deps, input);
       party.catch(() => undefined); // looked at after the simulation (contract order of errors)
-      const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], simulationSource(deps, required.network, checked));
-      if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error))) proven = { checked, required };
+      const simulation = await deps.ledger.simulate(
+        required.network,
+        checked.hostFunction,
+        [checked.entry],
+        simulationSource(deps, required.network, checked),
+      );
+      if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error)))
+        proven = { checked, required };
       // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger says.
-      if (simulation.error !== null && (await deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce))) {
+      if (
+        simulation.error !== null &&
+        (await deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce))
+      ) {
         throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
       }
       const found = await party;
       resource = found.resource;
       checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
-      ensure(RULES.payeeIsSeller, found.sellerId !== null, 'The payTo belongs to no signed-up seller: nobody accountable asked for this payment');
+      ensure(
+        RULES.payeeIsSeller,
+        found.sellerId !== null,
+        'The payTo belongs to no signed-up seller: nobody accountable asked for this payment',
+      );
       // /x402 verify answers what /x402 settle would: an uncataloged URL needs the payTo seller's key there too.
       if (!persist) requireSellerAsked(resource, found.sellerId!, input.principal);
-      const record = attemptRecord(newId('payment'), checked, required, resource ?? { sellerId: found.attributed }, null);
+      const record = attemptRecord(
+        newId('payment'),
+        checked,
+        required,
+        resource ?? { sellerId: found.attributed },
+        null,
+      );
       if (!persist) return record;
       const claimed = await deps.attempts.insertVerifiedAttempt(record);
       if ('replayOf' in claimed) {
-        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used', claimed.replayOf ? [{ field: 'paymentAttemptId', message: claimed.replayOf }] : []);
+        throw new DomainError(
+          'REPLAY_DETECTED',
+          'This authorization was already used',
+          claimed.replayOf ? [{ field: 'paymentAttemptId', message: claimed.replayOf }] : [],
+        );
       }
       return claimed.attempt;
     } catch (err) {
       if (err instanceof DomainError) {
         deps.events.failed('verify', payload.network, err.code);
         if (persist && proven && resource && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE') {
-          await deps.attempts.insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err)).catch(() => undefined);
+          await deps.attempts
+            .insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err))
+            .catch(() => undefined);
         }
       }
       throw err;
@@ -155,4 +190,3 @@ export function attemptRecord(
     authorizationXdr: checked.entryXdr,
   };
 }
-

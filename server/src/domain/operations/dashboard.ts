@@ -38,7 +38,10 @@ export interface OperationsDashboardDeps {
   /** The search index's counts (indexed resources, active sellers, lag). */
   indexCounts(): Promise<{ resources: number; activeSellers: number; lagSeconds: number }>;
   /** The network-health monitor's view: the last record of a network, and the current checks. */
-  monitor: { record(network: string): Pick<NetworkHealthRecord, 'rpcUp' | 'latencyMs'> | null; checks(): Promise<Record<string, Check>> };
+  monitor: {
+    record(network: string): Pick<NetworkHealthRecord, 'rpcUp' | 'latencyMs'> | null;
+    checks(): Promise<Record<string, Check>>;
+  };
   rules: NetworkHealthRules;
   /** Sample interval (ms). Default 10 000 (one hour = 360 samples). */
   intervalMs?: number;
@@ -125,7 +128,8 @@ export function createOperationsDashboard(deps: OperationsDashboardDeps) {
 
   async function workers() {
     const dl = await store.deadLetters();
-    const value = async (read: Read, worker: string) => (await read()).find((v) => v.labels.worker === worker)?.value ?? 0;
+    const value = async (read: Read, worker: string) =>
+      (await read()).find((v) => v.labels.worker === worker)?.value ?? 0;
     const names = (await r.jobs.queueDepth()).map((v) => String(v.labels.worker)).sort();
     const out = [];
     for (const w of names) {
@@ -149,7 +153,9 @@ export function createOperationsDashboard(deps: OperationsDashboardDeps) {
     const records = new Map((await store.allNetworkHealth()).map((rec) => [rec.network, rec]));
     const now = new Date();
     return deps.networks.list().map((n) => {
-      const c = n.rpcUrl ? (checks[n.network] ?? evaluateNetwork(records.get(n.network) ?? null, deps.rules, now)) : null;
+      const c = n.rpcUrl
+        ? (checks[n.network] ?? evaluateNetwork(records.get(n.network) ?? null, deps.rules, now))
+        : null;
       return {
         network: n.network,
         evidence: deps.networks.networkEvidence(n.network),
@@ -167,17 +173,28 @@ export function createOperationsDashboard(deps: OperationsDashboardDeps) {
 
   return {
     sample,
-    /** /v1/stats: the hour's API figures, the catalog's size, settlements per network and the latest conformance run. */
+    /** /v1/stats: the hour's API figures, the catalog's size, settlements per network and the latest conformance run.
+     * */
     async stats() {
       const q = await hourQuantiles();
       const counts = await deps.indexCounts();
       const networks = [];
       for (const n of deps.networks.list()) {
         const s = await store.settlementStats(n.network);
-        networks.push({ network: n.network, evidence: deps.networks.networkEvidence(n.network), successfulSettlements: s.settled, latestTransactionHashes: s.latestHashes });
+        networks.push({
+          network: n.network,
+          evidence: deps.networks.networkEvidence(n.network),
+          successfulSettlements: s.settled,
+          latestTransactionHashes: s.latestHashes,
+        });
       }
       const latest = (await store.latestRuns()).sort((a, b) => (a.id < b.id ? 1 : -1))[0] ?? null;
-      return { api: { requests: q.requests, p50Ms: q.p50Ms, p95Ms: q.p95Ms }, catalog: { indexedResources: counts.resources, activeSellers: counts.activeSellers }, networks, latest };
+      return {
+        api: { requests: q.requests, p50Ms: q.p50Ms, p95Ms: q.p95Ms },
+        catalog: { indexedResources: counts.resources, activeSellers: counts.activeSellers },
+        networks,
+        latest,
+      };
     },
     /** The operator dashboard's data (GET /v1/operations/dashboard). */
     async dashboard() {
@@ -197,7 +214,12 @@ export function createOperationsDashboard(deps: OperationsDashboardDeps) {
         workers: await workers(),
         settlement: { p50Ms: q.settleP50Ms, p95Ms: q.settleP95Ms, settled, failed },
         networks: await networksView(),
-        searchIndex: { indexedResources: counts.resources, lagSeconds: round(counts.lagSeconds) ?? 0, fresh: counts.lagSeconds < 300, partialResults: total(await r.partialResults()) },
+        searchIndex: {
+          indexedResources: counts.resources,
+          lagSeconds: round(counts.lagSeconds) ?? 0,
+          fresh: counts.lagSeconds < 300,
+          partialResults: total(await r.partialResults()),
+        },
         conformance: await store.latestRuns(),
       };
     },

@@ -55,9 +55,16 @@ export interface HealthReport {
 export async function healthReport(probes: HealthProbes, startedAt: number): Promise<HealthReport> {
   const [database, jobs, ledger] = await Promise.all([probes.database(), probes.jobs(), probes.ledger()]);
   const others = [jobs, ...Object.values(ledger)];
-  const status = database.status === 'down' ? 'down' : [database, ...others].some((c) => c.status !== 'ok') ? 'degraded' : 'ok';
+  const status =
+    database.status === 'down' ? 'down' : [database, ...others].some((c) => c.status !== 'ok') ? 'degraded' : 'ok';
   const affectedNetworks = Object.entries(ledger)
     .filter(([, c]) => c.status !== 'ok')
     .map(([n]) => n);
-  return { status, checks: { database, jobs, ledger }, affectedNetworks, uptimeSeconds: Math.round((Date.now() - startedAt) / 1000), time: new Date() };
+  return {
+    status,
+    checks: { database, jobs, ledger },
+    affectedNetworks,
+    uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
+    time: new Date(),
+  };
 }

@@ -5,11 +5,22 @@ import type { Check } from './health';
 export interface NetworkHealthDeps {
   /** Networks with an RPC to probe. */
   networks(): Array<{ network: string; rpcUrl: string }>;
-  probe(rpcUrl: string): Promise<{ up: boolean; healthy: boolean; latencyMs: number; latestLedger: number | null; errors: number; error: string | null }>;
+  probe(rpcUrl: string): Promise<{
+    up: boolean;
+    healthy: boolean;
+    latencyMs: number;
+    latestLedger: number | null;
+    errors: number;
+    error: string | null;
+  }>;
   load(network: string): Promise<NetworkHealthRecord | null>;
   loadAll(): Promise<NetworkHealthRecord[]>;
   save(r: NetworkHealthRecord): Promise<void>;
-  observe(network: string, probe: { up: boolean; latencyMs: number; latestLedger: number | null; errors: number }, check: Check): void;
+  observe(
+    network: string,
+    probe: { up: boolean; latencyMs: number; latestLedger: number | null; errors: number },
+    check: Check,
+  ): void;
   /** Raw error text goes here (debug level, never to a response). */
   debug(network: string, error: string): void;
   rules: NetworkHealthRules;

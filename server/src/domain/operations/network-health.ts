@@ -32,7 +32,8 @@ export function nextRecord(
   probe: { up: boolean; healthy: boolean; latencyMs: number; latestLedger: number | null },
   now: Date,
 ): NetworkHealthRecord {
-  const advanced = probe.latestLedger !== null && (previous?.latestLedger == null || probe.latestLedger > previous.latestLedger);
+  const advanced =
+    probe.latestLedger !== null && (previous?.latestLedger == null || probe.latestLedger > previous.latestLedger);
   return {
     network,
     rpcUp: probe.up,
@@ -47,17 +48,21 @@ export function nextRecord(
 
 /** The /health check of one network from its record. */
 export function evaluateNetwork(record: NetworkHealthRecord | null, rules: NetworkHealthRules, now: Date): Check {
-  if (!record || now.getTime() - record.checkedAt.getTime() > (rules.maxRecordAgeMs ?? 60_000)) return failedCheck('degraded', 'NOT_PROBED_YET');
+  if (!record || now.getTime() - record.checkedAt.getTime() > (rules.maxRecordAgeMs ?? 60_000))
+    return failedCheck('degraded', 'NOT_PROBED_YET');
   const extra = {
     ...(record.latencyMs === null ? {} : { latencyMs: Math.round(record.latencyMs * 10) / 10 }),
     ...(record.latestLedger === null ? {} : { latestLedger: record.latestLedger }),
-    ...(record.ledgerAdvancedAt ? { ledgerAgeSeconds: Math.max(0, (now.getTime() - record.ledgerAdvancedAt.getTime()) / 1000) } : {}),
+    ...(record.ledgerAdvancedAt
+      ? { ledgerAgeSeconds: Math.max(0, (now.getTime() - record.ledgerAdvancedAt.getTime()) / 1000) }
+      : {}),
     checkedAt: record.checkedAt,
   };
   if (!record.rpcUp) return { ...failedCheck('down', 'RPC_UNREACHABLE'), ...extra };
   if (!record.rpcHealthy) return { ...failedCheck('degraded', 'RPC_UNHEALTHY'), ...extra };
   const staleAfterMs = STALE_CLOSE_INTERVALS * rules.ledgerCloseMs;
   // Measured at the probe (checkedAt), so the probe interval does not count as staleness between two probes.
-  if (!record.ledgerAdvancedAt || record.checkedAt.getTime() - record.ledgerAdvancedAt.getTime() > staleAfterMs) return { ...failedCheck('degraded', 'LEDGER_STALE'), ...extra };
+  if (!record.ledgerAdvancedAt || record.checkedAt.getTime() - record.ledgerAdvancedAt.getTime() > staleAfterMs)
+    return { ...failedCheck('degraded', 'LEDGER_STALE'), ...extra };
   return { status: 'ok', ...extra };
 }

@@ -17,7 +17,12 @@ export const EMPTY_HISTOGRAM: HistogramSnapshot = { le: [], cumulative: [], coun
 /** b - a: the observations made between two snapshots of the same histogram. */
 export function histogramDelta(a: HistogramSnapshot | null, b: HistogramSnapshot): HistogramSnapshot {
   if (!a || a.le.length !== b.le.length) return b;
-  return { le: b.le, cumulative: b.cumulative.map((c, i) => Math.max(0, c - (a.cumulative[i] ?? 0))), count: Math.max(0, b.count - a.count), sum: Math.max(0, b.sum - a.sum) };
+  return {
+    le: b.le,
+    cumulative: b.cumulative.map((c, i) => Math.max(0, c - (a.cumulative[i] ?? 0))),
+    count: Math.max(0, b.count - a.count),
+    sum: Math.max(0, b.sum - a.sum),
+  };
 }
 
 /** The q-quantile (0..1) in the histogram's unit; null when it holds no observation. */
@@ -38,7 +43,11 @@ export function histogramQuantile(q: number, h: HistogramSnapshot): number | nul
 }
 
 /** Sums the buckets of every label set of a histogram (prom-client `get()` values) into one snapshot. */
-export function sumHistogram(values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>, name: string, filter: (labels: Record<string, string | number>) => boolean = () => true): HistogramSnapshot {
+export function sumHistogram(
+  values: Array<{ value: number; labels: Record<string, string | number>; metricName?: string }>,
+  name: string,
+  filter: (labels: Record<string, string | number>) => boolean = () => true,
+): HistogramSnapshot {
   const byLe = new Map<number, number>();
   let count = 0;
   let sum = 0;

@@ -4,12 +4,16 @@ import { decodeCursor, pageLimit, type Page, type PageRequest } from '../paginat
 import type { PaymentAttempt, PaymentFilters, PaymentReadRepository } from './types';
 
 /** Reads of payment attempts. Sellers see only their own; the payer address is shown only to them and the operator. */
-export function createPaymentReadService(deps: { payments: PaymentReadRepository; sellerExists(id: string): Promise<boolean> }) {
+export function createPaymentReadService(deps: {
+  payments: PaymentReadRepository;
+  sellerExists(id: string): Promise<boolean>;
+}) {
   return {
     async list(principal: Principal, filters: PaymentFilters, page: PageRequest): Promise<Page<PaymentAttempt>> {
       if (principal.role === 'public') throw new DomainError('UNAUTHORIZED', 'An API key is required');
       if (principal.role === 'seller') {
-        if (filters.sellerId && filters.sellerId !== principal.sellerId) throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
+        if (filters.sellerId && filters.sellerId !== principal.sellerId)
+          throw new DomainError('FORBIDDEN', 'This API key may read only its own payments');
         filters = { ...filters, sellerId: principal.sellerId };
       }
       return deps.payments.list(filters, decodeCursor(page.cursor), pageLimit(page.limit));

@@ -6,7 +6,8 @@ import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject 
  * offer-and-receipt receipt (the seller signs those with its own key): a compact JWS, header `{alg: "EdDSA", kid,
  * typ: "x402-facilitator-attestation"}`, payload the JCS-canonical JSON of `{kind: "facilitator-attestation",
  * version, network, transaction, ledger, asset, amount, payer, payTo, issuedAt, resource?, fees?}` (resource only for a
- * cataloged resource: the facilitator attests only what it knows). The signing key is Ed25519 (from configuration or generated into the data folder); its public
+ * cataloged resource: the facilitator attests only what it knows). The signing key is Ed25519 (from configuration or
+ * generated into the data folder); its public
  * half and the public halves of keys retired by a rotation are published as a JWK Set. The private key never
  * leaves this module: no method returns it and nothing here logs.
  */
@@ -79,7 +80,8 @@ export function generateReceiptKeyPem(): string {
 
 async function publicJwkOf(key: KeyObject): Promise<PublicJwk> {
   const jwk = await exportJWK(key);
-  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || !jwk.x) throw new Error('the receipt signing key must be an Ed25519 key');
+  if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || !jwk.x)
+    throw new Error('the receipt signing key must be an Ed25519 key');
   const kid = await calculateJwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: jwk.x });
   return { kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid, alg: 'EdDSA', use: 'sig' };
 }
@@ -90,10 +92,18 @@ export async function parsePreviousKeys(list: unknown): Promise<PublicJwk[]> {
   const out: PublicJwk[] = [];
   for (const item of list.slice(0, 100)) {
     const jwk = item as JWK;
-    if (!jwk || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') throw new Error('previous receipt keys must be Ed25519 public JWKs');
+    if (!jwk || jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string')
+      throw new Error('previous receipt keys must be Ed25519 public JWKs');
     if ('d' in jwk) throw new Error('previous receipt keys must be public keys only (no "d")');
     await importJWK({ kty: 'OKP', crv: 'Ed25519', x: jwk.x }, 'EdDSA');
-    out.push({ kty: 'OKP', crv: 'Ed25519', x: jwk.x, kid: await calculateJwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: jwk.x }), alg: 'EdDSA', use: 'sig' });
+    out.push({
+      kty: 'OKP',
+      crv: 'Ed25519',
+      x: jwk.x,
+      kid: await calculateJwkThumbprint({ kty: 'OKP', crv: 'Ed25519', x: jwk.x }),
+      alg: 'EdDSA',
+      use: 'sig',
+    });
   }
   return out;
 }
@@ -103,7 +113,10 @@ export async function publicJwkOfPem(privateKeyPem: string): Promise<PublicJwk> 
   return publicJwkOf(createPublicKey(createPrivateKey(privateKeyPem)));
 }
 
-export async function createReceiptSigner(opts: { privateKeyPem: string; previous?: PublicJwk[] }): Promise<ReceiptSigner> {
+export async function createReceiptSigner(opts: {
+  privateKeyPem: string;
+  previous?: PublicJwk[];
+}): Promise<ReceiptSigner> {
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey(opts.privateKeyPem);
@@ -120,7 +133,9 @@ export async function createReceiptSigner(opts: { privateKeyPem: string; previou
     jwks: () => ({ keys: keys.map((k) => ({ ...k })) }),
     async sign(claims) {
       const payload = canonicalJson({ kind: 'facilitator-attestation', version: RECEIPT_PAYLOAD_VERSION, ...claims });
-      return new CompactSign(new TextEncoder().encode(payload)).setProtectedHeader({ alg: 'EdDSA', kid: current.kid, typ: ATTESTATION_TYPE }).sign(privateKey);
+      return new CompactSign(new TextEncoder().encode(payload))
+        .setProtectedHeader({ alg: 'EdDSA', kid: current.kid, typ: ATTESTATION_TYPE })
+        .sign(privateKey);
     },
   };
 }

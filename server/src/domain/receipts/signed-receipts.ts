@@ -3,7 +3,10 @@ import type { ReceiptRecord } from '../facilitator/types';
 import { toStroops } from '../amount';
 
 /** What a signed receipt is made from (a ReceiptRecord, or a receipt as the API presents it). */
-export type ReceiptFacts = Pick<ReceiptRecord, 'paymentAttemptId' | 'network' | 'transactionHash' | 'status' | 'settledAt' | 'amount' | 'assetCode' | 'assetIssuer'> & {
+export type ReceiptFacts = Pick<
+  ReceiptRecord,
+  'paymentAttemptId' | 'network' | 'transactionHash' | 'status' | 'settledAt' | 'amount' | 'assetCode' | 'assetIssuer'
+> & {
   resourceId: string | null;
   sellerId: string | null;
   ledger: number | null;
@@ -38,7 +41,8 @@ export interface SignedReceipts {
 
 /**
  * The facilitator's attestation of a settlement: only what it verified on the ledger (network, transaction, ledger,
- * asset contract, atomic amount, payer, payTo, confirmation time, the fees its transaction bid) and the resource only when it is cataloged. A
+ * asset contract, atomic amount, payer, payTo, confirmation time, the fees its transaction bid) and the resource only
+ * when it is cataloged. A
  * URL an x402 client merely named is never attested. Deterministic: every copy of one attestation is the same JWS.
  */
 export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {

@@ -25,7 +25,11 @@ export function createKeyService(deps: { sellers: SellerRepository; now?: () => 
   }
 
   return {
-    async create(principal: Principal, sellerId: string, input: { name: string; scope: ApiKeyScope; expiresAt?: string }): Promise<ApiKeyInfo & { secret: string }> {
+    async create(
+      principal: Principal,
+      sellerId: string,
+      input: { name: string; scope: ApiKeyScope; expiresAt?: string },
+    ): Promise<ApiKeyInfo & { secret: string }> {
       await sellerFor(principal, sellerId);
       const name = input.name.trim();
       const details = [];
@@ -34,16 +38,43 @@ export function createKeyService(deps: { sellers: SellerRepository; now?: () => 
       if (input.expiresAt !== undefined) {
         expiresAt = new Date(input.expiresAt);
         const t = expiresAt.getTime();
-        if (!Number.isFinite(t) || t <= now()) details.push({ field: 'expiresAt', message: 'must be a time in the future' });
-        else if (t > now() + MAX_EXPIRY_MS) details.push({ field: 'expiresAt', message: 'must be at most 10 years ahead' });
+        if (!Number.isFinite(t) || t <= now())
+          details.push({ field: 'expiresAt', message: 'must be a time in the future' });
+        else if (t > now() + MAX_EXPIRY_MS)
+          details.push({ field: 'expiresAt', message: 'must be at most 10 years ahead' });
       }
       if (details.length) throw new DomainError('INVALID_REQUEST', 'The API key is not valid', details);
       const key = newApiKey();
-      const record = { id: newId('apiKey'), sellerId, role: 'seller' as const, name, scope: input.scope, prefix: key.prefix, keyHash: key.hash, createdAt: new Date(now()), expiresAt };
+      const record = {
+        id: newId('apiKey'),
+        sellerId,
+        role: 'seller' as const,
+        name,
+        scope: input.scope,
+        prefix: key.prefix,
+        keyHash: key.hash,
+        createdAt: new Date(now()),
+        expiresAt,
+      };
       const outcome = await sellers.createApiKey(record, MAX_ACTIVE_KEYS);
       if (outcome === 'no_seller') throw notFound('seller', sellerId);
-      if (outcome === 'too_many') throw new DomainError('CONFLICT', `A seller has at most ${MAX_ACTIVE_KEYS} keys that are neither revoked nor expired; revoke one first`);
-      return { id: record.id, sellerId, name, scope: record.scope, prefix: record.prefix, createdAt: record.createdAt, expiresAt, lastUsedAt: null, revokedAt: null, secret: key.key };
+      if (outcome === 'too_many')
+        throw new DomainError(
+          'CONFLICT',
+          `A seller has at most ${MAX_ACTIVE_KEYS} keys that are neither revoked nor expired; revoke one first`,
+        );
+      return {
+        id: record.id,
+        sellerId,
+        name,
+        scope: record.scope,
+        prefix: record.prefix,
+        createdAt: record.createdAt,
+        expiresAt,
+        lastUsedAt: null,
+        revokedAt: null,
+        secret: key.key,
+      };
     },
 
     async list(principal: Principal, sellerId: string): Promise<ApiKeyInfo[]> {

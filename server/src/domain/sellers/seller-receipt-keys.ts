@@ -33,7 +33,10 @@ interface Deps {
   repository: {
     get(sellerId: string): Promise<{ keys: SellerReceiptJwk[]; updatedAt: Date } | null>;
     /** `{ taken }`: kids of keys another seller owns (nothing was changed). */
-    put(sellerId: string, keys: SellerReceiptJwk[]): Promise<{ keys: SellerReceiptJwk[]; updatedAt: Date } | { taken: string[] }>;
+    put(
+      sellerId: string,
+      keys: SellerReceiptJwk[],
+    ): Promise<{ keys: SellerReceiptJwk[]; updatedAt: Date } | { taken: string[] }>;
   };
   /** Throws NOT_FOUND when the seller does not exist. */
   assertSellerExists(sellerId: string): Promise<void>;
@@ -55,7 +58,12 @@ export const PROOF_WINDOW_S = 300;
 type Problem = { field: string; message: string };
 
 /** Why `proof` does not prove that its signer holds `key` for `sellerId` (code and message), or null when it does. */
-export function keyProofProblem(proof: ReceiptKeyProof, key: SellerReceiptJwk, sellerId: string, now: Date): { code: 'INVALID_SIGNATURE' | 'AUTH_EXPIRED'; message: string } | null {
+export function keyProofProblem(
+  proof: ReceiptKeyProof,
+  key: SellerReceiptJwk,
+  sellerId: string,
+  now: Date,
+): { code: 'INVALID_SIGNATURE' | 'AUTH_EXPIRED'; message: string } | null {
   const bad = (message: string) => ({ code: 'INVALID_SIGNATURE' as const, message });
   const [h, p, sig] = proof.signature.split('.');
   let header: Record<string, unknown>;
@@ -66,8 +74,10 @@ export function keyProofProblem(proof: ReceiptKeyProof, key: SellerReceiptJwk, s
   } catch {
     return bad('is not a JWS with a JSON header and payload');
   }
-  if (!header || !payload || typeof header !== 'object' || typeof payload !== 'object') return bad('is not a JWS with a JSON header and payload');
-  if (header.alg !== 'EdDSA' || header.typ !== PROOF_TYP || header.kid !== key.kid) return bad(`needs the protected header {alg: "EdDSA", kid: "${key.kid}", typ: "${PROOF_TYP}"}`);
+  if (!header || !payload || typeof header !== 'object' || typeof payload !== 'object')
+    return bad('is not a JWS with a JSON header and payload');
+  if (header.alg !== 'EdDSA' || header.typ !== PROOF_TYP || header.kid !== key.kid)
+    return bad(`needs the protected header {alg: "EdDSA", kid: "${key.kid}", typ: "${PROOF_TYP}"}`);
   let verified: boolean;
   try {
     const publicKey = crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.x }, format: 'jwk' });
@@ -76,11 +86,24 @@ export function keyProofProblem(proof: ReceiptKeyProof, key: SellerReceiptJwk, s
     verified = false;
   }
   if (!verified) return bad(`is not a signature by the receipt key ${key.kid}`);
-  if (payload.purpose !== PROOF_PURPOSE || payload.sellerId !== sellerId || payload.kid !== key.kid || payload.x !== key.x) {
-    return bad(`must sign {purpose: "${PROOF_PURPOSE}", sellerId: "${sellerId}", kid, x} of this key (it signs another seller, key or purpose)`);
+  if (
+    payload.purpose !== PROOF_PURPOSE ||
+    payload.sellerId !== sellerId ||
+    payload.kid !== key.kid ||
+    payload.x !== key.x
+  ) {
+    return bad(
+      `must sign {purpose: "${PROOF_PURPOSE}", sellerId: "${sellerId}", kid, x} of this key (it signs another ` +
+        `seller, key or purpose)`,
+    );
   }
-  if (typeof payload.nonce !== 'string' || !/^[A-Za-z0-9_-]{16,128}$/.test(payload.nonce)) return bad('needs a fresh random nonce (16 to 128 base64url characters)');
-  if (typeof payload.iat !== 'number' || !Number.isFinite(payload.iat) || Math.abs(now.getTime() / 1000 - payload.iat) > PROOF_WINDOW_S) {
+  if (typeof payload.nonce !== 'string' || !/^[A-Za-z0-9_-]{16,128}$/.test(payload.nonce))
+    return bad('needs a fresh random nonce (16 to 128 base64url characters)');
+  if (
+    typeof payload.iat !== 'number' ||
+    !Number.isFinite(payload.iat) ||
+    Math.abs(now.getTime() / 1000 - payload.iat) > PROOF_WINDOW_S
+  ) {
     return { code: 'AUTH_EXPIRED', message: `was not signed within ${PROOF_WINDOW_S} seconds of now; sign a new one` };
   }
   return null;
@@ -99,24 +122,53 @@ export function createSellerReceiptKeyService(deps: Deps) {
      * base64url, unique kids, a proof of possession for each key new to the seller; the repository then refuses a
      * key another seller owns.
      */
-    async put(principal: Principal, sellerId: string, keys: SellerReceiptJwk[], proofs: ReceiptKeyProof[] = []): Promise<SellerReceiptKeysView> {
+    async put(
+      principal: Principal,
+      sellerId: string,
+      keys: SellerReceiptJwk[],
+      proofs: ReceiptKeyProof[] = [],
+    ): Promise<SellerReceiptKeysView> {
       assertActsFor(principal, sellerId);
       await deps.assertSellerExists(sellerId);
       const problems: Problem[] = [];
       const seen = new Set<string>();
       keys.forEach((k, i) => {
         const bytes = Buffer.from(k.x, 'base64url');
-        // One key, one spelling: a re-encoded x (other unused trailing bits) would otherwise dodge "one seller per key".
-        if (bytes.length !== 32 || bytes.toString('base64url') !== k.x) problems.push({ field: `keys[${i}].x`, message: 'must be a 32-byte Ed25519 public key, canonical base64url without padding' });
-        if (seen.has(k.kid)) problems.push({ field: `keys[${i}].kid`, message: `kid ${k.kid} appears twice; each key needs its own kid` });
+        // One key, one spelling: a re-encoded x (other unused trailing bits) would otherwise dodge "one seller per
+        // key".
+        if (bytes.length !== 32 || bytes.toString('base64url') !== k.x)
+          problems.push({
+            field: `keys[${i}].x`,
+            message: 'must be a 32-byte Ed25519 public key, canonical base64url without padding',
+          });
+        if (seen.has(k.kid))
+          problems.push({ field: `keys[${i}].kid`, message: `kid ${k.kid} appears twice; each key needs its own kid` });
         seen.add(k.kid);
       });
-      if (problems.length) throw new DomainError('INVALID_REQUEST', problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
-      assertPossession(sellerId, keys, proofs, (await deps.repository.get(sellerId))?.keys ?? [], deps.now?.() ?? new Date());
-      const clean = keys.map((k) => ({ kty: 'OKP' as const, crv: 'Ed25519' as const, x: k.x, kid: k.kid, alg: 'EdDSA' as const, use: 'sig' as const }));
+      if (problems.length)
+        throw new DomainError('INVALID_REQUEST', problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
+      assertPossession(
+        sellerId,
+        keys,
+        proofs,
+        (await deps.repository.get(sellerId))?.keys ?? [],
+        deps.now?.() ?? new Date(),
+      );
+      const clean = keys.map((k) => ({
+        kty: 'OKP' as const,
+        crv: 'Ed25519' as const,
+        x: k.x,
+        kid: k.kid,
+        alg: 'EdDSA' as const,
+        use: 'sig' as const,
+      }));
       const stored = await deps.repository.put(sellerId, clean);
       if ('taken' in stored) {
-        throw new DomainError('CONFLICT', `A receipt key belongs to one seller: ${stored.taken.join(', ')} is published by another seller`, stored.taken.map((kid) => ({ field: 'keys', message: `kid ${kid} belongs to another seller` })));
+        throw new DomainError(
+          'CONFLICT',
+          `A receipt key belongs to one seller: ${stored.taken.join(', ')} is published by another seller`,
+          stored.taken.map((kid) => ({ field: 'keys', message: `kid ${kid} belongs to another seller` })),
+        );
       }
       return { sellerId, keys: stored.keys, updatedAt: stored.updatedAt };
     },
@@ -124,24 +176,42 @@ export function createSellerReceiptKeyService(deps: Deps) {
 }
 
 /** Every key not already in the seller's set needs a proof that verifies; one proof per kid, none for unknown kids. */
-function assertPossession(sellerId: string, keys: SellerReceiptJwk[], proofs: ReceiptKeyProof[], current: SellerReceiptJwk[], now: Date): void {
+function assertPossession(
+  sellerId: string,
+  keys: SellerReceiptJwk[],
+  proofs: ReceiptKeyProof[],
+  current: SellerReceiptJwk[],
+  now: Date,
+): void {
   const known = new Set(current.map((k) => k.x));
   const byKid = new Map<string, { proof: ReceiptKeyProof; index: number }>();
   const missing: Problem[] = [];
   proofs.forEach((proof, index) => {
-    if (byKid.has(proof.kid)) missing.push({ field: `proofs[${index}].kid`, message: `kid ${proof.kid} has two proofs` });
-    else if (!keys.some((k) => k.kid === proof.kid)) missing.push({ field: `proofs[${index}].kid`, message: `kid ${proof.kid} is not in keys` });
+    if (byKid.has(proof.kid))
+      missing.push({ field: `proofs[${index}].kid`, message: `kid ${proof.kid} has two proofs` });
+    else if (!keys.some((k) => k.kid === proof.kid))
+      missing.push({ field: `proofs[${index}].kid`, message: `kid ${proof.kid} is not in keys` });
     byKid.set(proof.kid, { proof, index });
   });
   keys.forEach((k, i) => {
-    if (!known.has(k.x) && !byKid.has(k.kid)) missing.push({ field: `keys[${i}]`, message: `key ${k.kid} is new to this seller: publishing it needs a proof of possession in proofs (a JWS signed by the key)` });
+    if (!known.has(k.x) && !byKid.has(k.kid))
+      missing.push({
+        field: `keys[${i}]`,
+        message:
+          `key ${k.kid} is new to this seller: publishing it needs a proof of possession in proofs (a JWS signed ` +
+          `by the key)`,
+      });
   });
-  if (missing.length) throw new DomainError('INVALID_REQUEST', missing.map((p) => `${p.field}: ${p.message}`).join('; '), missing);
+  if (missing.length)
+    throw new DomainError('INVALID_REQUEST', missing.map((p) => `${p.field}: ${p.message}`).join('; '), missing);
   for (const k of keys) {
     const entry = byKid.get(k.kid);
     if (!entry) continue;
     const problem = keyProofProblem(entry.proof, k, sellerId, now);
-    if (problem) throw new DomainError(problem.code, `proofs[${entry.index}] ${problem.message}`, [{ field: `proofs[${entry.index}].signature`, message: problem.message }]);
+    if (problem)
+      throw new DomainError(problem.code, `proofs[${entry.index}] ${problem.message}`, [
+        { field: `proofs[${entry.index}].signature`, message: problem.message },
+      ]);
   }
 }
 

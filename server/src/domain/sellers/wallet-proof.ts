@@ -14,12 +14,18 @@ export function newChallengeId(): string {
 }
 
 export function challengeMessage(walletAddress: string, challengeId: string, expiresAt: Date): string {
-  return `Paid API Marketplace seller sign-up\nwallet: ${walletAddress}\nchallenge: ${challengeId}\nexpires: ${expiresAt.toISOString()}`;
+  return (
+    `Paid API Marketplace seller sign-up\nwallet: ${walletAddress}\nchallenge: ${challengeId}\nexpires: ` +
+    `${expiresAt.toISOString()}`
+  );
 }
 
 /** The SEP-53 digest of a message: SHA-256("Stellar Signed Message:\n" + message), message as UTF-8. */
 export function sep53Digest(message: string): Buffer {
-  return crypto.createHash('sha256').update(Buffer.concat([Buffer.from('Stellar Signed Message:\n', 'utf8'), Buffer.from(message, 'utf8')])).digest();
+  return crypto
+    .createHash('sha256')
+    .update(Buffer.concat([Buffer.from('Stellar Signed Message:\n', 'utf8'), Buffer.from(message, 'utf8')]))
+    .digest();
 }
 
 /** Whether `signature` (base64 or base64url of 64 bytes) is the wallet's SEP-53 signature of `message`. */

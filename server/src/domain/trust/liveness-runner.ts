@@ -32,9 +32,15 @@ export function createLivenessRunner(deps: LivenessRunnerDeps) {
     lastByHost.set(target.host, due);
     if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
     const started = process.hrtime.bigint();
-    const obs = await observe(deps.fetch, target, deps.contractId(target.network, target.assetCode, target.assetIssuer));
+    const obs = await observe(
+      deps.fetch,
+      target,
+      deps.contractId(target.network, target.assetCode, target.assetIssuer),
+    );
     const state = nextState(target.state, obs, now(), s);
-    const drift = driftOf(target, obs).filter((d) => !target.knownDrift.some((k) => k.kind === d.kind && k.observed === d.observed));
+    const drift = driftOf(target, obs).filter(
+      (d) => !target.knownDrift.some((k) => k.kind === d.kind && k.observed === d.observed),
+    );
     await deps.repo.record(target, state, obs, drift);
     deps.observed?.({ live: obs.live, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     return { live: obs.live, drifted: drift.length > 0 };

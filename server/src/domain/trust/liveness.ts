@@ -9,31 +9,63 @@ import type { LivenessFetch, LivenessState, LivenessTarget, Observation, TrustSe
  * observed amount and payTo are compared with the listing by the caller (drift), not here: a 402 asking another
  * price or payee is live but drifted.
  */
-export async function observe(fetch: LivenessFetch, target: LivenessTarget, contractId: string | null): Promise<Observation> {
+export async function observe(
+  fetch: LivenessFetch,
+  target: LivenessTarget,
+  contractId: string | null,
+): Promise<Observation> {
   const started = process.hrtime.bigint();
   const elapsed = () => Math.round(Number(process.hrtime.bigint() - started) / 1e6);
   try {
     const accepts = target.type === 'mcp' ? await mcpAccepts(fetch, target) : await httpAccepts(fetch, target);
     const latencyMs = elapsed();
     if (typeof accepts === 'string') return { live: false, reason: accepts, latencyMs, payTo: null, amount: null };
-    const forUs = accepts.filter((a) => a.scheme === 'exact' && a.network === target.network && assetMatches(a, target, contractId));
-    if (forUs.length === 0) return { live: false, reason: `NO_MATCHING_REQUIREMENT: no exact requirement for ${target.network} in ${target.assetCode}`, latencyMs, payTo: null, amount: null };
+    const forUs = accepts.filter(
+      (a) => a.scheme === 'exact' && a.network === target.network && assetMatches(a, target, contractId),
+    );
+    if (forUs.length === 0)
+      return {
+        live: false,
+        reason: `NO_MATCHING_REQUIREMENT: no exact requirement for ${target.network} in ${target.assetCode}`,
+        latencyMs,
+        payTo: null,
+        amount: null,
+      };
     // The requirement that matches the listing best: the listed payTo first, then the listed amount.
-    const best = forUs.find((a) => a.payTo === target.payTo && amountOf(a) === target.amount) ?? forUs.find((a) => a.payTo === target.payTo) ?? forUs[0];
-    return { live: true, reason: null, latencyMs, payTo: typeof best.payTo === 'string' ? best.payTo : null, amount: amountOf(best) };
+    const best =
+      forUs.find((a) => a.payTo === target.payTo && amountOf(a) === target.amount) ??
+      forUs.find((a) => a.payTo === target.payTo) ??
+      forUs[0];
+    return {
+      live: true,
+      reason: null,
+      latencyMs,
+      payTo: typeof best.payTo === 'string' ? best.payTo : null,
+      amount: amountOf(best),
+    };
   } catch (err) {
-    return { live: false, reason: `UNREACHABLE: ${(err as Error).message}`.slice(0, 300), latencyMs: elapsed(), payTo: null, amount: null };
+    return {
+      live: false,
+      reason: `UNREACHABLE: ${(err as Error).message}`.slice(0, 300),
+      latencyMs: elapsed(),
+      payTo: null,
+      amount: null,
+    };
   }
 }
 
 function assetMatches(a: Accept, t: LivenessTarget, contractId: string | null): boolean {
-  return (contractId !== null && a.asset === contractId) || (a.extra?.asset?.code === t.assetCode && a.extra?.asset?.issuer === t.assetIssuer);
+  return (
+    (contractId !== null && a.asset === contractId) ||
+    (a.extra?.asset?.code === t.assetCode && a.extra?.asset?.issuer === t.assetIssuer)
+  );
 }
 
 /** The requirement's amount as a normalized decimal (atomic `amount` / `maxAmountRequired`, or `extra.amount`). */
 function amountOf(a: Accept): string | null {
   try {
-    for (const v of [a.amount, a.maxAmountRequired]) if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return normalizeAmount(fromStroops(BigInt(v)));
+    for (const v of [a.amount, a.maxAmountRequired])
+      if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return normalizeAmount(fromStroops(BigInt(v)));
     if (typeof a.extra?.amount === 'string') return normalizeAmount(fromStroops(toStroops(a.extra.amount)));
   } catch {
     return null;
@@ -49,7 +81,13 @@ async function httpAccepts(fetch: LivenessFetch, t: LivenessTarget): Promise<Acc
 
 /** JSON-RPC answers as JSON or as server-sent events (`data:` lines). */
 function rpcMessages(body: string): unknown[] {
-  const texts = body.trimStart().startsWith('{') || body.trimStart().startsWith('[') ? [body] : body.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5));
+  const texts =
+    body.trimStart().startsWith('{') || body.trimStart().startsWith('[')
+      ? [body]
+      : body
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5));
   const out: unknown[] = [];
   for (const t of texts) {
     try {
@@ -84,13 +122,27 @@ function findAccepts(v: unknown, depth = 0): Accept[] | null {
 }
 
 async function mcpAccepts(fetch: LivenessFetch, t: LivenessTarget): Promise<Accept[] | string> {
-  const post = (body: unknown) => fetch(t.url, { method: 'POST', body: JSON.stringify(body), contentType: 'application/json', accept: 'application/json, text/event-stream' });
+  const post = (body: unknown) =>
+    fetch(t.url, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      contentType: 'application/json',
+      accept: 'application/json, text/event-stream',
+    });
   const list = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
   if (list.status !== 200) return `MCP_TOOLS_LIST_FAILED: tools/list answered ${list.status}`;
-  const tools = rpcMessages(list.body).flatMap((m) => ((m as { result?: { tools?: Array<{ name?: unknown }> } }).result?.tools ?? []));
-  if (!tools.some((x) => x.name === t.toolName)) return `MCP_TOOL_MISSING: tools/list does not list ${String(t.toolName)}`;
+  const tools = rpcMessages(list.body).flatMap(
+    (m) => (m as { result?: { tools?: Array<{ name?: unknown }> } }).result?.tools ?? [],
+  );
+  if (!tools.some((x) => x.name === t.toolName))
+    return `MCP_TOOL_MISSING: tools/list does not list ${String(t.toolName)}`;
   const call = await post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: t.toolName, arguments: {} } });
-  const accepts = call.status === 402 ? parseAccepts(call) : rpcMessages(call.body).map((m) => findAccepts(m)).find((a) => a !== null) ?? null;
+  const accepts =
+    call.status === 402
+      ? parseAccepts(call)
+      : (rpcMessages(call.body)
+          .map((m) => findAccepts(m))
+          .find((a) => a !== null) ?? null);
   return accepts ?? `MCP_NOT_PAID: the unpaid tools/call answered ${call.status} without a payment requirement`;
 }
 
@@ -115,7 +167,9 @@ export function nextState(prev: LivenessState | null, obs: Observation, now: Dat
   const live = obs.live ? true : failures >= s.failuresToDemote ? false : wasLive;
   const deadSince = live === false ? (prev?.deadSince ?? now) : null;
   const dropped = deadSince !== null && now.getTime() - deadSince.getTime() >= s.dropAfterMs;
-  const latencies = obs.live ? [...(prev?.latenciesMs ?? []), obs.latencyMs].slice(-LATENCY_SAMPLES) : (prev?.latenciesMs ?? []);
+  const latencies = obs.live
+    ? [...(prev?.latenciesMs ?? []), obs.latencyMs].slice(-LATENCY_SAMPLES)
+    : (prev?.latenciesMs ?? []);
   const wait = dropped ? s.droppedIntervalMs : obs.live ? s.intervalMs : s.retryMs;
   return {
     live,
@@ -134,10 +188,15 @@ export function nextState(prev: LivenessState | null, obs: Observation, now: Dat
 }
 
 /** Drift of one live observation against the listing: a price or payout the listing does not say. */
-export function driftOf(target: LivenessTarget, obs: Observation): Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> {
+export function driftOf(
+  target: LivenessTarget,
+  obs: Observation,
+): Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> {
   if (!obs.live) return [];
   const out: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> = [];
-  if (obs.amount !== null && toStroops(obs.amount) !== toStroops(target.amount)) out.push({ kind: 'price', listed: normalizeAmount(target.amount), observed: normalizeAmount(obs.amount) });
-  if (obs.payTo !== null && obs.payTo !== target.payTo) out.push({ kind: 'payout', listed: target.payTo, observed: obs.payTo });
+  if (obs.amount !== null && toStroops(obs.amount) !== toStroops(target.amount))
+    out.push({ kind: 'price', listed: normalizeAmount(target.amount), observed: normalizeAmount(obs.amount) });
+  if (obs.payTo !== null && obs.payTo !== target.payTo)
+    out.push({ kind: 'payout', listed: target.payTo, observed: obs.payTo });
   return out;
 }

@@ -11,8 +11,20 @@ export interface TrustServiceDeps {
 /** Trust reads and the seller's confirmation of a changed price or payout (issue #33). */
 export function createTrustService(deps: TrustServiceDeps) {
   const empty: Trust = {
-    live: null, checkedAt: null, uptime7d: null, latency: null, ownerVerified: null, domainVerified: false, priceDrift: false,
-    payoutChanged: false, priceOutlier: false, selfDealing: false, demoted: false, payers30d: 0, calls30d: 0, settledByUs: false,
+    live: null,
+    checkedAt: null,
+    uptime7d: null,
+    latency: null,
+    ownerVerified: null,
+    domainVerified: false,
+    priceDrift: false,
+    payoutChanged: false,
+    priceOutlier: false,
+    selfDealing: false,
+    demoted: false,
+    payers30d: 0,
+    calls30d: 0,
+    settledByUs: false,
   };
   return {
     trustOf: (resourceIds: string[]) => deps.repo.trustOf(resourceIds),
@@ -23,14 +35,23 @@ export function createTrustService(deps: TrustServiceDeps) {
     },
 
     /**
-     * The resource's seller (its admin key: the key-scope middleware refuses payments keys) or the operator confirms the
+     * The resource's seller (its admin key: the key-scope middleware refuses payments keys) or the operator confirms
+     * the
      * open drifts: the flags and the demotion end; the same observed values are not flagged again.
      */
-    async confirm(principal: Principal, resourceId: string, kind: 'price' | 'payout' | null): Promise<{ resourceId: string; confirmed: number; trust: Trust }> {
+    async confirm(
+      principal: Principal,
+      resourceId: string,
+      kind: 'price' | 'payout' | null,
+    ): Promise<{ resourceId: string; confirmed: number; trust: Trust }> {
       const sellerId = await deps.sellerOf(resourceId);
       if (!sellerId) throw notFound('resource', resourceId);
       assertActsFor(principal, sellerId);
-      const confirmed = await deps.repo.confirmDrift(resourceId, principal.role === 'seller' ? principal.sellerId : 'operator', kind);
+      const confirmed = await deps.repo.confirmDrift(
+        resourceId,
+        principal.role === 'seller' ? principal.sellerId : 'operator',
+        kind,
+      );
       return { resourceId, confirmed, trust: (await deps.repo.trustOf([resourceId])).get(resourceId) ?? empty };
     },
   };

@@ -69,7 +69,8 @@ export interface TrustSettings {
   perHostIntervalMs: number;
   /** Probes in flight at once. Default 16. */
   concurrency: number;
-  /** A price above this multiple of the median of comparable listings (same type, network, asset) is a decoy. Default 50. */
+  /** A price above this multiple of the median of comparable listings (same type, network, asset) is a decoy. Default
+   * 50. */
   outlierFactor: number;
   /** Comparable listings needed before a price can be called a decoy. Default 5. */
   outlierMinComparables: number;
@@ -112,11 +113,18 @@ export interface TrustRepository {
   /** Resources due for a probe (never probed first, then the longest overdue), at most `limit`. */
   dueTargets(limit: number, now: Date): Promise<LivenessTarget[]>;
   /** Stores one probe: the state, the day's counters, new drifts, resolved drifts and the search document's flags. */
-  record(target: LivenessTarget, state: LivenessState, obs: Observation, drift: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }>): Promise<void>;
+  record(
+    target: LivenessTarget,
+    state: LivenessState,
+    obs: Observation,
+    drift: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }>,
+  ): Promise<void>;
   /** Recomputes the decoy flag of every listing against the median of comparable ones; answers how many changed. */
   refreshPriceOutliers(factor: number, minComparables: number): Promise<number>;
   trustOf(resourceIds: string[]): Promise<Map<string, Trust>>;
   /** The seller confirms the open drifts of its resource (all kinds, or one); answers how many it confirmed. */
   confirmDrift(resourceId: string, sellerId: string, kind: 'price' | 'payout' | null): Promise<number>;
-  openDrifts(resourceId: string): Promise<Array<{ kind: 'price' | 'payout'; listed: string; observed: string; detectedAt: Date }>>;
+  openDrifts(
+    resourceId: string,
+  ): Promise<Array<{ kind: 'price' | 'payout'; listed: string; observed: string; detectedAt: Date }>>;
 }

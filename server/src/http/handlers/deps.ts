@@ -16,7 +16,8 @@ import type { HealthReport } from '../../domain/operations/health';
 import type { NetworkRegistry } from '../../domain/network-registry';
 import type { Metrics } from '../../metrics/registry';
 
-/** The services the handlers call: every operation's handler reaches its use case in one hop (compose.ts builds them). */
+/** The services the handlers call: every operation's handler reaches its use case in one hop (compose.ts builds them).
+ * */
 export interface HandlerServices {
   sellers: SellerService;
   keys: KeyService;

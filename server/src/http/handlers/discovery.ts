@@ -2,9 +2,13 @@ import type { Handlers } from '../operation-types';
 import type { HandlerServices } from './deps';
 import { presentCatalogResult, presentDiscoveryPage, presentSearchPage } from '../presenters-discovery';
 
-type DiscoveryHandlers = Pick<Handlers, 'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource'>;
+type DiscoveryHandlers = Pick<
+  Handlers,
+  'listDiscoveryResources' | 'searchResources' | 'validateResource' | 'catalogResource'
+>;
 
-/** The Discovery tag: listing, ranked search, validation and cataloging; typed request -> one use case -> status + body. */
+/** The Discovery tag: listing, ranked search, validation and cataloging; typed request -> one use case -> status +
+ * body. */
 export function discoveryHandlers({ discovery }: HandlerServices): DiscoveryHandlers {
   return {
     async listDiscoveryResources({ query }) {

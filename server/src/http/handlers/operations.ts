@@ -19,12 +19,22 @@ type OperationHandlers = Pick<
   | 'listSellerFees'
 >;
 type Network = 'stellar:testnet' | 'stellar:pubnet';
-type Evidence = Parameters<NetworkRegistry['settlementEvidence']> extends [string] ? ReturnType<NetworkRegistry['settlementEvidence']> | 'testnet_verification' | 'mainnet_verification' : never;
+type Evidence =
+  Parameters<NetworkRegistry['settlementEvidence']> extends [string]
+    ? ReturnType<NetworkRegistry['settlementEvidence']> | 'testnet_verification' | 'mainnet_verification'
+    : never;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 function summary(r: ConformanceRun) {
-  return { id: r.id, network: r.network as Network, status: r.status, evidence: r.evidence as Evidence, startedAt: iso(r.startedAt), finishedAt: iso(r.finishedAt) };
+  return {
+    id: r.id,
+    network: r.network as Network,
+    status: r.status,
+    evidence: r.evidence as Evidence,
+    startedAt: iso(r.startedAt),
+    finishedAt: iso(r.finishedAt),
+  };
 }
 
 function presentRun(r: ConformanceRun) {
@@ -32,7 +42,13 @@ function presentRun(r: ConformanceRun) {
     ...summary(r),
     trigger: r.trigger,
     createdAt: r.createdAt.toISOString(),
-    checks: r.checks.map((c) => ({ name: c.name, outcome: c.outcome, reason: c.reason, ...(c.resourceId ? { resourceId: c.resourceId } : {}), ...(c.durationMs === undefined ? {} : { durationMs: c.durationMs }) })),
+    checks: r.checks.map((c) => ({
+      name: c.name,
+      outcome: c.outcome,
+      reason: c.reason,
+      ...(c.resourceId ? { resourceId: c.resourceId } : {}),
+      ...(c.durationMs === undefined ? {} : { durationMs: c.durationMs }),
+    })),
   };
 }
 
@@ -40,19 +56,35 @@ function presentRun(r: ConformanceRun) {
  * The Operations tag: health, version, networks, metrics, public stats (cached 5 s in this process), conformance
  * runs, the dashboard's data and the sellers' network fees.
  */
-export function operationHandlers({ health, version, networks, metrics, dashboard, conformance, facilitator }: HandlerServices): OperationHandlers {
+export function operationHandlers({
+  health,
+  version,
+  networks,
+  metrics,
+  dashboard,
+  conformance,
+  facilitator,
+}: HandlerServices): OperationHandlers {
   let cached: { at: number; body: Awaited<ReturnType<OperationHandlers['getStats']>>['body'] } | null = null;
   const startedAt = Date.now();
   return {
     async getHealth() {
       const report = await health();
-      const present = ({ checkedAt, ...c }: Check) => ({ ...c, ...(checkedAt ? { checkedAt: checkedAt.toISOString() } : {}) });
+      const present = ({ checkedAt, ...c }: Check) => ({
+        ...c,
+        ...(checkedAt ? { checkedAt: checkedAt.toISOString() } : {}),
+      });
       const checks = {
         database: present(report.checks.database),
         jobs: present(report.checks.jobs),
         ledger: Object.fromEntries(Object.entries(report.checks.ledger).map(([n, c]) => [n, present(c)])),
       };
-      const body = { ...report, checks, affectedNetworks: report.affectedNetworks as Array<'stellar:testnet' | 'stellar:pubnet'>, time: report.time.toISOString() };
+      const body = {
+        ...report,
+        checks,
+        affectedNetworks: report.affectedNetworks as Array<'stellar:testnet' | 'stellar:pubnet'>,
+        time: report.time.toISOString(),
+      };
       return report.status === 'down' ? { status: 503, body } : { status: 200, body };
     },
     async getVersion() {
@@ -87,7 +119,11 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
             uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
             api: s.api,
             catalog: s.catalog,
-            networks: s.networks.map((n) => ({ ...n, network: n.network as Network, evidence: n.evidence as Evidence })),
+            networks: s.networks.map((n) => ({
+              ...n,
+              network: n.network as Network,
+              evidence: n.evidence as Evidence,
+            })),
             conformance: { latest: s.latest ? summary(s.latest) : null },
           },
         };
@@ -99,11 +135,20 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
       let before: string | undefined;
       if (query.cursor) {
         before = Buffer.from(query.cursor, 'base64url').toString('utf8');
-        if (!/^cfr_[0-9A-HJKMNP-TV-Z]{26}$/.test(before)) throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [{ field: 'cursor', message: 'not a conformance run cursor' }]);
+        if (!/^cfr_[0-9A-HJKMNP-TV-Z]{26}$/.test(before))
+          throw new DomainError('INVALID_REQUEST', 'cursor is not valid', [
+            { field: 'cursor', message: 'not a conformance run cursor' },
+          ]);
       }
       const rows = await conformance.store.listRuns(limit + 1, before);
       const page = rows.slice(0, limit);
-      return { status: 200, body: { items: page.map(presentRun), nextCursor: rows.length > limit ? Buffer.from(page[page.length - 1].id, 'utf8').toString('base64url') : null } };
+      return {
+        status: 200,
+        body: {
+          items: page.map(presentRun),
+          nextCursor: rows.length > limit ? Buffer.from(page[page.length - 1].id, 'utf8').toString('base64url') : null,
+        },
+      };
     },
     async createConformanceRun({ body }) {
       const runs = await conformance.runner.queue('manual', body?.network);
@@ -126,7 +171,12 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
           api: { status: h.status, uptimeSeconds: h.uptimeSeconds, ...d.api },
           workers: d.workers,
           settlement: d.settlement,
-          networks: d.networks.map((n) => ({ ...n, network: n.network as Network, evidence: n.evidence as Evidence, reason: n.reason as never })),
+          networks: d.networks.map((n) => ({
+            ...n,
+            network: n.network as Network,
+            evidence: n.evidence as Evidence,
+            reason: n.reason as never,
+          })),
           searchIndex: d.searchIndex,
           conformance: { latest: d.conformance.map(summary) },
           series: d.samples.map((s) => ({ ...s })),
@@ -135,7 +185,10 @@ export function operationHandlers({ health, version, networks, metrics, dashboar
     },
     async listSellerFees({ query }) {
       const report = await facilitator.sellerFees(query.day);
-      return { status: 200, body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as Network })) } };
+      return {
+        status: 200,
+        body: { ...report, items: report.items.map((i) => ({ ...i, network: i.network as Network })) },
+      };
     },
   };
 }

@@ -12,7 +12,16 @@ function visible<R extends { id: string; sellerId: string; status: string }>(pri
   return r;
 }
 
-type ResourceHandlers = Pick<Handlers, 'listResources' | 'createResource' | 'getResource' | 'updateResource' | 'deleteResource' | 'listResourceVersions' | 'createTermsConfirmation'>;
+type ResourceHandlers = Pick<
+  Handlers,
+  | 'listResources'
+  | 'createResource'
+  | 'getResource'
+  | 'updateResource'
+  | 'deleteResource'
+  | 'listResourceVersions'
+  | 'createTermsConfirmation'
+>;
 
 const presentConformance = (rc: ResourceConformance) => ({
   ...rc,
@@ -25,7 +34,10 @@ export function resourceHandlers({ resources, resourceConformance, trust }: Hand
   return {
     async listResources({ principal, query }) {
       const { cursor, limit, ...filters } = query;
-      return { status: 200, body: presentPage(await resources.list(principal, filters, { cursor, limit }), presentResource) };
+      return {
+        status: 200,
+        body: presentPage(await resources.list(principal, filters, { cursor, limit }), presentResource),
+      };
     },
     async createResource({ principal, body }) {
       const created = await resources.create(principal, { ...body, extensions: body.extensions ?? {} });
@@ -34,7 +46,10 @@ export function resourceHandlers({ resources, resourceConformance, trust }: Hand
     async getResource({ principal, params }) {
       const detail = presentResourceDetail(visible(principal, await resources.get(params.id)));
       const [conformance, trustBlock] = await Promise.all([resourceConformance(params.id), trust.get(params.id)]);
-      return { status: 200, body: { ...detail, conformance: presentConformance(conformance), trust: presentTrust(trustBlock) } };
+      return {
+        status: 200,
+        body: { ...detail, conformance: presentConformance(conformance), trust: presentTrust(trustBlock) },
+      };
     },
     async updateResource({ principal, params, body }) {
       return { status: 200, body: presentResourceDetail(await resources.update(principal, params.id, body)) };

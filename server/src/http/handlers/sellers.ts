@@ -23,13 +23,32 @@ type SellerHandlers = Pick<
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 function presentApiKey(k: ApiKeyInfo): components['schemas']['ApiKey'] {
-  return { id: k.id, name: k.name, scope: k.scope, prefix: k.prefix, createdAt: k.createdAt.toISOString(), expiresAt: iso(k.expiresAt), lastUsedAt: iso(k.lastUsedAt), revokedAt: iso(k.revokedAt) };
+  return {
+    id: k.id,
+    name: k.name,
+    scope: k.scope,
+    prefix: k.prefix,
+    createdAt: k.createdAt.toISOString(),
+    expiresAt: iso(k.expiresAt),
+    lastUsedAt: iso(k.lastUsedAt),
+    revokedAt: iso(k.revokedAt),
+  };
 }
 
-const presentReceiptKeys = (v: SellerReceiptKeysView) => ({ sellerId: v.sellerId, keys: v.keys, updatedAt: iso(v.updatedAt) });
+const presentReceiptKeys = (v: SellerReceiptKeysView) => ({
+  sellerId: v.sellerId,
+  keys: v.keys,
+  updatedAt: iso(v.updatedAt),
+});
 
 /** The Sellers tag: sign-up, domain verification, a seller's resources and payments, its API keys and receipt keys. */
-export function sellerHandlers({ sellers, resources, payments, keys, sellerReceiptKeys }: HandlerServices): SellerHandlers {
+export function sellerHandlers({
+  sellers,
+  resources,
+  payments,
+  keys,
+  sellerReceiptKeys,
+}: HandlerServices): SellerHandlers {
   return {
     async createSellerChallenge({ body }) {
       const c = await sellers.createWalletChallenge(body.walletAddress);
@@ -43,14 +62,23 @@ export function sellerHandlers({ sellers, resources, payments, keys, sellerRecei
       return { status: 200, body: presentSeller(await sellers.get(params.sellerId)) };
     },
     async verifySellerDomain({ principal, params, body }) {
-      return { status: 200, body: presentDomainVerification(await sellers.verifyDomain(principal, params.sellerId, body?.method)) };
+      return {
+        status: 200,
+        body: presentDomainVerification(await sellers.verifyDomain(principal, params.sellerId, body?.method)),
+      };
     },
     async listSellerResources({ principal, params, query }) {
       await sellers.get(params.sellerId);
-      return { status: 200, body: presentPage(await resources.list(principal, { sellerId: params.sellerId }, query), presentResource) };
+      return {
+        status: 200,
+        body: presentPage(await resources.list(principal, { sellerId: params.sellerId }, query), presentResource),
+      };
     },
     async listSellerPayments({ principal, params, query }) {
-      return { status: 200, body: presentPage(await payments.listForSeller(principal, params.sellerId, query), presentPayment) };
+      return {
+        status: 200,
+        body: presentPage(await payments.listForSeller(principal, params.sellerId, query), presentPayment),
+      };
     },
     async createSellerKey({ principal, params, body }) {
       const created = await keys.create(principal, params.sellerId, body);
@@ -66,7 +94,10 @@ export function sellerHandlers({ sellers, resources, payments, keys, sellerRecei
       return { status: 200, body: presentReceiptKeys(await sellerReceiptKeys.get(params.sellerId)) };
     },
     async updateSellerReceiptKeys({ principal, params, body }) {
-      return { status: 200, body: presentReceiptKeys(await sellerReceiptKeys.put(principal, params.sellerId, body.keys, body.proofs)) };
+      return {
+        status: 200,
+        body: presentReceiptKeys(await sellerReceiptKeys.put(principal, params.sellerId, body.keys, body.proofs)),
+      };
     },
   };
 }

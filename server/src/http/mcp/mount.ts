@@ -62,13 +62,21 @@ export function marketplaceFromHandlers(h: Handlers, requestId: string): Marketp
 /** Checks the request and answers how many JSON-RPC messages it carries. */
 function checkTransportRules(req: express.Request): number {
   const accept = req.headers.accept;
-  if (accept && !/application\/json|\*\/\*|application\/\*/i.test(accept)) throw new DomainError('INVALID_REQUEST', 'Accept must allow application/json (MCP Streamable HTTP: application/json, text/event-stream)');
+  if (accept && !/application\/json|\*\/\*|application\/\*/i.test(accept))
+    throw new DomainError(
+      'INVALID_REQUEST',
+      'Accept must allow application/json (MCP Streamable HTTP: application/json, text/event-stream)',
+    );
   if (!req.is('application/json')) throw new DomainError('INVALID_REQUEST', 'Content-Type must be application/json');
   const version = req.headers['mcp-protocol-version'];
-  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version))) throw new DomainError('INVALID_REQUEST', 'Unsupported MCP-Protocol-Version');
+  if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(String(version)))
+    throw new DomainError('INVALID_REQUEST', 'Unsupported MCP-Protocol-Version');
   const messages: unknown[] = Array.isArray(req.body) ? req.body : [req.body];
-  if (messages.length === 0 || messages.length > MAX_BATCH) throw new DomainError('INVALID_REQUEST', `A batch holds 1 to ${MAX_BATCH} JSON-RPC messages`);
-  for (const m of messages) if (!JSONRPCMessageSchema.safeParse(m).success) throw new DomainError('INVALID_REQUEST', 'The body is not a JSON-RPC 2.0 message of the Model Context Protocol');
+  if (messages.length === 0 || messages.length > MAX_BATCH)
+    throw new DomainError('INVALID_REQUEST', `A batch holds 1 to ${MAX_BATCH} JSON-RPC messages`);
+  for (const m of messages)
+    if (!JSONRPCMessageSchema.safeParse(m).success)
+      throw new DomainError('INVALID_REQUEST', 'The body is not a JSON-RPC 2.0 message of the Model Context Protocol');
   // Answers are always JSON (enableJsonResponse); a client that accepts JSON is served even without text/event-stream.
   req.headers.accept = 'application/json, text/event-stream';
   return messages.length;
@@ -110,7 +118,12 @@ export function mcpRouter(deps: McpMountDeps): Router {
   router.all('/', (_req, res, next) => {
     res.locals.routeTemplate = '/mcp';
     res.setHeader('Allow', 'POST');
-    next(new DomainError('METHOD_NOT_ALLOWED', 'The MCP endpoint is stateless: POST only (no sessions, no server-initiated stream)'));
+    next(
+      new DomainError(
+        'METHOD_NOT_ALLOWED',
+        'The MCP endpoint is stateless: POST only (no sessions, no server-initiated stream)',
+      ),
+    );
   });
   return router;
 }

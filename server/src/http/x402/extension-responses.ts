@@ -1,5 +1,10 @@
 import { readObservation, type ObservationOutcome } from '../../domain/discovery/bazaar';
-import { identifierScope, type IdentifiedOperation, type PaymentIdentifierKey, type PaymentIdentifiers } from '../../domain/facilitator/payment-identifier';
+import {
+  identifierScope,
+  type IdentifiedOperation,
+  type PaymentIdentifierKey,
+  type PaymentIdentifiers,
+} from '../../domain/facilitator/payment-identifier';
 import type { Principal } from '../../domain/auth/principal';
 import { payerOf, type X402Payload, type X402Requirements } from './translate';
 
@@ -10,11 +15,18 @@ import { payerOf, type X402Payload, type X402Requirements } from './translate';
  * payment settles; settle: answered `settlement_pending`, learned with the final answer), `rejected` with
  * `rejectedReason`. A payload without the extension gets no key; a failed payment no outcome at all.
  */
-export type ExtensionResponses = Record<string, { status: 'success' | 'processing' | 'rejected'; rejectedReason?: string }>;
+export type ExtensionResponses = Record<
+  string,
+  { status: 'success' | 'processing' | 'rejected'; rejectedReason?: string }
+>;
 
 export const EXTENSION_RESPONSES_HEADER = 'EXTENSION-RESPONSES';
 
-export function bazaarAtVerify(payload: X402Payload, requirements: X402Requirements, payer: string | undefined): ExtensionResponses {
+export function bazaarAtVerify(
+  payload: X402Payload,
+  requirements: X402Requirements,
+  payer: string | undefined,
+): ExtensionResponses {
   const ext = payload.extensions?.bazaar;
   if (ext === undefined || ext === null) return {};
   const read = readObservation({
@@ -39,7 +51,9 @@ export function bazaarAtSettle(outcome: ObservationOutcome | 'pending' | undefin
 
 /** The header for these outcomes (none when empty). */
 export function extensionResponsesHeader(r: ExtensionResponses): Record<string, string> {
-  return Object.keys(r).length === 0 ? {} : { [EXTENSION_RESPONSES_HEADER]: Buffer.from(JSON.stringify(r), 'utf8').toString('base64') };
+  return Object.keys(r).length === 0
+    ? {}
+    : { [EXTENSION_RESPONSES_HEADER]: Buffer.from(JSON.stringify(r), 'utf8').toString('base64') };
 }
 
 /** The payment-identifier key of an x402 verify or settle request (null: no id), scoped to who asks and the payer. */
@@ -53,7 +67,21 @@ export function paymentIdentifierKey(
   const payload = body.paymentPayload as X402Payload;
   const req = body.paymentRequirements as X402Requirements;
   const p = caller.principal;
-  const scope = identifierScope({ sellerId: p.role === 'seller' ? p.sellerId : null, operator: p.role === 'operator', clientAddress: caller.clientAddress }, payerOf(payload));
-  const terms = { scheme: req.scheme, network: req.network, asset: req.asset, amount: String(req.amount), payTo: req.payTo, resource: payload.resource?.url ?? null };
+  const scope = identifierScope(
+    {
+      sellerId: p.role === 'seller' ? p.sellerId : null,
+      operator: p.role === 'operator',
+      clientAddress: caller.clientAddress,
+    },
+    payerOf(payload),
+  );
+  const terms = {
+    scheme: req.scheme,
+    network: req.network,
+    asset: req.asset,
+    amount: String(req.amount),
+    payTo: req.payTo,
+    resource: payload.resource?.url ?? null,
+  };
   return identifiers.keyOf(operation, payload.extensions, scope, terms, body.paymentPayload);
 }

@@ -25,5 +25,7 @@ export const X402_REASONS: Partial<Record<ErrorCode, string>> = {
 };
 
 export function x402Reason(code: ErrorCode | null, operation: 'verify' | 'settle'): string {
-  return (code && X402_REASONS[code]) ?? (operation === 'verify' ? 'unexpected_verify_error' : 'unexpected_settle_error');
+  return (
+    (code && X402_REASONS[code]) ?? (operation === 'verify' ? 'unexpected_verify_error' : 'unexpected_settle_error')
+  );
 }

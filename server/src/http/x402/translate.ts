@@ -34,7 +34,11 @@ export interface Translated {
 }
 
 /** The registered asset whose contract address is `asset` on `network` (x402 names assets by contract). */
-export function assetByContract(networks: NetworkRegistry, network: string, contractId: string): RegisteredAsset | undefined {
+export function assetByContract(
+  networks: NetworkRegistry,
+  network: string,
+  contractId: string,
+): RegisteredAsset | undefined {
   return networks.get(network)?.assets.find((a) => a.contractId === contractId);
 }
 
@@ -47,24 +51,39 @@ export function assetByContract(networks: NetworkRegistry, network: string, cont
 export function translate(payload: X402Payload, requirements: X402Requirements, networks: NetworkRegistry): Translated {
   const transaction = payload.payload?.transaction;
   if (typeof transaction !== 'string' || transaction.length === 0) {
-    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The x402 payload carries no Stellar transaction (payload.transaction)');
+    throw new DomainError(
+      'INVALID_PAYMENT_PAYLOAD',
+      'The x402 payload carries no Stellar transaction (payload.transaction)',
+    );
   }
   const amountStroops = BigInt(requirements.amount);
-  if (amountStroops <= 0n || amountStroops > MAX_AMOUNT_STROOPS) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
+  if (amountStroops <= 0n || amountStroops > MAX_AMOUNT_STROOPS)
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive number of stroops');
   const accepted = payload.accepted;
   // Issue #30: the payment flow (extra.paymentFlow) must be one we settle (rules/flows.ts).
   checkPaymentFlow(requirements.extra, accepted?.extra);
-  if (!networks.get(requirements.network)) throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
-  if (accepted.network !== requirements.network) throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
+  if (!networks.get(requirements.network))
+    throw new DomainError('UNSUPPORTED_NETWORK', `Network ${requirements.network} is not supported`);
+  if (accepted.network !== requirements.network)
+    throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The payload network differs from the required network');
   const required = assetByContract(networks, requirements.network, requirements.asset);
-  if (!required) throw new DomainError('UNSUPPORTED_ASSET', `Asset ${requirements.asset} is not supported on ${requirements.network}`);
+  if (!required)
+    throw new DomainError(
+      'UNSUPPORTED_ASSET',
+      `Asset ${requirements.asset} is not supported on ${requirements.network}`,
+    );
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
   const signed = signedEntryFacts(transaction);
   const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
   const amount = formatAmount(amountStroops);
   // An accepted amount beyond any amount stays as written (not an amount), so the amount rule refuses it.
   const acceptedAtomic = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? BigInt(accepted.amount) : null;
-  const acceptedAmount = acceptedAtomic === null ? amount : acceptedAtomic <= MAX_AMOUNT_STROOPS ? formatAmount(acceptedAtomic) : accepted.amount;
+  const acceptedAmount =
+    acceptedAtomic === null
+      ? amount
+      : acceptedAtomic <= MAX_AMOUNT_STROOPS
+        ? formatAmount(acceptedAtomic)
+        : accepted.amount;
   return {
     payer: signed.payer,
     resourceUrl,
@@ -95,7 +114,9 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
  * rules do that): the payer named in an x402 answer, and the expiry the payload declares.
  */
 function signedEntryFacts(transaction: string): { payer: string | undefined; expiresAtLedger: number } {
-  const ac = decodePayment('transaction', transaction).authEntries.map((e) => addressCredentialsOf(e.credentials())).find((body) => body !== null);
+  const ac = decodePayment('transaction', transaction)
+    .authEntries.map((e) => addressCredentialsOf(e.credentials()))
+    .find((body) => body !== null);
   if (!ac) return { payer: undefined, expiresAtLedger: 0 };
   return { payer: addressOf(ac.address()), expiresAtLedger: ac.signatureExpirationLedger() };
 }

@@ -16,13 +16,17 @@ import { LedgerView, entryKey, getAccountContract } from './ledger-state';
 /** The Wasm hash the instance reports as its executable (a name, not real Wasm: nothing is uploaded). */
 export const ACCOUNT_CONTRACT_WASM_HASH = hash(Buffer.from('local-network ed25519 account contract v1'));
 
-/** The contract id a deployer (the network's root account) gets for `publicKey` as salt, as createContract derives it. */
+/** The contract id a deployer (the network's root account) gets for `publicKey` as salt, as createContract derives it.
+ * */
 export function accountContractId(networkId: Buffer, deployer: string, publicKey: string): string {
   const preimage = xdr.HashIdPreimage.envelopeTypeContractId(
     new xdr.HashIdPreimageContractId({
       networkId,
       contractIdPreimage: xdr.ContractIdPreimage.contractIdPreimageFromAddress(
-        new xdr.ContractIdPreimageFromAddress({ address: new Address(deployer).toScAddress(), salt: StrKey.decodeEd25519PublicKey(publicKey) }),
+        new xdr.ContractIdPreimageFromAddress({
+          address: new Address(deployer).toScAddress(),
+          salt: StrKey.decodeEd25519PublicKey(publicKey),
+        }),
       ),
     }),
   );
@@ -30,10 +34,18 @@ export function accountContractId(networkId: Buffer, deployer: string, publicKey
 }
 
 /** Creates the instance (idempotent); returns its contract id. */
-export function deployAccountContract(view: LedgerView, networkId: Buffer, deployer: string, publicKey: string, ledger: number): string {
-  if (!StrKey.isValidEd25519PublicKey(publicKey)) throw new Error(`invalid ed25519 public key ${publicKey} (expected G...)`);
+export function deployAccountContract(
+  view: LedgerView,
+  networkId: Buffer,
+  deployer: string,
+  publicKey: string,
+  ledger: number,
+): string {
+  if (!StrKey.isValidEd25519PublicKey(publicKey))
+    throw new Error(`invalid ed25519 public key ${publicKey} (expected G...)`);
   const contractId = accountContractId(networkId, deployer, publicKey);
-  if (!getAccountContract(view, contractId)) view.set(entryKey.accountContract(contractId), { kind: 'accountContract', publicKey, lastModified: ledger });
+  if (!getAccountContract(view, contractId))
+    view.set(entryKey.accountContract(contractId), { kind: 'accountContract', publicKey, lastModified: ledger });
   return contractId;
 }
 
@@ -42,19 +54,42 @@ export function accountContractInstance(publicKey: string): xdr.ScVal {
   return xdr.ScVal.scvContractInstance(
     new xdr.ScContractInstance({
       executable: xdr.ContractExecutable.contractExecutableWasm(ACCOUNT_CONTRACT_WASM_HASH),
-      storage: [new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('PublicKey'), val: xdr.ScVal.scvBytes(StrKey.decodeEd25519PublicKey(publicKey)) })],
+      storage: [
+        new xdr.ScMapEntry({
+          key: xdr.ScVal.scvSymbol('PublicKey'),
+          val: xdr.ScVal.scvBytes(StrKey.decodeEd25519PublicKey(publicKey)),
+        }),
+      ],
     }),
   );
 }
 
 /** `__check_auth` of the instance at `contractId` for a signature over `payload`; throws HostError when refused. */
-export function checkAccountContractAuth(view: LedgerView, contractId: string, payload: Buffer, signature: xdr.ScVal): void {
+export function checkAccountContractAuth(
+  view: LedgerView,
+  contractId: string,
+  payload: Buffer,
+  signature: xdr.ScVal,
+): void {
   const instance = getAccountContract(view, contractId);
-  if (!instance) throw new HostError('Storage', 'MissingValue', `contract ${contractId} does not exist on the local network (deploy it with POST /contract-account)`);
+  if (!instance)
+    throw new HostError(
+      'Storage',
+      'MissingValue',
+      `contract ${contractId} does not exist on the local network (deploy it with POST /contract-account)`,
+    );
   if (signature.switch().name !== 'scvBytes' || signature.bytes().length !== 64) {
-    throw new HostError('Value', 'UnexpectedType', `the ed25519 account contract ${contractId} expects its signature as bytes(64)`);
+    throw new HostError(
+      'Value',
+      'UnexpectedType',
+      `the ed25519 account contract ${contractId} expects its signature as bytes(64)`,
+    );
   }
   if (!verifyEd25519(StrKey.decodeEd25519PublicKey(instance.publicKey), payload, signature.bytes())) {
-    throw new HostError('Crypto', 'InvalidInput', `ed25519 signature for account contract ${contractId} does not verify over the authorization payload`);
+    throw new HostError(
+      'Crypto',
+      'InvalidInput',
+      `ed25519 signature for account contract ${contractId} does not verify over the authorization payload`,
+    );
   }
 }

@@ -20,7 +20,10 @@ export function signerWeight(accountId: string, account: AccountRecord | undefin
 }
 
 /** Every key with a non-zero weight on the account (a missing account has only its master key, weight 1). */
-export function signersOf(accountId: string, account: AccountRecord | undefined): Array<{ key: string; weight: number }> {
+export function signersOf(
+  accountId: string,
+  account: AccountRecord | undefined,
+): Array<{ key: string; weight: number }> {
   const master = account ? thresholdsOf(account)[0] : 1;
   const extra = account?.signers ?? [];
   return [...(master > 0 ? [{ key: accountId, weight: master }] : []), ...extra.filter((s) => s.weight > 0)];
@@ -35,7 +38,12 @@ export function operationThreshold(op: Operation): ThresholdLevel {
   switch (op.type) {
     case 'setOptions': {
       const o = op as Operation.SetOptions;
-      const high = o.masterWeight !== undefined || o.lowThreshold !== undefined || o.medThreshold !== undefined || o.highThreshold !== undefined || o.signer !== undefined;
+      const high =
+        o.masterWeight !== undefined ||
+        o.lowThreshold !== undefined ||
+        o.medThreshold !== undefined ||
+        o.highThreshold !== undefined ||
+        o.signer !== undefined;
       return high ? 'high' : 'medium';
     }
     case 'allowTrust':
@@ -70,7 +78,9 @@ export function checkSignatureWeights(
     if (known) return known;
     const keypair = Keypair.fromPublicKey(key);
     const hint = keypair.signatureHint();
-    const found = signatures.flatMap((sig, i) => (sig.hint().equals(hint) && verifyEd25519(keypair.rawPublicKey(), txHash, sig.signature()) ? [i] : []));
+    const found = signatures.flatMap((sig, i) =>
+      sig.hint().equals(hint) && verifyEd25519(keypair.rawPublicKey(), txHash, sig.signature()) ? [i] : [],
+    );
     verified.set(key, found);
     return found;
   };

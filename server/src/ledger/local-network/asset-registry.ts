@@ -37,8 +37,10 @@ export class AssetRegistry {
   constructor(passphrase: string, issued: IssuedAssetInput[]) {
     this.add(Asset.native(), 'XLM', passphrase);
     for (const { code, issuer, issuerKeypair } of issued) {
-      if (this.byCode.has(code.toUpperCase()) || code.toUpperCase() === 'XLM') throw new Error(`asset ${code} is configured twice`);
-      if (issuerKeypair && issuerKeypair.publicKey() !== issuer) throw new Error(`asset ${code}: the issuer secret does not match ${issuer}`);
+      if (this.byCode.has(code.toUpperCase()) || code.toUpperCase() === 'XLM')
+        throw new Error(`asset ${code} is configured twice`);
+      if (issuerKeypair && issuerKeypair.publicKey() !== issuer)
+        throw new Error(`asset ${code}: the issuer secret does not match ${issuer}`);
       this.add(new Asset(code, issuer), code, passphrase);
       if (issuerKeypair) this.issuerKeys.set(code.toUpperCase(), issuerKeypair);
     }

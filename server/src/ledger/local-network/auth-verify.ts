@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Address, StrKey, hash, xdr } from '@stellar/stellar-sdk';
-import { addressCredentialVersion, addressCredentials, addressCredentialsOf, authorizationPreimage, credentialKind } from '../../domain/facilitator/cap71-xdr';
+import {
+  addressCredentialVersion,
+  addressCredentials,
+  addressCredentialsOf,
+  authorizationPreimage,
+  credentialKind,
+} from '../../domain/facilitator/cap71-xdr';
 import { MAX_ENTRY_TTL } from './constants';
 import { checkAccountContractAuth } from './account-contract';
 import { signerWeight, thresholdOf } from './account-signers';
@@ -48,7 +54,14 @@ export interface AuthContext {
 /** sha256 of the entry's HashIdPreimage: V1 without the address, V2 with it (cap71-xdr.ts `authorizationPreimage`). */
 export function authorizationPayload(networkId: Buffer, entry: xdr.SorobanAuthorizationEntry): Buffer {
   const creds = entry.credentials();
-  return hash(authorizationPreimage(addressCredentialVersion(creds) ?? 1, networkId, addressCredentialsOf(creds)!, entry.rootInvocation()).toXDR());
+  return hash(
+    authorizationPreimage(
+      addressCredentialVersion(creds) ?? 1,
+      networkId,
+      addressCredentialsOf(creds)!,
+      entry.rootInvocation(),
+    ).toXDR(),
+  );
 }
 
 function rootInvocationOf(call: xdr.InvokeContractArgs): xdr.SorobanAuthorizedInvocation {
@@ -65,7 +78,12 @@ function randomNonce(): xdr.Int64 {
 function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs): void {
   const rootInvocation = rootInvocationOf(call);
   if (address === ctx.invoker) {
-    ctx.recorded.push(new xdr.SorobanAuthorizationEntry({ credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(), rootInvocation }));
+    ctx.recorded.push(
+      new xdr.SorobanAuthorizationEntry({
+        credentials: xdr.SorobanCredentials.sorobanCredentialsSourceAccount(),
+        rootInvocation,
+      }),
+    );
     return;
   }
   const nonce = randomNonce();
@@ -74,7 +92,11 @@ function record(ctx: AuthContext, address: string, call: xdr.InvokeContractArgs)
   if (StrKey.isValidContract(address)) ctx.footprint.read(ledgerKeys.contractInstance(address));
   // Recording mode accounts for the nonce entry the signed invocation will write, as the real simulation does.
   ctx.footprint.write(ledgerKeys.nonce(address, nonceValue));
-  ctx.view.set(entryKey.nonce(address, nonceValue), { kind: 'nonce', expirationLedger: ctx.currentLedger, lastModified: ctx.currentLedger });
+  ctx.view.set(entryKey.nonce(address, nonceValue), {
+    kind: 'nonce',
+    expirationLedger: ctx.currentLedger,
+    lastModified: ctx.currentLedger,
+  });
   ctx.recorded.push(
     new xdr.SorobanAuthorizationEntry({
       credentials: addressCredentials(
@@ -112,10 +134,12 @@ function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
   if (items.length > MAX_ACCOUNT_SIGNATURES) throw authenticationError(`too many account signers: ${items.length}`);
   if (items.length === 0) throw authenticationError('no account signatures found');
   return items.map((item) => {
-    if (item.switch().name !== 'scvMap') throw new HostError('Auth', 'InvalidInput', 'each account signature must be a map {public_key, signature}');
+    if (item.switch().name !== 'scvMap')
+      throw new HostError('Auth', 'InvalidInput', 'each account signature must be a map {public_key, signature}');
     const fields = new Map<string, xdr.ScVal>();
     for (const entry of item.map() ?? []) {
-      if (entry.key().switch().name !== 'scvSymbol') throw new HostError('Auth', 'InvalidInput', 'account signature map keys must be symbols');
+      if (entry.key().switch().name !== 'scvSymbol')
+        throw new HostError('Auth', 'InvalidInput', 'account signature map keys must be symbols');
       fields.set(entry.key().sym().toString(), entry.val());
     }
     const publicKey = fields.get('public_key');
@@ -136,35 +160,55 @@ function parseSignatures(signature: xdr.ScVal): SignaturePair[] {
  * duplicates, each a valid ed25519 signature of a key with non-zero weight on the account (the master key's
  * weight may be 0 = disabled), and the weights summing to at least the account's medium threshold.
  */
-function verifyAccountSignatures(ctx: AuthContext, accountId: string, creds: xdr.SorobanAddressCredentials, payload: Buffer): void {
+function verifyAccountSignatures(
+  ctx: AuthContext,
+  accountId: string,
+  creds: xdr.SorobanAddressCredentials,
+  payload: Buffer,
+): void {
   const account = getAccount(ctx.view, accountId);
   if (!account) throw new HostError('Auth', 'InvalidInput', `account ${accountId} does not exist`);
   const pairs = parseSignatures(creds.signature());
   let previous: Buffer | undefined;
   let weight = 0;
   for (const pair of pairs) {
-    if (previous && Buffer.compare(previous, pair.publicKey) >= 0) throw authenticationError('public keys are not ordered');
+    if (previous && Buffer.compare(previous, pair.publicKey) >= 0)
+      throw authenticationError('public keys are not ordered');
     previous = pair.publicKey;
     if (!verifyEd25519(pair.publicKey, payload, pair.signature)) {
-      throw new HostError('Crypto', 'InvalidInput', `ed25519 signature of ${accountId} does not verify over the authorization preimage`);
+      throw new HostError(
+        'Crypto',
+        'InvalidInput',
+        `ed25519 signature of ${accountId} does not verify over the authorization preimage`,
+      );
     }
     const signer = StrKey.encodeEd25519PublicKey(pair.publicKey);
     const signerWeightOnAccount = signerWeight(accountId, account, signer);
-    if (signerWeightOnAccount === 0) throw authenticationError(`signer ${signer} does not belong to account ${accountId} (it is not a signer of it)`);
+    if (signerWeightOnAccount === 0)
+      throw authenticationError(`signer ${signer} does not belong to account ${accountId} (it is not a signer of it)`);
     weight += signerWeightOnAccount;
   }
   const threshold = thresholdOf(account, 'medium');
-  if (weight < threshold) throw authenticationError(`signature weight is lower than threshold: ${weight} < ${threshold}`);
+  if (weight < threshold)
+    throw authenticationError(`signature weight is lower than threshold: ${weight} < ${threshold}`);
 }
 
 function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr.SorobanAuthorizationEntry): void {
   const creds = addressCredentialsOf(entry.credentials())!;
   const expiration = creds.signatureExpirationLedger();
   if (expiration < ctx.currentLedger) {
-    throw new HostError('Auth', 'InvalidInput', `signature has expired: expiration ledger ${expiration} is before the current ledger ${ctx.currentLedger}`);
+    throw new HostError(
+      'Auth',
+      'InvalidInput',
+      `signature has expired: expiration ledger ${expiration} is before the current ledger ${ctx.currentLedger}`,
+    );
   }
   if (expiration > ctx.currentLedger + MAX_ENTRY_TTL - 1) {
-    throw new HostError('Auth', 'InvalidInput', `signature expiration ledger ${expiration} is further than the maximum entry lifetime allows`);
+    throw new HostError(
+      'Auth',
+      'InvalidInput',
+      `signature expiration ledger ${expiration} is further than the maximum entry lifetime allows`,
+    );
   }
   const nonce = BigInt(creds.nonce().toString());
   ctx.footprint.write(ledgerKeys.nonce(address, nonce));
@@ -178,7 +222,11 @@ function enforceAddressCredentials(ctx: AuthContext, address: string, entry: xdr
   } else {
     verifyAccountSignatures(ctx, address, creds, payload);
   }
-  ctx.view.set(entryKey.nonce(address, nonce), { kind: 'nonce', expirationLedger: expiration, lastModified: ctx.currentLedger });
+  ctx.view.set(entryKey.nonce(address, nonce), {
+    kind: 'nonce',
+    expirationLedger: expiration,
+    lastModified: ctx.currentLedger,
+  });
 }
 
 /** `require_auth(address)` for a root contract call. Throws HostError when the authorization is missing or invalid. */
@@ -196,11 +244,20 @@ export function requireAuth(ctx: AuthContext, address: string, call: xdr.InvokeC
       continue;
     }
     if (credentialKind(creds) === 'sorobanCredentialsAddressWithDelegates') {
-      throw new HostError('Auth', 'InvalidInput', 'delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates) are not supported by the local network: it runs no Wasm account contract that could delegate');
+      throw new HostError(
+        'Auth',
+        'InvalidInput',
+        'delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates) are not supported by the local ' +
+          'network: it runs no Wasm account contract that could delegate',
+      );
     }
     if (Address.fromScAddress(addressCredentialsOf(creds)!.address()).toString() !== address) continue;
     enforceAddressCredentials(ctx, address, entry);
     return;
   }
-  throw new HostError('Auth', 'InvalidAction', `Unauthorized function call for address ${address}: no authorization entry matches the invocation`);
+  throw new HostError(
+    'Auth',
+    'InvalidAction',
+    `Unauthorized function call for address ${address}: no authorization entry matches the invocation`,
+  );
 }

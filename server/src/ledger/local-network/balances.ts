@@ -1,6 +1,15 @@
 import { StrKey } from '@stellar/stellar-sdk';
 import { ACCOUNT_BASE_RESERVE_ENTRIES, BASE_RESERVE, MAX_INT64 } from './constants';
-import { AccountRecord, LedgerView, TrustlineRecord, entryKey, getAccount, getContractBalance, getTrustline, liabilitiesOf } from './ledger-state';
+import {
+  AccountRecord,
+  LedgerView,
+  TrustlineRecord,
+  entryKey,
+  getAccount,
+  getContractBalance,
+  getTrustline,
+  liabilitiesOf,
+} from './ledger-state';
 
 /** What a balance move needs to know about an asset. Issued assets without a SAC have no contractId. */
 export interface AssetRef {
@@ -25,7 +34,8 @@ export function minimumBalance(account: AccountRecord): bigint {
   return (ACCOUNT_BASE_RESERVE_ENTRIES + BigInt(account.numSubEntries)) * BASE_RESERVE;
 }
 
-/** XLM an account can spend (on fees or payments) without going below its reserve and its offers' selling liabilities. */
+/** XLM an account can spend (on fees or payments) without going below its reserve and its offers' selling liabilities.
+ * */
 export function availableNative(account: AccountRecord): bigint {
   const available = account.balance - minimumBalance(account) - liabilitiesOf(account).selling;
   return available > 0n ? available : 0n;
@@ -54,12 +64,22 @@ export function balanceOf(view: LedgerView, holder: string, asset: AssetRef): bi
 }
 
 /** Takes `amount` from `holder`. Sending from the issuer mints; XLM keeps the account reserve. */
-export function debit(view: LedgerView, holder: string, asset: AssetRef, amount: bigint, ledger: number): BalanceError | null {
+export function debit(
+  view: LedgerView,
+  holder: string,
+  asset: AssetRef,
+  amount: bigint,
+  ledger: number,
+): BalanceError | null {
   if (StrKey.isValidContract(holder)) {
     if (!asset.contractId) return 'noTrust';
     const current = getContractBalance(view, holder, asset.contractId)?.amount ?? 0n;
     if (current < amount) return 'underfunded';
-    view.set(entryKey.contractBalance(holder, asset.contractId), { kind: 'contractBalance', amount: current - amount, lastModified: ledger });
+    view.set(entryKey.contractBalance(holder, asset.contractId), {
+      kind: 'contractBalance',
+      amount: current - amount,
+      lastModified: ledger,
+    });
     return null;
   }
   const account = getAccount(view, holder);
@@ -74,17 +94,31 @@ export function debit(view: LedgerView, holder: string, asset: AssetRef, amount:
   if (!line) return 'noTrust';
   if (!isAuthorized(line)) return 'notAuthorized';
   if (availableOnLine(line) < amount) return 'underfunded';
-  view.set(entryKey.trustline(holder, asset.assetId), { ...line, balance: line.balance - amount, lastModified: ledger });
+  view.set(entryKey.trustline(holder, asset.assetId), {
+    ...line,
+    balance: line.balance - amount,
+    lastModified: ledger,
+  });
   return null;
 }
 
 /** Gives `amount` to `holder`. Sending to the issuer burns; a trustline is required and its limit applies. */
-export function credit(view: LedgerView, holder: string, asset: AssetRef, amount: bigint, ledger: number): BalanceError | null {
+export function credit(
+  view: LedgerView,
+  holder: string,
+  asset: AssetRef,
+  amount: bigint,
+  ledger: number,
+): BalanceError | null {
   if (StrKey.isValidContract(holder)) {
     if (!asset.contractId) return 'noTrust';
     const current = getContractBalance(view, holder, asset.contractId)?.amount ?? 0n;
     if (current + amount > MAX_INT64) return 'lineFull';
-    view.set(entryKey.contractBalance(holder, asset.contractId), { kind: 'contractBalance', amount: current + amount, lastModified: ledger });
+    view.set(entryKey.contractBalance(holder, asset.contractId), {
+      kind: 'contractBalance',
+      amount: current + amount,
+      lastModified: ledger,
+    });
     return null;
   }
   const account = getAccount(view, holder);
@@ -99,6 +133,10 @@ export function credit(view: LedgerView, holder: string, asset: AssetRef, amount
   if (!line) return 'noTrust';
   if (!isAuthorized(line)) return 'notAuthorized';
   if (roomOnLine(line) < amount) return 'lineFull';
-  view.set(entryKey.trustline(holder, asset.assetId), { ...line, balance: line.balance + amount, lastModified: ledger });
+  view.set(entryKey.trustline(holder, asset.assetId), {
+    ...line,
+    balance: line.balance + amount,
+    lastModified: ledger,
+  });
   return null;
 }

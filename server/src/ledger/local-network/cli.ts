@@ -18,7 +18,9 @@ function intFromEnv(name: string, fallback: number): number {
 }
 
 async function main(): Promise<void> {
-  const dataFile = path.resolve(process.env.LOCAL_NETWORK_DATA_FILE || path.join(__dirname, '../../../../.data/local-network.json'));
+  const dataFile = path.resolve(
+    process.env.LOCAL_NETWORK_DATA_FILE || path.join(__dirname, '../../../../.data/local-network.json'),
+  );
   const tls = process.env.LOCAL_NETWORK_TLS === '1' || process.env.LOCAL_NETWORK_TLS === 'true';
   const network = await startLocalNetwork({
     host: process.env.LOCAL_NETWORK_HOST || '127.0.0.1',
@@ -29,7 +31,9 @@ async function main(): Promise<void> {
     feeProfile: process.env.LOCAL_NETWORK_FEE_PROFILE === 'pubnet' ? 'pubnet' : 'local',
   });
   for (const m of network.migrated) {
-    process.stdout.write(`migrated ${m.code} balances from the old local issuer ${m.fromIssuer} to ${m.toIssuer} (${m.entries} entries)\n`);
+    process.stdout.write(
+      `migrated ${m.code} balances from the old local issuer ${m.fromIssuer} to ${m.toIssuer} (${m.entries} entries)\n`,
+    );
   }
   const lines = [
     'Stellar local network — local simulation (not testnet, not mainnet)',
@@ -48,7 +52,11 @@ async function main(): Promise<void> {
   for (const asset of network.assets) {
     const secret = network.issuerSecret(asset.code);
     lines.push(`  asset ${asset.code}:`, `    issuer:      ${asset.issuer}`, `    contract id: ${asset.contractId}`);
-    lines.push(secret ? `    issuer secret (local only): ${secret}` : '    issuer secret: none (hosted asset; the faucet pays from the network treasury)');
+    lines.push(
+      secret
+        ? `    issuer secret (local only): ${secret}`
+        : '    issuer secret: none (hosted asset; the faucet pays from the network treasury)',
+    );
   }
   console.log(lines.join('\n'));
 

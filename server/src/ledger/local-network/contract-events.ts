@@ -28,7 +28,11 @@ export interface AssetEventSource {
 
 /** The event a SAC `transfer(from, to, amount)` call emits. */
 export function transferEvent(asset: AssetEventSource, from: string, to: string, amount: bigint): xdr.ContractEvent {
-  return contractEvent(asset.contractId, [sym('transfer'), addr(from), addr(to), xdr.ScVal.scvString(asset.assetId)], i128(amount));
+  return contractEvent(
+    asset.contractId,
+    [sym('transfer'), addr(from), addr(to), xdr.ScVal.scvString(asset.assetId)],
+    i128(amount),
+  );
 }
 
 /**
@@ -38,14 +42,20 @@ export function transferEvent(asset: AssetEventSource, from: string, to: string,
 export function paymentEvent(asset: AssetEventSource, from: string, to: string, amount: bigint): xdr.ContractEvent {
   const assetTopic = xdr.ScVal.scvString(asset.assetId);
   if (asset.issuer && from === asset.issuer && to === asset.issuer) return transferEvent(asset, from, to, amount);
-  if (asset.issuer && from === asset.issuer) return contractEvent(asset.contractId, [sym('mint'), addr(to), assetTopic], i128(amount));
-  if (asset.issuer && to === asset.issuer) return contractEvent(asset.contractId, [sym('burn'), addr(from), assetTopic], i128(amount));
+  if (asset.issuer && from === asset.issuer)
+    return contractEvent(asset.contractId, [sym('mint'), addr(to), assetTopic], i128(amount));
+  if (asset.issuer && to === asset.issuer)
+    return contractEvent(asset.contractId, [sym('burn'), addr(from), assetTopic], i128(amount));
   return transferEvent(asset, from, to, amount);
 }
 
 /** CAP-67 `set_authorized` [symbol, id, "CODE:ISSUER"] -> bool, when an issuer changes a trustline's authorization. */
 export function setAuthorizedEvent(asset: AssetEventSource, id: string, authorized: boolean): xdr.ContractEvent {
-  return contractEvent(asset.contractId, [sym('set_authorized'), addr(id), xdr.ScVal.scvString(asset.assetId)], xdr.ScVal.scvBool(authorized));
+  return contractEvent(
+    asset.contractId,
+    [sym('set_authorized'), addr(id), xdr.ScVal.scvString(asset.assetId)],
+    xdr.ScVal.scvBool(authorized),
+  );
 }
 
 /** The fee event charged to the fee source, emitted by the native asset contract. */
@@ -80,11 +90,20 @@ export function invocationDiagnostics(
   const contractId = Address.fromScAddress(call.contractAddress()).toString();
   const fn = call.functionName().toString();
   const ok = 'returnValue' in outcome;
-  const fnCall = diagnostic(null, [sym('fn_call'), xdr.ScVal.scvBytes(StrKey.decodeContract(contractId)), sym(fn)], xdr.ScVal.scvVec(call.args()));
+  const fnCall = diagnostic(
+    null,
+    [sym('fn_call'), xdr.ScVal.scvBytes(StrKey.decodeContract(contractId)), sym(fn)],
+    xdr.ScVal.scvVec(call.args()),
+  );
   const events = [new xdr.DiagnosticEvent({ inSuccessfulContractCall: ok, event: fnCall })];
   if (!ok) return [...events, errorDiagnostic(outcome.error)];
   events.push(...contractEvents.map((e) => asDiagnostic(e, true)));
-  events.push(new xdr.DiagnosticEvent({ inSuccessfulContractCall: true, event: diagnostic(contractId, [sym('fn_return'), sym(fn)], outcome.returnValue) }));
+  events.push(
+    new xdr.DiagnosticEvent({
+      inSuccessfulContractCall: true,
+      event: diagnostic(contractId, [sym('fn_return'), sym(fn)], outcome.returnValue),
+    }),
+  );
   return events;
 }
 
@@ -94,7 +113,10 @@ export function errorDiagnostic(message: string): xdr.DiagnosticEvent {
     ext: new xdr.ExtensionPoint(0),
     contractId: null,
     type: xdr.ContractEventType.diagnostic(),
-    body: new xdr.ContractEventBody(0, new xdr.ContractEventV0({ topics: [sym('error')], data: xdr.ScVal.scvString(message) })),
+    body: new xdr.ContractEventBody(
+      0,
+      new xdr.ContractEventV0({ topics: [sym('error')], data: xdr.ScVal.scvString(message) }),
+    ),
   });
   return new xdr.DiagnosticEvent({ inSuccessfulContractCall: false, event });
 }

@@ -52,8 +52,12 @@ function modeOf(sorted: bigint[]): bigint {
 /** Nearest-rank percentiles of the samples, floored at `minimum`. */
 export function feeDistribution(samples: bigint[], minimum: bigint, ledgerCount: number): FeeDistribution {
   const sorted = samples.map((f) => (f < minimum ? minimum : f)).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const at = (p: number): string => (sorted.length === 0 ? minimum : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]).toString();
-  const percentiles = Object.fromEntries(PERCENTILES.map((p) => [`p${p}`, at(p)])) as Record<`p${(typeof PERCENTILES)[number]}`, string>;
+  const at = (p: number): string =>
+    (sorted.length === 0 ? minimum : sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)]).toString();
+  const percentiles = Object.fromEntries(PERCENTILES.map((p) => [`p${p}`, at(p)])) as Record<
+    `p${(typeof PERCENTILES)[number]}`,
+    string
+  >;
   return {
     max: (sorted[sorted.length - 1] ?? minimum).toString(),
     min: (sorted[0] ?? minimum).toString(),
@@ -65,11 +69,25 @@ export function feeDistribution(samples: bigint[], minimum: bigint, ledgerCount:
 }
 
 /** `sorobanMinimum`: the Soroban lane's own minimum when it is higher (the pubnet fee profile). */
-export function feeStats(samples: FeeSample[], minimum: bigint, latestLedger: number, windowLedgers: number, sorobanMinimum = minimum) {
+export function feeStats(
+  samples: FeeSample[],
+  minimum: bigint,
+  latestLedger: number,
+  windowLedgers: number,
+  sorobanMinimum = minimum,
+) {
   const ledgerCount = Math.min(windowLedgers, latestLedger);
   return {
-    sorobanInclusionFee: feeDistribution(samples.filter((s) => s.soroban).map((s) => s.fee), sorobanMinimum > minimum ? sorobanMinimum : minimum, ledgerCount),
-    inclusionFee: feeDistribution(samples.filter((s) => !s.soroban).map((s) => s.fee), minimum, ledgerCount),
+    sorobanInclusionFee: feeDistribution(
+      samples.filter((s) => s.soroban).map((s) => s.fee),
+      sorobanMinimum > minimum ? sorobanMinimum : minimum,
+      ledgerCount,
+    ),
+    inclusionFee: feeDistribution(
+      samples.filter((s) => !s.soroban).map((s) => s.fee),
+      minimum,
+      ledgerCount,
+    ),
     latestLedger,
   };
 }

@@ -49,13 +49,21 @@ function entrySizes(view: LedgerView, registry: AssetRegistry, keys: xdr.LedgerK
 /** Runs the host function; throws HostError when the invocation fails (it is then trapped, as on the real network). */
 export function invokeHost(inv: HostInvocation): HostInvocationResult {
   if (inv.hostFunction.switch().name !== 'hostFunctionTypeInvokeContract') {
-    throw new HostError('Context', 'InvalidAction', `${inv.hostFunction.switch().name} is not supported: the local network only runs Stellar Asset Contracts`);
+    throw new HostError(
+      'Context',
+      'InvalidAction',
+      `${inv.hostFunction.switch().name} is not supported: the local network only runs Stellar Asset Contracts`,
+    );
   }
   const call = inv.hostFunction.invokeContract();
   const contractId = Address.fromScAddress(call.contractAddress()).toString();
   const asset = inv.registry.byContractId(contractId);
   if (!asset) {
-    throw new HostError('Storage', 'MissingValue', `contract ${contractId} does not exist on the local network (only Stellar Asset Contracts are deployed)`);
+    throw new HostError(
+      'Storage',
+      'MissingValue',
+      `contract ${contractId} does not exist on the local network (only Stellar Asset Contracts are deployed)`,
+    );
   }
   const footprint = new FootprintRecorder();
   footprint.read(ledgerKeys.sacInstance(contractId));
@@ -72,7 +80,14 @@ export function invokeHost(inv: HostInvocation): HostInvocationResult {
     footprint,
     recorded: recordedAuth,
   };
-  const returnValue = callStellarAssetContract({ asset, call, auth, footprint, currentLedger: inv.currentLedger, events });
+  const returnValue = callStellarAssetContract({
+    asset,
+    call,
+    auth,
+    footprint,
+    currentLedger: inv.currentLedger,
+    events,
+  });
   const { readOnly, readWrite } = footprint.keys();
   const classicReads = [...readOnly, ...readWrite].filter((k) => k.switch().name !== 'contractData');
   const resources = new xdr.SorobanResources({

@@ -37,10 +37,16 @@ function rpcError(id: unknown, code: number, message: string) {
 
 function handleOne(hooks: HttpHooks, request: JsonRpcRequest, friendbotUrl: string) {
   const id = request.id ?? null;
-  if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return rpcError(id, RpcError.invalidRequest, 'invalid JSON-RPC 2.0 request');
-  const method = Object.prototype.hasOwnProperty.call(rpcMethods, request.method) ? rpcMethods[request.method] : undefined;
+  if (request.jsonrpc !== '2.0' || typeof request.method !== 'string')
+    return rpcError(id, RpcError.invalidRequest, 'invalid JSON-RPC 2.0 request');
+  const method = Object.prototype.hasOwnProperty.call(rpcMethods, request.method)
+    ? rpcMethods[request.method]
+    : undefined;
   if (!method) return rpcError(id, RpcError.methodNotFound, `method "${request.method}" not found`);
-  const params = request.params && typeof request.params === 'object' && !Array.isArray(request.params) ? (request.params as Record<string, unknown>) : {};
+  const params =
+    request.params && typeof request.params === 'object' && !Array.isArray(request.params)
+      ? (request.params as Record<string, unknown>)
+      : {};
   try {
     const result = method(hooks.ledger, params, { friendbotUrl });
     return { jsonrpc: '2.0', id, result };
@@ -95,7 +101,9 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
   app.post('/faucet', (req, res) => {
     const { address, asset, amount } = (req.body ?? {}) as { address?: unknown; asset?: unknown; amount?: unknown };
     if (typeof address !== 'string' || typeof asset !== 'string' || typeof amount !== 'string') {
-      res.status(400).json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "amount": "10.5"}' });
+      res
+        .status(400)
+        .json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "amount": "10.5"}' });
       return;
     }
     try {
@@ -103,7 +111,16 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
       hooks.onChange();
       const paid = hooks.ledger.registry.require(asset);
       // The asset as a client configures it: code, issuer and SAC contract id (testnet's, for the hosted USDC).
-      res.json({ label: LABEL, hash, address, asset, amount, code: paid.code, issuer: paid.issuer, contractId: paid.contractId });
+      res.json({
+        label: LABEL,
+        hash,
+        address,
+        asset,
+        amount,
+        code: paid.code,
+        issuer: paid.issuer,
+        contractId: paid.contractId,
+      });
     } catch (error) {
       res.status(400).json({ label: LABEL, error: (error as Error).message });
     }
@@ -111,12 +128,23 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
 
   // Local conveniences for tests of the rules the network enforces (not Stellar APIs).
   app.post('/trustline-flags', (req, res) => {
-    const { address, asset, authorized } = (req.body ?? {}) as { address?: unknown; asset?: unknown; authorized?: unknown };
+    const { address, asset, authorized } = (req.body ?? {}) as {
+      address?: unknown;
+      asset?: unknown;
+      authorized?: unknown;
+    };
     if (typeof address !== 'string' || typeof asset !== 'string' || typeof authorized !== 'boolean') {
-      res.status(400).json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "authorized": false}' });
+      res
+        .status(400)
+        .json({ label: LABEL, error: 'expected JSON {"address": "G...", "asset": "USDC", "authorized": false}' });
       return;
     }
-    convenience(res, () => ({ address, asset, authorized, hash: hooks.ledger.setTrustlineAuthorized(address, asset, authorized) ?? null }));
+    convenience(res, () => ({
+      address,
+      asset,
+      authorized,
+      hash: hooks.ledger.setTrustlineAuthorized(address, asset, authorized) ?? null,
+    }));
   });
 
   app.post('/contract-account', (req, res) => {
@@ -125,13 +153,20 @@ export function createLocalNetworkApp(hooks: HttpHooks): express.Express {
       res.status(400).json({ label: LABEL, error: 'expected JSON {"publicKey": "G..."}' });
       return;
     }
-    convenience(res, () => ({ publicKey, contractId: hooks.ledger.deployContractAccount(publicKey), signature: 'bytes(64): ed25519 signature of the 32-byte Soroban authorization payload' }));
+    convenience(res, () => ({
+      publicKey,
+      contractId: hooks.ledger.deployContractAccount(publicKey),
+      signature: 'bytes(64): ed25519 signature of the 32-byte Soroban authorization payload',
+    }));
   });
 
   app.post('/surge', (req, res) => {
     const { minInclusionFee } = (req.body ?? {}) as { minInclusionFee?: unknown };
     if (typeof minInclusionFee !== 'string' || !/^\d{1,12}$/.test(minInclusionFee)) {
-      res.status(400).json({ label: LABEL, error: 'expected JSON {"minInclusionFee": "500"} (stroops per operation, at least 100)' });
+      res.status(400).json({
+        label: LABEL,
+        error: 'expected JSON {"minInclusionFee": "500"} (stroops per operation, at least 100)',
+      });
       return;
     }
     convenience(res, () => {

@@ -6,7 +6,13 @@ import { AssetRegistry, IssuedAssetInput } from './asset-registry';
 import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
 import { LocalLedger, type FeeProfile } from './local-ledger';
-import { MigratedAsset, PersistedNetwork, loadNetworkState, migrateReissuedAssets, saveNetworkState } from './persistence';
+import {
+  MigratedAsset,
+  PersistedNetwork,
+  loadNetworkState,
+  migrateReissuedAssets,
+  saveNetworkState,
+} from './persistence';
 import { TESTNET_USDC } from './testnet-assets';
 import { createSelfSignedCertificate } from './tls-certificate';
 
@@ -46,7 +52,8 @@ export interface LocalNetworkOptions {
    * refuse plain-HTTP RPC URLs, such as the @x402/stellar exact client. Default false.
    */
   tls?: boolean;
-  /** Fee profile at start: 'pubnet' reproduces pubnet's Soroban fee distribution (see setFeeProfile). Default 'local'. */
+  /** Fee profile at start: 'pubnet' reproduces pubnet's Soroban fee distribution (see setFeeProfile). Default 'local'.
+   * */
   feeProfile?: FeeProfile;
 }
 
@@ -122,14 +129,28 @@ export { trustCertificate } from './tls-certificate';
 export type { MigratedAsset } from './persistence';
 export { TESTNET_USDC } from './testnet-assets';
 
-const DEFAULTS = { host: '127.0.0.1', port: 8000, ledgerCloseMs: 5000, assets: [{ code: 'USDC' }], friendbotXlm: '10000' };
+const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8000,
+  ledgerCloseMs: 5000,
+  assets: [{ code: 'USDC' }],
+  friendbotXlm: '10000',
+};
 
 function resolveIssuers(configured: LocalAssetConfig[], persisted: PersistedNetwork | undefined): IssuedAssetInput[] {
   return configured.map(({ code, issuer, issuerSecret }) => {
     const saved = persisted?.issuers.find((i) => i.code.toUpperCase() === code.toUpperCase());
-    if (issuerSecret) return { code, issuer: issuer ?? Keypair.fromSecret(issuerSecret).publicKey(), issuerKeypair: Keypair.fromSecret(issuerSecret) };
+    if (issuerSecret)
+      return {
+        code,
+        issuer: issuer ?? Keypair.fromSecret(issuerSecret).publicKey(),
+        issuerKeypair: Keypair.fromSecret(issuerSecret),
+      };
     const hosted = issuer ?? (code.toUpperCase() === TESTNET_USDC.code ? TESTNET_USDC.issuer : undefined);
-    if (hosted) return saved && Keypair.fromSecret(saved.secret).publicKey() === hosted ? { code, issuer: hosted, issuerKeypair: Keypair.fromSecret(saved.secret) } : { code, issuer: hosted };
+    if (hosted)
+      return saved && Keypair.fromSecret(saved.secret).publicKey() === hosted
+        ? { code, issuer: hosted, issuerKeypair: Keypair.fromSecret(saved.secret) }
+        : { code, issuer: hosted };
     const keypair = saved ? Keypair.fromSecret(saved.secret) : Keypair.random();
     return { code, issuer: keypair.publicKey(), issuerKeypair: keypair };
   });
@@ -140,7 +161,8 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
   const ledgerCloseMs = opts.ledgerCloseMs ?? DEFAULTS.ledgerCloseMs;
   const friendbotStroops = toStroops(opts.friendbotXlm ?? DEFAULTS.friendbotXlm);
   const persisted = opts.dataFile ? loadNetworkState(opts.dataFile) : undefined;
-  if (persisted && persisted.passphrase !== NETWORK_PASSPHRASE) throw new Error(`${opts.dataFile} holds another network's state`);
+  if (persisted && persisted.passphrase !== NETWORK_PASSPHRASE)
+    throw new Error(`${opts.dataFile} holds another network's state`);
 
   const issuers = resolveIssuers(opts.assets ?? DEFAULTS.assets, persisted);
   const root = persisted ? Keypair.fromSecret(persisted.rootSecret) : Keypair.random();
@@ -163,7 +185,9 @@ export async function startLocalNetwork(opts: LocalNetworkOptions = {}): Promise
   };
   persist();
 
-  const assets: LocalNetworkAsset[] = registry.issued().map((a) => ({ code: a.code, issuer: a.issuer, contractId: a.contractId }));
+  const assets: LocalNetworkAsset[] = registry
+    .issued()
+    .map((a) => ({ code: a.code, issuer: a.issuer, contractId: a.contractId }));
   let baseUrl = '';
   const app = createLocalNetworkApp({
     ledger,

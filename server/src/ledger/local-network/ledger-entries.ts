@@ -2,7 +2,16 @@ import { Address, Asset, Keypair, StrKey, nativeToScVal, xdr } from '@stellar/st
 import { ASSET_DECIMALS, PERSISTENT_ENTRY_TTL } from './constants';
 import { AssetRegistry, RegisteredAsset, assetIdOf } from './asset-registry';
 import { accountContractInstance } from './account-contract';
-import { AccountRecord, LedgerRecord, LedgerView, OfferRecord, TrustlineRecord, entryKey, getAccountContract, thresholdsOf } from './ledger-state';
+import {
+  AccountRecord,
+  LedgerRecord,
+  LedgerView,
+  OfferRecord,
+  TrustlineRecord,
+  entryKey,
+  getAccountContract,
+  thresholdsOf,
+} from './ledger-state';
 
 /**
  * Translation between the simulator's records and real Stellar ledger XDR: LedgerKeys as clients build them and
@@ -16,21 +25,36 @@ const TRUSTLINE_AUTHORIZED_FLAG = 1;
 
 export const ledgerKeys = {
   account(accountId: string): xdr.LedgerKey {
-    return xdr.LedgerKey.account(new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(accountId).xdrAccountId() }));
+    return xdr.LedgerKey.account(
+      new xdr.LedgerKeyAccount({ accountId: Keypair.fromPublicKey(accountId).xdrAccountId() }),
+    );
   },
   trustline(accountId: string, asset: Asset): xdr.LedgerKey {
     return xdr.LedgerKey.trustline(
-      new xdr.LedgerKeyTrustLine({ accountId: Keypair.fromPublicKey(accountId).xdrAccountId(), asset: asset.toTrustLineXDRObject() }),
+      new xdr.LedgerKeyTrustLine({
+        accountId: Keypair.fromPublicKey(accountId).xdrAccountId(),
+        asset: asset.toTrustLineXDRObject(),
+      }),
     );
   },
   contractData(contract: string, key: xdr.ScVal, durability: xdr.ContractDataDurability): xdr.LedgerKey {
-    return xdr.LedgerKey.contractData(new xdr.LedgerKeyContractData({ contract: new Address(contract).toScAddress(), key, durability }));
+    return xdr.LedgerKey.contractData(
+      new xdr.LedgerKeyContractData({ contract: new Address(contract).toScAddress(), key, durability }),
+    );
   },
   contractInstance(contractId: string): xdr.LedgerKey {
-    return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
+    return ledgerKeys.contractData(
+      contractId,
+      xdr.ScVal.scvLedgerKeyContractInstance(),
+      xdr.ContractDataDurability.persistent(),
+    );
   },
   sacInstance(contractId: string): xdr.LedgerKey {
-    return ledgerKeys.contractData(contractId, xdr.ScVal.scvLedgerKeyContractInstance(), xdr.ContractDataDurability.persistent());
+    return ledgerKeys.contractData(
+      contractId,
+      xdr.ScVal.scvLedgerKeyContractInstance(),
+      xdr.ContractDataDurability.persistent(),
+    );
   },
   sacBalance(contractId: string, holder: string): xdr.LedgerKey {
     return ledgerKeys.contractData(contractId, sacBalanceKey(holder), xdr.ContractDataDurability.persistent());
@@ -63,7 +87,10 @@ function liabilitiesXdr(record: AccountRecord | TrustlineRecord): xdr.Liabilitie
 function accountExt(record: AccountRecord): xdr.AccountEntryExt {
   const liabilities = liabilitiesXdr(record);
   if (!liabilities) return new xdr.AccountEntryExt(0);
-  return new xdr.AccountEntryExt(1, new xdr.AccountEntryExtensionV1({ liabilities, ext: new xdr.AccountEntryExtensionV1Ext(0) }));
+  return new xdr.AccountEntryExt(
+    1,
+    new xdr.AccountEntryExtensionV1({ liabilities, ext: new xdr.AccountEntryExtensionV1Ext(0) }),
+  );
 }
 
 function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntryData {
@@ -78,7 +105,11 @@ function accountEntry(accountId: string, record: AccountRecord): xdr.LedgerEntry
       homeDomain: '',
       thresholds: Buffer.from(thresholdsOf(record)),
       signers: (record.signers ?? []).map(
-        (s) => new xdr.Signer({ key: xdr.SignerKey.signerKeyTypeEd25519(StrKey.decodeEd25519PublicKey(s.key)), weight: s.weight }),
+        (s) =>
+          new xdr.Signer({
+            key: xdr.SignerKey.signerKeyTypeEd25519(StrKey.decodeEd25519PublicKey(s.key)),
+            weight: s.weight,
+          }),
       ),
       ext: accountExt(record),
     }),
@@ -104,9 +135,20 @@ function trustlineEntry(accountId: string, asset: Asset, record: TrustlineRecord
   );
 }
 
-function contractDataEntry(contract: string, key: xdr.ScVal, durability: xdr.ContractDataDurability, val: xdr.ScVal): xdr.LedgerEntryData {
+function contractDataEntry(
+  contract: string,
+  key: xdr.ScVal,
+  durability: xdr.ContractDataDurability,
+  val: xdr.ScVal,
+): xdr.LedgerEntryData {
   return xdr.LedgerEntryData.contractData(
-    new xdr.ContractDataEntry({ ext: new xdr.ExtensionPoint(0), contract: new Address(contract).toScAddress(), key, durability, val }),
+    new xdr.ContractDataEntry({
+      ext: new xdr.ExtensionPoint(0),
+      contract: new Address(contract).toScAddress(),
+      key,
+      durability,
+      val,
+    }),
   );
 }
 
@@ -134,7 +176,12 @@ function sacInstanceValue(asset: RegisteredAsset): xdr.ScVal {
       ]);
   const storage = [new xdr.ScMapEntry({ key: xdr.ScVal.scvSymbol('METADATA'), val: metadata })];
   if (!native) {
-    storage.push(new xdr.ScMapEntry({ key: xdr.ScVal.scvVec([xdr.ScVal.scvSymbol('Admin')]), val: new Address(asset.issuer).toScVal() }));
+    storage.push(
+      new xdr.ScMapEntry({
+        key: xdr.ScVal.scvVec([xdr.ScVal.scvSymbol('Admin')]),
+        val: new Address(asset.issuer).toScVal(),
+      }),
+    );
   }
   storage.push(new xdr.ScMapEntry({ key: xdr.ScVal.scvVec([xdr.ScVal.scvSymbol('AssetInfo')]), val: assetInfo }));
   return xdr.ScVal.scvContractInstance(
@@ -150,7 +197,8 @@ function sacBalanceValue(amount: bigint): xdr.ScVal {
   ]);
 }
 
-const assetOfId = (assetId: string): Asset => (assetId === 'native' ? Asset.native() : new Asset(...(assetId.split(':') as [string, string])));
+const assetOfId = (assetId: string): Asset =>
+  assetId === 'native' ? Asset.native() : new Asset(...(assetId.split(':') as [string, string]));
 
 export function offerEntry(offer: OfferRecord): xdr.OfferEntry {
   return new xdr.OfferEntry({
@@ -194,7 +242,10 @@ export function recordKeyOf(key: xdr.LedgerKey, registry: AssetRegistry): string
       return entryKey.trustline(StrKey.encodeEd25519PublicKey(key.trustLine().accountId().ed25519()), assetIdOf(asset));
     }
     case 'offer':
-      return entryKey.offer(StrKey.encodeEd25519PublicKey(key.offer().sellerId().ed25519()), BigInt(key.offer().offerId().toString()));
+      return entryKey.offer(
+        StrKey.encodeEd25519PublicKey(key.offer().sellerId().ed25519()),
+        BigInt(key.offer().offerId().toString()),
+      );
     case 'contractData': {
       const cd = key.contractData();
       const contract = Address.fromScAddress(cd.contract()).toString();
@@ -203,7 +254,12 @@ export function recordKeyOf(key: xdr.LedgerKey, registry: AssetRegistry): string
         return entryKey.nonce(contract, BigInt(k.nonceKey().nonce().toString()));
       }
       const vec = k.switch().name === 'scvVec' ? (k.vec() ?? []) : [];
-      if (registry.byContractId(contract) && vec.length === 2 && vec[0].switch().name === 'scvSymbol' && vec[0].sym().toString() === 'Balance') {
+      if (
+        registry.byContractId(contract) &&
+        vec.length === 2 &&
+        vec[0].switch().name === 'scvSymbol' &&
+        vec[0].sym().toString() === 'Balance'
+      ) {
         const holder = Address.fromScVal(vec[1]).toString();
         return StrKey.isValidContract(holder) ? entryKey.contractBalance(holder, contract) : undefined;
       }
@@ -215,7 +271,12 @@ export function recordKeyOf(key: xdr.LedgerKey, registry: AssetRegistry): string
 }
 
 /** Reads one ledger entry the way the real RPC does: undefined when it does not exist. */
-export function readLedgerEntry(view: LedgerView, registry: AssetRegistry, key: xdr.LedgerKey, latestLedger: number): FoundEntry | undefined {
+export function readLedgerEntry(
+  view: LedgerView,
+  registry: AssetRegistry,
+  key: xdr.LedgerKey,
+  latestLedger: number,
+): FoundEntry | undefined {
   if (key.switch().name === 'contractData') {
     const cd = key.contractData();
     const contract = Address.fromScAddress(cd.contract()).toString();
@@ -228,9 +289,18 @@ export function readLedgerEntry(view: LedgerView, registry: AssetRegistry, key: 
       };
     }
     const accountContract = getAccountContract(view, contract);
-    if (accountContract && cd.key().switch().name === 'scvLedgerKeyContractInstance' && cd.durability().name === 'persistent') {
+    if (
+      accountContract &&
+      cd.key().switch().name === 'scvLedgerKeyContractInstance' &&
+      cd.durability().name === 'persistent'
+    ) {
       return {
-        data: contractDataEntry(contract, cd.key(), cd.durability(), accountContractInstance(accountContract.publicKey)),
+        data: contractDataEntry(
+          contract,
+          cd.key(),
+          cd.durability(),
+          accountContractInstance(accountContract.publicKey),
+        ),
         lastModifiedLedgerSeq: accountContract.lastModified,
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
@@ -245,17 +315,28 @@ export function readLedgerEntry(view: LedgerView, registry: AssetRegistry, key: 
 function entryFromRecord(key: xdr.LedgerKey, record: LedgerRecord, latestLedger: number): FoundEntry | undefined {
   switch (record.kind) {
     case 'account':
-      return { data: accountEntry(StrKey.encodeEd25519PublicKey(key.account().accountId().ed25519()), record), lastModifiedLedgerSeq: record.lastModified };
+      return {
+        data: accountEntry(StrKey.encodeEd25519PublicKey(key.account().accountId().ed25519()), record),
+        lastModifiedLedgerSeq: record.lastModified,
+      };
     case 'trustline': {
       const tl = key.trustLine();
       const asset = assetFromTrustLineAsset(tl.asset());
       if (!asset) return undefined;
-      return { data: trustlineEntry(StrKey.encodeEd25519PublicKey(tl.accountId().ed25519()), asset, record), lastModifiedLedgerSeq: record.lastModified };
+      return {
+        data: trustlineEntry(StrKey.encodeEd25519PublicKey(tl.accountId().ed25519()), asset, record),
+        lastModifiedLedgerSeq: record.lastModified,
+      };
     }
     case 'contractBalance': {
       const cd = key.contractData();
       return {
-        data: contractDataEntry(Address.fromScAddress(cd.contract()).toString(), cd.key(), cd.durability(), sacBalanceValue(record.amount)),
+        data: contractDataEntry(
+          Address.fromScAddress(cd.contract()).toString(),
+          cd.key(),
+          cd.durability(),
+          sacBalanceValue(record.amount),
+        ),
         lastModifiedLedgerSeq: record.lastModified,
         liveUntilLedgerSeq: latestLedger + PERSISTENT_ENTRY_TTL,
       };
@@ -265,7 +346,12 @@ function entryFromRecord(key: xdr.LedgerKey, record: LedgerRecord, latestLedger:
     case 'nonce': {
       const cd = key.contractData();
       return {
-        data: contractDataEntry(Address.fromScAddress(cd.contract()).toString(), cd.key(), cd.durability(), xdr.ScVal.scvVoid()),
+        data: contractDataEntry(
+          Address.fromScAddress(cd.contract()).toString(),
+          cd.key(),
+          cd.durability(),
+          xdr.ScVal.scvVoid(),
+        ),
         lastModifiedLedgerSeq: record.lastModified,
         liveUntilLedgerSeq: record.expirationLedger,
       };

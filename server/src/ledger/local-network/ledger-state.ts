@@ -39,7 +39,8 @@ export interface TrustlineRecord {
   balance: bigint;
   limit: bigint;
   lastModified: number;
-  /** Trustline flags (AUTHORIZED 1, AUTHORIZED_TO_MAINTAIN_LIABILITIES 2, CLAWBACK_ENABLED 4); absent = 1 (authorized). */
+  /** Trustline flags (AUTHORIZED 1, AUTHORIZED_TO_MAINTAIN_LIABILITIES 2, CLAWBACK_ENABLED 4); absent = 1 (authorized).
+   * */
   flags?: number;
   /** Liabilities of the account's offers in this asset; absent = none. */
   liabilities?: Liabilities;
@@ -126,7 +127,11 @@ export function getTrustline(view: LedgerView, accountId: string, assetId: strin
   return record?.kind === 'trustline' ? record : undefined;
 }
 
-export function getContractBalance(view: LedgerView, holder: string, contractId: string): ContractBalanceRecord | undefined {
+export function getContractBalance(
+  view: LedgerView,
+  holder: string,
+  contractId: string,
+): ContractBalanceRecord | undefined {
   const record = view.get(entryKey.contractBalance(holder, contractId));
   return record?.kind === 'contractBalance' ? record : undefined;
 }

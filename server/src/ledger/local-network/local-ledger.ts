@@ -1,4 +1,15 @@
-import { Account, Address, Keypair, Operation, SorobanDataBuilder, StrKey, TransactionBuilder, hash, nativeToScVal, xdr } from '@stellar/stellar-sdk';
+import {
+  Account,
+  Address,
+  Keypair,
+  Operation,
+  SorobanDataBuilder,
+  StrKey,
+  TransactionBuilder,
+  hash,
+  nativeToScVal,
+  xdr,
+} from '@stellar/stellar-sdk';
 import { AssetRegistry, RegisteredAsset } from './asset-registry';
 import { deployAccountContract } from './account-contract';
 import { availableNative, balanceOf } from './balances';
@@ -94,7 +105,8 @@ export class LocalLedger {
   private clockOffsetSeconds = 0;
   /** Inclusion fee bids of recently applied transactions, for getFeeStats. */
   readonly feeSamples: FeeSample[] = [];
-  /** The fee profile (setFeeProfile): 'pubnet' adds pubnet's Soroban traffic to every ledger and its 200-stroop floor. */
+  /** The fee profile (setFeeProfile): 'pubnet' adds pubnet's Soroban traffic to every ledger and its 200-stroop floor.
+   * */
   feeProfile: FeeProfile = 'local';
   /** The Soroban lane's minimum inclusion fee per operation (BASE_FEE, or the pubnet profile's). */
   sorobanMinInclusionFee = BASE_FEE;
@@ -121,13 +133,15 @@ export class LocalLedger {
 
   /** Moves the network clock forward; the next ledger closes at least that much later. */
   advanceClock(seconds: number): void {
-    if (!Number.isInteger(seconds) || seconds < 0) throw new Error('advanceClock takes a non-negative whole number of seconds');
+    if (!Number.isInteger(seconds) || seconds < 0)
+      throw new Error('advanceClock takes a non-negative whole number of seconds');
     this.clockOffsetSeconds += seconds;
   }
 
   /** Surge pricing: transactions bidding less than `stroops` per operation are refused with txInsufficientFee. */
   setMinimumInclusionFee(stroops: bigint): void {
-    if (stroops < BASE_FEE) throw new Error(`the minimum inclusion fee cannot be below the base fee (${BASE_FEE} stroops)`);
+    if (stroops < BASE_FEE)
+      throw new Error(`the minimum inclusion fee cannot be below the base fee (${BASE_FEE} stroops)`);
     this.minInclusionFee = stroops;
   }
 
@@ -140,25 +154,39 @@ export class LocalLedger {
    * (the default) removes them: fees come from the network's own traffic only.
    */
   setFeeProfile(profile: FeeProfile): void {
-    if (profile !== 'local' && profile !== 'pubnet') throw new Error(`unknown fee profile ${String(profile)} (expected "local" or "pubnet")`);
+    if (profile !== 'local' && profile !== 'pubnet')
+      throw new Error(`unknown fee profile ${String(profile)} (expected "local" or "pubnet")`);
     this.feeProfile = profile;
-    for (let i = this.feeSamples.length - 1; i >= 0; i -= 1) if (this.feeSamples[i].background) this.feeSamples.splice(i, 1);
+    for (let i = this.feeSamples.length - 1; i >= 0; i -= 1)
+      if (this.feeSamples[i].background) this.feeSamples.splice(i, 1);
     this.sorobanMinInclusionFee = profile === 'pubnet' ? PUBNET_PROFILE.sorobanInclusionFee : BASE_FEE;
     if (profile !== 'pubnet') return;
     const latest = this.latest.sequence;
-    for (let ledger = Math.max(1, latest - FEE_STATS_WINDOW + 1); ledger <= latest; ledger += 1) this.addBackgroundFees(ledger);
+    for (let ledger = Math.max(1, latest - FEE_STATS_WINDOW + 1); ledger <= latest; ledger += 1)
+      this.addBackgroundFees(ledger);
   }
 
   private addBackgroundFees(ledger: number): void {
-    for (let i = 0; i < PUBNET_PROFILE.transactionsPerLedger; i += 1) this.feeSamples.push({ ledger, soroban: true, fee: PUBNET_PROFILE.sorobanInclusionFee, background: true });
+    for (let i = 0; i < PUBNET_PROFILE.transactionsPerLedger; i += 1)
+      this.feeSamples.push({ ledger, soroban: true, fee: PUBNET_PROFILE.sorobanInclusionFee, background: true });
   }
 
   private validationContext(closeTime: number, ledgerSeq: number) {
-    return { view: this.store, closeTime, ledgerSeq, minInclusionFee: this.minInclusionFee, sorobanMinInclusionFee: this.sorobanMinInclusionFee };
+    return {
+      view: this.store,
+      closeTime,
+      ledgerSeq,
+      minInclusionFee: this.minInclusionFee,
+      sorobanMinInclusionFee: this.sorobanMinInclusionFee,
+    };
   }
 
   private genesisHeader(): LedgerHeaderRecord {
-    return { sequence: 1, closeTime: wallClockSeconds(), hash: hash(Buffer.from(`local-network genesis ${this.passphrase}`)).toString('hex') };
+    return {
+      sequence: 1,
+      closeTime: wallClockSeconds(),
+      hash: hash(Buffer.from(`local-network genesis ${this.passphrase}`)).toString('hex'),
+    };
   }
 
   /**
@@ -180,12 +208,18 @@ export class LocalLedger {
     // Issuers can freeze trustlines (AUTH_REVOCABLE), as Circle's USDC issuer can.
     for (const asset of this.registry.issued()) {
       const issuer = getAccount(this.store, asset.issuer)!;
-      if (issuer.flags === undefined) this.store.set(entryKey.account(asset.issuer), { ...issuer, flags: AccountFlags.authRevocable });
+      if (issuer.flags === undefined)
+        this.store.set(entryKey.account(asset.issuer), { ...issuer, flags: AccountFlags.authRevocable });
     }
     for (const asset of this.registry.issued()) {
       if (getTrustline(this.store, rootId, asset.assetId)) continue;
       const root = getAccount(this.store, rootId)!;
-      this.store.set(entryKey.trustline(rootId, asset.assetId), { kind: 'trustline', balance: TREASURY_BALANCE, limit: MAX_INT64, lastModified: 1 });
+      this.store.set(entryKey.trustline(rootId, asset.assetId), {
+        kind: 'trustline',
+        balance: TREASURY_BALANCE,
+        limit: MAX_INT64,
+        lastModified: 1,
+      });
       this.store.set(entryKey.account(rootId), { ...root, numSubEntries: root.numSubEntries + 1 });
     }
   }
@@ -199,12 +233,23 @@ export class LocalLedger {
   }
 
   snapshot(): LedgerSnapshot {
-    return { ledgers: [...this.ledgers], entries: [...this.store.all()], transactions: [...this.transactions.values()], events: [...this.events] };
+    return {
+      ledgers: [...this.ledgers],
+      entries: [...this.store.all()],
+      transactions: [...this.transactions.values()],
+      events: [...this.events],
+    };
   }
 
   simulate(envelopeXdr: string, authMode?: string, upgradedAuth = false): RawSimulation {
     return simulateTransaction(
-      { store: this.store, registry: this.registry, passphrase: this.passphrase, networkId: this.networkId, latestLedger: this.latest.sequence },
+      {
+        store: this.store,
+        registry: this.registry,
+        passphrase: this.passphrase,
+        networkId: this.networkId,
+        latestLedger: this.latest.sequence,
+      },
       envelopeXdr,
       authMode,
       upgradedAuth,
@@ -262,7 +307,9 @@ export class LocalLedger {
       return false;
     });
     this.sampleFees(included, header.sequence);
-    header.hash = hash(Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|'))).toString('hex');
+    header.hash = hash(
+      Buffer.from([previous.hash, header.sequence, header.closeTime, ...included.map((t) => t.hash)].join('|')),
+    ).toString('hex');
     this.store.evictExpiredNonces(header.sequence + 1);
     this.prune();
     return header.sequence;
@@ -274,7 +321,8 @@ export class LocalLedger {
   }
 
   private sampleFees(included: ParsedTransaction[], ledger: number): void {
-    for (const tx of included) this.feeSamples.push({ ledger, soroban: tx.sorobanData !== undefined, fee: inclusionFeePerOperation(tx) });
+    for (const tx of included)
+      this.feeSamples.push({ ledger, soroban: tx.sorobanData !== undefined, fee: inclusionFeePerOperation(tx) });
     if (this.feeProfile === 'pubnet') this.addBackgroundFees(ledger);
     const oldestKept = ledger - FEE_STATS_WINDOW + 1;
     const firstKept = this.feeSamples.findIndex((s) => s.ledger >= oldestKept);
@@ -288,10 +336,18 @@ export class LocalLedger {
     } catch (error) {
       const outcome = { kind: 'code', code: 'txInternalError' } as const;
       const result = tx.feeBump ? feeBumpResult(0n, tx.innerHash, outcome) : transactionResult(0n, outcome);
-      const meta = new xdr.TransactionMeta(4, new xdr.TransactionMetaV4({
-        ext: new xdr.ExtensionPoint(0), txChangesBefore: [], operations: [], txChangesAfter: [], sorobanMeta: null, events: [],
-        diagnosticEvents: [errorDiagnostic(`local network internal error: ${(error as Error).message}`)],
-      }));
+      const meta = new xdr.TransactionMeta(
+        4,
+        new xdr.TransactionMetaV4({
+          ext: new xdr.ExtensionPoint(0),
+          txChangesBefore: [],
+          operations: [],
+          txChangesAfter: [],
+          sorobanMeta: null,
+          events: [],
+          diagnosticEvents: [errorDiagnostic(`local network internal error: ${(error as Error).message}`)],
+        }),
+      );
       return { status: 'FAILED', result, meta, contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
     }
   }
@@ -382,7 +438,10 @@ export class LocalLedger {
    * Signs `build`'s transaction with `signer` and applies it at once in the latest ledger: friendbot and the
    * faucet do not wait for a ledger close.
    */
-  private applyNow(signer: Keypair, addOperations: (builder: TransactionBuilder) => TransactionBuilder): { hash: string; ok: boolean } {
+  private applyNow(
+    signer: Keypair,
+    addOperations: (builder: TransactionBuilder) => TransactionBuilder,
+  ): { hash: string; ok: boolean } {
     const account = getAccount(this.store, signer.publicKey());
     if (!account) throw new Error(`account ${signer.publicKey()} does not exist`);
     const builder = new TransactionBuilder(new Account(signer.publicKey(), account.seqNum.toString()), {
@@ -394,7 +453,15 @@ export class LocalLedger {
     const parsed = parseTransaction(tx.toXDR(), this.passphrase);
     const header = this.latest;
     // Conveniences pay the base fee whatever the surge: they are not competing for ledger space.
-    const applied = applyTransaction({ ...this.applyContext(header), closeTime: Math.max(header.closeTime, this.now()), minInclusionFee: BASE_FEE, sorobanMinInclusionFee: BASE_FEE }, parsed);
+    const applied = applyTransaction(
+      {
+        ...this.applyContext(header),
+        closeTime: Math.max(header.closeTime, this.now()),
+        minInclusionFee: BASE_FEE,
+        sorobanMinInclusionFee: BASE_FEE,
+      },
+      parsed,
+    );
     if (applied.status === 'DROPPED') return { hash: parsed.hash, ok: false };
     this.record(parsed, applied, header);
     return { hash: parsed.hash, ok: applied.status === 'SUCCESS' };
@@ -404,7 +471,9 @@ export class LocalLedger {
   friendbot(address: string, stroops: bigint): string {
     if (!StrKey.isValidEd25519PublicKey(address)) throw new Error(`invalid address ${address}`);
     if (getAccount(this.store, address)) throw new Error(`account ${address} already exists`);
-    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.createAccount({ destination: address, startingBalance: formatAmount(stroops) })));
+    const result = this.applyNow(this.root, (b) =>
+      b.addOperation(Operation.createAccount({ destination: address, startingBalance: formatAmount(stroops) })),
+    );
     if (!result.ok) throw new Error('friendbot transaction failed');
     return result.hash;
   }
@@ -417,8 +486,11 @@ export class LocalLedger {
     const asset = this.registry.require(assetCode);
     if (StrKey.isValidContract(address)) return this.fundContract(address, asset, stroops);
     if (!getAccount(this.store, address)) this.friendbot(address, fundXlm);
-    if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId)) this.addTrustline(address, asset.assetId);
-    const result = this.applyNow(this.root, (b) => b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: formatAmount(stroops) })));
+    if (!asset.asset.isNative() && !getTrustline(this.store, address, asset.assetId))
+      this.addTrustline(address, asset.assetId);
+    const result = this.applyNow(this.root, (b) =>
+      b.addOperation(Operation.payment({ destination: address, asset: asset.asset, amount: formatAmount(stroops) })),
+    );
     if (!result.ok) throw new Error(`faucet payment of ${asset.code} to ${address} failed (trustline limit?)`);
     return result.hash;
   }
@@ -429,19 +501,33 @@ export class LocalLedger {
    */
   private fundContract(contractId: string, asset: RegisteredAsset, stroops: bigint): string {
     const rootId = this.root.publicKey();
-    const args = [new Address(rootId).toScVal(), new Address(contractId).toScVal(), nativeToScVal(stroops, { type: 'i128' })];
-    const op = Operation.invokeContractFunction({ contract: asset.contractId, function: 'transfer', args }) as xdr.Operation<Operation.InvokeHostFunction>;
+    const args = [
+      new Address(rootId).toScVal(),
+      new Address(contractId).toScVal(),
+      nativeToScVal(stroops, { type: 'i128' }),
+    ];
+    const op = Operation.invokeContractFunction({
+      contract: asset.contractId,
+      function: 'transfer',
+      args,
+    }) as xdr.Operation<Operation.InvokeHostFunction>;
     const rootAccount = getAccount(this.store, rootId)!;
-    const draft = new TransactionBuilder(new Account(rootId, rootAccount.seqNum.toString()), { fee: BASE_FEE.toString(), networkPassphrase: this.passphrase })
+    const draft = new TransactionBuilder(new Account(rootId, rootAccount.seqNum.toString()), {
+      fee: BASE_FEE.toString(),
+      networkPassphrase: this.passphrase,
+    })
       .addOperation(op)
       .setTimeout(CONVENIENCE_TX_TIMEOUT)
       .build();
     const sim = this.simulate(draft.toXDR());
-    if (sim.error || !sim.transactionData) throw new Error(`faucet transfer to ${contractId} failed in simulation: ${sim.error ?? 'no data'}`);
+    if (sim.error || !sim.transactionData)
+      throw new Error(`faucet transfer to ${contractId} failed in simulation: ${sim.error ?? 'no data'}`);
     const auth = (sim.results?.[0]?.auth ?? []).map((a) => xdr.SorobanAuthorizationEntry.fromXDR(a, 'base64'));
     const func = (draft.operations[0] as Operation.InvokeHostFunction).func;
     const result = this.applyNow(this.root, (b) =>
-      b.setSorobanData(new SorobanDataBuilder(sim.transactionData).build()).addOperation(Operation.invokeHostFunction({ func, auth })),
+      b
+        .setSorobanData(new SorobanDataBuilder(sim.transactionData).build())
+        .addOperation(Operation.invokeHostFunction({ func, auth })),
     );
     if (!result.ok) throw new Error(`faucet transfer of ${asset.code} to ${contractId} failed`);
     return result.hash;
@@ -455,11 +541,22 @@ export class LocalLedger {
   private addTrustline(address: string, assetId: string): void {
     const account = getAccount(this.store, address);
     if (!account) throw new Error(`account ${address} does not exist`);
-    if (availableNative(account) < BASE_RESERVE) throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
+    if (availableNative(account) < BASE_RESERVE)
+      throw new Error(`account ${address} lacks the XLM reserve for a trustline`);
     const ledger = this.latest.sequence;
     const flags = newTrustlineFlags(getAccount(this.store, assetId.split(':')[1]));
-    this.store.set(entryKey.trustline(address, assetId), { kind: 'trustline', balance: 0n, limit: MAX_INT64, flags, lastModified: ledger });
-    this.store.set(entryKey.account(address), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ledger });
+    this.store.set(entryKey.trustline(address, assetId), {
+      kind: 'trustline',
+      balance: 0n,
+      limit: MAX_INT64,
+      flags,
+      lastModified: ledger,
+    });
+    this.store.set(entryKey.account(address), {
+      ...account,
+      numSubEntries: account.numSubEntries + 1,
+      lastModified: ledger,
+    });
   }
 
   /**
@@ -473,13 +570,32 @@ export class LocalLedger {
     if (asset.asset.isNative()) throw new Error('XLM has no trustlines');
     const issuerKey = this.registry.issuerKeypair(asset.code);
     if (issuerKey) {
-      const result = this.applyNow(issuerKey, (b) => b.addOperation(Operation.setTrustLineFlags({ trustor: address, asset: asset.asset, flags: { authorized } })));
-      if (!result.ok) throw new Error(`setTrustLineFlags on ${address}'s ${asset.code} trustline failed (no trustline?)`);
+      const result = this.applyNow(issuerKey, (b) =>
+        b.addOperation(Operation.setTrustLineFlags({ trustor: address, asset: asset.asset, flags: { authorized } })),
+      );
+      if (!result.ok)
+        throw new Error(`setTrustLineFlags on ${address}'s ${asset.code} trustline failed (no trustline?)`);
       return result.hash;
     }
     const error = authorized
-      ? changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, TRUSTLINE_AUTHORIZED, MAINTAIN_LIABILITIES, this.latest.sequence)
-      : changeTrustlineFlags(this.store, asset.issuer, address, asset.asset, 0, TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES, this.latest.sequence);
+      ? changeTrustlineFlags(
+          this.store,
+          asset.issuer,
+          address,
+          asset.asset,
+          TRUSTLINE_AUTHORIZED,
+          MAINTAIN_LIABILITIES,
+          this.latest.sequence,
+        )
+      : changeTrustlineFlags(
+          this.store,
+          asset.issuer,
+          address,
+          asset.asset,
+          0,
+          TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES,
+          this.latest.sequence,
+        );
     if (typeof error === 'string') throw new Error(`cannot change ${address}'s ${asset.code} trustline: ${error}`);
     return undefined;
   }

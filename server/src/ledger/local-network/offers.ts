@@ -3,7 +3,16 @@ import { toStroops } from '../../domain/amount';
 import { assetIdOf } from './asset-registry';
 import { availableNative, availableOnLine, isAuthorized, roomOnLine } from './balances';
 import { BASE_RESERVE, MAX_INT64 } from './constants';
-import { Liabilities, LedgerView, OfferRecord, entryKey, getAccount, getOffer, getTrustline, liabilitiesOf } from './ledger-state';
+import {
+  Liabilities,
+  LedgerView,
+  OfferRecord,
+  entryKey,
+  getAccount,
+  getOffer,
+  getTrustline,
+  liabilitiesOf,
+} from './ledger-state';
 import { offerEntry } from './ledger-entries';
 import { OperationContext, OperationOutcome, done, inner } from './operation-outcome';
 
@@ -15,11 +24,21 @@ import { OperationContext, OperationOutcome, done, inner } from './operation-out
  * liabilities). Updating an offer re-computes them; amount 0 deletes the offer and frees them.
  */
 
-type SellOfferCode = 'manageSellOfferMalformed' | 'manageSellOfferSellNoTrust' | 'manageSellOfferBuyNoTrust' | 'manageSellOfferSellNotAuthorized'
-  | 'manageSellOfferBuyNotAuthorized' | 'manageSellOfferLineFull' | 'manageSellOfferUnderfunded' | 'manageSellOfferSellNoIssuer'
-  | 'manageSellOfferBuyNoIssuer' | 'manageSellOfferNotFound' | 'manageSellOfferLowReserve';
+type SellOfferCode =
+  | 'manageSellOfferMalformed'
+  | 'manageSellOfferSellNoTrust'
+  | 'manageSellOfferBuyNoTrust'
+  | 'manageSellOfferSellNotAuthorized'
+  | 'manageSellOfferBuyNotAuthorized'
+  | 'manageSellOfferLineFull'
+  | 'manageSellOfferUnderfunded'
+  | 'manageSellOfferSellNoIssuer'
+  | 'manageSellOfferBuyNoIssuer'
+  | 'manageSellOfferNotFound'
+  | 'manageSellOfferLowReserve';
 
-const fail = (code: SellOfferCode): OperationOutcome => done(inner(xdr.OperationResultTr.manageSellOffer(xdr.ManageSellOfferResult[code]())), false);
+const fail = (code: SellOfferCode): OperationOutcome =>
+  done(inner(xdr.OperationResultTr.manageSellOffer(xdr.ManageSellOfferResult[code]())), false);
 
 const ceilDiv = (a: bigint, b: bigint): bigint => (a + b - 1n) / b;
 
@@ -27,7 +46,8 @@ export function offerLiabilities(offer: Pick<OfferRecord, 'amount' | 'priceN' | 
   return { selling: offer.amount, buying: ceilDiv(offer.amount * BigInt(offer.priceN), BigInt(offer.priceD)) };
 }
 
-const isIssuerOf = (account: string, assetId: string): boolean => assetId !== 'native' && assetId.endsWith(`:${account}`);
+const isIssuerOf = (account: string, assetId: string): boolean =>
+  assetId !== 'native' && assetId.endsWith(`:${account}`);
 
 /** Adds `delta` (may be negative) to the liabilities `account` has in `assetId`; the issuer keeps none. */
 function addLiabilities(view: LedgerView, account: string, assetId: string, delta: Liabilities, ledger: number): void {
@@ -56,7 +76,12 @@ export function deleteOffer(view: LedgerView, offer: OfferRecord, ledger: number
 function removeOfferEntry(view: LedgerView, offer: OfferRecord, ledger: number): void {
   view.delete(entryKey.offer(offer.seller, offer.offerId));
   const account = getAccount(view, offer.seller);
-  if (account) view.set(entryKey.account(offer.seller), { ...account, numSubEntries: account.numSubEntries - 1, lastModified: ledger });
+  if (account)
+    view.set(entryKey.account(offer.seller), {
+      ...account,
+      numSubEntries: account.numSubEntries - 1,
+      lastModified: ledger,
+    });
 }
 
 /** Every offer of `account` selling or buying `assetId` (for a trustline whose authorization is revoked). */
@@ -81,7 +106,11 @@ function capacity(view: LedgerView, source: string, selling: string, buying: str
   const account = getAccount(view, source)!;
   const sellLine = selling === 'native' ? undefined : getTrustline(view, source, selling);
   const buyLine = buying === 'native' ? undefined : getTrustline(view, source, buying);
-  const sell = isIssuerOf(source, selling) ? MAX_INT64 : selling === 'native' ? availableNative(account) : availableOnLine(sellLine!);
+  const sell = isIssuerOf(source, selling)
+    ? MAX_INT64
+    : selling === 'native'
+      ? availableNative(account)
+      : availableOnLine(sellLine!);
   const buy = isIssuerOf(source, buying)
     ? MAX_INT64
     : buying === 'native'
@@ -92,7 +121,10 @@ function capacity(view: LedgerView, source: string, selling: string, buying: str
 
 function success(offer: xdr.ManageOfferSuccessResultOffer): OperationOutcome {
   const result = new xdr.ManageOfferSuccessResult({ offersClaimed: [], offer });
-  return done(inner(xdr.OperationResultTr.manageSellOffer(xdr.ManageSellOfferResult.manageSellOfferSuccess(result))), true);
+  return done(
+    inner(xdr.OperationResultTr.manageSellOffer(xdr.ManageSellOfferResult.manageSellOfferSuccess(result))),
+    true,
+  );
 }
 
 function nextOfferId(view: LedgerView): bigint {
@@ -102,11 +134,17 @@ function nextOfferId(view: LedgerView): bigint {
   return value;
 }
 
-export function manageSellOffer(ctx: OperationContext, source: string, op: Operation.ManageSellOffer, price: xdr.Price): OperationOutcome {
+export function manageSellOffer(
+  ctx: OperationContext,
+  source: string,
+  op: Operation.ManageSellOffer,
+  price: xdr.Price,
+): OperationOutcome {
   const amount = toStroops(op.amount);
   const offerId = BigInt(op.offerId ?? '0');
   const [selling, buying] = [assetIdOf(op.selling), assetIdOf(op.buying)];
-  if (selling === buying || price.n() <= 0 || price.d() <= 0 || amount < 0n || (offerId === 0n && amount === 0n)) return fail('manageSellOfferMalformed');
+  if (selling === buying || price.n() <= 0 || price.d() <= 0 || amount < 0n || (offerId === 0n && amount === 0n))
+    return fail('manageSellOfferMalformed');
   const existing = offerId === 0n ? undefined : getOffer(ctx.view, source, offerId);
   if (offerId !== 0n && !existing) return fail('manageSellOfferNotFound');
   if (existing) applyOfferLiabilities(ctx.view, existing, -1n, ctx.ledgerSeq);
@@ -119,7 +157,11 @@ export function manageSellOffer(ctx: OperationContext, source: string, op: Opera
   const account = getAccount(ctx.view, source)!;
   if (!existing) {
     if (availableNative(account) < BASE_RESERVE) return fail('manageSellOfferLowReserve');
-    ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ctx.ledgerSeq });
+    ctx.view.set(entryKey.account(source), {
+      ...account,
+      numSubEntries: account.numSubEntries + 1,
+      lastModified: ctx.ledgerSeq,
+    });
   }
   const room = capacity(ctx.view, source, selling, buying);
   if (room.sell <= 0n) return fail('manageSellOfferUnderfunded');
@@ -127,11 +169,22 @@ export function manageSellOffer(ctx: OperationContext, source: string, op: Opera
   const byBuying = (room.buy * BigInt(price.d())) / BigInt(price.n());
   const offered = [amount, room.sell, byBuying].reduce((a, b) => (a < b ? a : b));
   const offer: OfferRecord = {
-    kind: 'offer', offerId: existing?.offerId ?? nextOfferId(ctx.view), seller: source, selling, buying,
-    amount: offered, priceN: price.n(), priceD: price.d(), lastModified: ctx.ledgerSeq,
+    kind: 'offer',
+    offerId: existing?.offerId ?? nextOfferId(ctx.view),
+    seller: source,
+    selling,
+    buying,
+    amount: offered,
+    priceN: price.n(),
+    priceD: price.d(),
+    lastModified: ctx.ledgerSeq,
   };
   ctx.view.set(entryKey.offer(source, offer.offerId), offer);
   applyOfferLiabilities(ctx.view, offer, 1n, ctx.ledgerSeq);
   const entry = offerEntry(offer);
-  return success(existing ? xdr.ManageOfferSuccessResultOffer.manageOfferUpdated(entry) : xdr.ManageOfferSuccessResultOffer.manageOfferCreated(entry));
+  return success(
+    existing
+      ? xdr.ManageOfferSuccessResultOffer.manageOfferUpdated(entry)
+      : xdr.ManageOfferSuccessResultOffer.manageOfferCreated(entry),
+  );
 }

@@ -1,13 +1,13 @@
 import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
 import { toStroops } from '../../domain/amount';
-import {  assetIdOf } from './asset-registry';
+import { assetIdOf } from './asset-registry';
 import { AssetRef, TRUSTLINE_AUTHORIZED, availableNative, credit, debit } from './balances';
 import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';
 import { AssetEventSource, paymentEvent, transferEvent } from './contract-events';
 import { HostError } from './host-error';
 import { invokeHost } from './host-invoke';
-import { AccountRecord,  entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
-import {  operationSource } from './transaction-envelope';
+import { AccountRecord, entryKey, getAccount, getTrustline, liabilitiesOf } from './ledger-state';
+import { operationSource } from './transaction-envelope';
 import { operationCodeResult } from './transaction-results';
 import { manageSellOffer } from './offers';
 import { AccountFlags, setOptions } from './set-options';
@@ -24,17 +24,24 @@ export type { OperationContext, OperationOutcome } from './operation-outcome';
 function eventSource(asset: Asset, ctx: OperationContext): AssetEventSource & AssetRef {
   const registered = ctx.registry.find(assetIdOf(asset));
   if (registered) return registered;
-  return { assetId: assetIdOf(asset), issuer: asset.isNative() ? '' : asset.getIssuer(), contractId: asset.contractId(ctx.passphrase) };
+  return {
+    assetId: assetIdOf(asset),
+    issuer: asset.isNative() ? '' : asset.getIssuer(),
+    contractId: asset.contractId(ctx.passphrase),
+  };
 }
 
 function createAccount(ctx: OperationContext, source: string, op: Operation.CreateAccount): OperationOutcome {
-  const wrap = (r: xdr.CreateAccountResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.createAccount(r)), ok);
+  const wrap = (r: xdr.CreateAccountResult, ok = false): OperationOutcome =>
+    done(inner(xdr.OperationResultTr.createAccount(r)), ok);
   const amount = toStroops(op.startingBalance);
   if (amount <= 0n || op.destination === source) return wrap(xdr.CreateAccountResult.createAccountMalformed());
   if (getAccount(ctx.view, op.destination)) return wrap(xdr.CreateAccountResult.createAccountAlreadyExist());
-  if (amount < ACCOUNT_BASE_RESERVE_ENTRIES * BASE_RESERVE) return wrap(xdr.CreateAccountResult.createAccountLowReserve());
+  if (amount < ACCOUNT_BASE_RESERVE_ENTRIES * BASE_RESERVE)
+    return wrap(xdr.CreateAccountResult.createAccountLowReserve());
   const native = eventSource(Asset.native(), ctx);
-  if (debit(ctx.view, source, native, amount, ctx.ledgerSeq)) return wrap(xdr.CreateAccountResult.createAccountUnderfunded());
+  if (debit(ctx.view, source, native, amount, ctx.ledgerSeq))
+    return wrap(xdr.CreateAccountResult.createAccountUnderfunded());
   ctx.view.set(entryKey.account(op.destination), {
     kind: 'account',
     balance: amount,
@@ -48,7 +55,8 @@ function createAccount(ctx: OperationContext, source: string, op: Operation.Crea
 }
 
 function payment(ctx: OperationContext, source: string, op: Operation.Payment): OperationOutcome {
-  const wrap = (r: xdr.PaymentResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.payment(r)), ok);
+  const wrap = (r: xdr.PaymentResult, ok = false): OperationOutcome =>
+    done(inner(xdr.OperationResultTr.payment(r)), ok);
   const amount = toStroops(op.amount);
   if (amount <= 0n) return wrap(xdr.PaymentResult.paymentMalformed());
   const asset = eventSource(op.asset, ctx);
@@ -86,13 +94,18 @@ function payment(ctx: OperationContext, source: string, op: Operation.Payment): 
  */
 export function newTrustlineFlags(issuer: AccountRecord | undefined): number {
   const flags = issuer?.flags ?? 0;
-  return (flags & AccountFlags.authRequired ? 0 : TRUSTLINE_AUTHORIZED) | (flags & AccountFlags.authClawbackEnabled ? TRUSTLINE_CLAWBACK_ENABLED : 0);
+  return (
+    (flags & AccountFlags.authRequired ? 0 : TRUSTLINE_AUTHORIZED) |
+    (flags & AccountFlags.authClawbackEnabled ? TRUSTLINE_CLAWBACK_ENABLED : 0)
+  );
 }
 
 function changeTrust(ctx: OperationContext, source: string, op: Operation.ChangeTrust): OperationOutcome {
-  const wrap = (r: xdr.ChangeTrustResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.changeTrust(r)), ok);
+  const wrap = (r: xdr.ChangeTrustResult, ok = false): OperationOutcome =>
+    done(inner(xdr.OperationResultTr.changeTrust(r)), ok);
   const line = op.line;
-  if (!(line instanceof Asset) || line.isNative() || line.getIssuer() === source) return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
+  if (!(line instanceof Asset) || line.isNative() || line.getIssuer() === source)
+    return wrap(xdr.ChangeTrustResult.changeTrustMalformed());
   const limit = toStroops(op.limit);
   const assetId = assetIdOf(line);
   const account = getAccount(ctx.view, source);
@@ -102,9 +115,14 @@ function changeTrust(ctx: OperationContext, source: string, op: Operation.Change
   const liabilities = existing ? liabilitiesOf(existing) : { buying: 0n, selling: 0n };
   if (limit === 0n) {
     if (!existing || existing.balance > 0n) return wrap(xdr.ChangeTrustResult.changeTrustInvalidLimit());
-    if (liabilities.buying > 0n || liabilities.selling > 0n) return wrap(xdr.ChangeTrustResult.changeTrustCannotDelete());
+    if (liabilities.buying > 0n || liabilities.selling > 0n)
+      return wrap(xdr.ChangeTrustResult.changeTrustCannotDelete());
     ctx.view.delete(key);
-    ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries - 1, lastModified: ctx.ledgerSeq });
+    ctx.view.set(entryKey.account(source), {
+      ...account,
+      numSubEntries: account.numSubEntries - 1,
+      lastModified: ctx.ledgerSeq,
+    });
     return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
   }
   if (existing) {
@@ -114,13 +132,24 @@ function changeTrust(ctx: OperationContext, source: string, op: Operation.Change
   }
   if (!getAccount(ctx.view, line.getIssuer())) return wrap(xdr.ChangeTrustResult.changeTrustNoIssuer());
   if (availableNative(account) < BASE_RESERVE) return wrap(xdr.ChangeTrustResult.changeTrustLowReserve());
-  ctx.view.set(key, { kind: 'trustline', balance: 0n, limit, flags: newTrustlineFlags(getAccount(ctx.view, line.getIssuer())), lastModified: ctx.ledgerSeq });
-  ctx.view.set(entryKey.account(source), { ...account, numSubEntries: account.numSubEntries + 1, lastModified: ctx.ledgerSeq });
+  ctx.view.set(key, {
+    kind: 'trustline',
+    balance: 0n,
+    limit,
+    flags: newTrustlineFlags(getAccount(ctx.view, line.getIssuer())),
+    lastModified: ctx.ledgerSeq,
+  });
+  ctx.view.set(entryKey.account(source), {
+    ...account,
+    numSubEntries: account.numSubEntries + 1,
+    lastModified: ctx.ledgerSeq,
+  });
   return wrap(xdr.ChangeTrustResult.changeTrustSuccess(), true);
 }
 
 function invokeHostFunction(ctx: OperationContext, source: string, op: Operation.InvokeHostFunction): OperationOutcome {
-  const wrap = (r: xdr.InvokeHostFunctionResult, ok = false): OperationOutcome => done(inner(xdr.OperationResultTr.invokeHostFunction(r)), ok);
+  const wrap = (r: xdr.InvokeHostFunctionResult, ok = false): OperationOutcome =>
+    done(inner(xdr.OperationResultTr.invokeHostFunction(r)), ok);
   const declared = ctx.tx.sorobanData?.resources();
   if (!declared) return wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionMalformed());
   try {
@@ -137,12 +166,23 @@ function invokeHostFunction(ctx: OperationContext, source: string, op: Operation
     const violation = run.footprint.violationOf(declared.footprint());
     if (violation) return { ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionTrapped()), error: violation };
     const used = run.resources;
-    if (used.instructions() > declared.instructions() || used.writeBytes() > declared.writeBytes() || used.diskReadBytes() > declared.diskReadBytes()) {
-      return { ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionResourceLimitExceeded()), error: 'declared Soroban resources are too low' };
+    if (
+      used.instructions() > declared.instructions() ||
+      used.writeBytes() > declared.writeBytes() ||
+      used.diskReadBytes() > declared.diskReadBytes()
+    ) {
+      return {
+        ...wrap(xdr.InvokeHostFunctionResult.invokeHostFunctionResourceLimitExceeded()),
+        error: 'declared Soroban resources are too low',
+      };
     }
     const preimage = new xdr.InvokeHostFunctionSuccessPreImage({ returnValue: run.returnValue, events: run.events });
     return {
-      result: inner(xdr.OperationResultTr.invokeHostFunction(xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(hash(preimage.toXDR())))),
+      result: inner(
+        xdr.OperationResultTr.invokeHostFunction(
+          xdr.InvokeHostFunctionResult.invokeHostFunctionSuccess(hash(preimage.toXDR())),
+        ),
+      ),
       success: true,
       events: run.events,
       returnValue: run.returnValue,
@@ -172,7 +212,12 @@ export function applyOperation(ctx: OperationContext, op: Operation, index: numb
     case 'allowTrust':
       return allowTrust(ctx, source, op);
     case 'manageSellOffer':
-      return manageSellOffer(ctx, source, op, ctx.tx.inner.toEnvelope().v1().tx().operations()[index].body().manageSellOfferOp().price());
+      return manageSellOffer(
+        ctx,
+        source,
+        op,
+        ctx.tx.inner.toEnvelope().v1().tx().operations()[index].body().manageSellOfferOp().price(),
+      );
     default:
       return done(operationCodeResult('opNotSupported'), false);
   }

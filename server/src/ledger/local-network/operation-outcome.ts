@@ -24,5 +24,8 @@ export interface OperationOutcome {
 }
 
 export const inner = (tr: xdr.OperationResultTr): xdr.OperationResult => xdr.OperationResult.opInner(tr);
-export const done = (result: xdr.OperationResult, success: boolean, events: xdr.ContractEvent[] = []): OperationOutcome => ({ result, success, events });
-
+export const done = (
+  result: xdr.OperationResult,
+  success: boolean,
+  events: xdr.ContractEvent[] = [],
+): OperationOutcome => ({ result, success, events });

@@ -24,7 +24,12 @@ function replacer(_key: string, value: unknown): unknown {
 }
 
 function reviver(_key: string, value: unknown): unknown {
-  if (value && typeof value === 'object' && '$bigint' in value && typeof (value as { $bigint: unknown }).$bigint === 'string') {
+  if (
+    value &&
+    typeof value === 'object' &&
+    '$bigint' in value &&
+    typeof (value as { $bigint: unknown }).$bigint === 'string'
+  ) {
     return BigInt((value as { $bigint: string }).$bigint);
   }
   return value;
@@ -33,7 +38,8 @@ function reviver(_key: string, value: unknown): unknown {
 export function loadNetworkState(file: string): PersistedNetwork | undefined {
   if (!fs.existsSync(file)) return undefined;
   const parsed = JSON.parse(fs.readFileSync(file, 'utf8'), reviver) as PersistedNetwork;
-  if (parsed.version !== 1) throw new Error(`${file}: unsupported local network state version ${String(parsed.version)}`);
+  if (parsed.version !== 1)
+    throw new Error(`${file}: unsupported local network state version ${String(parsed.version)}`);
   return parsed;
 }
 
@@ -69,8 +75,10 @@ export function migrateReissuedAssets(state: PersistedNetwork, registry: AssetRe
     const oldAssetId = `${current.code}:${fromIssuer}`;
     const oldContract = oldAsset.contractId(NETWORK_PASSPHRASE);
     const rename = (key: string): string | undefined => {
-      if (key.startsWith('trustline:') && key.endsWith(`:${oldAssetId}`)) return `${key.slice(0, -oldAssetId.length)}${current.assetId}`;
-      if (key.startsWith('contractBalance:') && key.endsWith(`:${oldContract}`)) return `${key.slice(0, -oldContract.length)}${current.contractId}`;
+      if (key.startsWith('trustline:') && key.endsWith(`:${oldAssetId}`))
+        return `${key.slice(0, -oldAssetId.length)}${current.assetId}`;
+      if (key.startsWith('contractBalance:') && key.endsWith(`:${oldContract}`))
+        return `${key.slice(0, -oldContract.length)}${current.contractId}`;
       return undefined;
     };
     const byKey = new Map(state.ledger.entries);
@@ -81,9 +89,15 @@ export function migrateReissuedAssets(state: PersistedNetwork, registry: AssetRe
       const existing = byKey.get(target);
       byKey.delete(key);
       if (existing && 'balance' in existing && 'balance' in record) {
-        byKey.set(target, { ...existing, balance: (existing.balance as bigint) + (record.balance as bigint) } as typeof record);
+        byKey.set(target, {
+          ...existing,
+          balance: (existing.balance as bigint) + (record.balance as bigint),
+        } as typeof record);
       } else if (existing && 'amount' in existing && 'amount' in record) {
-        byKey.set(target, { ...existing, amount: (existing.amount as bigint) + (record.amount as bigint) } as typeof record);
+        byKey.set(target, {
+          ...existing,
+          amount: (existing.amount as bigint) + (record.amount as bigint),
+        } as typeof record);
       } else {
         byKey.set(target, record);
       }

@@ -31,7 +31,8 @@ function str(params: Params, name: string, required = true): string | undefined 
 function num(value: unknown, name: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   const n = typeof value === 'string' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new RpcError(RpcError.invalidParams, `parameter "${name}" must be a non-negative integer`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0)
+    throw new RpcError(RpcError.invalidParams, `parameter "${name}" must be a non-negative integer`);
   return n;
 }
 
@@ -39,7 +40,8 @@ function pageLimit(pagination: unknown): { cursor?: string; limit: number } {
   const p = (pagination ?? {}) as { cursor?: unknown; limit?: unknown };
   const limit = num(p.limit, 'pagination.limit') ?? DEFAULT_PAGE;
   if (limit > MAX_PAGE) throw new RpcError(RpcError.invalidParams, `limit must not exceed ${MAX_PAGE}`);
-  if (p.cursor !== undefined && typeof p.cursor !== 'string') throw new RpcError(RpcError.invalidParams, 'pagination.cursor must be a string');
+  if (p.cursor !== undefined && typeof p.cursor !== 'string')
+    throw new RpcError(RpcError.invalidParams, 'pagination.cursor must be a string');
   return { cursor: p.cursor as string | undefined, limit: limit === 0 ? DEFAULT_PAGE : limit };
 }
 
@@ -56,7 +58,8 @@ function checkStartLedger(ledger: LocalLedger, startLedger: number): void {
   if (startLedger < ledger.oldest.sequence || startLedger > ledger.latest.sequence) {
     throw new RpcError(
       RpcError.invalidRequest,
-      `startLedger must be between the oldest ledger: ${ledger.oldest.sequence} and the latest ledger: ${ledger.latest.sequence} for this rpc instance`,
+      `startLedger must be between the oldest ledger: ${ledger.oldest.sequence} and the latest ledger: ` +
+        `${ledger.latest.sequence} for this rpc instance`,
     );
   }
 }
@@ -77,7 +80,8 @@ function transactionInfo(tx: TransactionRecord) {
   };
 }
 
-const toid = (tx: TransactionRecord): string => ((BigInt(tx.ledger) << 32n) | (BigInt(tx.applicationOrder) << 12n)).toString();
+const toid = (tx: TransactionRecord): string =>
+  ((BigInt(tx.ledger) << 32n) | (BigInt(tx.applicationOrder) << 12n)).toString();
 
 export const rpcMethods: Record<string, Method> = {
   getHealth: (ledger) => ({
@@ -87,7 +91,11 @@ export const rpcMethods: Record<string, Method> = {
     ledgerRetentionWindow: LEDGER_RETENTION_WINDOW,
   }),
 
-  getNetwork: (ledger, _params, ctx) => ({ friendbotUrl: ctx.friendbotUrl, passphrase: ledger.passphrase, protocolVersion: PROTOCOL_VERSION }),
+  getNetwork: (ledger, _params, ctx) => ({
+    friendbotUrl: ctx.friendbotUrl,
+    passphrase: ledger.passphrase,
+    protocolVersion: PROTOCOL_VERSION,
+  }),
 
   getVersionInfo: () => ({
     version: RPC_VERSION,
@@ -101,14 +109,30 @@ export const rpcMethods: Record<string, Method> = {
     protocol_version: PROTOCOL_VERSION,
   }),
 
-  getLatestLedger: (ledger) => ({ id: ledger.latest.hash, sequence: ledger.latest.sequence, protocolVersion: PROTOCOL_VERSION }),
+  getLatestLedger: (ledger) => ({
+    id: ledger.latest.hash,
+    sequence: ledger.latest.sequence,
+    protocolVersion: PROTOCOL_VERSION,
+  }),
 
-  getFeeStats: (ledger) => feeStats(ledger.feeSamples, ledger.minInclusionFee, ledger.latest.sequence, FEE_STATS_WINDOW, ledger.sorobanMinInclusionFee),
+  getFeeStats: (ledger) =>
+    feeStats(
+      ledger.feeSamples,
+      ledger.minInclusionFee,
+      ledger.latest.sequence,
+      FEE_STATS_WINDOW,
+      ledger.sorobanMinInclusionFee,
+    ),
 
   getLedgerEntries: (ledger, params) => {
     const keys = params.keys;
-    if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string')) throw new RpcError(RpcError.invalidParams, 'keys must be an array of base64 LedgerKeys');
-    if (keys.length > MAX_LEDGER_KEYS) throw new RpcError(RpcError.invalidParams, `key count (${keys.length}) exceeds maximum supported (${MAX_LEDGER_KEYS})`);
+    if (!Array.isArray(keys) || keys.some((k) => typeof k !== 'string'))
+      throw new RpcError(RpcError.invalidParams, 'keys must be an array of base64 LedgerKeys');
+    if (keys.length > MAX_LEDGER_KEYS)
+      throw new RpcError(
+        RpcError.invalidParams,
+        `key count (${keys.length}) exceeds maximum supported (${MAX_LEDGER_KEYS})`,
+      );
     const entries = [];
     for (const encoded of keys as string[]) {
       let key: xdr.LedgerKey;
@@ -130,7 +154,12 @@ export const rpcMethods: Record<string, Method> = {
   },
 
   // useUpgradedAuth (Stellar RPC 27.1): recording mode produces CAP-71 V2 address credentials instead of V1 ones.
-  simulateTransaction: (ledger, params) => ledger.simulate(str(params, 'transaction') as string, str(params, 'authMode', false), params.useUpgradedAuth === true),
+  simulateTransaction: (ledger, params) =>
+    ledger.simulate(
+      str(params, 'transaction') as string,
+      str(params, 'authMode', false),
+      params.useUpgradedAuth === true,
+    ),
 
   sendTransaction: (ledger, params) => {
     const sent = ledger.submit(str(params, 'transaction') as string);
@@ -139,7 +168,8 @@ export const rpcMethods: Record<string, Method> = {
 
   getTransaction: (ledger, params) => {
     const txHash = str(params, 'hash') as string;
-    if (!/^[0-9a-f]{64}$/i.test(txHash)) throw new RpcError(RpcError.invalidParams, 'unexpected hash length: expected 64 hex characters');
+    if (!/^[0-9a-f]{64}$/i.test(txHash))
+      throw new RpcError(RpcError.invalidParams, 'unexpected hash length: expected 64 hex characters');
     const tx = ledger.transaction(txHash.toLowerCase());
     if (!tx) return { status: 'NOT_FOUND', txHash, ...retention(ledger) };
     return { ...retention(ledger), ...transactionInfo(tx) };
@@ -149,7 +179,8 @@ export const rpcMethods: Record<string, Method> = {
     const { cursor, limit } = pageLimit(params.pagination);
     const startLedger = num(params.startLedger, 'startLedger');
     if (cursor === undefined) {
-      if (startLedger === undefined) throw new RpcError(RpcError.invalidParams, 'startLedger or pagination.cursor is required');
+      if (startLedger === undefined)
+        throw new RpcError(RpcError.invalidParams, 'startLedger or pagination.cursor is required');
       checkStartLedger(ledger, startLedger);
     }
     const all = ledger.transactionsInOrder();

@@ -15,8 +15,16 @@ import { OperationContext, OperationOutcome, done, inner } from './operation-out
 export const AccountFlags = { authRequired: 1, authRevocable: 2, authImmutable: 4, authClawbackEnabled: 8 } as const;
 const KNOWN_FLAGS = 15;
 
-type SetOptionsCode = 'setOptionsSuccess' | 'setOptionsLowReserve' | 'setOptionsTooManySigners' | 'setOptionsBadFlags' | 'setOptionsCantChange'
-  | 'setOptionsUnknownFlag' | 'setOptionsThresholdOutOfRange' | 'setOptionsBadSigner' | 'setOptionsAuthRevocableRequired';
+type SetOptionsCode =
+  | 'setOptionsSuccess'
+  | 'setOptionsLowReserve'
+  | 'setOptionsTooManySigners'
+  | 'setOptionsBadFlags'
+  | 'setOptionsCantChange'
+  | 'setOptionsUnknownFlag'
+  | 'setOptionsThresholdOutOfRange'
+  | 'setOptionsBadSigner'
+  | 'setOptionsAuthRevocableRequired';
 
 const wrap = (code: SetOptionsCode): OperationOutcome =>
   done(inner(xdr.OperationResultTr.setOptions(xdr.SetOptionsResult[code]())), code === 'setOptionsSuccess');
@@ -29,18 +37,31 @@ function newFlags(account: AccountRecord, op: Operation.SetOptions): number | Se
   const current = account.flags ?? 0;
   if ((set | clear) !== 0 && current & AccountFlags.authImmutable) return 'setOptionsCantChange';
   const flags = (current & ~clear) | set;
-  if (flags & AccountFlags.authClawbackEnabled && !(flags & AccountFlags.authRevocable)) return 'setOptionsAuthRevocableRequired';
+  if (flags & AccountFlags.authClawbackEnabled && !(flags & AccountFlags.authRevocable))
+    return 'setOptionsAuthRevocableRequired';
   return flags;
 }
 
-function newThresholds(account: AccountRecord, op: Operation.SetOptions): [number, number, number, number] | SetOptionsCode {
+function newThresholds(
+  account: AccountRecord,
+  op: Operation.SetOptions,
+): [number, number, number, number] | SetOptionsCode {
   const [master, low, med, high] = thresholdsOf(account);
-  const next: [number, number, number, number] = [op.masterWeight ?? master, op.lowThreshold ?? low, op.medThreshold ?? med, op.highThreshold ?? high];
+  const next: [number, number, number, number] = [
+    op.masterWeight ?? master,
+    op.lowThreshold ?? low,
+    op.medThreshold ?? med,
+    op.highThreshold ?? high,
+  ];
   return next.every((n) => Number.isInteger(n) && n >= 0 && n <= 255) ? next : 'setOptionsThresholdOutOfRange';
 }
 
 /** The account's signers after `op`; the change in sub-entries it makes. */
-function newSigners(source: string, account: AccountRecord, op: Operation.SetOptions): { signers: SignerRecord[]; delta: number } | SetOptionsCode | 'unsupported' {
+function newSigners(
+  source: string,
+  account: AccountRecord,
+  op: Operation.SetOptions,
+): { signers: SignerRecord[]; delta: number } | SetOptionsCode | 'unsupported' {
   const signers = [...(account.signers ?? [])];
   if (!op.signer) return { signers, delta: 0 };
   if (!('ed25519PublicKey' in op.signer)) return 'unsupported';

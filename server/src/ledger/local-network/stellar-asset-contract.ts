@@ -25,15 +25,23 @@ export interface SacCallContext {
 }
 
 /** Instruction counts charged per function, in the ballpark of the real SAC. */
-export const SAC_INSTRUCTIONS: Record<string, number> = { transfer: 1_400_000, balance: 600_000, decimals: 300_000, name: 300_000, symbol: 300_000 };
+export const SAC_INSTRUCTIONS: Record<string, number> = {
+  transfer: 1_400_000,
+  balance: 600_000,
+  decimals: 300_000,
+  name: 300_000,
+  symbol: 300_000,
+};
 
 function addressArg(arg: xdr.ScVal | undefined, name: string): string {
-  if (!arg || arg.switch().name !== 'scvAddress') throw new HostError('Value', 'UnexpectedType', `argument "${name}" must be an address`);
+  if (!arg || arg.switch().name !== 'scvAddress')
+    throw new HostError('Value', 'UnexpectedType', `argument "${name}" must be an address`);
   return Address.fromScVal(arg).toString();
 }
 
 function i128Arg(arg: xdr.ScVal | undefined, name: string): bigint {
-  if (!arg || arg.switch().name !== 'scvI128') throw new HostError('Value', 'UnexpectedType', `argument "${name}" must be an i128`);
+  if (!arg || arg.switch().name !== 'scvI128')
+    throw new HostError('Value', 'UnexpectedType', `argument "${name}" must be an i128`);
   return scValToNative(arg) as bigint;
 }
 
@@ -42,13 +50,30 @@ function balanceFailure(error: BalanceError, holder: string, asset: RegisteredAs
     case 'noAccount':
       return new HostError('Contract', SacError.AccountMissing, `account ${holder} does not exist`);
     case 'noTrust':
-      return new HostError('Contract', SacError.TrustlineMissing, `trustline entry is missing for account ${holder} (asset ${asset.assetId})`);
+      return new HostError(
+        'Contract',
+        SacError.TrustlineMissing,
+        `trustline entry is missing for account ${holder} (asset ${asset.assetId})`,
+      );
     case 'underfunded':
-      return new HostError('Contract', SacError.Balance, `balance of ${holder} is not sufficient to spend (asset ${asset.assetId}; selling liabilities of offers are not spendable)`);
+      return new HostError(
+        'Contract',
+        SacError.Balance,
+        `balance of ${holder} is not sufficient to spend (asset ${asset.assetId}; selling liabilities of offers ` +
+          `are not spendable)`,
+      );
     case 'lineFull':
-      return new HostError('Contract', SacError.Balance, `balance of ${holder} would exceed its trustline limit (asset ${asset.assetId})`);
+      return new HostError(
+        'Contract',
+        SacError.Balance,
+        `balance of ${holder} would exceed its trustline limit (asset ${asset.assetId})`,
+      );
     case 'notAuthorized':
-      return new HostError('Contract', SacError.BalanceDeauthorized, `trustline of ${holder} is not authorized by the issuer (asset ${asset.assetId})`);
+      return new HostError(
+        'Contract',
+        SacError.BalanceDeauthorized,
+        `trustline of ${holder} is not authorized by the issuer (asset ${asset.assetId})`,
+      );
   }
 }
 
@@ -64,7 +89,8 @@ function transfer(ctx: SacCallContext, args: xdr.ScVal[]): xdr.ScVal {
   const from = addressArg(args[0], 'from');
   const to = addressArg(args[1], 'to');
   const amount = i128Arg(args[2], 'amount');
-  if (amount < 0n) throw new HostError('Contract', SacError.NegativeAmount, `negative amount is not allowed: ${amount}`);
+  if (amount < 0n)
+    throw new HostError('Contract', SacError.NegativeAmount, `negative amount is not allowed: ${amount}`);
   requireAuth(ctx.auth, from, ctx.call);
   if (!ctx.asset.asset.isNative()) ctx.footprint.read(ledgerKeys.account(ctx.asset.issuer));
   touchBalance(ctx, from, true);
@@ -104,6 +130,10 @@ export function callStellarAssetContract(ctx: SacCallContext): xdr.ScVal {
     case 'symbol':
       return xdr.ScVal.scvString(ctx.asset.asset.isNative() ? 'native' : ctx.asset.code);
     default:
-      throw new HostError('Contract', SacError.OperationNotSupported, `function "${fn}" of the Stellar Asset Contract is not supported by the local simulation`);
+      throw new HostError(
+        'Contract',
+        SacError.OperationNotSupported,
+        `function "${fn}" of the Stellar Asset Contract is not supported by the local simulation`,
+      );
   }
 }

@@ -32,7 +32,10 @@ export async function createSelfSignedCertificate(hosts: string[], days = 365): 
     notAfterDate: new Date(now + days * 86_400_000),
     extensions: [
       { name: 'basicConstraints', cA: true, critical: true },
-      { name: 'subjectAltName', altNames: names.map((h) => (net.isIPv4(h) ? { type: 7 as const, ip: h } : { type: 2 as const, value: h })) },
+      {
+        name: 'subjectAltName',
+        altNames: names.map((h) => (net.isIPv4(h) ? { type: 7 as const, ip: h } : { type: 2 as const, value: h })),
+      },
     ],
   });
   return { keyPem: pems.private, certPem: pems.cert };

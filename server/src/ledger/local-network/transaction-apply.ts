@@ -48,7 +48,10 @@ function buildMeta(
     (o) => new xdr.OperationMetaV2({ ext: new xdr.ExtensionPoint(0), changes: [], events: success ? o.events : [] }),
   );
   const sorobanMeta = tx.sorobanData
-    ? new xdr.SorobanTransactionMetaV2({ ext: new xdr.SorobanTransactionMetaExt(0), returnValue: success ? (outcomes[0]?.returnValue ?? null) : null })
+    ? new xdr.SorobanTransactionMetaV2({
+        ext: new xdr.SorobanTransactionMetaExt(0),
+        returnValue: success ? (outcomes[0]?.returnValue ?? null) : null,
+      })
     : null;
   return new xdr.TransactionMeta(
     4,
@@ -66,25 +69,49 @@ function buildMeta(
 
 function chargeFeeAndSequence(store: LedgerView, tx: ParsedTransaction, fee: bigint, ledgerSeq: number): void {
   const payer = getAccount(store, tx.feeSource);
-  if (payer) store.set(entryKey.account(tx.feeSource), { ...payer, balance: payer.balance - fee, lastModified: ledgerSeq });
+  if (payer)
+    store.set(entryKey.account(tx.feeSource), { ...payer, balance: payer.balance - fee, lastModified: ledgerSeq });
   const source = getAccount(store, tx.source);
   if (source) store.set(entryKey.account(tx.source), { ...source, seqNum: tx.seqNum, lastModified: ledgerSeq });
 }
 
 export function applyTransaction(ctx: ApplyContext, tx: ParsedTransaction): AppliedTransaction {
-  const validation = validateTransaction(tx, { view: ctx.store, closeTime: ctx.closeTime, ledgerSeq: ctx.ledgerSeq, minInclusionFee: ctx.minInclusionFee, sorobanMinInclusionFee: ctx.sorobanMinInclusionFee });
+  const validation = validateTransaction(tx, {
+    view: ctx.store,
+    closeTime: ctx.closeTime,
+    ledgerSeq: ctx.ledgerSeq,
+    minInclusionFee: ctx.minInclusionFee,
+    sorobanMinInclusionFee: ctx.sorobanMinInclusionFee,
+  });
   if (!validation.ok) {
-    return { status: 'DROPPED', result: validation.result, meta: buildMeta(tx, [], false, [], []), contractEvents: [], transactionEvents: [], diagnosticEvents: [] };
+    return {
+      status: 'DROPPED',
+      result: validation.result,
+      meta: buildMeta(tx, [], false, [], []),
+      contractEvents: [],
+      transactionEvents: [],
+      diagnosticEvents: [],
+    };
   }
   const fee = validation.feeCharged;
   chargeFeeAndSequence(ctx.store, tx, fee, ctx.ledgerSeq);
   const nativeContractId = ctx.registry.require('XLM').contractId;
   const transactionEvents = [
-    new xdr.TransactionEvent({ stage: xdr.TransactionEventStage.transactionEventStageBeforeAllTxes(), event: feeEvent(nativeContractId, tx.feeSource, fee) }),
+    new xdr.TransactionEvent({
+      stage: xdr.TransactionEventStage.transactionEventStageBeforeAllTxes(),
+      event: feeEvent(nativeContractId, tx.feeSource, fee),
+    }),
   ];
 
   const view = new LedgerOverlay(ctx.store);
-  const opCtx = { view, registry: ctx.registry, passphrase: ctx.passphrase, networkId: ctx.networkId, ledgerSeq: ctx.ledgerSeq, tx };
+  const opCtx = {
+    view,
+    registry: ctx.registry,
+    passphrase: ctx.passphrase,
+    networkId: ctx.networkId,
+    ledgerSeq: ctx.ledgerSeq,
+    tx,
+  };
   const outcomes = tx.operations.map((op, index) => applyOperation(opCtx, op, index));
   const success = outcomes.every((o) => o.success);
   if (success) view.commit();

@@ -1,4 +1,11 @@
-import { FeeBumpTransaction, Operation, Transaction, TransactionBuilder, extractBaseAddress, xdr } from '@stellar/stellar-sdk';
+import {
+  FeeBumpTransaction,
+  Operation,
+  Transaction,
+  TransactionBuilder,
+  extractBaseAddress,
+  xdr,
+} from '@stellar/stellar-sdk';
 
 /**
  * A submitted envelope decoded once: the (inner) transaction whose source, sequence and operations run, and for

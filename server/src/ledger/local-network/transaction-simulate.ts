@@ -41,7 +41,12 @@ function authModeOf(requested: string | undefined, op: Operation.InvokeHostFunct
 }
 
 /** `upgradedAuth` (the request's useUpgradedAuth): recording mode produces CAP-71 V2 address credentials. */
-export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string, requestedAuthMode?: string, upgradedAuth = false): RawSimulation {
+export function simulateTransaction(
+  ctx: SimulationContext,
+  envelopeXdr: string,
+  requestedAuthMode?: string,
+  upgradedAuth = false,
+): RawSimulation {
   let tx;
   try {
     tx = parseTransaction(envelopeXdr, ctx.passphrase);
@@ -51,7 +56,12 @@ export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string,
   const base = { latestLedger: ctx.latestLedger };
   const op = tx.operations[0];
   if (tx.operations.length !== 1 || op.type !== 'invokeHostFunction') {
-    return { ...base, error: 'Transaction contains unsupported operation: the local network simulates exactly one InvokeHostFunction operation' };
+    return {
+      ...base,
+      error:
+        'Transaction contains unsupported operation: the local network simulates exactly one ' +
+        'InvokeHostFunction operation',
+    };
   }
   const mode = authModeOf(requestedAuthMode, op);
   try {
@@ -75,7 +85,9 @@ export function simulateTransaction(ctx: SimulationContext, envelopeXdr: string,
       ...base,
       transactionData: transactionData.toXDR('base64'),
       minResourceFee: run.resourceFee.toString(),
-      events: invocationDiagnostics(run.call, run.events, { returnValue: run.returnValue }).map((e) => e.toXDR('base64')),
+      events: invocationDiagnostics(run.call, run.events, { returnValue: run.returnValue }).map((e) =>
+        e.toXDR('base64'),
+      ),
       results: [{ auth: run.recordedAuth.map((a) => a.toXDR('base64')), xdr: run.returnValue.toXDR('base64') }],
     };
   } catch (error) {

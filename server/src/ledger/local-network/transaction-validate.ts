@@ -89,7 +89,10 @@ function checkInner(tx: ParsedTransaction, ctx: ValidationContext, feeCharged: b
   }
   const required: SignatureRequirement[] = [
     { account: tx.source, level: 'low' },
-    ...tx.operations.map((op): SignatureRequirement => ({ account: operationSource(tx, op), level: operationThreshold(op) })),
+    ...tx.operations.map((op): SignatureRequirement => ({
+      account: operationSource(tx, op),
+      level: operationThreshold(op),
+    })),
   ];
   const signatures = checkSignatureWeights(ctx.view, tx.innerHash, tx.inner.signatures, required);
   if (signatures === 'missing') return 'txBadAuth';
@@ -115,7 +118,9 @@ function checkFeeBump(tx: ParsedTransaction, ctx: ValidationContext, feeCharged:
   const feeSource = getAccount(ctx.view, tx.feeBump.feeSource);
   if (!feeSource) return 'txNoAccount';
   if (tx.feeBump.fee < feeCharged || !outbidsInner(tx)) return 'txInsufficientFee';
-  const signatures = checkSignatureWeights(ctx.view, tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [{ account: tx.feeBump.feeSource, level: 'low' }]);
+  const signatures = checkSignatureWeights(ctx.view, tx.feeBump.tx.hash(), tx.feeBump.tx.signatures, [
+    { account: tx.feeBump.feeSource, level: 'low' },
+  ]);
   if (signatures === 'missing') return 'txBadAuth';
   if (signatures === 'extra') return 'txBadAuthExtra';
   if (availableNative(feeSource) < feeCharged) return 'txInsufficientBalance';
@@ -129,7 +134,10 @@ export function validateTransaction(tx: ParsedTransaction, ctx: ValidationContex
   const inner = checkInner(tx, ctx, feeCharged);
   if (inner) {
     const outcome = { kind: 'code', code: inner } as const;
-    return { ok: false, result: tx.feeBump ? feeBumpResult(feeCharged, tx.innerHash, outcome) : transactionResult(feeCharged, outcome) };
+    return {
+      ok: false,
+      result: tx.feeBump ? feeBumpResult(feeCharged, tx.innerHash, outcome) : transactionResult(feeCharged, outcome),
+    };
   }
   return { ok: true, feeCharged };
 }

@@ -20,7 +20,8 @@ const CLAWBACK_ENABLED = TRUSTLINE_CLAWBACK_ENABLED;
 
 export type AuthorizationError = 'malformed' | 'noTrustLine' | 'cantRevoke' | 'invalidState';
 
-/** Sets and clears a trustline's flags as its issuer; on success, whether AUTHORIZED changed (undefined: it did not). */
+/** Sets and clears a trustline's flags as its issuer; on success, whether AUTHORIZED changed (undefined: it did not).
+ * */
 export function changeTrustlineFlags(
   view: LedgerView,
   issuer: string,
@@ -30,7 +31,14 @@ export function changeTrustlineFlags(
   clearFlags: number,
   ledger: number,
 ): AuthorizationError | { authorizedNow?: boolean } {
-  if (asset.isNative() || asset.getIssuer() !== issuer || trustor === issuer || setFlags & clearFlags || setFlags & CLAWBACK_ENABLED) return 'malformed';
+  if (
+    asset.isNative() ||
+    asset.getIssuer() !== issuer ||
+    trustor === issuer ||
+    setFlags & clearFlags ||
+    setFlags & CLAWBACK_ENABLED
+  )
+    return 'malformed';
   const assetId = assetIdOf(asset);
   const line = getTrustline(view, trustor, assetId);
   if (!line) return 'noTrustLine';
@@ -40,7 +48,8 @@ export function changeTrustlineFlags(
   const rank = (flags: number): number => (flags & TRUSTLINE_AUTHORIZED ? 2 : flags & MAINTAIN_LIABILITIES ? 1 : 0);
   const revocable = ((getAccount(view, issuer)?.flags ?? 0) & AccountFlags.authRevocable) !== 0;
   if (rank(next) < rank(before) && !revocable) return 'cantRevoke';
-  if (rank(next) === 0 && rank(before) > 0) offersInvolving(view, trustor, assetId).forEach((offer) => deleteOffer(view, offer, ledger));
+  if (rank(next) === 0 && rank(before) > 0)
+    offersInvolving(view, trustor, assetId).forEach((offer) => deleteOffer(view, offer, ledger));
   const current = getTrustline(view, trustor, assetId)!;
   view.set(entryKey.trustline(trustor, assetId), { ...current, flags: next, lastModified: ledger });
   const changed = (before & TRUSTLINE_AUTHORIZED) !== (next & TRUSTLINE_AUTHORIZED);
@@ -48,7 +57,13 @@ export function changeTrustlineFlags(
 }
 
 /** The operation's outcome, with the CAP-67 set_authorized event when the authorization changed. */
-function outcomeOf(ctx: OperationContext, result: xdr.OperationResult, change: AuthorizationError | { authorizedNow?: boolean }, trustor: string, asset: Asset): OperationOutcome {
+function outcomeOf(
+  ctx: OperationContext,
+  result: xdr.OperationResult,
+  change: AuthorizationError | { authorizedNow?: boolean },
+  trustor: string,
+  asset: Asset,
+): OperationOutcome {
   if (typeof change === 'string') return done(result, false);
   if (change.authorizedNow === undefined) return done(result, true);
   const source = { contractId: asset.contractId(ctx.passphrase), assetId: assetIdOf(asset), issuer: asset.getIssuer() };
@@ -68,11 +83,23 @@ const flagBits = (flags: Operation.SetTrustLineFlags['flags']): { set: number; c
   return { set, clear };
 };
 
-export function setTrustLineFlags(ctx: OperationContext, source: string, op: Operation.SetTrustLineFlags): OperationOutcome {
+export function setTrustLineFlags(
+  ctx: OperationContext,
+  source: string,
+  op: Operation.SetTrustLineFlags,
+): OperationOutcome {
   const { set, clear } = flagBits(op.flags);
   const change = changeTrustlineFlags(ctx.view, source, op.trustor, op.asset, set, clear, ctx.ledgerSeq);
-  const codes = { malformed: 'setTrustLineFlagsMalformed', noTrustLine: 'setTrustLineFlagsNoTrustLine', cantRevoke: 'setTrustLineFlagsCantRevoke', invalidState: 'setTrustLineFlagsInvalidState' } as const;
-  const result = typeof change === 'string' ? xdr.SetTrustLineFlagsResult[codes[change]]() : xdr.SetTrustLineFlagsResult.setTrustLineFlagsSuccess();
+  const codes = {
+    malformed: 'setTrustLineFlagsMalformed',
+    noTrustLine: 'setTrustLineFlagsNoTrustLine',
+    cantRevoke: 'setTrustLineFlagsCantRevoke',
+    invalidState: 'setTrustLineFlagsInvalidState',
+  } as const;
+  const result =
+    typeof change === 'string'
+      ? xdr.SetTrustLineFlagsResult[codes[change]]()
+      : xdr.SetTrustLineFlagsResult.setTrustLineFlagsSuccess();
   return outcomeOf(ctx, inner(xdr.OperationResultTr.setTrustLineFlags(result)), change, op.trustor, op.asset);
 }
 
@@ -81,8 +108,24 @@ export function allowTrust(ctx: OperationContext, source: string, op: Operation.
   const set = level === 1 ? TRUSTLINE_AUTHORIZED : level === 2 ? MAINTAIN_LIABILITIES : 0;
   const clear = (TRUSTLINE_AUTHORIZED | MAINTAIN_LIABILITIES) & ~set;
   const asset = new Asset(op.assetCode, source);
-  const change = op.trustor === source ? 'self' : changeTrustlineFlags(ctx.view, source, op.trustor, asset, set, clear, ctx.ledgerSeq);
-  const codes = { self: 'allowTrustSelfNotAllowed', malformed: 'allowTrustMalformed', noTrustLine: 'allowTrustNoTrustLine', cantRevoke: 'allowTrustCantRevoke', invalidState: 'allowTrustMalformed' } as const;
-  const result = typeof change === 'string' ? xdr.AllowTrustResult[codes[change]]() : xdr.AllowTrustResult.allowTrustSuccess();
-  return outcomeOf(ctx, inner(xdr.OperationResultTr.allowTrust(result)), change === 'self' ? 'malformed' : change, op.trustor, asset);
+  const change =
+    op.trustor === source
+      ? 'self'
+      : changeTrustlineFlags(ctx.view, source, op.trustor, asset, set, clear, ctx.ledgerSeq);
+  const codes = {
+    self: 'allowTrustSelfNotAllowed',
+    malformed: 'allowTrustMalformed',
+    noTrustLine: 'allowTrustNoTrustLine',
+    cantRevoke: 'allowTrustCantRevoke',
+    invalidState: 'allowTrustMalformed',
+  } as const;
+  const result =
+    typeof change === 'string' ? xdr.AllowTrustResult[codes[change]]() : xdr.AllowTrustResult.allowTrustSuccess();
+  return outcomeOf(
+    ctx,
+    inner(xdr.OperationResultTr.allowTrust(result)),
+    change === 'self' ? 'malformed' : change,
+    op.trustor,
+    asset,
+  );
 }

@@ -11,10 +11,19 @@ export interface OwnDatabase {
 }
 
 export async function startOwnDatabase(dataDir: string, port?: number): Promise<OwnDatabase> {
-  const child: ChildProcess = spawn(process.execPath, [require.resolve('tsx/cli'), path.join(__dirname, 'embedded-db-process.ts'), dataDir, ...(port ? [String(port)] : [])], {
-    cwd: path.resolve(__dirname, '../../..'),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      require.resolve('tsx/cli'),
+      path.join(__dirname, 'embedded-db-process.ts'),
+      dataDir,
+      ...(port ? [String(port)] : []),
+    ],
+    {
+      cwd: path.resolve(__dirname, '../../..'),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
+  );
   let errText = '';
   child.stderr!.on('data', (d) => (errText += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -7,7 +7,6 @@ import { TESTNET_PASSPHRASE } from '../../../src/config';
 import type { FacilitatorEnv } from '../../facilitator/helpers';
 import { freePort } from '../../support/free-port';
 
-
 const PORT_TAKEN = 'is already in use by another program';
 
 /** `server/src/main.ts` in a child process, with its own local network, on the given database. */
@@ -31,7 +30,10 @@ export interface MainProcess {
  * Starts main.ts on a free port; when another program took the port before main.ts bound it, again on another.
  * Without `databaseUrl` it starts its own embedded PostgreSQL in its data folder, as `npm start` does.
  */
-export async function startMainProcess(opts: { databaseUrl?: string; env?: Record<string, string> }): Promise<MainProcess> {
+export async function startMainProcess(opts: {
+  databaseUrl?: string;
+  env?: Record<string, string>;
+}): Promise<MainProcess> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startMainProcessOn(await freePort(), opts);
@@ -41,7 +43,10 @@ export async function startMainProcess(opts: { databaseUrl?: string; env?: Recor
   }
 }
 
-async function startMainProcessOn(port: number, opts: { databaseUrl?: string; env?: Record<string, string> }): Promise<MainProcess> {
+async function startMainProcessOn(
+  port: number,
+  opts: { databaseUrl?: string; env?: Record<string, string> },
+): Promise<MainProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'reliability-main-'));
   const operatorKey = `op_key_reliability_${Keypair.random().publicKey().slice(1, 20)}`;
   // `node --import tsx`, not the `tsx` CLI: the CLI relays SIGTERM to its own child process and SIGKILLs it when the
@@ -76,11 +81,16 @@ async function startMainProcessOn(port: number, opts: { databaseUrl?: string; en
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   const waitForLog = (text: string, timeoutMs = 120_000) =>
     new Promise<void>((resolve, reject) => {
       if (logs.includes(text)) return resolve();
-      const timer = setTimeout(() => reject(new Error(`no log line with ${text} within ${timeoutMs} ms; logs:\n${logs.slice(-3000)}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no log line with ${text} within ${timeoutMs} ms; logs:\n${logs.slice(-3000)}`)),
+        timeoutMs,
+      );
       waiters.push({
         text,
         resolve: () => {
@@ -90,7 +100,8 @@ async function startMainProcessOn(port: number, opts: { databaseUrl?: string; en
       });
       void exited.then(({ code }) => {
         clearTimeout(timer);
-        if (!logs.includes(text)) reject(new Error(`main.ts exited (${code}) before logging ${text}; logs:\n${logs.slice(-3000)}`));
+        if (!logs.includes(text))
+          reject(new Error(`main.ts exited (${code}) before logging ${text}; logs:\n${logs.slice(-3000)}`));
       });
     });
   await waitForLog('"msg":"listening"').catch((err: unknown) => {
@@ -124,14 +135,21 @@ async function startMainProcessOn(port: number, opts: { databaseUrl?: string; en
  * over its RPC URL (friendbot and faucet over HTTP), and the service at its base URL. `refresh()` reads the latest
  * ledger.
  */
-export async function remoteLocalNetwork(rpcUrl: string, serviceBaseUrl: string): Promise<{ env: FacilitatorEnv; refresh(): Promise<void> }> {
+export async function remoteLocalNetwork(
+  rpcUrl: string,
+  serviceBaseUrl: string,
+): Promise<{ env: FacilitatorEnv; refresh(): Promise<void> }> {
   const base = rpcUrl.replace(/\/rpc$/, '');
   const server = new rpc.Server(rpcUrl, { allowHttp: true });
   const info = (await (await fetch(`${base}/`)).json()) as { assets?: Array<{ code: string; issuer: string }> };
   const usdcInfo = info.assets?.find((a) => a.code === 'USDC');
   if (!usdcInfo) throw new Error(`the local network at ${base} lists no USDC: ${JSON.stringify(info).slice(0, 300)}`);
   let latest = (await server.getLatestLedger()).sequence;
-  const usdc = { code: 'USDC', issuer: usdcInfo.issuer, contractId: new Asset('USDC', usdcInfo.issuer).contractId(TESTNET_PASSPHRASE) };
+  const usdc = {
+    code: 'USDC',
+    issuer: usdcInfo.issuer,
+    contractId: new Asset('USDC', usdcInfo.issuer).contractId(TESTNET_PASSPHRASE),
+  };
   const network = {
     rpcUrl,
     networkPassphrase: TESTNET_PASSPHRASE,
@@ -141,7 +159,11 @@ export async function remoteLocalNetwork(rpcUrl: string, serviceBaseUrl: string)
       if (!r.ok) throw new Error(`friendbot: ${r.status} ${await r.text()}`);
     },
     async faucet(address: string, asset: string, amount: string) {
-      const r = await fetch(`${base}/faucet`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ address, asset, amount }) });
+      const r = await fetch(`${base}/faucet`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ address, asset, amount }),
+      });
       if (!r.ok) throw new Error(`faucet: ${r.status} ${await r.text()}`);
     },
   };

@@ -3,7 +3,10 @@ import type { LocalNetwork } from '../../../src/ledger/local-network';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../../support/fixtures';
 
 /** An answer as a storm test tallies it: status and parsed body (a non-JSON body is named in `error.code`). */
-export type Answer = { status: number; body: { ok?: boolean; status?: string; evidence?: string; error?: { code?: string } } };
+export type Answer = {
+  status: number;
+  body: { ok?: boolean; status?: string; evidence?: string; error?: { code?: string } };
+};
 
 /**
  * One JSON POST through a shared keep-alive agent. A connection error resolves as status 0 with the error in
@@ -11,17 +14,26 @@ export type Answer = { status: number; body: { ok?: boolean; status?: string; ev
  */
 export function postJson(agent: http.Agent, url: string, body: string): Promise<Answer> {
   return new Promise((resolve) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: 120_000, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
-        } catch {
-          resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
-        }
-      });
-    });
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        timeout: 120_000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Answer['body'] });
+          } catch {
+            resolve({ status: res.statusCode ?? 0, body: { error: { code: `not JSON: ${text.slice(0, 100)}` } } });
+          }
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('client timeout')));
     req.on('error', (err) => resolve({ status: 0, body: { error: { code: `client: ${err.message}` } } }));
     req.end(body);
@@ -32,7 +44,11 @@ export function postJson(agent: http.Agent, url: string, body: string): Promise<
  * Through a running service's HTTP API: a seller signs up (wallet proof), its wallet gets a USDC trustline on the
  * local network, and it creates one resource priced `amount` USDC. Returns the seller, the resource id and payTo.
  */
-export async function sellerWithResourceOverHttp(baseUrl: string, network: LocalNetwork, amount = '0.25'): Promise<{ seller: SignedUpSeller; resourceId: string; payTo: string }> {
+export async function sellerWithResourceOverHttp(
+  baseUrl: string,
+  network: LocalNetwork,
+  amount = '0.25',
+): Promise<{ seller: SignedUpSeller; resourceId: string; payTo: string }> {
   const usdc = network.assets.find((a) => a.code === 'USDC')!;
   const seller = await signUpSeller(baseUrl as never);
   await network.fundAccount(seller.wallet.publicKey());
@@ -42,7 +58,8 @@ export async function sellerWithResourceOverHttp(baseUrl: string, network: Local
     headers: { 'content-type': 'application/json', ...bearer(seller.apiKey) },
     body: JSON.stringify(resourceInput(seller, { assetIssuer: usdc.issuer, amount })),
   });
-  if (created.status !== 201) throw new Error(`creating the resource answered ${created.status}: ${(await created.text()).slice(0, 300)}`);
+  if (created.status !== 201)
+    throw new Error(`creating the resource answered ${created.status}: ${(await created.text()).slice(0, 300)}`);
   const body = (await created.json()) as { resource?: { id: string }; id?: string };
   return { seller, resourceId: (body.resource?.id ?? body.id) as string, payTo: seller.wallet.publicKey() };
 }
@@ -54,7 +71,9 @@ export async function sellerWithResourceOverHttp(baseUrl: string, network: Local
  */
 export function stormTally(answers: Answer[]): { successes: number; replays: number; others: Record<string, number> } {
   const successes = answers.filter((r) => r.status === 200 || r.status === 202);
-  const replays = answers.filter((r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED');
+  const replays = answers.filter(
+    (r) => r.status === 409 && r.body.ok === false && r.body.error?.code === 'REPLAY_DETECTED',
+  );
   const others = answers.filter((r) => !successes.includes(r) && !replays.includes(r));
   const tally = others.reduce<Record<string, number>>((acc, r) => {
     const k = `${r.status} ${r.body.error?.code ?? r.body.status ?? ''}`;

@@ -26,13 +26,16 @@ export interface DecodedPayment {
   authEntries: xdr.SorobanAuthorizationEntry[];
 }
 
-const malformed = (message: string) => new DomainError('INVALID_PAYMENT_PAYLOAD', message, [{ code: 'structure.decodable', message }]);
+const malformed = (message: string) =>
+  new DomainError('INVALID_PAYMENT_PAYLOAD', message, [{ code: 'structure.decodable', message }]);
 
 /** G... / C... of an ScAddress (kept per address: see authorization.ts). */
 export const addressOf = addressString;
 
 function accountOf(id: xdr.MuxedAccount): string {
-  return id.switch().name === 'keyTypeMuxedEd25519' ? StrKey.encodeEd25519PublicKey(id.med25519().ed25519()) : StrKey.encodeEd25519PublicKey(id.ed25519());
+  return id.switch().name === 'keyTypeMuxedEd25519'
+    ? StrKey.encodeEd25519PublicKey(id.med25519().ed25519())
+    : StrKey.encodeEd25519PublicKey(id.ed25519());
 }
 
 function decodeTransaction(b64: string): DecodedPayment {
@@ -44,12 +47,21 @@ function decodeTransaction(b64: string): DecodedPayment {
   }
   const envelopeType = env.switch().name;
   if (envelopeType !== 'envelopeTypeTx') {
-    return { format: 'transaction', envelopeType, txSource: null, opSource: null, operationTypes: [], hostFunction: null, authEntries: [] };
+    return {
+      format: 'transaction',
+      envelopeType,
+      txSource: null,
+      opSource: null,
+      operationTypes: [],
+      hostFunction: null,
+      authEntries: [],
+    };
   }
   const tx = env.v1().tx();
   const ops = tx.operations();
   const first = ops[0];
-  const invoke = first && first.body().switch().name === 'invokeHostFunction' ? first.body().invokeHostFunctionOp() : null;
+  const invoke =
+    first && first.body().switch().name === 'invokeHostFunction' ? first.body().invokeHostFunctionOp() : null;
   return {
     format: 'transaction',
     envelopeType,
@@ -72,7 +84,11 @@ function decodeEntry(b64: string): DecodedPayment {
   const hostFunction =
     fn.switch().name === 'sorobanAuthorizedFunctionTypeContractFn'
       ? xdr.HostFunction.hostFunctionTypeInvokeContract(
-          new xdr.InvokeContractArgs({ contractAddress: fn.contractFn().contractAddress(), functionName: fn.contractFn().functionName(), args: fn.contractFn().args() }),
+          new xdr.InvokeContractArgs({
+            contractAddress: fn.contractFn().contractAddress(),
+            functionName: fn.contractFn().functionName(),
+            args: fn.contractFn().args(),
+          }),
         )
       : null;
   return {

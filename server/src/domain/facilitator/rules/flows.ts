@@ -17,28 +17,37 @@ import { ensure } from './rule';
 export const SUPPORTED_PAYMENT_FLOWS = ['authorization', 'upfront'] as const;
 export type SupportedPaymentFlow = (typeof SUPPORTED_PAYMENT_FLOWS)[number];
 
-/** The flow `extra` names (`authorization` when it names none), refused by rule `protocol.payment_flow_supported` unless supported. */
+/** The flow `extra` names (`authorization` when it names none), refused by rule `protocol.payment_flow_supported`
+ * unless supported. */
 export function paymentFlowOf(extra: unknown, where: string): SupportedPaymentFlow {
-  const named = extra !== null && typeof extra === 'object' ? (extra as Record<string, unknown>).paymentFlow : undefined;
+  const named =
+    extra !== null && typeof extra === 'object' ? (extra as Record<string, unknown>).paymentFlow : undefined;
   if (named === undefined) return 'authorization';
   const flow = typeof named === 'string' ? named : JSON.stringify(named);
   ensure(
     RULES.paymentFlowSupported,
     flow !== 'escrow',
-    `${where}.extra.paymentFlow "escrow" is not settled here: the exact scheme on Stellar pays payTo directly and defines no escrow contract to hold the funds (supported: ${SUPPORTED_PAYMENT_FLOWS.join(', ')})`,
+    `${where}.extra.paymentFlow "escrow" is not settled here: the exact scheme on Stellar pays payTo directly ` +
+      `and defines no escrow contract to hold the funds (supported: ${SUPPORTED_PAYMENT_FLOWS.join(', ')})`,
   );
   ensure(
     RULES.paymentFlowSupported,
     (SUPPORTED_PAYMENT_FLOWS as readonly string[]).includes(flow),
-    `${where}.extra.paymentFlow ${JSON.stringify(flow).slice(0, 80)} is not an x402 payment flow this facilitator settles (supported: ${SUPPORTED_PAYMENT_FLOWS.join(', ')})`,
+    `${where}.extra.paymentFlow ${JSON.stringify(flow).slice(0, 80)} is not an x402 payment flow this ` +
+      `facilitator settles (supported: ${SUPPORTED_PAYMENT_FLOWS.join(', ')})`,
   );
   return flow as SupportedPaymentFlow;
 }
 
-/** The flow of an x402 payment: the requirements' and the payload's accepted requirements' flows must be supported and the same. */
+/** The flow of an x402 payment: the requirements' and the payload's accepted requirements' flows must be supported and
+ * the same. */
 export function checkPaymentFlow(requirementsExtra: unknown, acceptedExtra: unknown): SupportedPaymentFlow {
   const required = paymentFlowOf(requirementsExtra, 'paymentRequirements');
   const accepted = paymentFlowOf(acceptedExtra, 'paymentPayload.accepted');
-  ensure(RULES.paymentFlowSupported, accepted === required, `The payload accepted the ${accepted} flow; the requirements ask for ${required}`);
+  ensure(
+    RULES.paymentFlowSupported,
+    accepted === required,
+    `The payload accepted the ${accepted} flow; the requirements ask for ${required}`,
+  );
   return required;
 }

@@ -70,26 +70,66 @@ export interface CheckedPayment {
 }
 
 export function checkProtocol(input: OfflineInput): void {
-  if (input.x402Version !== undefined) ensure(RULES.x402Version, input.x402Version === 2, `x402Version ${input.x402Version} is not supported; send 2`);
-  ensure(RULES.schemeExact, input.scheme === 'exact' && input.required.scheme === 'exact', 'Only the exact scheme is supported');
-  ensure(RULES.networkMatches, input.network === input.required.network, 'The payload network differs from the required network');
+  if (input.x402Version !== undefined)
+    ensure(RULES.x402Version, input.x402Version === 2, `x402Version ${input.x402Version} is not supported; send 2`);
+  ensure(
+    RULES.schemeExact,
+    input.scheme === 'exact' && input.required.scheme === 'exact',
+    'Only the exact scheme is supported',
+  );
+  ensure(
+    RULES.networkMatches,
+    input.network === input.required.network,
+    'The payload network differs from the required network',
+  );
 }
 
 /** Structure: one invokeHostFunction calling transfer(from, to, amount) on the required asset contract. */
-export function checkStructure(d: DecodedPayment, required: RequiredTerms): { call: xdr.InvokeContractArgs; from: string; to: string; amount: bigint } {
-  ensure(RULES.plainTransaction, d.envelopeType === null || d.envelopeType === 'envelopeTypeTx', 'The transaction must be a plain v1 transaction envelope');
-  ensure(RULES.singleInvoke, d.operationTypes.length === 1 && d.operationTypes[0] === 'invokeHostFunction', 'The transaction must hold exactly one invokeHostFunction operation');
-  ensure(RULES.invokeContract, d.hostFunction?.switch().name === 'hostFunctionTypeInvokeContract', 'The host function must invoke a contract');
+export function checkStructure(
+  d: DecodedPayment,
+  required: RequiredTerms,
+): { call: xdr.InvokeContractArgs; from: string; to: string; amount: bigint } {
+  ensure(
+    RULES.plainTransaction,
+    d.envelopeType === null || d.envelopeType === 'envelopeTypeTx',
+    'The transaction must be a plain v1 transaction envelope',
+  );
+  ensure(
+    RULES.singleInvoke,
+    d.operationTypes.length === 1 && d.operationTypes[0] === 'invokeHostFunction',
+    'The transaction must hold exactly one invokeHostFunction operation',
+  );
+  ensure(
+    RULES.invokeContract,
+    d.hostFunction?.switch().name === 'hostFunctionTypeInvokeContract',
+    'The host function must invoke a contract',
+  );
   const call = d.hostFunction!.invokeContract();
   const contract = call.contractAddress();
-  ensure(RULES.contractIsAsset, contract.switch().name === 'scAddressTypeContract' && addressOf(contract) === required.asset.contractId, 'The transfer is on another asset contract than the required asset');
+  ensure(
+    RULES.contractIsAsset,
+    contract.switch().name === 'scAddressTypeContract' && addressOf(contract) === required.asset.contractId,
+    'The transfer is on another asset contract than the required asset',
+  );
   const args = call.args();
-  const typed = args.length === 3 && args[0].switch().name === 'scvAddress' && args[1].switch().name === 'scvAddress' && args[2].switch().name === 'scvI128';
-  ensure(RULES.transferCall, call.functionName().toString() === 'transfer' && typed, 'The call must be transfer(from: Address, to: Address, amount: i128)');
+  const typed =
+    args.length === 3 &&
+    args[0].switch().name === 'scvAddress' &&
+    args[1].switch().name === 'scvAddress' &&
+    args[2].switch().name === 'scvI128';
+  ensure(
+    RULES.transferCall,
+    call.functionName().toString() === 'transfer' && typed,
+    'The call must be transfer(from: Address, to: Address, amount: i128)',
+  );
   const to = addressOf(args[1].address());
   ensure(RULES.recipient, to === required.payTo, 'The transfer pays another recipient than payTo');
   const amount = scValToNative(args[2]) as bigint;
-  ensure(RULES.amount, amount === required.amount, `The transfer amount ${amount} differs from the required ${required.amount} (stroops)`);
+  ensure(
+    RULES.amount,
+    amount === required.amount,
+    `The transfer amount ${amount} differs from the required ${required.amount} (stroops)`,
+  );
   return { call, from: addressOf(args[0].address()), to, amount };
 }
 
@@ -103,18 +143,42 @@ export function credentialAddress(e: xdr.SorobanAuthorizationEntry): string | nu
  * Auth entries: address credentials (V1 or CAP-71 V2) only, never delegated ones, one entry for `from` authorizing
  * exactly this call, no sub-invocations.
  */
-export function checkAuthEntries(d: DecodedPayment, call: xdr.InvokeContractArgs, from: string): xdr.SorobanAuthorizationEntry {
+export function checkAuthEntries(
+  d: DecodedPayment,
+  call: xdr.InvokeContractArgs,
+  from: string,
+): xdr.SorobanAuthorizationEntry {
   const kinds = d.authEntries.map((e) => credentialKind(e.credentials()));
-  ensure(RULES.noDelegatedCredentials, !kinds.includes('sorobanCredentialsAddressWithDelegates'), 'An auth entry carries delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates); sign with the payer\'s own address credentials');
-  const addressOnly = kinds.length > 0 && kinds.every((k) => k === 'sorobanCredentialsAddress' || k === 'sorobanCredentialsAddressV2');
-  ensure(RULES.addressCredentials, addressOnly, 'Every auth entry must have address credentials (sorobanCredentialsAddress or sorobanCredentialsAddressV2)');
+  ensure(
+    RULES.noDelegatedCredentials,
+    !kinds.includes('sorobanCredentialsAddressWithDelegates'),
+    'An auth entry carries delegated credentials (CAP-71 sorobanCredentialsAddressWithDelegates); sign with ' +
+      "the payer's own address credentials",
+  );
+  const addressOnly =
+    kinds.length > 0 && kinds.every((k) => k === 'sorobanCredentialsAddress' || k === 'sorobanCredentialsAddressV2');
+  ensure(
+    RULES.addressCredentials,
+    addressOnly,
+    'Every auth entry must have address credentials (sorobanCredentialsAddress or sorobanCredentialsAddressV2)',
+  );
   const entries = d.authEntries.filter((e) => credentialAddress(e) === from);
-  ensure(RULES.signedByFrom, entries.length === 1 && d.authEntries.length === 1, 'The transaction must carry exactly one auth entry, signed by the transfer\'s `from`');
+  ensure(
+    RULES.signedByFrom,
+    entries.length === 1 && d.authEntries.length === 1,
+    "The transaction must carry exactly one auth entry, signed by the transfer's `from`",
+  );
   const entry = entries[0];
   const root = entry.rootInvocation();
-  ensure(RULES.noSubInvocations, root.subInvocations().length === 0, 'The authorization must not carry sub-invocations');
+  ensure(
+    RULES.noSubInvocations,
+    root.subInvocations().length === 0,
+    'The authorization must not carry sub-invocations',
+  );
   const fn = root.function();
-  const same = fn.switch().name === 'sorobanAuthorizedFunctionTypeContractFn' && fn.contractFn().toXDR('base64') === call.toXDR('base64');
+  const same =
+    fn.switch().name === 'sorobanAuthorizedFunctionTypeContractFn' &&
+    fn.contractFn().toXDR('base64') === call.toXDR('base64');
   ensure(RULES.signedByFrom, same, 'The auth entry authorizes another call than the transaction invokes');
   return entry;
 }
@@ -126,11 +190,18 @@ export function checkFacilitatorSafety(d: DecodedPayment, from: string, ours: Re
   ensure(RULES.fromNotFacilitator, !ours.has(from), 'The facilitator cannot be the payer');
   for (const e of d.authEntries) {
     const named = credentialAddress(e);
-    ensure(RULES.facilitatorNotInAuth, named === null || !ours.has(named), 'A facilitator account appears in an auth entry');
+    ensure(
+      RULES.facilitatorNotInAuth,
+      named === null || !ours.has(named),
+      'A facilitator account appears in an auth entry',
+    );
   }
 }
 
-export function checkDeclaredTerms(declared: DeclaredTerms | undefined, t: { from: string; to: string; amount: bigint; contractId: string; expiration: number }): void {
+export function checkDeclaredTerms(
+  declared: DeclaredTerms | undefined,
+  t: { from: string; to: string; amount: bigint; contractId: string; expiration: number },
+): void {
   if (!declared) return;
   const same =
     declared.amount === t.amount &&
@@ -138,12 +209,20 @@ export function checkDeclaredTerms(declared: DeclaredTerms | undefined, t: { fro
     (declared.assetContractId === null || declared.assetContractId === t.contractId) &&
     declared.expiresAtLedger === t.expiration &&
     (declared.payer === undefined || declared.payer === t.from);
-  ensure(RULES.declaredTerms, same, 'The payload\'s declared terms (amount, payTo, asset, payer, expiresAtLedger) differ from the signed authorization');
+  ensure(
+    RULES.declaredTerms,
+    same,
+    "The payload's declared terms (amount, payTo, asset, payer, expiresAtLedger) differ from the signed authorization",
+  );
 }
 
 export function checkAccountability(from: string, to: string, amount: bigint, minimumStroops: bigint): void {
   ensure(RULES.notSelfPayment, from !== to, 'The payer and payTo are the same address');
-  ensure(RULES.minimumAmount, amount >= minimumStroops, `The amount is below the facilitator's minimum of ${minimumStroops} stroops`);
+  ensure(
+    RULES.minimumAmount,
+    amount >= minimumStroops,
+    `The amount is below the facilitator's minimum of ${minimumStroops} stroops`,
+  );
 }
 
 /**
@@ -161,7 +240,8 @@ export function checkSignatures(entry: xdr.SorobanAuthorizationEntry, payer: str
   for (const item of items) {
     const pair = signaturePair(item);
     const ok = pair !== null && crypto.verify(null, payload, ed25519Key(pair.publicKey), pair.signature);
-    if (!ok) throw refuse(RULES.signatures, 'An authorization signature does not verify over the authorization payload');
+    if (!ok)
+      throw refuse(RULES.signatures, 'An authorization signature does not verify over the authorization payload');
   }
 }
 

@@ -33,13 +33,23 @@ export function maxExpiryLedgers(maxTimeoutSeconds: number, ledgerSeconds: numbe
   return Math.ceil(maxTimeoutSeconds / estimate) + LEDGER_SKEW_TOLERANCE;
 }
 
-export function checkExpiry(expiration: number, latestLedger: number, maxTimeoutSeconds: number, ledgerSeconds: number): void {
-  ensure(RULES.notExpired, expiration > latestLedger, `The authorization expired at ledger ${expiration} (latest ledger ${latestLedger})`);
+export function checkExpiry(
+  expiration: number,
+  latestLedger: number,
+  maxTimeoutSeconds: number,
+  ledgerSeconds: number,
+): void {
+  ensure(
+    RULES.notExpired,
+    expiration > latestLedger,
+    `The authorization expired at ledger ${expiration} (latest ledger ${latestLedger})`,
+  );
   const allowed = maxExpiryLedgers(maxTimeoutSeconds, ledgerSeconds);
   ensure(
     RULES.expiryWindow,
     expiration - latestLedger <= allowed,
-    `The authorization stays valid until ledger ${expiration}, more than ${allowed} ledgers after the latest (${latestLedger}): maxTimeoutSeconds is ${maxTimeoutSeconds} at ~${ledgerSeconds} s per ledger`,
+    `The authorization stays valid until ledger ${expiration}, more than ${allowed} ledgers after the latest ` +
+      `(${latestLedger}): maxTimeoutSeconds is ${maxTimeoutSeconds} at ~${ledgerSeconds} s per ledger`,
   );
 }
 
@@ -72,7 +82,10 @@ export interface TransferParties {
  * error names no holder.
  */
 export function trustlineHolder(error: string): string | null {
-  const named = /(?:trustline entry is missing for account|trustline of|balance is deauthorized)\W{0,8}([GC][A-Z2-7]{55})/.exec(error);
+  const named =
+    /(?:trustline entry is missing for account|trustline of|balance is deauthorized)\W{0,8}([GC][A-Z2-7]{55})/.exec(
+      error,
+    );
   return named ? named[1] : null;
 }
 
@@ -87,12 +100,16 @@ export function trustlineMessage(error: string, parties: TransferParties): strin
   const asset = parties.assetCode;
   if (holder === parties.payTo)
     return frozen
-      ? `The seller's wallet cannot receive ${asset}: the issuer has not authorized its ${asset} trustline (payTo ${parties.payTo}). Nothing was charged; the seller must fix its wallet.`
-      : `The seller's wallet cannot receive ${asset}: it has no ${asset} trustline (payTo ${parties.payTo}). Nothing was charged; the seller must add the trustline.`;
+      ? `The seller's wallet cannot receive ${asset}: the issuer has not authorized its ${asset} trustline (payTo ` +
+          `${parties.payTo}). Nothing was charged; the seller must fix its wallet.`
+      : `The seller's wallet cannot receive ${asset}: it has no ${asset} trustline (payTo ${parties.payTo}). ` +
+          `Nothing was charged; the seller must add the trustline.`;
   if (holder === parties.payer)
     return frozen
-      ? `Your wallet's ${asset} trustline is not authorized by the issuer (payer ${parties.payer}): it cannot send ${asset}.`
-      : `Your wallet has no ${asset} trustline (payer ${parties.payer}): add one (changeTrust) and fund it with ${asset} before paying.`;
+      ? `Your wallet's ${asset} trustline is not authorized by the issuer (payer ${parties.payer}): it cannot ` +
+          `send ${asset}.`
+      : `Your wallet has no ${asset} trustline (payer ${parties.payer}): add one (changeTrust) and fund it with ` +
+          `${asset} before paying.`;
   return `The payer's or the seller's wallet has no usable ${asset} trustline (the ledger did not say whose)`;
 }
 
@@ -111,11 +128,13 @@ interface Transfer {
   amount: bigint;
 }
 
-/** A contract event as a transfer (SEP-41 / CAP-67: topics ["transfer", from, to, asset?], data amount or {amount, ...}). */
+/** A contract event as a transfer (SEP-41 / CAP-67: topics ["transfer", from, to, asset?], data amount or {amount,
+ * ...}). */
 function asTransfer(event: xdr.ContractEvent): Transfer | 'other' {
   const body = event.body().v0();
   const topics = body.topics();
-  if (topics.length < 3 || topics[0].switch().name !== 'scvSymbol' || topics[0].sym().toString() !== 'transfer') return 'other';
+  if (topics.length < 3 || topics[0].switch().name !== 'scvSymbol' || topics[0].sym().toString() !== 'transfer')
+    return 'other';
   if (topics[1].switch().name !== 'scvAddress' || topics[2].switch().name !== 'scvAddress') return 'other';
   const id = event.contractId();
   if (!id) return 'other';
@@ -124,18 +143,38 @@ function asTransfer(event: xdr.ContractEvent): Transfer | 'other' {
   if (data.switch().name === 'scvI128') amount = scValToNative(data);
   else if (data.switch().name === 'scvMap') amount = (scValToNative(data) as Record<string, unknown>).amount;
   if (typeof amount !== 'bigint') return 'other';
-  return { contract: addressOf(xdr.ScAddress.scAddressTypeContract(id as unknown as xdr.Hash)), from: addressOf(topics[1].address()), to: addressOf(topics[2].address()), amount };
+  return {
+    contract: addressOf(xdr.ScAddress.scAddressTypeContract(id as unknown as xdr.Hash)),
+    from: addressOf(topics[1].address()),
+    to: addressOf(topics[2].address()),
+    amount,
+  };
 }
 
 /**
  * The simulation's contract events are exactly one transfer of `amount` from the payer to payTo on the asset
  * contract: nothing else changes a balance (no second transfer, mint, burn, clawback or approval).
  */
-export function checkExactBalanceChanges(sim: SimulationOutcome, expected: { payer: string; payTo: string; amount: bigint; contractId: string }): void {
+export function checkExactBalanceChanges(
+  sim: SimulationOutcome,
+  expected: { payer: string; payTo: string; amount: bigint; contractId: string },
+): void {
   const contractEvents = sim.events.map((d) => d.event()).filter((e) => e.type().name === 'contract');
   const transfers = contractEvents.map(asTransfer);
-  ensure(RULES.exactBalanceChanges, transfers.length === 1 && transfers[0] !== 'other', `The simulation emitted ${contractEvents.length} contract events; exactly one transfer is allowed`);
+  ensure(
+    RULES.exactBalanceChanges,
+    transfers.length === 1 && transfers[0] !== 'other',
+    `The simulation emitted ${contractEvents.length} contract events; exactly one transfer is allowed`,
+  );
   const t = transfers[0] as Transfer;
-  const exact = t.contract === expected.contractId && t.from === expected.payer && t.to === expected.payTo && t.amount === expected.amount;
-  ensure(RULES.exactBalanceChanges, exact, 'The simulated transfer event differs from payer -amount / payTo +amount on the required asset');
+  const exact =
+    t.contract === expected.contractId &&
+    t.from === expected.payer &&
+    t.to === expected.payTo &&
+    t.amount === expected.amount;
+  ensure(
+    RULES.exactBalanceChanges,
+    exact,
+    'The simulated transfer event differs from payer -amount / payTo +amount on the required asset',
+  );
 }

@@ -47,8 +47,10 @@ export interface ChallengeInstructions {
 
 /** What the seller must publish for each method. Throws DomainCheckError on a bad domain, wallet or token. */
 export function challengeInstructions(domain: string, walletAddress: string, token: string): ChallengeInstructions[] {
-  if (!isValidSellerDomain(domain)) throw new DomainCheckError('invalid_domain', 'The seller domain is not a valid hostname');
-  if (!isStellarAccountId(walletAddress)) throw new DomainCheckError('invalid_input', 'The wallet address is not a Stellar account id (G...)');
+  if (!isValidSellerDomain(domain))
+    throw new DomainCheckError('invalid_domain', 'The seller domain is not a valid hostname');
+  if (!isStellarAccountId(walletAddress))
+    throw new DomainCheckError('invalid_input', 'The wallet address is not a Stellar account id (G...)');
   if (!isValidChallengeToken(token)) throw new DomainCheckError('invalid_input', 'The challenge token is malformed');
   return [
     {

@@ -12,6 +12,9 @@ export async function checkDnsTxt(input: DomainCheckInput, resolveTxt: DomainChe
   if (records.length === 0) throw new DomainCheckError('record_missing', `There is no TXT record at ${name}`);
   const expected = `${DNS_TXT_VALUE_PREFIX}${input.token}`;
   if (!records.includes(expected)) {
-    throw new DomainCheckError('token_mismatch', `No TXT record at ${name} equals ${DNS_TXT_VALUE_PREFIX}<token> for this challenge`);
+    throw new DomainCheckError(
+      'token_mismatch',
+      `No TXT record at ${name} equals ${DNS_TXT_VALUE_PREFIX}<token> for this challenge`,
+    );
   }
 }

@@ -1,4 +1,9 @@
-import { DOMAIN_VERIFICATION_METHODS, isStellarAccountId, isValidChallengeToken, type DomainVerificationMethod } from './challenge';
+import {
+  DOMAIN_VERIFICATION_METHODS,
+  isStellarAccountId,
+  isValidChallengeToken,
+  type DomainVerificationMethod,
+} from './challenge';
 import { checkDnsTxt } from './check-dns-txt';
 import { checkStellarToml } from './check-stellar-toml';
 import { checkWellKnown } from './check-well-known';
@@ -25,9 +30,12 @@ export async function checkDomain(
   opts: DomainCheckOptions = {},
 ): Promise<DomainCheckResult> {
   try {
-    if (!isValidSellerDomain(input.domain)) throw new DomainCheckError('invalid_domain', 'The seller domain is not a valid hostname');
-    if (!isStellarAccountId(input.walletAddress)) throw new DomainCheckError('invalid_input', 'The wallet address is not a Stellar account id (G...)');
-    if (!isValidChallengeToken(input.token)) throw new DomainCheckError('invalid_input', 'The challenge token is malformed');
+    if (!isValidSellerDomain(input.domain))
+      throw new DomainCheckError('invalid_domain', 'The seller domain is not a valid hostname');
+    if (!isStellarAccountId(input.walletAddress))
+      throw new DomainCheckError('invalid_input', 'The wallet address is not a Stellar account id (G...)');
+    if (!isValidChallengeToken(input.token))
+      throw new DomainCheckError('invalid_input', 'The challenge token is malformed');
     const origin = (opts.urlBase ?? ((domain: string) => `https://${domain}`))(input.domain).replace(/\/+$/, '');
     switch (method) {
       case 'stellar_toml':
@@ -40,7 +48,10 @@ export async function checkDomain(
         await checkDnsTxt(input, ports.resolveTxt);
         break;
       default:
-        throw new DomainCheckError('invalid_input', `Unknown verification method; use one of ${DOMAIN_VERIFICATION_METHODS.join(', ')}`);
+        throw new DomainCheckError(
+          'invalid_input',
+          `Unknown verification method; use one of ${DOMAIN_VERIFICATION_METHODS.join(', ')}`,
+        );
     }
     return { verified: true, reason: null, message: null };
   } catch (err) {

@@ -8,19 +8,29 @@ import { parseStellarTomlTopLevel } from './stellar-toml-parser';
  * SEP-1: the domain's stellar.toml lists the seller's wallet in ACCOUNTS and carries
  * MARKETPLACE_VERIFICATION = "<token>". Resolves when verified, throws DomainCheckError otherwise.
  */
-export async function checkStellarToml(input: DomainCheckInput, fetchText: DomainCheckPorts['fetchText'], origin: string): Promise<void> {
+export async function checkStellarToml(
+  input: DomainCheckInput,
+  fetchText: DomainCheckPorts['fetchText'],
+  origin: string,
+): Promise<void> {
   const url = `${origin}${STELLAR_TOML_PATH}`;
   const values = parseStellarTomlTopLevel(await fetchOk(fetchText, url));
 
   const accounts = values.get('ACCOUNTS');
   if (!Array.isArray(accounts) || !accounts.includes(input.walletAddress)) {
-    throw new DomainCheckError('account_missing', `The top-level ACCOUNTS array in ${url} does not list ${input.walletAddress}`);
+    throw new DomainCheckError(
+      'account_missing',
+      `The top-level ACCOUNTS array in ${url} does not list ${input.walletAddress}`,
+    );
   }
   const published = values.get(STELLAR_TOML_TOKEN_KEY);
   if (published === undefined) {
     throw new DomainCheckError('token_mismatch', `${url} has no top-level ${STELLAR_TOML_TOKEN_KEY}`);
   }
   if (published !== input.token) {
-    throw new DomainCheckError('token_mismatch', `${STELLAR_TOML_TOKEN_KEY} in ${url} does not match the challenge token`);
+    throw new DomainCheckError(
+      'token_mismatch',
+      `${STELLAR_TOML_TOKEN_KEY} in ${url} does not match the challenge token`,
+    );
   }
 }

@@ -5,7 +5,10 @@ import type { DomainCheckPorts } from './ports';
 export async function fetchOk(fetchText: DomainCheckPorts['fetchText'], url: string): Promise<string> {
   const { status, body } = await fetchText(url);
   if (status >= 300 && status < 400) {
-    throw new DomainCheckError('redirect', `${url} answered ${status} (a redirect); redirects are not followed, serve the file at this URL`);
+    throw new DomainCheckError(
+      'redirect',
+      `${url} answered ${status} (a redirect); redirects are not followed, serve the file at this URL`,
+    );
   }
   if (status !== 200) throw new DomainCheckError('http_status', `${url} answered ${status}, expected 200`);
   return body;

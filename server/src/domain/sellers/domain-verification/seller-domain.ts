@@ -5,7 +5,8 @@ import net from 'node:net';
  * alternative is a `*.test` name, verified on loopback when the service runs with LOCAL_DEV_DOMAINS=true.
  */
 export const LOCAL_DOMAIN_HINT =
-  'localhost and IP addresses are refused: for local development use a name under .test such as shop.test (RFC 2606), which the service verifies on 127.0.0.1 when started with LOCAL_DEV_DOMAINS=true';
+  'localhost and IP addresses are refused: for local development use a name under .test such as shop.test (RFC ' +
+  '2606), which the service verifies on 127.0.0.1 when started with LOCAL_DEV_DOMAINS=true';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 
