@@ -1,6 +1,6 @@
 import type { Sequelize } from 'sequelize';
-import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
+import { toListingItem } from './listing-rows';
 import type { BazaarCatalogDetails, BazaarCatalogRepository, BazaarFilters } from '../domain/discovery/bazaar';
 import type { DiscoveryItem } from '../domain/discovery/types';
 
@@ -22,23 +22,7 @@ const details = (row: Row): BazaarCatalogDetails => ({
   mcpToolName: (row.mcpToolName as string | null) || null,
 });
 
-const toItem = (row: Row): DiscoveryItem & BazaarCatalogDetails => ({
-  id: row.id as string,
-  sellerId: row.sellerId as string,
-  type: row.type as DiscoveryItem['type'],
-  name: row.name as string,
-  description: row.description as string,
-  url: row.url as string,
-  routeTemplate: row.routeTemplate as string,
-  network: row.network as string,
-  payTo: row.payTo as string,
-  assetCode: row.assetCode as string,
-  assetIssuer: row.assetIssuer as string,
-  amount: normalizeAmount(String(row.amount)),
-  status: row.status as DiscoveryItem['status'],
-  hostVerified: Boolean(row.hostVerified),
-  ...details(row),
-});
+const toItem = (row: Row): DiscoveryItem & BazaarCatalogDetails => ({ ...toListingItem(row), ...details(row) });
 
 /**
  * The Bazaar's read of the listed catalog (issue #30): the documents the discovery list serves (discoverable, host not

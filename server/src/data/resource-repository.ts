@@ -6,26 +6,17 @@ import { toPage } from '../domain/pagination';
 import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facilitator/types';
 import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
 import { pgQuery } from './pg-query';
+import { listingFields } from './listing-rows';
 
 type Row = Record<string, unknown>;
 
 /** Maps a resources row read through ResourceModel (camelCase attributes) to the domain object. */
 export function toResource(row: Row): Resource {
   return {
-    id: row.id as string,
-    sellerId: row.sellerId as string,
+    ...listingFields(row),
     versionId: row.currentVersionId as string,
     version: row.version as number,
     type: row.type as Resource['type'],
-    name: row.name as string,
-    description: row.description as string,
-    url: row.url as string,
-    routeTemplate: row.routeTemplate as string,
-    network: row.network as string,
-    payTo: row.payTo as string,
-    assetCode: row.assetCode as string,
-    assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
     inputSchema: row.inputSchema as Record<string, unknown>,
     outputSchema: row.outputSchema as Record<string, unknown>,
     extensions: row.extensions as Record<string, unknown>,

@@ -1,13 +1,7 @@
 import type { Sequelize } from 'sequelize';
-import { normalizeAmount } from '../domain/amount';
 import { pgQuery } from './pg-query';
-import type {
-  DiscoveryFilters,
-  DiscoveryItem,
-  DiscoverySearchRepository,
-  RankedItem,
-  SearchAfter,
-} from '../domain/discovery/types';
+import { toListingItem } from './listing-rows';
+import type { DiscoveryFilters, DiscoverySearchRepository, RankedItem, SearchAfter } from '../domain/discovery/types';
 import { FIELD_WEIGHTS, RANKING_WEIGHTS } from '../domain/discovery/ranking';
 import {
   parseQuery,
@@ -32,27 +26,8 @@ const ITEM_COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.
   d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
   d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status, d.host_verified AS "hostVerified"`;
 
-function toItem(row: Row): DiscoveryItem {
-  return {
-    id: row.id as string,
-    sellerId: row.sellerId as string,
-    type: row.type as DiscoveryItem['type'],
-    name: row.name as string,
-    description: row.description as string,
-    url: row.url as string,
-    routeTemplate: row.routeTemplate as string,
-    network: row.network as string,
-    payTo: row.payTo as string,
-    assetCode: row.assetCode as string,
-    assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
-    status: row.status as DiscoveryItem['status'],
-    hostVerified: Boolean(row.hostVerified),
-  };
-}
-
 const toRanked = (row: Row): RankedItem => ({
-  ...toItem(row),
+  ...toListingItem(row),
   score: String(row.scoreText),
   signalsFresh: Boolean(row.signalsFresh),
 });
@@ -285,7 +260,7 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
           `$${values.length}`,
         values,
       );
-      return rows.map(toItem);
+      return rows.map(toListingItem);
     },
 
     async search(q, filters, after, limit, options) {

@@ -1,6 +1,7 @@
 import type { ValidationIssue } from './resource-rules';
 import type { ResourceTerms } from './resource-rules';
 import { checkJsonSchema, compileSchema } from './json-schema';
+import { sameJson } from './term-fields';
 
 /**
  * Extension metadata rules: x402 Bazaar (`extensions.bazaar` with `info` and `schema`) and MCP tool metadata
@@ -193,7 +194,7 @@ export function checkExtensions(
           message: problem,
           reason: 'invalid_schema',
         });
-      else if (JSON.stringify(canonical(mcp.inputSchema)) !== JSON.stringify(canonical(terms.inputSchema))) {
+      else if (!sameJson(mcp.inputSchema, terms.inputSchema)) {
         errors.push({
           code: 'CATALOG_VALIDATION_FAILED',
           field: f('mcp.inputSchema'),
@@ -221,15 +222,4 @@ export function checkExtensions(
     }
   }
   return { errors, warnings };
-}
-
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (isObj(v))
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, canonical(v[k])]),
-    );
-  return v;
 }

@@ -11,6 +11,7 @@ import { isPayToAddress } from '../network-registry';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
 import { guardDuplicateEndpoint } from './endpoint';
+import { TERM_FIELDS, sameJson, type TermField } from './term-fields';
 
 export interface ResourceDetail extends Resource {
   paymentRequirements: {
@@ -49,22 +50,6 @@ export interface ResourceServiceDeps {
 /** How long a buyer's signed authorization may take to reach settlement, announced in the payment requirements. */
 export const MAX_TIMEOUT_SECONDS = 300;
 
-const TERM_FIELDS = [
-  'name',
-  'description',
-  'url',
-  'routeTemplate',
-  'network',
-  'payTo',
-  'assetCode',
-  'assetIssuer',
-  'amount',
-  'inputSchema',
-  'outputSchema',
-  'extensions',
-] as const;
-type TermField = (typeof TERM_FIELDS)[number];
-
 /** Throws the issues of a failed rule check as one error: their shared code, or CATALOG_VALIDATION_FAILED. */
 export function throwIfInvalid(result: RuleResult): void {
   if (result.errors.length === 0) return;
@@ -76,21 +61,6 @@ export function throwIfInvalid(result: RuleResult): void {
     `The resource is not valid: ${result.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`,
     details,
   );
-}
-
-function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-}
-
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-    );
-  return v;
 }
 
 export function createResourceService(deps: ResourceServiceDeps) {

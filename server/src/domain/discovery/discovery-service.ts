@@ -23,6 +23,7 @@ import {
 import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './types';
 import type { Trust } from '../trust/types';
 import { diversify } from './diversity';
+import { TERM_FIELDS, sameJson } from '../catalog/term-fields';
 
 /**
  * Discovery use cases: browse and search the index, validate a resource, catalog it. Cataloging validates with the
@@ -71,33 +72,6 @@ export interface CatalogOutcome {
   versionId: string;
   catalogEventId: string;
 }
-
-const TERM_FIELDS = [
-  'name',
-  'description',
-  'url',
-  'routeTemplate',
-  'network',
-  'payTo',
-  'assetCode',
-  'assetIssuer',
-  'amount',
-  'inputSchema',
-  'outputSchema',
-  'extensions',
-] as const;
-
-function canonical(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(canonical);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.keys(v)
-        .sort()
-        .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
-    );
-  return v;
-}
-const sameJson = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
 export function createDiscoveryService(deps: DiscoveryServiceDeps) {
   const { repo } = deps;
