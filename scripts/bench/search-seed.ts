@@ -164,7 +164,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               CASE WHEN r.type = 'mcp' THEN ARRAY['mcp'] ELSE ARRAY['bazaar'] END,
               CASE WHEN r.type = 'mcp' THEN 'tool_' || s.i END, true,
               -- the indexing worker's layout (migration 0022): name A, tags/MCP tool name B,
-                description C, schema text,
+              -- description C, schema text,
               -- route and URL host/path D
               setweight(to_tsvector('english', r.name), 'A')
                 || setweight(to_tsvector('english', CASE WHEN r.type = 'mcp' THEN 'tool ' || s.i ELSE '' END), 'B')
@@ -176,7 +176,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               -- first search-sync pass finds, so that pass re-ranks no posting
               s.verified,
               -- settlement success and uptime: NULL (neutral), as the service computes them from
-                these rows (no payments,
+              -- these rows (no payments,
               -- no probes), so its first search-sync pass rewrites nothing (at 1M it rewrote 333k seeded values for
               -- minutes). The other signals vary: metadata quality, schema completeness, seller verification, price.
               NULL, now()

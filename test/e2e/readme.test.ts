@@ -133,15 +133,13 @@ describe('README.md code blocks', () => {
         try {
           const app = express();
           const payTo = 'G...'; // your signed-up seller wallet (the facilitator settles only to a seller's wallet)
-          // Your seller API key (a payments-scoped key is enough): a URL you have not cataloged settles only when you
-          // ask.
+          // Your seller API key (a payments-scoped key is enough): an uncataloged URL settles only when you ask.
           const auth = { Authorization: `Bearer ${process.env.MARKETPLACE_API_KEY}` };
           const facilitator = new HTTPFacilitatorClient({
             url: 'http://127.0.0.1:3000/x402',
             createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: {} }),
           });
-          // @x402/express 2.27 needs members the registry's @x402/stellar 2.9 lacks: the seller SDK's adapter adds
-          // them.
+          // @x402/express 2.27 needs members the registry's @x402/stellar 2.9 lacks: the seller SDK adds them.
           const server = new x402ResourceServer(facilitator).register(
             'stellar:testnet',
             adaptStellarServerScheme(new ExactStellarScheme()),

@@ -472,7 +472,11 @@ describe(
     );
 
     it('lists the cataloged resource in the Bazaar shape with the stock testnet USDC default', async () => {
-      const list = await fetch(`${m.baseUrl}/x402/discovery/resources?limit=10`).then((r) => r.json());
+      // the Bazaar lists indexed documents: the catalog write is indexed by a job, as for search
+      const list = await eventually(async () => {
+        const body = await fetch(`${m.baseUrl}/x402/discovery/resources?limit=10`).then((r) => r.json());
+        return body.items?.some((i: { resource: string }) => i.resource === url) ? body : null;
+      });
       expect(list.x402Version).toBe(2);
       expect(list.items).toEqual(
         expect.arrayContaining([

@@ -201,8 +201,8 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
     async expireStale(network, latestLedger) {
       return changed(
         'attempt_expire_stale',
-        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED', failure_reason = 'the
-          authorization expired before settlement'
+        `UPDATE payment_attempts SET status = 'expired', failure_code = 'AUTH_EXPIRED',
+           failure_reason = 'the authorization expired before settlement'
          WHERE status = 'verified' AND network = $1 AND expires_at_ledger < $2::int`,
         [network, latestLedger],
       );

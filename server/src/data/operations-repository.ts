@@ -140,10 +140,16 @@ export function createOperationsRepository(db: Sequelize): OperationsRepository 
     async recoverStuckRuns(olderThanSeconds) {
       await db.query(
         `UPDATE conformance_runs SET status = 'failed', finished_at = now(),
-           checks = checks || '[{"name":"run","outcome":"failed","reason":"INTERNAL_ERROR: the run did
-             not finish (process stopped)"}]'::jsonb
+           checks = checks || CAST(:interrupted AS jsonb)
          WHERE status IN ('queued', 'running') AND created_at < now() - make_interval(secs => :age)`,
-        { replacements: { age: olderThanSeconds } },
+        {
+          replacements: {
+            age: olderThanSeconds,
+            interrupted: JSON.stringify([
+              { name: 'run', outcome: 'failed', reason: 'INTERNAL_ERROR: the run did not finish (process stopped)' },
+            ]),
+          },
+        },
       );
     },
     async probeTargets(network, limit) {

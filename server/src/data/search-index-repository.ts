@@ -30,8 +30,8 @@ const SIGNALS_SQL = `
            (SELECT CASE WHEN count(*) > 0 THEN (count(*) FILTER (WHERE p.status = 'settled'))::float8 / count(*) END
               FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status IN ('settled', 'settlement_failed')
-               AND p.failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE' -- the payer's failure is
-                 not the payee's (issue #29)
+               -- the payer's failure is not the payee's (issue #29)
+               AND p.failure_code IS DISTINCT FROM 'INSUFFICIENT_BALANCE'
                AND p.created_at > now() - interval '30 days') AS rate,
            (SELECT count(*) FROM payment_attempts p
              WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.created_at > now() -
@@ -44,7 +44,7 @@ const SIGNALS_SQL = `
            (SELECT max(p.updated_at) FROM payment_attempts p WHERE p.resource_id = d2.resource_id AND
              p.status = 'settled') AS last_paid,
            -- uptime: the liveness worker's 7 days (issue #33) when it has probed the resource, else
-             the conformance runner's
+           -- the conformance runner's
            COALESCE((SELECT sum(y.passed)::float8 / NULLIF(sum(y.probes), 0) FROM resource_liveness_days y
                       WHERE y.resource_id = d2.resource_id AND y.day > CAST(now() AS date) - 7),
                     (SELECT avg(CASE WHEN pr.passed THEN 1.0 ELSE 0.0 END)::float8 FROM resource_probes pr
@@ -62,9 +62,8 @@ const SIGNALS_SQL = `
                    AND p.amount >= d2.amount AND p.network = d2.network AND p.asset_code = d2.asset_code
                    AND p.asset_issuer = d2.asset_issuer AND p.payer <> d2.pay_to
                    -- self-dealing (issue #33) counts nothing: the payer is the seller's own wallet or the payTo of
-                   -- another of its listings (controlled together), or the payee paid the
-                     payer through us (payee-funded
-                   -- payers, circular flows)
+                   -- another of its listings (controlled together), or the payee paid the payer through us
+                   -- (payee-funded payers, circular flows)
                    AND p.payer NOT IN (SELECT s3.wallet_address FROM sellers s3 WHERE s3.id = d2.seller_id)
                    AND NOT EXISTS (SELECT 1 FROM resources r3 WHERE r3.seller_id = d2.seller_id AND r3.pay_to = p.payer)
                    AND NOT EXISTS (SELECT 1 FROM payment_attempts f WHERE f.status = 'settled'
