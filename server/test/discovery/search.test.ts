@@ -96,6 +96,7 @@ describe('GET /v1/discovery/resources filters', () => {
         'routeTemplate',
         'sellerId',
         'status',
+        'trust',
         'type',
         'url',
       ]);
