@@ -151,6 +151,12 @@ const ROWS: Row[] = [
     expect: A_ONLY,
   },
   {
+    operationId: 'createTermsConfirmation',
+    what: "confirm a changed price or payout of A's resource (issue #33)",
+    call: (w) => ({ params: { id: w.resourceA.id }, body: {} }),
+    expect: A_ONLY,
+  },
+  {
     operationId: 'listResourceVersions',
     what: "read A's resource history",
     call: (w) => ({ params: { id: w.resourceA.id } }),
