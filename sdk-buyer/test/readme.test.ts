@@ -8,13 +8,7 @@ import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createBuyerClient, ApiError, FileBudgetStore, localDevFetch } from '../src';
 import { readmeBlocks, normalize } from '../../test/support/readme';
-import {
-  eventually,
-  sellerWithPaidEndpoint,
-  startMarketplace,
-  type Marketplace,
-  type PaidEndpoint,
-} from '../../test/support/marketplace';
+import { eventually, sellerWithPaidEndpoint, startMarketplace, type Marketplace, type PaidEndpoint } from '../../test/support/marketplace';
 
 describe('README examples', () => {
   let m: Marketplace;
@@ -27,21 +21,14 @@ describe('README examples', () => {
   beforeAll(async () => {
     m = await startMarketplace();
     baseUrl = m.baseUrl;
-    endpoint = await sellerWithPaidEndpoint(m, {
-      name: 'Readme Weather',
-      domain: 'readme-weather.test',
-      price: '0.01',
-    });
+    endpoint = await sellerWithPaidEndpoint(m, { name: 'Readme Weather', domain: 'readme-weather.test', price: '0.01' });
     const key = Keypair.random();
     await m.network.fundAccount(key.publicKey());
     await m.network.faucet(key.publicKey(), 'USDC', '1');
     secret = key.secret();
     // The seller's domain (.test) resolves nowhere; the README's plain `url` is the same endpoint on 127.0.0.1.
     url = loopbackUrl(endpoint.url.replace('{city}', 'Lisbon'));
-    await eventually(
-      async () =>
-        (await createBuyerClient({ baseUrl }).discovery.search({ q: 'weather forecast' })).resources.length > 0,
-    );
+    await eventually(async () => (await createBuyerClient({ baseUrl }).discovery.search({ q: 'weather forecast' })).resources.length > 0);
   });
   afterAll(async () => {
     log.mockRestore();
@@ -114,10 +101,7 @@ describe('README examples', () => {
     const budgetFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'readme-budget-')), 'budget.json');
     const careful = createBuyerClient({
       baseUrl,
-      payment: {
-        signer: Keypair.fromSecret(secret),
-        budget: { perCall: '0.05', total: '1', store: new FileBudgetStore(budgetFile) },
-      },
+      payment: { signer: Keypair.fromSecret(secret), budget: { perCall: '0.05', total: '1', store: new FileBudgetStore(budgetFile) } },
     });
     await careful.budget.load();
     const paidCall = await careful.payAndFetch(url);
@@ -125,9 +109,7 @@ describe('README examples', () => {
     console.log(paidCall.paid, careful.budget.committed, careful.budget.spent, careful.budget.released);
     expect(log).toHaveBeenLastCalledWith(true, '0.0000000', '0.0100000', '0.0000000');
     // The file keeps the commitment for the next process.
-    expect(JSON.parse(fs.readFileSync(budgetFile, 'utf8')).commitments).toEqual([
-      expect.objectContaining({ state: 'spent', stroops: '100000' }),
-    ]);
+    expect(JSON.parse(fs.readFileSync(budgetFile, 'utf8')).commitments).toEqual([expect.objectContaining({ state: 'spent', stroops: '100000' })]);
   });
 });
 
