@@ -18,7 +18,12 @@
  *      body and answering 200 (scripts/bench/bare-express.ts) (target ≥ 0.4);
  *   4. p99 at half the valid rate (open loop, latency from the scheduled send) against the raw simulation's p99 at
  *      the same rate, + 10 ms (target ≤);
- *   5. the service's peak RSS over the whole run (target ≤ 300 MB = 286 MiB).
+ *   5. the service's peak RSS over the whole run (target ≤ 200 MB = 191 MiB, issue #31);
+ *   6. with BENCH_PROCESSES="1,2" (the default), the valid closed-loop rate again with the service run as
+ *      WEB_CONCURRENCY=2 (a node:cluster primary and two service processes, CPU and RSS summed over them), against
+ *      the first (one process): what a second service process buys on this machine.
+ * The service is the compiled JavaScript `npm start` runs (server/dist/main.js, built first if stale;
+ * BENCH_SERVICE_RUNTIME=tsx runs server/src/main.ts through tsx instead).
  * The figures come first, the ratios to the baselines LAST. Every payload is signed before its clock starts (each
  * valid one is used once: verify records an attempt per authorization; simulations, invalid signatures and stock
  * payloads leave no state, so their pools are reused).
@@ -28,6 +33,7 @@
  *
  * Env: BENCH_SECONDS (10) per measured run (7 runs), BENCH_VERIFY_REQUESTS (20000) most requests per run,
  * BENCH_CONCURRENCY (32), BENCH_BUYERS (40), BENCH_LEDGER_MS (5000), BENCH_HALF_RATE (half the measured rate),
+ * BENCH_PROCESSES ("1,2": the service's WEB_CONCURRENCY for the full run, then for each extra valid closed-loop run),
  * BENCH_PROFILE=1 (the service under --cpu-prof, SQL statements counted with pg_stat_statements, the service's ledger
  * RPC calls counted by a proxy; the figures are then slower than without it).
  */
@@ -55,6 +61,7 @@ import {
   startNodeProcess,
   startRpcCounter,
   startServiceProcess,
+  serviceProcessPids,
   onStop,
 } from './bench/processes';
 import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
@@ -76,7 +83,12 @@ const STROOPS = 100_000n;
 const TX_TIMEOUT_SECONDS = 30;
 /** Reused pools (no state is left by these requests). */
 const REUSED = 1000;
-const MIB_300MB = 300e6 / 2 ** 20;
+const MIB_200MB = 200e6 / 2 ** 20;
+const PROCESSES = (process.env.BENCH_PROCESSES ?? '1,2').split(',').map((p) => {
+  const n = Number(p);
+  if (!Number.isInteger(n) || n < 1 || n > 8) throw new Error('BENCH_PROCESSES: a list of 1..8, e.g. "1,2"');
+  return n;
+});
 
 function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
@@ -97,7 +109,15 @@ function rssText(r: { maxMiB: number; largestProcessMiB: number; processes: numb
     : `${r.maxMiB.toFixed(0)} MiB`;
 }
 
+type RssPeak = ReturnType<ReturnType<typeof sampleRss>['stop']>;
+
 const met = (ok: boolean) => (ok ? 'met' : 'NOT met');
+
+const serviceEnv = (processes: number): Record<string, string> => ({
+  LEDGER_CLOSE_MS: String(LEDGER_MS),
+  SETTLEMENT_TX_TIMEOUT_SECONDS: String(TX_TIMEOUT_SECONDS),
+  WEB_CONCURRENCY: String(processes),
+});
 
 async function main() {
   console.log(
@@ -128,7 +148,7 @@ async function main() {
     rpcUrl: counter?.url ?? net.rpcUrl,
     assets: net.assets,
     cpuProfile: PROFILE,
-    env: { LEDGER_CLOSE_MS: String(LEDGER_MS), SETTLEMENT_TX_TIMEOUT_SECONDS: String(TX_TIMEOUT_SECONDS) },
+    env: serviceEnv(PROCESSES[0]),
   });
   const serviceRss = sampleRss(service.pid);
   const api = httpClient(service.baseUrl);
@@ -221,7 +241,7 @@ async function main() {
 
   // 1. The raw simulation rate, then ours, back to back.
   progress('measuring raw simulateTransaction at the network (closed loop)');
-  const pids = { service: service.pid, network: net.pid, 'load generator': process.pid };
+  const pids = { service: serviceProcessPids(service.pid), network: net.pid, 'load generator': process.pid };
   const sim = await cpuPerRequest(pids, () =>
     closedLoop({
       concurrency: CONCURRENCY,
@@ -310,6 +330,32 @@ async function main() {
   const profileFile = PROFILE ? await service.stop() : null;
   if (!PROFILE) await service.stop();
 
+  // 3b. The valid closed loop again with the service as WEB_CONCURRENCY = each further BENCH_PROCESSES count.
+  const scaled: Array<{ processes: number; run: LoadResult & { cpuMs: Record<string, number> }; rss: RssPeak }> = [];
+  for (const processes of PROCESSES.slice(1)) {
+    const svc = await startServiceProcess({
+      databaseUrl: db.url,
+      rpcUrl: net.rpcUrl,
+      assets: net.assets,
+      env: serviceEnv(processes),
+    });
+    const svcRss = sampleRss(svc.pid);
+    const svcApi = httpClient(svc.baseUrl);
+    progress(`WEB_CONCURRENCY=${processes}: signing ${WARMUP + REQUESTS} payloads`);
+    const scaledPool = await sign(WARMUP + REQUESTS, `WEB_CONCURRENCY=${processes}`);
+    let nextScaled = 0;
+    const scaledSend = () => svcApi.request('POST', '/v1/verify', scaledPool[nextScaled++], headers());
+    await closedLoop({ concurrency: CONCURRENCY, maxRequests: WARMUP, maxSeconds: 60, send: scaledSend });
+    progress(`measuring valid verifies with WEB_CONCURRENCY=${processes} (closed loop)`);
+    const run = await cpuPerRequest(
+      { service: serviceProcessPids(svc.pid), network: net.pid, 'load generator': process.pid },
+      () => closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send: scaledSend }),
+    );
+    svcApi.close();
+    scaled.push({ processes, run, rss: svcRss.stop() });
+    await svc.stop();
+  }
+
   // 4. The stock facilitator on the same network.
   const facilitatorKey = Keypair.random();
   await net.fund(facilitatorKey.publicKey());
@@ -393,7 +439,16 @@ async function main() {
     `; its RSS peak ${stockRss.maxMiB.toFixed(0)} MiB; ${stats.body.refusedLookups} Horizon lookups refused ` +
       `(loopback only)`,
   );
-  console.log(`service peak RSS over every run above: ${rssText(rss)} (last sample ${rss.lastMiB.toFixed(0)} MiB)`);
+  console.log(
+    `service peak RSS over every run above (WEB_CONCURRENCY=${PROCESSES[0]}): ${rssText(rss)} (last sample ` +
+      `${rss.lastMiB.toFixed(0)} MiB)`,
+  );
+  for (const s of scaled)
+    report(
+      `valid verify, service with WEB_CONCURRENCY=${s.processes} (closed loop, ${CONCURRENCY} clients)`,
+      s.run,
+      `; service peak RSS ${rssText(s.rss)}`,
+    );
 
   if (PROFILE) {
     const perVerify = (n: number) => (n / Math.max(1, full.ok + full.failed)).toFixed(2);
@@ -445,9 +500,17 @@ async function main() {
     `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
       `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`,
   );
+  for (const s of scaled)
+    console.log(
+      `valid verifies/s, WEB_CONCURRENCY=${s.processes} ÷ WEB_CONCURRENCY=${PROCESSES[0]}: ` +
+        `${(s.run.rate / Math.max(full.rate, 1e-9)).toFixed(2)} ` +
+        `(${s.run.rate.toFixed(1)} vs ${full.rate.toFixed(1)}/s; ` +
+        `service CPU per verify ${s.run.cpuMs.service.toFixed(2)} vs ${full.cpuMs.service.toFixed(2)} ms; no target: ` +
+        `the service's processes share the cores with the network, PostgreSQL and the load generator)`,
+    );
   console.log(
-    `service peak RSS: ${rssText(rss)} (target ≤ 300 MB = ${MIB_300MB.toFixed(0)} MiB: ` +
-      `${met(rss.maxMiB <= MIB_300MB)})`,
+    `service peak RSS (WEB_CONCURRENCY=${PROCESSES[0]}): ${rssText(rss)} (target ≤ 200 MB = ` +
+      `${MIB_200MB.toFixed(0)} MiB: ${met(rss.maxMiB <= MIB_200MB)})`,
   );
 }
 

@@ -134,11 +134,16 @@ export interface NodeProcess {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-/** Starts a TypeScript file in its own Node process (through tsx's loader), from the repository root. */
+/**
+ * Starts a TypeScript file in its own Node process (through tsx's loader), from the repository root; `tsx: false`
+ * runs a JavaScript file with plain node.
+ */
 export function startNodeProcess(
   file: string,
   opts: {
     env: Record<string, string>;
+    /** Default true: load tsx (TypeScript). */
+    tsx?: boolean;
     nodeArgs?: string[];
     args?: string[];
     evalCode?: string;
@@ -150,8 +155,7 @@ export function startNodeProcess(
     process.execPath,
     [
       ...(opts.nodeArgs ?? []),
-      '--import',
-      'tsx',
+      ...(opts.tsx === false ? [] : ['--import', 'tsx']),
       ...(opts.evalCode ? ['-e', opts.evalCode] : [file]),
       ...(opts.args ?? []),
     ],
@@ -595,13 +599,33 @@ function serviceEnvFromBench(): Record<string, string> {
   return out;
 }
 
+/**
+ * How the service runs: `dist` (default), the compiled JavaScript as `npm start` runs it (server/dist/main.js, built
+ * first by `node scripts/build-server.mjs --if-stale`, once per bench, in the tree the service runs from); `tsx`
+ * (BENCH_SERVICE_RUNTIME=tsx), server/src/main.ts through tsx as `npm run dev` and the tests run it.
+ */
+export function serviceRuntime(): 'dist' | 'tsx' {
+  const wanted = process.env.BENCH_SERVICE_RUNTIME ?? 'dist';
+  if (wanted !== 'dist' && wanted !== 'tsx') throw new Error('BENCH_SERVICE_RUNTIME must be dist or tsx');
+  return wanted;
+}
+let built = false;
+function ensureServiceBuild(): void {
+  if (built) return;
+  const tree = serviceTree();
+  progress('building the service if stale (node scripts/build-server.mjs --if-stale)');
+  execFileSync(process.execPath, ['scripts/build-server.mjs', '--if-stale'], { cwd: tree, stdio: 'inherit' });
+  built = true;
+}
+
 export const BENCH_OPERATOR_KEY = 'mk_op_bench_operator_key_0123456789abcdef';
 
 /**
- * Starts `server/src/main.ts` in its own process against the bench's database and the network process, with a
- * rate limit high enough not to refuse the bench and request logging off. `cpuProfile` runs it under
- * `node --cpu-prof`. `env` adds or overrides settings (e.g. STELLAR_TESTNET_CHANNEL_SECRETS for bench:settle), and
- * BENCH_SERVICE_ENV overrides both (to compare configurations from the command line).
+ * Starts the service (server/dist/main.js, or server/src/main.ts with BENCH_SERVICE_RUNTIME=tsx: serviceRuntime())
+ * in its own process against the bench's database and the network process, with a rate limit high enough not to
+ * refuse the bench and request logging off. `cpuProfile` runs it under `node --cpu-prof`. `env` adds or overrides
+ * settings (e.g. STELLAR_TESTNET_CHANNEL_SECRETS for bench:settle), and BENCH_SERVICE_ENV overrides both (to compare
+ * configurations from the command line).
  */
 export async function startServiceProcess(opts: {
   databaseUrl: string;
@@ -613,8 +637,11 @@ export async function startServiceProcess(opts: {
 }): Promise<ServiceProcess> {
   const dir = tempDir('bench-svc-');
   const profDir = path.join(dir, 'cpuprofile');
-  const proc = startNodeProcess('server/src/main.ts', {
+  const runtime = serviceRuntime();
+  if (runtime === 'dist') ensureServiceBuild();
+  const proc = startNodeProcess(runtime === 'dist' ? 'server/dist/main.js' : 'server/src/main.ts', {
     name: 'service',
+    tsx: runtime === 'tsx',
     nodeArgs: opts.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=500'] : [],
     env: {
       APP_ENV: 'bench',
@@ -667,7 +694,8 @@ export async function startServiceProcess(opts: {
     if (!baseUrl) await sleep(200);
   }
   progress(
-    `service running in its own process (pid ${proc.pid}${opts.cpuProfile ? ', under --cpu-prof' : ''}) at ${baseUrl}`,
+    `service (${runtime === 'dist' ? 'server/dist/main.js' : 'server/src/main.ts through tsx'}) running in its own ` +
+      `process (pid ${proc.pid}${opts.cpuProfile ? ', under --cpu-prof' : ''}) at ${baseUrl}`,
   );
   return { pid: proc.pid, baseUrl, operatorApiKey: BENCH_OPERATOR_KEY, output: proc.output, stop };
 }
@@ -690,16 +718,38 @@ const CLOCK_TICKS = (() => {
   }
 })();
 
-/** CPU milliseconds per request each process spent while `run` ran (`requests` of them). */
+/**
+ * The pids of a service: the process itself and, with WEB_CONCURRENCY > 1, its service processes (node:cluster
+ * workers), without tsx's esbuild helper.
+ */
+export function serviceProcessPids(pid: number): number[] {
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length && out.length < 256) {
+    const p = queue.shift()!;
+    try {
+      if (fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'esbuild') continue;
+    } catch {
+      continue;
+    }
+    out.push(p);
+    queue.push(...childPids(p));
+  }
+  return out;
+}
+
+/**
+ * CPU milliseconds per request each process spent while `run` ran (`requests` of them). A list of pids (a service
+ * and its workers: serviceProcessPids) counts as one process, their CPU summed.
+ */
 export async function cpuPerRequest<T extends { ok: number; failed: number }>(
-  pids: Record<string, number>,
+  pids: Record<string, number | number[]>,
   run: () => Promise<T>,
 ): Promise<T & { cpuMs: Record<string, number> }> {
-  const before = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, cpuSeconds(pid)]));
+  const cpuOf = (p: number | number[]) => (Array.isArray(p) ? p : [p]).reduce((a, pid) => a + cpuSeconds(pid), 0);
+  const before = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, cpuOf(p)]));
   const result = await run();
   const n = Math.max(1, result.ok + result.failed);
-  const cpuMs = Object.fromEntries(
-    Object.entries(pids).map(([k, pid]) => [k, ((cpuSeconds(pid) - before[k]) * 1000) / n]),
-  );
+  const cpuMs = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, ((cpuOf(p) - before[k]) * 1000) / n]));
   return { ...result, cpuMs };
 }
