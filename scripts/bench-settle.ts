@@ -349,7 +349,12 @@ runBench(async () => {
               expiration,
               resourceId: resourceIds[k],
             });
-            const v = await post(services[i % 2].baseUrl, '/v1/verify', body, seller.apiKey);
+            let v = await post(services[i % 2].baseUrl, '/v1/verify', body, seller.apiKey);
+            // On a loaded machine the service may find the network's RPC slow for a moment (503): try again.
+            for (let tries = 1; v.status === 503 && tries < 10; tries++) {
+              await sleep(1000);
+              v = await post(services[i % 2].baseUrl, '/v1/verify', body, seller.apiKey);
+            }
             if (v.status !== 200) throw new Error(`verify: ${v.status} ${JSON.stringify(v.body)}`);
             settles[i] = {
               body: {

@@ -1,7 +1,7 @@
 import type { Sequelize } from 'sequelize';
-import { pgQuery, pgTransaction } from './pg-query';
+import { pgQuery } from './pg-query';
 import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
-import type { FeeParties, FeeScope, SettlementRepository } from '../domain/facilitator/types';
+import type { FeeScope, SettlementRepository } from '../domain/facilitator/types';
 
 /**
  * Runs a fee transaction again when PostgreSQL picked it as a deadlock victim (40P01) or a serialization failure
@@ -17,12 +17,6 @@ async function withDeadlockRetry<T>(work: () => Promise<T>, tries = 5): Promise<
       await new Promise((r) => setTimeout(r, 5 * i + Math.random() * 10));
     }
   }
-}
-
-/** The party rows a fee is committed against besides the seller's, in lock order (the client only for anonymous
- * callers). */
-function partyRows(p: FeeParties): Array<[Exclude<FeeScope, 'seller'>, string]> {
-  return [['payer', p.payer], ...(p.client ? [['client', p.client] as ['client', string]] : []), ['global', '*']];
 }
 
 /**
@@ -236,48 +230,85 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async reserveFees(parties, network, fee, budgets) {
-      // All or nothing, in one transaction, rows locked in one order (seller, payer, client, global: no deadlock): each
-      // row's compare-and-set admits the fee only within its budget; the first one that does not rolls back the rest.
-      return withDeadlockRetry(() =>
-        pgTransaction(db, async (query) => {
-          const day = `(now() AT TIME ZONE 'UTC')::date`;
-          const seller = await query(
-            `INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
-             SELECT $1::text, $2::text, ${day}, $3::bigint, 1 WHERE $4::bigint IS NULL OR $3::bigint <= $4::bigint
+      // All or nothing, in ONE statement (issue #31: as a transaction of six round trips it held the seller's row, and
+      // the facilitator's one global row, across round trips; every settle queued behind them, which capped the
+      // settlements per ledger of a busy pool). Rows are locked in one order (seller, then payer, client, global),
+      // each budget is checked against the locked figures, and the fee is committed against every row only when all
+      // admit it. A row created meanwhile by a concurrent first settle of the day can still refuse in its upsert:
+      // then the statement aborts itself (FEE_RACE, all rolled back) and runs again, now seeing that row.
+      const budget = (scope: FeeScope) => (budgets[scope] === null ? null : budgets[scope]!.toString());
+      const { rows } = await withDeadlockRetry(() =>
+        pgQuery<{ exhausted: FeeScope | null; globalUsed: string | null }>(
+          db,
+          `WITH day AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
+           want(scope, party, budget, ord) AS (
+             SELECT * FROM (VALUES ('payer', $2::text, $7::bigint, 1), ('client', $3::text, $8::bigint, 2),
+               ('global', '*', $9::bigint, 3)) AS v(scope, party, budget, ord)
+              WHERE v.party IS NOT NULL
+           ), seller_row AS MATERIALIZED (
+             SELECT committed_stroops + spent_stroops AS used FROM seller_fee_days
+              WHERE seller_id = $1::text AND network = $4::text AND day = (SELECT d FROM day) FOR UPDATE
+           ), party_row AS MATERIALIZED (
+             SELECT f.scope, f.committed_stroops + f.spent_stroops AS used FROM party_fee_days f
+               JOIN want w ON w.scope = f.scope AND w.party = f.party
+              WHERE f.network = $4::text AND f.day = (SELECT d FROM day) AND (SELECT count(*) FROM seller_row) >= 0
+              ORDER BY w.ord FOR UPDATE OF f
+           ), over AS (
+             SELECT scope FROM (
+               SELECT 'seller' AS scope, 0 AS ord, $6::bigint AS budget,
+                      COALESCE((SELECT used FROM seller_row), 0) AS used
+               UNION ALL
+               SELECT w.scope, w.ord, w.budget, COALESCE(r.used, 0) FROM want w LEFT JOIN party_row r USING (scope)
+             ) c WHERE c.budget IS NOT NULL AND c.used + $5::bigint > c.budget ORDER BY c.ord LIMIT 1
+           ), seller_up AS (
+             INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+             SELECT $1::text, $4::text, (SELECT d FROM day), $5::bigint, 1 WHERE NOT EXISTS (SELECT 1 FROM over)
            ON CONFLICT (seller_id, network, day) DO UPDATE
              SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements =
                f.settlements + 1, updated_at = now()
-             WHERE $4::bigint IS NULL OR f.committed_stroops + f.spent_stroops +
-               EXCLUDED.committed_stroops <= $4::bigint
-           RETURNING 1`,
-            [parties.sellerId, network, fee.toString(), budgets.seller === null ? null : budgets.seller.toString()],
-          );
-          if (seller.length === 0) return { exhausted: 'seller' as const, globalUsed: null };
-          let globalUsed: bigint | null = null;
-          for (const [scope, party] of partyRows(parties)) {
-            const budget = budgets[scope];
-            const rows = await query<{ used: string }>(
-              `INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
-               SELECT $1::text, $2::text, $3::text, ${day}, $4::bigint, 1 WHERE $5::bigint IS NULL
-                 OR $4::bigint <= $5::bigint
-             ON CONFLICT (scope, party, network, day) DO UPDATE
-               SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops,
-                 settlements = f.settlements + 1, updated_at = now()
-               WHERE $5::bigint IS NULL OR f.committed_stroops + f.spent_stroops +
-                 EXCLUDED.committed_stroops <= $5::bigint
-             RETURNING (committed_stroops + spent_stroops)::text AS used`,
-              [scope, party, network, fee.toString(), budget === null ? null : budget.toString()],
-            );
-            if (rows.length === 0) {
-              await query('ROLLBACK', []);
-              await query('BEGIN', []);
-              return { exhausted: scope, globalUsed: null };
-            }
-            if (scope === 'global') globalUsed = BigInt(rows[0].used);
-          }
-          return { exhausted: null, globalUsed };
+             WHERE $6::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <=
+               $6::bigint
+           RETURNING 1
+           ), party_up AS (
+             INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
+             SELECT w.scope, w.party, $4::text, (SELECT d FROM day), $5::bigint, 1 FROM want w
+              WHERE NOT EXISTS (SELECT 1 FROM over) AND (SELECT count(*) FROM seller_up) >= 0 ORDER BY w.ord
+           ON CONFLICT (scope, party, network, day) DO UPDATE
+             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops,
+               settlements = f.settlements + 1, updated_at = now()
+             WHERE f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= COALESCE(CASE f.scope
+               WHEN 'payer' THEN $7::bigint WHEN 'client' THEN $8::bigint ELSE $9::bigint END, 9223372036854775807)
+           RETURNING f.scope, (f.committed_stroops + f.spent_stroops)::text AS used
+           )
+           SELECT (SELECT scope FROM over) AS exhausted,
+             (SELECT used FROM party_up WHERE scope = 'global') AS "globalUsed",
+             CASE WHEN EXISTS (SELECT 1 FROM over) THEN NULL
+               ELSE 'FEE_RACE' || (1 / CASE WHEN (SELECT count(*) FROM seller_up) + (SELECT count(*) FROM party_up) =
+                 (SELECT count(*) FROM want) + 1 THEN 1 ELSE 0 END)::text END AS race`,
+          [
+            parties.sellerId,
+            parties.payer,
+            parties.client ?? null,
+            network,
+            fee.toString(),
+            budget('seller'),
+            budget('payer'),
+            parties.client ? budget('client') : null,
+            budget('global'),
+          ],
+          'facilitator_fee_reserve',
+        ).catch((err: unknown) => {
+          // The race above (division by zero: fewer rows admitted than wanted): rolled back whole, run again.
+          if ((err as { code?: string }).code === '22012')
+            throw Object.assign(new Error('fee race'), { code: '40001' });
+          throw err;
         }),
       );
+      const out = rows[0];
+      return {
+        exhausted: out.exhausted,
+        globalUsed: out.exhausted === null && out.globalUsed !== null ? BigInt(out.globalUsed) : null,
+      };
     },
 
     async exhaustedFeeBudget(parties, network, budgets) {
@@ -310,65 +341,70 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async releaseFees(parties, network, fee) {
+      // One statement, rows locked in the reservation's order (seller, payer, client, global): see reserveFees.
       await withDeadlockRetry(() =>
-        pgTransaction(db, async (query) => {
-          await query(
-            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint),
-              settlements = GREATEST(0, settlements - 1), updated_at = now()
-              WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date`,
-            [parties.sellerId, network, fee.toString()],
-          );
-          for (const [scope, party] of partyRows(parties)) {
-            await query(
-              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint),
-                settlements = GREATEST(0, settlements - 1), updated_at = now()
-                WHERE scope = $1 AND party = $2 AND network = $3 AND day = (now() AT TIME ZONE 'UTC')::date`,
-              [scope, party, network, fee.toString()],
-            );
-          }
-        }),
+        pgQuery(
+          db,
+          `WITH want(scope, party, ord) AS (
+             SELECT * FROM (VALUES ('payer', $4::text, 1), ('client', $5::text, 2), ('global', '*', 3))
+               AS v(scope, party, ord) WHERE v.party IS NOT NULL
+           ), seller_up AS (
+             UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint),
+               settlements = GREATEST(0, settlements - 1), updated_at = now()
+              WHERE seller_id = $1 AND network = $2 AND day = (now() AT TIME ZONE 'UTC')::date
+             RETURNING 1
+           ), party_lock AS MATERIALIZED (
+             SELECT f.scope, f.party FROM party_fee_days f JOIN want w ON w.scope = f.scope AND w.party = f.party
+              WHERE f.network = $2 AND f.day = (now() AT TIME ZONE 'UTC')::date
+                AND (SELECT count(*) FROM seller_up) >= 0
+              ORDER BY w.ord FOR UPDATE OF f
+           )
+           UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - $3::bigint),
+               settlements = GREATEST(0, f.settlements - 1), updated_at = now()
+             FROM party_lock l
+            WHERE f.scope = l.scope AND f.party = l.party AND f.network = $2
+              AND f.day = (now() AT TIME ZONE 'UTC')::date`,
+          [parties.sellerId, network, fee.toString(), parties.payer, parties.client ?? null],
+          'facilitator_fee_release',
+        ),
       );
     },
 
     async settleFee(settlementId, charged, chargeTo = 'seller') {
       // Only the first final answer moves the fee (fee_charged_stroops is set once). The committed maximum leaves
       // every row it was committed against; what the ledger charged is spent by the payer, its client address and the
-      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer'). Rows
-      // are updated in the reservation's lock order (seller, payer, client, global): no deadlock with it.
+      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer'). One
+      // statement (see reserveFees), rows locked in the reservation's order (seller, payer, client, global).
       await withDeadlockRetry(() =>
-        pgTransaction(db, async (query) => {
-          const [s] = await query<{
-            seller_id: string;
-            network: string;
-            fee_payer: string | null;
-            fee_client: string | null;
-            day: string;
-            committed: string;
-          }>(
-            `UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops
-              IS NULL AND seller_id IS NOT NULL
-             RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE
-               'UTC')::date::text AS day, COALESCE(max_fee_stroops, 0)::text AS committed`,
-            [settlementId, charged.toString()],
-          );
-          if (!s) return;
-          const sellerSpent = chargeTo === 'payer' ? '0' : charged.toString();
-          await query(
-            `UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $4::bigint),
-              spent_stroops = spent_stroops + $5::bigint, updated_at = now()
-              WHERE seller_id = $1 AND network = $2 AND day = $3::date`,
-            [s.seller_id, s.network, s.day, s.committed, sellerSpent],
-          );
-          if (!s.fee_payer) return; // recorded before issue #29: only the seller's row was committed
-          for (const [scope, party] of partyRows({ sellerId: s.seller_id, payer: s.fee_payer, client: s.fee_client })) {
-            await query(
-              `UPDATE party_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $5::bigint),
-                spent_stroops = spent_stroops + $6::bigint, updated_at = now()
-                WHERE scope = $1 AND party = $2 AND network = $3 AND day = $4::date`,
-              [scope, party, s.network, s.day, s.committed, charged.toString()],
-            );
-          }
-        }),
+        pgQuery(
+          db,
+          `WITH s AS (
+             UPDATE settlements SET fee_charged_stroops = $2::bigint WHERE id = $1::text AND fee_charged_stroops
+               IS NULL AND seller_id IS NOT NULL
+             RETURNING seller_id, network, fee_payer, fee_client, (created_at AT TIME ZONE 'UTC')::date AS day,
+               COALESCE(max_fee_stroops, 0) AS committed
+           ), seller_up AS (
+             UPDATE seller_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
+               spent_stroops = f.spent_stroops + $3::bigint, updated_at = now()
+               FROM s WHERE f.seller_id = s.seller_id AND f.network = s.network AND f.day = s.day
+             RETURNING 1
+           ), want(scope, party, ord) AS (
+             SELECT v.scope, v.party, v.ord FROM s, LATERAL (VALUES ('payer', s.fee_payer, 1),
+               ('client', s.fee_client, 2), ('global', '*', 3)) AS v(scope, party, ord)
+              WHERE s.fee_payer IS NOT NULL AND v.party IS NOT NULL
+           ), party_lock AS MATERIALIZED (
+             SELECT f.scope, f.party FROM party_fee_days f JOIN want w ON w.scope = f.scope AND w.party = f.party
+               JOIN s ON f.network = s.network AND f.day = s.day
+              WHERE (SELECT count(*) FROM seller_up) >= 0
+              ORDER BY w.ord FOR UPDATE OF f
+           )
+           UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
+               spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
+             FROM party_lock l, s
+            WHERE f.scope = l.scope AND f.party = l.party AND f.network = s.network AND f.day = s.day`,
+          [settlementId, charged.toString(), chargeTo === 'payer' ? '0' : charged.toString()],
+          'facilitator_fee_settle',
+        ),
       );
     },
 
