@@ -1,0 +1,104 @@
+import type { Sequelize } from 'sequelize';
+import { createSequelize } from '../../src/data/database';
+import { createSettlementRepository } from '../../src/data/settlement-repository';
+import type { FeeBudgets, FeeParties } from '../../src/domain/facilitator/types';
+import { createTestDatabase } from '../support/database';
+
+/**
+ * The fee reservation is one statement since issue #31 (a transaction of six round trips held the seller's row and
+ * the one global row between its round trips, and every settle queued behind them). These pin what it must still
+ * guarantee against the real PostgreSQL: all or nothing across the seller, payer, client and global rows, the party
+ * that refused named, and a budget never overspent by settles arriving at once.
+ */
+describe('fee reservation: one statement, all or nothing (issue #31)', () => {
+  let database: { url: string; drop(): Promise<void> };
+  let db: Sequelize;
+  let repo: ReturnType<typeof createSettlementRepository>;
+  const network = 'stellar:testnet';
+  const unlimited: FeeBudgets = { seller: null, payer: null, client: null, global: null };
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    db = createSequelize(database.url, { poolMax: 10 });
+    repo = createSettlementRepository(db);
+  });
+  afterAll(async () => {
+    await db.close();
+    await database.drop();
+  });
+  beforeEach(async () => {
+    await db.query('DELETE FROM seller_fee_days');
+    await db.query('DELETE FROM party_fee_days');
+  });
+
+  async function rows(): Promise<Record<string, { committed: number; settlements: number }>> {
+    const [all] = (await db.query(
+      `SELECT 'seller:' || seller_id AS k, committed_stroops::int AS committed, settlements FROM seller_fee_days
+       UNION ALL SELECT scope || ':' || party, committed_stroops::int, settlements FROM party_fee_days`,
+    )) as [Array<{ k: string; committed: number; settlements: number }>, unknown];
+    return Object.fromEntries(all.map((r) => [r.k, { committed: r.committed, settlements: r.settlements }]));
+  }
+
+  const parties = (payer: string, client: string | null = 'ip:127.0.0.9'): FeeParties => ({
+    sellerId: 'seller_a',
+    payer,
+    client,
+  });
+
+  it('a reservation commits the fee on the seller, payer, client and global rows; a release undoes it', async () => {
+    const out = await repo.reserveFees(parties('GPAYER1'), network, 1000n, unlimited);
+    expect(out).toEqual({ exhausted: null, globalUsed: 1000n });
+    expect(await rows()).toEqual({
+      'seller:seller_a': { committed: 1000, settlements: 1 },
+      'payer:GPAYER1': { committed: 1000, settlements: 1 },
+      'client:ip:127.0.0.9': { committed: 1000, settlements: 1 },
+      'global:*': { committed: 1000, settlements: 1 },
+    });
+    await repo.releaseFees(parties('GPAYER1'), network, 1000n);
+    expect(Object.values(await rows()).every((r) => r.committed === 0 && r.settlements === 0)).toBe(true);
+  });
+
+  it('a caller without a client address commits no client row', async () => {
+    await repo.reserveFees(parties('GPAYER2', null), network, 700n, unlimited);
+    expect(Object.keys(await rows()).sort()).toEqual(['global:*', 'payer:GPAYER2', 'seller:seller_a']);
+  });
+
+  it('when the payer budget would be exceeded, no row moves and the payer is named', async () => {
+    const budgets: FeeBudgets = { ...unlimited, payer: 1500n };
+    expect((await repo.reserveFees(parties('GPAYER3'), network, 1000n, budgets)).exhausted).toBeNull();
+    const before = await rows();
+    const out = await repo.reserveFees(parties('GPAYER3'), network, 1000n, budgets);
+    expect(out).toEqual({ exhausted: 'payer', globalUsed: null });
+    expect(await rows()).toEqual(before);
+    // Another payer of the same seller and client still reserves.
+    expect((await repo.reserveFees(parties('GPAYER4'), network, 1000n, budgets)).exhausted).toBeNull();
+  });
+
+  it('when the seller budget would be exceeded, it is named first and no party row is created', async () => {
+    const out = await repo.reserveFees(parties('GPAYER5'), network, 1000n, { ...unlimited, seller: 999n, payer: 1n });
+    expect(out).toEqual({ exhausted: 'seller', globalUsed: null });
+    expect(await rows()).toEqual({});
+  });
+
+  it('twenty settles reserving at once against a global budget with room for five admit exactly five', async () => {
+    const budgets: FeeBudgets = { ...unlimited, global: 5000n };
+    const outs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        repo.reserveFees(
+          { sellerId: `seller_${i % 3}`, payer: `GBURST${i}`, client: `ip:10.0.0.${i % 4}` },
+          network,
+          1000n,
+          budgets,
+        ),
+      ),
+    );
+    expect(outs.filter((o) => o.exhausted === null)).toHaveLength(5);
+    expect(outs.filter((o) => o.exhausted === 'global')).toHaveLength(15);
+    const after = await rows();
+    expect(after['global:*']).toEqual({ committed: 5000, settlements: 5 });
+    const sellers = Object.entries(after).filter(([k]) => k.startsWith('seller:'));
+    expect(sellers.reduce((a, [, r]) => a + r.committed, 0)).toBe(5000);
+    const payers = Object.entries(after).filter(([k]) => k.startsWith('payer:'));
+    expect(payers.reduce((a, [, r]) => a + r.committed, 0)).toBe(5000);
+  });
+});
