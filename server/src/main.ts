@@ -12,7 +12,7 @@ import { loadConfig, ConfigError, type Config } from './config';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './data/embedded-database';
 import { migrate } from './data/database';
 import { NetworkRegistry } from './domain/network-registry';
-import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
+import type { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
 import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './net';
@@ -122,6 +122,9 @@ async function startOwned(config: Config) {
 
   let localNetwork: LocalNetwork | null = null;
   if (config.localNetwork.enabled) {
+    // The development default: the local network (its own package, local-network/) in this process. Loaded only
+    // here, so a service given an RPC URL (LOCAL_NETWORK off) never loads it.
+    const { startLocalNetwork } = await import('@paid-api-marketplace/local-network');
     localNetwork = await startLocalNetwork({
       host: config.localNetwork.host,
       port: config.localNetwork.port,
