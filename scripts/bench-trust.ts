@@ -125,7 +125,14 @@ async function main() {
     challengeLimit: { perClient: 100_000, perWallet: 100 },
     trust: {
       liveness: false,
-      settings: { intervalMs: 0, retryMs: 0, perHostIntervalMs: 0, maxPerMinute: 100_000, concurrency: 16 },
+      settings: {
+        intervalMs: 0,
+        retryMs: 0,
+        perHostIntervalMs: 0,
+        maxPerMinute: 100_000,
+        concurrency: 16,
+        outlierRefreshMs: 0,
+      },
       probeFetch: createSafeFetcher({
         allowInsecureForTests: true,
         allowPrivateAddressesForTests: true,

@@ -111,6 +111,8 @@ export function createLivenessRunner(deps: LivenessRunnerDeps) {
   const s = deps.settings;
   const now = deps.now ?? (() => new Date());
   const lastByHost = new Map<string, number>();
+  // The decoy flags are stored: after a restart they are next recomputed outlierRefreshMs later.
+  let outliersAt = Date.now();
 
   async function probeOne(target: LivenessTarget): Promise<ProbeOutcome> {
     const due = Math.max(Date.now(), (lastByHost.get(target.host) ?? 0) + s.perHostIntervalMs);
@@ -163,7 +165,10 @@ export function createLivenessRunner(deps: LivenessRunnerDeps) {
       const totals = await writer.close();
       result.written = totals.written;
       result.refused = totals.refused;
-      await deps.repo.refreshPriceOutliers(s.outlierFactor, s.outlierMinComparables);
+      if (Date.now() - outliersAt >= s.outlierRefreshMs) {
+        outliersAt = Date.now();
+        await deps.repo.refreshPriceOutliers(s.outlierFactor, s.outlierMinComparables);
+      }
       // Forget hosts not probed for a while (the map stays bounded by the hosts of one pass).
       const cutoff = Date.now() - Math.max(60_000, s.perHostIntervalMs);
       for (const [h, t] of lastByHost) if (t < cutoff) lastByHost.delete(h);

@@ -99,6 +99,9 @@ export interface TrustSettings {
   outlierFactor: number;
   /** Comparable listings needed before a price can be called a decoy. Default 5. */
   outlierMinComparables: number;
+  /** Least gap between two recomputations of the decoy flags (a pass recomputes them when this much has passed;
+   * they follow catalog prices, not probes, and cost a scan of every listing). Default 5 minutes. */
+  outlierRefreshMs: number;
 }
 
 export const DEFAULT_TRUST_SETTINGS: TrustSettings = {
@@ -114,6 +117,7 @@ export const DEFAULT_TRUST_SETTINGS: TrustSettings = {
   writeDelayMs: 1000,
   outlierFactor: 50,
   outlierMinComparables: 5,
+  outlierRefreshMs: 5 * 60_000,
 };
 
 /** The trust block shown on search results, resource reads, the x402 Bazaar list and the MCP search tool. */
