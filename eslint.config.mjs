@@ -62,7 +62,7 @@ export default tseslint.config(
   },
   {
     // CommonJS configuration files (Jest's, dependency-cruiser's) and scripts loaded by require().
-    files: ['**/*.cjs', '**/jest.config.js', 'test/jest.base.js', 'test/jest-runtime.js'],
+    files: ['**/*.cjs', '**/jest.config.js', 'test/jest.base.js'],
     languageOptions: { sourceType: 'commonjs', globals: { ...globals.node } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

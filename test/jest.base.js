@@ -30,9 +30,6 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
       '^@paid-api-marketplace/sdk-buyer/mcp$': path.join(__dirname, '../sdk-buyer/src/mcp/marketplace-server.ts'),
     },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
-    // Jest's runtime with a V8 code cache for the modules it compiles (test/jest-runtime.js): every test file
-    // evaluates the server and its dependencies afresh, but V8 no longer parses them afresh.
-    runtime: path.join(__dirname, 'jest-runtime.js'),
     globalSetup: path.join(__dirname, '../server/test/support/global-setup.ts'),
     globalTeardown: path.join(__dirname, '../server/test/support/global-teardown.ts'),
     testTimeout: 120000,
