@@ -249,7 +249,11 @@ async function main(): Promise<void> {
     // Liveness probes of every listing (issue #33): unpaid, bounded per host and overall.
     trust: {
       liveness: config.liveness.enabled,
-      settings: { maxPerMinute: config.liveness.maxPerMinute, dropAfterMs: config.liveness.dropAfterHours * 3600_000 },
+      settings: {
+        maxPerMinute: config.liveness.maxPerMinute,
+        intervalMs: config.liveness.intervalMinutes * 60_000,
+        dropAfterMs: config.liveness.dropAfterHours * 3600_000,
+      },
     },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode
