@@ -139,7 +139,9 @@ describe('ledger clock', () => {
     const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 20 });
     try {
       const start = network.latestLedger();
-      await new Promise((r) => setTimeout(r, 150));
+      // Three closes with nothing but the clock driving them (waited for, bounded at 10 s: a busy machine delays
+      // timers, and a fixed 150 ms sleep saw 2).
+      for (let i = 0; i < 1000 && network.latestLedger() < start + 3; i++) await new Promise((r) => setTimeout(r, 10));
       expect(network.latestLedger()).toBeGreaterThanOrEqual(start + 3);
       const payer = await fundedAccount(network, '5');
       const payee = await fundedAccount(network, '0.0000001');

@@ -7,7 +7,9 @@
 // settlement_failed; none is left pending.
 //
 // A second test makes one crash deterministic: every channel leased (not yet pinned to a transaction) by a process
-// that is then killed. A settle arriving on the restarted server must not use up the buyer's payment.
+// that is then killed. A settle arriving on the restarted server must not use up the buyer's payment. The leases'
+// lifetime is set by the test (long until the restarted server serves, then 10 s), never raced against a restart on
+// a busy machine (issue #34 item 10).
 //
 // Reproduce: CRASH_SEED=<seed printed below>.
 import http from 'node:http';
@@ -297,15 +299,16 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
           ).rows[0].n;
 
         // The killed process's leases must still be live when the restarted one is asked (the precondition asserted
-        // below), however loaded the machine: they live 45 s here (default 15 s), well inside the 120 s retry bound.
-        let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets, leaseSeconds: 45 });
+        // below), however loaded the machine and however long the restart takes: they live 600 s here (default 15 s),
+        // and once the restarted process serves, the test sets their remaining lifetime (below) instead of racing it.
+        let main = await start({ rpcUrl: rpcFront.url, channelSecrets: secrets, leaseSeconds: 600 });
         const env = { network, usdc, svc: { app: main.baseUrl } } as unknown as FacilitatorEnv;
         const { resourceId, payTo } = await sellerWithResourceOverHttp(main.baseUrl, network);
         const pay = async (base: string) => {
           const buyer = Keypair.random();
           await network.fundAccount(buyer.publicKey());
           await network.faucet(buyer.publicKey(), 'USDC', '1');
-          // 120 s at 100 ms ledgers: outlives the 45 s leases
+          // 120 s at 100 ms ledgers: outlives the dead process's leases (10 s once set below) and the retries
           const c = await paymentCase(env, buyer, payTo, '0.25', {
             sign: { expiration: network.latestLedger() + 1200 },
           });
@@ -346,7 +349,15 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
 
         main = await start({ channelSecrets: secrets });
         const control = await pay(main.baseUrl);
-        // The situation under test: every channel is still leased by the dead process.
+        // The situation under test, established rather than raced: every channel is still leased by the dead process,
+        // and its leases end 10 s from now (as if it had died 5 s before a default 15 s lease ran out), which one
+        // settle request outlasts on any machine; the retries below wait for that expiry.
+        const shortened = await admin.query(
+          `UPDATE channel_leases SET leased_until = now() + interval '10 seconds' WHERE address = ANY($1) AND ` +
+            `holder IS NOT NULL AND leased_until > now() AND transaction_hash IS NULL`,
+          [addresses],
+        );
+        expect(shortened.rowCount).toBe(channels.length);
         expect(await liveLeases()).toBe(channels.length);
         const settle = () =>
           fetch(`${main.baseUrl}/v1/settle`, {
