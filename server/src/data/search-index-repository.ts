@@ -17,7 +17,7 @@ export const PAYER_UNIT = '0.01';
  * probes, host ownership). `onlyChanged`: rewrite only the documents whose signals differ (a sync pass); else every
  * selected document (it was just indexed). Answers through the UPDATE's row count.
  */
-function signalsSql(where: string, onlyChanged: boolean): string {
+export function signalsSql(where: string, onlyChanged: boolean): string {
   return `
   UPDATE search_documents d SET
     seller_verified = st.verified,
@@ -190,7 +190,7 @@ export function staticScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
         d.price_outlier OR d.self_dealt THEN 1.0 ELSE 0.0 END) AS double precision)`;
 }
 
-function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
+export function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
   return `CAST(${staticScoreExpr(W)} + ${w(W.usage)} * LEAST(1.0, ln(1 + d.paid_payers) / ln(101))
       + CASE WHEN d.host_verified THEN ${w(PROVEN_HOST_TIER)} ELSE 0.0 END AS double precision)`;
 }
