@@ -109,6 +109,9 @@ async function main() {
     rpcUrl: net.rpcUrl,
     assets: net.assets,
     cpuProfile: PROFILE,
+    // The liveness worker (issue 33) would probe every seeded listing's made-up host (DNS lookups that fail, a
+    // search-document update per probe) beside the measured searches; off unless BENCH_LIVENESS=1.
+    env: { LIVENESS_PROBES: process.env.BENCH_LIVENESS === '1' ? 'true' : 'false' },
   });
   const api = httpClient(service.baseUrl);
   const path = (s: ReturnType<typeof searchOf>) =>

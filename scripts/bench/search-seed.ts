@@ -123,6 +123,10 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
   for (let start = 1; start <= resources; start += BATCH) {
     const end = Math.min(resources, start + BATCH - 1);
     await db.query('BEGIN');
+    // Foreign keys are not checked row by row for the load (every row references rows inserted just before, in this
+    // transaction, or the seeded sellers), nor do the search-sync triggers queue checks (nothing is paid): replica
+    // mode skips the per-row checks, locks and triggers.
+    await db.query('SET LOCAL session_replication_role = replica');
     await timed(
       'seed rows',
       `CREATE TEMP TABLE seed ON COMMIT DROP AS
@@ -208,10 +212,7 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               CAST(0 AS float8) AS paid_payers, now() AS signals_refreshed_at
          FROM seed s JOIN resources r ON r.id = s.id) d`,
     );
-    // The impact-ordered postings, ranked from the stored base_score as the indexing worker writes them. The
-    // postings' foreign key to their documents is not checked row by row for the load (the rows just inserted
-    // reference the documents inserted above, in this transaction): replica mode skips the per-row check and lock.
-    await db.query(`SET LOCAL session_replication_role = replica`);
+    // The impact-ordered postings, ranked from the stored base_score as the indexing worker writes them.
     await timed('postings', postingsSql('d.resource_id IN (SELECT id FROM seed)'));
     await db.query('COMMIT');
     const rate = end / ((performance.now() - t0) / 1000);

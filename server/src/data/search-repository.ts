@@ -1,7 +1,13 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { toListingItem } from './listing-rows';
-import type { DiscoveryFilters, DiscoverySearchRepository, RankedItem, SearchAfter } from '../domain/discovery/types';
+import type {
+  DiscoveryFilters,
+  DiscoverySearchRepository,
+  RankedItem,
+  SearchAfter,
+  SearchAnswer,
+} from '../domain/discovery/types';
 import { FIELD_WEIGHTS, RANKING_WEIGHTS } from '../domain/discovery/ranking';
 import {
   parseQuery,
@@ -126,13 +132,22 @@ function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<s
        SELECT s.id, s.score FROM scored s
         ${paged ? `WHERE (s.score, s.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
         ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit})
-     SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText",
-            d.signals_refreshed_at IS NOT NULL
-              AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
-                id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
-       FROM page JOIN search_documents d ON d.resource_id = page.id
-      WHERE ${filtered ? 'true' : where}
-      ORDER BY page.score DESC, page.id DESC`;
+     items AS (
+       SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText", page.score AS "orderScore",
+              d.signals_refreshed_at IS NOT NULL
+                AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
+                  id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
+         FROM page JOIN search_documents d ON d.resource_id = page.id
+        WHERE ${filtered ? 'true' : where})
+     -- one row at least: the index lag and the vocabulary's recount time come with the page (no statement of their own)
+     SELECT i.*, st.unindexed_since IS NOT NULL AS "lagPending",
+            EXTRACT(EPOCH FROM now() - st.unindexed_since)::float8 AS "lagSeconds",
+            CAST(vs.refreshed_at AS text) AS "vocabularyAt"
+       FROM (SELECT 1) one
+       LEFT JOIN search_index_state st ON st.id = 1
+       LEFT JOIN search_vocabulary_state vs ON vs.id = 1
+       LEFT JOIN items i ON true
+      ORDER BY i."orderScore" DESC, i.id DESC`;
 }
 
 /** The search statement of one plan (exported for the bench's EXPLAIN). */
@@ -244,7 +259,30 @@ export interface SearchRepositoryOptions {
   rareBudget?: number;
 }
 
+/** How long a query's word resolution is reused (RESOLUTION_CACHE_SIZE most recent queries, per process). */
+export const RESOLUTION_TTL_MS = 30_000;
+const RESOLUTION_CACHE_SIZE = 2000;
+
+/**
+ * A resolution is reused only when every word (and synonym) is a word the vocabulary knows, or a stop word: known
+ * words' document counts change only when the vocabulary is recounted (every 10 minutes; indexing adds new words
+ * but leaves known ones alone), and the search statement reports the recount time, which evicts the entry. A word
+ * the vocabulary does not know is resolved every time (it may be indexed the next second; its typo corrections
+ * too). What a reused resolution may miss for at most RESOLUTION_TTL_MS: a prefix completion first indexed in the
+ * meantime, and the index size's drift (its IDF weight).
+ */
+function cacheable(r: ResolvedQuery): boolean {
+  const known = (w: ResolvedWord) => w.fixes.length === 0 && (w.lexeme === null || w.ndoc > 0);
+  return r.words.every(known) && [...r.synonyms.values()].every(known);
+}
+
 export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOptions = {}): DiscoverySearchRepository {
+  const resolutions = new Map<string, { resolved: ResolvedQuery; until: number; vocabularyAt?: string | null }>();
+  const remember = (key: string, resolved: ResolvedQuery) => {
+    resolutions.delete(key);
+    if (resolutions.size >= RESOLUTION_CACHE_SIZE) resolutions.delete(resolutions.keys().next().value as string);
+    resolutions.set(key, { resolved, until: Date.now() + RESOLUTION_TTL_MS });
+  };
   return {
     async list(filters, afterId, limit) {
       const values: unknown[] = [];
@@ -266,7 +304,16 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
     async search(q, filters, after, limit, options) {
       const parsed = parseQuery(q);
       if (parsed.words.length === 0) return [];
-      const plan = planImpact(parsed, await resolveWords(db, parsed), {
+      const key = JSON.stringify(parsed);
+      const cached = resolutions.get(key);
+      let resolved: ResolvedQuery;
+      if (cached && cached.until > Date.now()) resolved = cached.resolved;
+      else {
+        resolved = await resolveWords(db, parsed);
+        if (cacheable(resolved)) remember(key, resolved);
+        else resolutions.delete(key);
+      }
+      const plan = planImpact(parsed, resolved, {
         rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
         rareCap: RARE_CAP,
         candidates: options.candidates,
@@ -280,7 +327,18 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
         limit,
         options.signalsMaxAgeSeconds,
       );
-      return (await pgQuery<Row>(db, statement.text, statement.values)).rows.map(toRanked);
+      const { rows } = await pgQuery<Row>(db, statement.text, statement.values);
+      const head = rows[0];
+      // A vocabulary recount since the words were resolved: resolve them again next time.
+      const entry = resolutions.get(key);
+      if (entry && head) {
+        if (entry.vocabularyAt === undefined) entry.vocabularyAt = head.vocabularyAt as string | null;
+        else if (entry.vocabularyAt !== head.vocabularyAt) resolutions.delete(key);
+      }
+      const items: SearchAnswer = rows.filter((r) => r.id !== null).map(toRanked);
+      if (head)
+        items.lag = { pending: Boolean(head.lagPending), lagSeconds: Math.max(0, Number(head.lagSeconds ?? 0)) };
+      return items;
     },
 
     async indexLag() {
