@@ -131,7 +131,7 @@ function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<s
      page AS (
        SELECT s.id, s.score FROM scored s
         ${paged ? `WHERE (s.score, s.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
-        ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit})
+        ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit}),
      items AS (
        SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText", page.score AS "orderScore",
               d.signals_refreshed_at IS NOT NULL
