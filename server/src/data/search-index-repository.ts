@@ -431,8 +431,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
    * counting. Only the commit phase of concurrent indexers is serialised. (A catalog event committed while the row
    * already said "behind" and cleared by a recompute that could not see it yet is reported once it is indexed.)
    */
-  const recordLagIn = async (transaction: Transaction) => {
+  const recordLagIn = async (transaction: Transaction, vocabularyGrew = false) => {
     await db.query('SELECT 1 FROM search_index_state WHERE id = 1 FOR UPDATE', { transaction });
+    if (vocabularyGrew)
+      await db.query('UPDATE search_index_state SET vocabulary_generation = vocabulary_generation + 1 WHERE id = 1', {
+        transaction,
+      });
     await db.query(
       `UPDATE search_index_state s SET unindexed_since = o.since, updated_at = now()
          FROM (SELECT min(created_at) AS since FROM catalog_events WHERE indexed_at IS NULL) o
@@ -471,6 +475,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         // verified the same domain, the oldest other active resource offering the same MCP tool on the same URL).
         const rows = await q(SNAPSHOT_SQL, [ids]);
         const docs: SearchDocument[] = [];
+        let newWords: Row[] = [];
         const removed: string[] = [];
         const events: Array<{ id: string; maxEvent: string }> = [];
         for (const row of rows) {
@@ -534,12 +539,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           await q(BATCH_POSTINGS_SQL, [docs.map((d) => d.resourceId)]);
           // New words enter the vocabulary (typo tolerance, document frequency) at once; counts are recounted by
           // refreshVocabulary. DO NOTHING takes no row lock on words already known.
-          await q(
+          newWords = await q(
             `INSERT INTO search_vocabulary (word, ndoc)
              SELECT DISTINCT t.lexeme, 1 FROM search_documents d, unnest(d.document) AS t
               WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~
                 '[[:alpha:]]' AND length(t.lexeme) <= 40
-             ON CONFLICT (word) DO NOTHING`,
+             ON CONFLICT (word) DO NOTHING RETURNING word`,
             [docs.map((d) => d.resourceId)],
           );
         }
@@ -551,7 +556,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
             [events.map((e) => e.id), events.map((e) => e.maxEvent)],
           );
         }
-        await recordLagIn(transaction);
+        await recordLagIn(transaction, newWords.length > 0);
         return outcomes;
       });
     },
@@ -597,6 +602,9 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           { transaction },
         );
         await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1', { transaction });
+        await db.query('UPDATE search_index_state SET vocabulary_generation = vocabulary_generation + 1 WHERE id = 1', {
+          transaction,
+        });
         return true;
       });
     },

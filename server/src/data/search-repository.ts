@@ -139,13 +139,12 @@ function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<s
                   id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
          FROM page JOIN search_documents d ON d.resource_id = page.id
         WHERE ${filtered ? 'true' : where})
-     -- one row at least: the index lag and the vocabulary's recount time come with the page (no statement of their own)
+     -- one row at least: the index lag and the vocabulary's generation come with the page (no statement of their own)
      SELECT i.*, st.unindexed_since IS NOT NULL AS "lagPending",
             EXTRACT(EPOCH FROM now() - st.unindexed_since)::float8 AS "lagSeconds",
-            CAST(vs.refreshed_at AS text) AS "vocabularyAt"
+            CAST(st.vocabulary_generation AS text) AS "generation"
        FROM (SELECT 1) one
        LEFT JOIN search_index_state st ON st.id = 1
-       LEFT JOIN search_vocabulary_state vs ON vs.id = 1
        LEFT JOIN items i ON true
       ORDER BY i."orderScore" DESC, i.id DESC`;
 }
@@ -213,6 +212,7 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
     phrases: string[];
     excluded: string[];
     total: number;
+    generation: string | null;
   }>(
     db,
     `WITH w AS (
@@ -237,7 +237,8 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
            ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
          ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH
            ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
-         (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total) x
+         (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total,
+         (SELECT CAST(vocabulary_generation AS text) FROM search_index_state WHERE id = 1) AS generation) x
       ORDER BY w.i`,
     [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
   );
@@ -251,7 +252,14 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
   const words = rows.slice(0, parsed.words.length).map(toWord);
   const synonyms = new Map(syn.map((w, i) => [w, toWord(rows[parsed.words.length + i])]));
   const extra = rows[0];
-  return { words, synonyms, phrases: extra.phrases, excluded: extra.excluded, total: Number(extra.total) };
+  return {
+    words,
+    synonyms,
+    phrases: extra.phrases,
+    excluded: extra.excluded,
+    total: Number(extra.total),
+    generation: extra.generation ?? undefined,
+  };
 }
 
 export interface SearchRepositoryOptions {
@@ -264,20 +272,20 @@ export const RESOLUTION_TTL_MS = 30_000;
 const RESOLUTION_CACHE_SIZE = 2000;
 
 /**
- * A resolution is reused only when every word (and synonym) is a word the vocabulary knows, or a stop word: known
- * words' document counts change only when the vocabulary is recounted (every 10 minutes; indexing adds new words
- * but leaves known ones alone), and the search statement reports the recount time, which evicts the entry. A word
- * the vocabulary does not know is resolved every time (it may be indexed the next second; its typo corrections
- * too). What a reused resolution may miss for at most RESOLUTION_TTL_MS: a prefix completion first indexed in the
- * meantime, and the index size's drift (its IDF weight).
+ * A query's word lookup (resolveWords) is reused while the vocabulary's generation is unchanged: it is bumped by each
+ * indexing transaction that adds a word and by each recount (migration 0125), and the search statement reads it, so
+ * a reused lookup that went stale is noticed in the same statement and the search is planned again (a newly indexed
+ * word is found at once). RESOLUTION_TTL_MS bounds the drift of the index size estimate (IDF weights).
  */
-function cacheable(r: ResolvedQuery): boolean {
-  const known = (w: ResolvedWord) => w.fixes.length === 0 && (w.lexeme === null || w.ndoc > 0);
-  return r.words.every(known) && [...r.synonyms.values()].every(known);
+function answer(rows: Row[]): SearchAnswer {
+  const head = rows[0];
+  const items: SearchAnswer = rows.filter((r) => r.id !== null).map(toRanked);
+  if (head) items.lag = { pending: Boolean(head.lagPending), lagSeconds: Math.max(0, Number(head.lagSeconds ?? 0)) };
+  return items;
 }
 
 export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOptions = {}): DiscoverySearchRepository {
-  const resolutions = new Map<string, { resolved: ResolvedQuery; until: number; vocabularyAt?: string | null }>();
+  const resolutions = new Map<string, { resolved: ResolvedQuery; until: number }>();
   const remember = (key: string, resolved: ResolvedQuery) => {
     resolutions.delete(key);
     if (resolutions.size >= RESOLUTION_CACHE_SIZE) resolutions.delete(resolutions.keys().next().value as string);
@@ -305,40 +313,30 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
       const parsed = parseQuery(q);
       if (parsed.words.length === 0) return [];
       const key = JSON.stringify(parsed);
+      const run = async (resolved: ResolvedQuery) => {
+        const plan = planImpact(parsed, resolved, {
+          rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
+          rareCap: RARE_CAP,
+          candidates: options.candidates,
+        });
+        if (!plan) return null;
+        const st = searchStatement(plan, parsed.words.join(' '), filters, after, limit, options.signalsMaxAgeSeconds);
+        return (await pgQuery<Row>(db, st.text, st.values)).rows;
+      };
       const cached = resolutions.get(key);
-      let resolved: ResolvedQuery;
-      if (cached && cached.until > Date.now()) resolved = cached.resolved;
-      else {
-        resolved = await resolveWords(db, parsed);
-        if (cacheable(resolved)) remember(key, resolved);
-        else resolutions.delete(key);
+      if (cached && cached.until > Date.now()) {
+        const rows = await run(cached.resolved);
+        // The vocabulary changed since (a new word, a recount): this page may be planned on stale counts; look the
+        // words up again and answer from the new plan.
+        if (rows !== null && rows[0]?.generation === cached.resolved.generation) return answer(rows);
+        resolutions.delete(key);
       }
-      const plan = planImpact(parsed, resolved, {
-        rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
-        rareCap: RARE_CAP,
-        candidates: options.candidates,
-      });
-      if (!plan) return [];
-      const statement = searchStatement(
-        plan,
-        parsed.words.join(' '),
-        filters,
-        after,
-        limit,
-        options.signalsMaxAgeSeconds,
-      );
-      const { rows } = await pgQuery<Row>(db, statement.text, statement.values);
-      const head = rows[0];
-      // A vocabulary recount since the words were resolved: resolve them again next time.
-      const entry = resolutions.get(key);
-      if (entry && head) {
-        if (entry.vocabularyAt === undefined) entry.vocabularyAt = head.vocabularyAt as string | null;
-        else if (entry.vocabularyAt !== head.vocabularyAt) resolutions.delete(key);
-      }
-      const items: SearchAnswer = rows.filter((r) => r.id !== null).map(toRanked);
-      if (head)
-        items.lag = { pending: Boolean(head.lagPending), lagSeconds: Math.max(0, Number(head.lagSeconds ?? 0)) };
-      return items;
+      const resolved = await resolveWords(db, parsed);
+      const rows = await run(resolved);
+      if (rows === null) return [];
+      // Reused only when nothing changed between the lookup and the search statement.
+      if (resolved.generation !== undefined && rows[0]?.generation === resolved.generation) remember(key, resolved);
+      return answer(rows);
     },
 
     async indexLag() {

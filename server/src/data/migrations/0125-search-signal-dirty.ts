@@ -20,6 +20,8 @@ import type { Migration } from './types';
  * - `search_signal_sync.scores_version`: the fingerprint of the score expressions (ranking.ts weights); a pass that
  *   finds another rescored every document in batches, so a weight change still needs no migration.
  *   `audit_after`: a rolling check of a few hundred documents per pass, a backstop that converges on the full pass.
+ * - `search_index_state.vocabulary_generation`: bumped when the vocabulary gains a word or is recounted, so a
+ *   search can reuse a query's word lookup and know, in its one statement, whether it is still current.
  */
 export const migration: Migration = {
   name: '0125-search-signal-dirty',
@@ -34,6 +36,9 @@ export const migration: Migration = {
         host text
       );
       CREATE INDEX search_signal_dirty_resource_idx ON search_signal_dirty (resource_id);
+      -- Bumped by every indexing transaction that adds a word to the vocabulary and by every recount: a search that
+      -- reuses a query's word lookup checks it in its one statement (data/search-repository.ts).
+      ALTER TABLE search_index_state ADD COLUMN vocabulary_generation bigint NOT NULL DEFAULT 0;
       ALTER TABLE search_signal_sync ADD COLUMN aged_at timestamptz, ADD COLUMN scores_version text,
         ADD COLUMN audit_after text;
 
