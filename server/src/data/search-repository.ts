@@ -225,7 +225,7 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
                  SELECT s.word, s.ndoc FROM search_vocabulary s
                   WHERE s.word % w.lexeme AND similarity(s.word, w.lexeme) >= 0.4 AND s.ndoc > 0
                   ORDER BY similarity(s.word, w.lexeme) DESC, s.ndoc DESC, s.word LIMIT 2) f) END AS fixes,
-            x.phrases, x.excluded, x.total
+            x.phrases, x.excluded, x.total, x.generation
        FROM w LEFT JOIN search_vocabulary v ON v.word = w.lexeme
        LEFT JOIN LATERAL (
          SELECT sum(p.ndoc) AS n, (array_agg(p.word ORDER BY p.ndoc DESC, p.word))[1:${PREFIX_READS}] AS words

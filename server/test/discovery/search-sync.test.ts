@@ -142,3 +142,28 @@ describe('the incremental search-sync pass (issue 31)', () => {
     90_000,
   );
 });
+
+describe('a reused word lookup (issue 31)', () => {
+  it('a completion indexed after a query was looked up is found by the same query at once', async () => {
+    const find = async (q: string) => {
+      const res = await request(svc.app).get('/v1/discovery/search').query({ q });
+      expect(res.status).toBe(200);
+      return (res.body.resources as Array<{ id: string }>).map((r) => r.id);
+    };
+    // "weather" is known; "wombat" (the last word, a prefix) matches nothing yet. Asked twice: the lookup is reused.
+    await find('weather wombat');
+    await find('weather wombat');
+    const res = await catalog(svc.app, seller.apiKey, {
+      sellerId: seller.id,
+      resource: draft(seller, {
+        name: 'Wombatology feed',
+        description: LONG,
+        url: `https://${seller.domain}/v1/marsupials/{city}`,
+        routeTemplate: '/v1/marsupials/{city}',
+      }),
+    });
+    expect(res.status).toBe(201);
+    await waitIndexed(svc.db);
+    expect(await find('weather wombat')).toContain(res.body.resourceId);
+  });
+});
