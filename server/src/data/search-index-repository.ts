@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { toResource } from './resource-repository';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { IndexOutcome, IndexSnapshot, SearchDocument, SearchIndexRepository } from '../domain/discovery/indexing';
@@ -11,7 +12,13 @@ export type { SearchIndexRepository };
 /** A payer counts fully in the usage signal once it paid this much (in the asset's units) at the cataloged price. */
 export const PAYER_UNIT = '0.01';
 
-const SIGNALS_SQL = `
+/**
+ * Recomputes the ranking signals of the documents `where` selects (over `d2`) from their sources (sellers, payments,
+ * probes, host ownership). `onlyChanged`: rewrite only the documents whose signals differ (a sync pass); else every
+ * selected document (it was just indexed). Answers through the UPDATE's row count.
+ */
+export function signalsSql(where: string, onlyChanged: boolean): string {
+  return `
   UPDATE search_documents d SET
     seller_verified = st.verified,
     settlement_success = st.rate,
@@ -78,11 +85,14 @@ const SIGNALS_SQL = `
                    f.payer = d2.pay_to AND f.pay_to = p.payer))::int AS self_calls
           FROM payment_attempts p
          WHERE p.resource_id = d2.resource_id AND p.status = 'settled' AND p.updated_at > now() - interval '30 days') sd
-      WHERE (:resourceId = '' OR d2.resource_id = :resourceId)
+      WHERE ${where}
   ) st
   WHERE st.resource_id = d.resource_id
-    -- a full pass rewrites only documents whose signals changed (one resource: always, it was just indexed)
-    AND (:resourceId <> '' OR d.signals_refreshed_at IS NULL OR d.uptime IS DISTINCT FROM st.uptime
+    -- a sync pass rewrites only documents whose signals changed (one resource: always, it was just indexed)
+    ${onlyChanged ? CHANGED : ''}`;
+}
+
+const CHANGED = `AND (d.signals_refreshed_at IS NULL OR d.uptime IS DISTINCT FROM st.uptime
          OR d.seller_verified IS DISTINCT FROM st.verified
          OR d.settlement_success IS DISTINCT FROM st.rate
          OR d.settlement_count IS DISTINCT FROM st.settled
@@ -152,11 +162,10 @@ const UPSERT_SQL = `
      metadata_quality = EXCLUDED.metadata_quality, schema_completeness = EXCLUDED.schema_completeness,
      seller_verified = EXCLUDED.seller_verified, indexed_at = now()`;
 
-/** SIGNALS_SQL for the documents of one indexing batch (always rewritten: they were just indexed). */
-const SIGNALS_BATCH_SQL = SIGNALS_SQL.replace(
-  "WHERE (:resourceId = '' OR d2.resource_id = :resourceId)",
-  'WHERE d2.resource_id = ANY(CAST($1 AS text[]))',
-).replace(/AND \(:resourceId <> '' OR [\s\S]*$/, '');
+/** The signals of the documents of one indexing batch (always rewritten: they were just indexed). */
+const SIGNALS_BATCH_SQL = signalsSql('d2.resource_id = ANY(CAST($1 AS text[]))', false);
+/** The signals of one batch of a sync pass: only the documents whose signals changed are rewritten. */
+const SIGNALS_CHANGED_SQL = signalsSql('d2.resource_id = ANY(CAST($1 AS text[]))', true);
 
 /** A number of RANKING_WEIGHTS as an SQL float8 literal (the weights are code, never user input). */
 const w = (n: number) => {
@@ -181,7 +190,7 @@ export function staticScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
         d.price_outlier OR d.self_dealt THEN 1.0 ELSE 0.0 END) AS double precision)`;
 }
 
-function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
+export function baseScoreExpr(W: RankingWeights = RANKING_WEIGHTS): string {
   return `CAST(${staticScoreExpr(W)} + ${w(W.usage)} * LEAST(1.0, ln(1 + d.paid_payers) / ln(101))
       + CASE WHEN d.host_verified THEN ${w(PROVEN_HOST_TIER)} ELSE 0.0 END AS double precision)`;
 }
@@ -228,8 +237,187 @@ export function postingsSql(where: string): string {
 }
 
 const BATCH_SCORES_SQL = scoresSql('d.resource_id = ANY(CAST($1 AS text[]))');
-const ALL_SCORES_SQL = scoresSql('true');
 const BATCH_POSTINGS_SQL = postingsSql('d.resource_id = ANY(CAST($1 AS text[]))');
+
+const rowCount = (meta: unknown): number =>
+  typeof meta === 'number' ? meta : Number((meta as { rowCount?: number } | null)?.rowCount ?? 0);
+
+/** Documents recomputed per transaction of a sync pass (their signals, scores and postings' ranks). */
+export const SIGNAL_BATCH = 500;
+/** Documents re-checked per pass by the rolling audit (a backstop: every document is re-checked in turn). */
+export const SIGNAL_AUDIT = 500;
+/** Documents rescored per statement after a weight change. */
+const RESCORE_BATCH = 5000;
+/** A pass takes no new batch after this long; the next pass continues where it stopped. */
+const PASS_BUDGET_MS = 20_000;
+
+/** The fingerprint of the score expressions: changing a weight in ranking.ts changes it. */
+export function scoresVersion(): string {
+  return crypto.createHash('sha256').update(scoresSql('true')).digest('hex').slice(0, 16);
+}
+
+/**
+ * The documents whose rows left a time window since the previous pass ($1, `aged_at`): payments (30 days, by
+ * created_at for the success rate and count, by updated_at for usage and self-dealing), conformance probes and
+ * liveness days (7 days). Read through the indexes of migration 0125.
+ */
+const AGED_SQL = `
+  INSERT INTO search_signal_dirty (resource_id)
+  SELECT DISTINCT x.resource_id FROM (
+    SELECT p.resource_id FROM payment_attempts p WHERE p.status IN ('settled', 'settlement_failed')
+       AND p.created_at > CAST($1 AS timestamptz) - interval '30 days' AND p.created_at <= now() - interval '30 days'
+    UNION ALL
+    SELECT p.resource_id FROM payment_attempts p WHERE p.status = 'settled'
+       AND p.updated_at > CAST($1 AS timestamptz) - interval '30 days' AND p.updated_at <= now() - interval '30 days'
+    UNION ALL
+    SELECT pr.resource_id FROM resource_probes pr
+     WHERE pr.checked_at > CAST($1 AS timestamptz) - interval '7 days' AND pr.checked_at <= now() - interval '7 days'
+    UNION ALL
+    SELECT y.resource_id FROM resource_liveness_days y
+     WHERE y.day > CAST(CAST($1 AS timestamptz) AS date) - 7 AND y.day <= CAST(now() AS date) - 7) x
+   WHERE x.resource_id IS NOT NULL`;
+
+/**
+ * The start of a pass, in one transaction: the documents whose windows moved since the last pass, the next slice of
+ * the rolling audit (all documents on the first pass after migration 0125), and the pass's start time.
+ */
+async function markPass(db: Sequelize): Promise<{ startedAt: Date; scoresVersion: string | null }> {
+  return db.transaction(async (transaction) => {
+    const q = (sql: string, bind: unknown[] = []) =>
+      db.query(sql, { bind, transaction, type: QueryTypes.SELECT }) as Promise<Row[]>;
+    await q("INSERT INTO search_signal_sync (id, synced_at) VALUES (1, '-infinity') ON CONFLICT (id) DO NOTHING");
+    const [state] = await q(
+      'SELECT aged_at AS "agedAt", scores_version AS "scoresVersion", audit_after AS "auditAfter", now() AS now ' +
+        'FROM search_signal_sync WHERE id = 1 FOR UPDATE',
+    );
+    let auditAfter = (state.auditAfter as string | null) ?? '';
+    if (state.agedAt === null) {
+      // First incremental pass: every document once (what each pass did before).
+      await q('INSERT INTO search_signal_dirty (resource_id) SELECT resource_id FROM search_documents');
+    } else {
+      await q(AGED_SQL, [state.agedAt]);
+      const audited = await q(
+        `WITH next AS (SELECT resource_id FROM search_documents WHERE resource_id > $1 ORDER BY resource_id LIMIT $2)
+         INSERT INTO search_signal_dirty (resource_id) SELECT resource_id FROM next RETURNING resource_id`,
+        [auditAfter, SIGNAL_AUDIT],
+      );
+      auditAfter =
+        audited.length < SIGNAL_AUDIT
+          ? ''
+          : audited.map((r) => r.resource_id as string).reduce((a, b) => (a > b ? a : b));
+    }
+    await q('UPDATE search_signal_sync SET aged_at = now(), audit_after = $1 WHERE id = 1', [auditAfter]);
+    return { startedAt: state.now as Date, scoresVersion: (state.scoresVersion as string | null) ?? null };
+  });
+}
+
+/** Rescores every document in keyset batches (after a weight change), then records the weights' fingerprint. */
+async function rescoreAll(db: Sequelize, version: string): Promise<void> {
+  const range = scoresSql('d.resource_id > $1 AND d.resource_id <= $2');
+  for (let after = ''; ;) {
+    const [b] = (await db.query(
+      `SELECT max(resource_id) AS last FROM (SELECT resource_id FROM search_documents WHERE resource_id > $1
+        ORDER BY resource_id LIMIT ${RESCORE_BATCH}) b`,
+      { bind: [after], type: QueryTypes.SELECT },
+    )) as Row[];
+    if (!b?.last) break;
+    await db.query(range, { bind: [after, b.last] });
+    after = b.last as string;
+  }
+  await db.query('UPDATE search_signal_sync SET scores_version = $1 WHERE id = 1', { bind: [version] });
+}
+
+/** Turns the queue's wider rows (seller, seller + payer, payTo, host) into one row per document, in one transaction. */
+async function expandDirty(db: Sequelize): Promise<void> {
+  await db.transaction(async (transaction) => {
+    const [rows] = (await db.query(
+      'DELETE FROM search_signal_dirty WHERE resource_id IS NULL RETURNING seller_id, payer, pay_to, host',
+      { transaction },
+    )) as [
+      Array<{ seller_id: string | null; payer: string | null; pay_to: string | null; host: string | null }>,
+      unknown,
+    ];
+    if (!rows.length) return;
+    const uniq = (a: Array<string | null>) => [...new Set(a.filter((x): x is string => x !== null))];
+    const sellers = uniq(rows.filter((r) => r.seller_id && !r.payer).map((r) => r.seller_id));
+    const pairs = [...new Set(rows.filter((r) => r.seller_id && r.payer).map((r) => `${r.seller_id}\n${r.payer}`))];
+    const payTos = uniq(rows.map((r) => r.pay_to));
+    const hosts = uniq(rows.map((r) => r.host));
+    const parts = [
+      // every listing of the seller (resources_seller_idx)
+      'SELECT r.id FROM resources r WHERE r.seller_id = ANY(CAST($1 AS text[]))',
+      // the seller's listings that wallet paid (payment_attempts_settled_parties_idx)
+      `SELECT d.resource_id FROM unnest(CAST($2 AS text[]), CAST($3 AS text[])) AS x(seller_id, payer)
+         JOIN payment_attempts p ON p.payer = x.payer AND p.status = 'settled'
+         JOIN search_documents d ON d.resource_id = p.resource_id AND d.seller_id = x.seller_id`,
+      // the documents paid to that address (search_documents_pay_to_idx)
+      'SELECT d.resource_id FROM search_documents d WHERE d.pay_to = ANY(CAST($4 AS text[]))',
+    ];
+    // the documents whose URL host is under a domain whose ownership moved (rare: a scan of the documents)
+    if (hosts.length)
+      parts.push(
+        'SELECT d.resource_id FROM search_documents d WHERE host_suffixes(url_host(d.url)) && CAST($5 AS text[])',
+      );
+    await db.query(
+      `INSERT INTO search_signal_dirty (resource_id) SELECT DISTINCT id FROM (${parts.join(' UNION ALL ')}) x(id)`,
+      {
+        bind: [
+          sellers,
+          pairs.map((p) => p.split('\n')[0]),
+          pairs.map((p) => p.split('\n')[1]),
+          payTos,
+          ...(hosts.length ? [hosts] : []),
+        ],
+        transaction,
+      },
+    );
+  });
+}
+
+/**
+ * One incremental search-sync pass: marks what time moved, rescores everything if the weights changed, then
+ * recomputes the queued documents in batches of SIGNAL_BATCH (each batch one transaction that deletes its queue rows,
+ * rewrites the documents whose signals changed, then their scores and postings' ranks). Records the pass
+ * (search_signal_sync.synced_at, what search reads for freshness) once every row queued before it was processed.
+ */
+async function syncSignals(db: Sequelize): Promise<{ rewritten: number; drained: boolean }> {
+  const started = Date.now();
+  const pass = await markPass(db);
+  const version = scoresVersion();
+  if (pass.scoresVersion !== version) await rescoreAll(db, version);
+  await expandDirty(db);
+  const [top] = (await db.query('SELECT max(id) AS id FROM search_signal_dirty', { type: QueryTypes.SELECT })) as Row[];
+  const lastId = (top?.id as string | null) ?? '0';
+  let rewritten = 0;
+  let drained = false;
+  while (Date.now() - started < PASS_BUDGET_MS) {
+    const ids = (
+      (await db.query(
+        `SELECT DISTINCT resource_id FROM (SELECT resource_id FROM search_signal_dirty WHERE id <= $1 ORDER BY id
+          LIMIT ${4 * SIGNAL_BATCH}) x LIMIT ${SIGNAL_BATCH}`,
+        { bind: [lastId], type: QueryTypes.SELECT },
+      )) as Row[]
+    ).map((r) => r.resource_id as string);
+    if (!ids.length) {
+      drained = true;
+      break;
+    }
+    rewritten += await db.transaction(async (transaction) => {
+      await db.query('DELETE FROM search_signal_dirty WHERE resource_id = ANY(CAST($1 AS text[]))', {
+        bind: [ids],
+        transaction,
+      });
+      const [, count] = (await db.query(SIGNALS_CHANGED_SQL, { bind: [ids], transaction })) as [unknown, unknown];
+      await db.query(BATCH_SCORES_SQL, { bind: [ids], transaction });
+      return rowCount(count);
+    });
+  }
+  if (drained)
+    await db.query('UPDATE search_signal_sync SET synced_at = GREATEST(synced_at, $1) WHERE id = 1', {
+      bind: [pass.startedAt],
+    });
+  return { rewritten, drained };
+}
 
 export function createSearchIndexRepository(db: Sequelize): SearchIndexRepository {
   const select = <T extends object>(sql: string, replacements: Record<string, unknown>, transaction?: Transaction) =>
@@ -243,8 +431,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
    * counting. Only the commit phase of concurrent indexers is serialised. (A catalog event committed while the row
    * already said "behind" and cleared by a recompute that could not see it yet is reported once it is indexed.)
    */
-  const recordLagIn = async (transaction: Transaction) => {
+  const recordLagIn = async (transaction: Transaction, vocabularyGrew = false) => {
     await db.query('SELECT 1 FROM search_index_state WHERE id = 1 FOR UPDATE', { transaction });
+    if (vocabularyGrew)
+      await db.query('UPDATE search_index_state SET vocabulary_generation = vocabulary_generation + 1 WHERE id = 1', {
+        transaction,
+      });
     await db.query(
       `UPDATE search_index_state s SET unindexed_since = o.since, updated_at = now()
          FROM (SELECT min(created_at) AS since FROM catalog_events WHERE indexed_at IS NULL) o
@@ -283,6 +475,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
         // verified the same domain, the oldest other active resource offering the same MCP tool on the same URL).
         const rows = await q(SNAPSHOT_SQL, [ids]);
         const docs: SearchDocument[] = [];
+        let newWords: Row[] = [];
         const removed: string[] = [];
         const events: Array<{ id: string; maxEvent: string }> = [];
         for (const row of rows) {
@@ -346,12 +539,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           await q(BATCH_POSTINGS_SQL, [docs.map((d) => d.resourceId)]);
           // New words enter the vocabulary (typo tolerance, document frequency) at once; counts are recounted by
           // refreshVocabulary. DO NOTHING takes no row lock on words already known.
-          await q(
+          newWords = await q(
             `INSERT INTO search_vocabulary (word, ndoc)
              SELECT DISTINCT t.lexeme, 1 FROM search_documents d, unnest(d.document) AS t
               WHERE d.resource_id = ANY(CAST($1 AS text[])) AND d.discoverable AND t.lexeme ~
                 '[[:alpha:]]' AND length(t.lexeme) <= 40
-             ON CONFLICT (word) DO NOTHING`,
+             ON CONFLICT (word) DO NOTHING RETURNING word`,
             [docs.map((d) => d.resourceId)],
           );
         }
@@ -363,7 +556,7 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
             [events.map((e) => e.id), events.map((e) => e.maxEvent)],
           );
         }
-        await recordLagIn(transaction);
+        await recordLagIn(transaction, newWords.length > 0);
         return outcomes;
       });
     },
@@ -380,23 +573,14 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
     },
 
     async refreshSignals(resourceId?: string, transaction?: Transaction) {
-      const [, count] = (await db.query(SIGNALS_SQL, {
-        replacements: { resourceId: resourceId ?? '' },
-        transaction,
-      })) as [unknown, unknown];
-      // The scores follow the signals (and, over all documents, the weights of ranking.ts): documents and postings.
-      await db.query(resourceId ? BATCH_SCORES_SQL : ALL_SCORES_SQL, {
-        bind: resourceId ? [[resourceId]] : [],
-        transaction,
-      });
-      if (!resourceId) {
-        await db.query(
-          'INSERT INTO search_signal_sync (id, synced_at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET ' +
-            'synced_at = EXCLUDED.synced_at',
-          { transaction },
-        );
-      }
-      return typeof count === 'number' ? count : Number((count as { rowCount?: number })?.rowCount ?? 0);
+      if (!resourceId) return (await syncSignals(db)).rewritten;
+      const [, count] = (await db.query(SIGNALS_BATCH_SQL, { bind: [[resourceId]], transaction })) as [
+        unknown,
+        unknown,
+      ];
+      // The scores follow the signals: the document and its postings.
+      await db.query(BATCH_SCORES_SQL, { bind: [[resourceId]], transaction });
+      return rowCount(count);
     },
 
     async refreshVocabulary(olderThanSeconds) {
@@ -418,6 +602,9 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           { transaction },
         );
         await db.query('UPDATE search_vocabulary_state SET refreshed_at = now() WHERE id = 1', { transaction });
+        await db.query('UPDATE search_index_state SET vocabulary_generation = vocabulary_generation + 1 WHERE id = 1', {
+          transaction,
+        });
         return true;
       });
     },

@@ -1,7 +1,13 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { toListingItem } from './listing-rows';
-import type { DiscoveryFilters, DiscoverySearchRepository, RankedItem, SearchAfter } from '../domain/discovery/types';
+import type {
+  DiscoveryFilters,
+  DiscoverySearchRepository,
+  RankedItem,
+  SearchAfter,
+  SearchAnswer,
+} from '../domain/discovery/types';
 import { FIELD_WEIGHTS, RANKING_WEIGHTS } from '../domain/discovery/ranking';
 import {
   parseQuery,
@@ -125,14 +131,22 @@ function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<s
      page AS (
        SELECT s.id, s.score FROM scored s
         ${paged ? `WHERE (s.score, s.id) < (CAST($${p.afterScore} AS float8), $${p.afterId})` : ''}
-        ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit})
-     SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText",
-            d.signals_refreshed_at IS NOT NULL
-              AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
-                id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
-       FROM page JOIN search_documents d ON d.resource_id = page.id
-      WHERE ${filtered ? 'true' : where}
-      ORDER BY page.score DESC, page.id DESC`;
+        ORDER BY s.score DESC, s.id DESC LIMIT $${p.limit}),
+     items AS (
+       SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText", page.score AS "orderScore",
+              d.signals_refreshed_at IS NOT NULL
+                AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
+                  id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
+         FROM page JOIN search_documents d ON d.resource_id = page.id
+        WHERE ${filtered ? 'true' : where})
+     -- one row at least: the index lag and the vocabulary's generation come with the page (no statement of their own)
+     SELECT i.*, st.unindexed_since IS NOT NULL AS "lagPending",
+            EXTRACT(EPOCH FROM now() - st.unindexed_since)::float8 AS "lagSeconds",
+            CAST(st.vocabulary_generation AS text) AS "generation"
+       FROM (SELECT 1) one
+       LEFT JOIN search_index_state st ON st.id = 1
+       LEFT JOIN items i ON true
+      ORDER BY i."orderScore" DESC, i.id DESC`;
 }
 
 /** The search statement of one plan (exported for the bench's EXPLAIN). */
@@ -198,6 +212,7 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
     phrases: string[];
     excluded: string[];
     total: number;
+    generation: string | null;
   }>(
     db,
     `WITH w AS (
@@ -210,7 +225,7 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
                  SELECT s.word, s.ndoc FROM search_vocabulary s
                   WHERE s.word % w.lexeme AND similarity(s.word, w.lexeme) >= 0.4 AND s.ndoc > 0
                   ORDER BY similarity(s.word, w.lexeme) DESC, s.ndoc DESC, s.word LIMIT 2) f) END AS fixes,
-            x.phrases, x.excluded, x.total
+            x.phrases, x.excluded, x.total, x.generation
        FROM w LEFT JOIN search_vocabulary v ON v.word = w.lexeme
        LEFT JOIN LATERAL (
          SELECT sum(p.ndoc) AS n, (array_agg(p.word ORDER BY p.ndoc DESC, p.word))[1:${PREFIX_READS}] AS words
@@ -222,7 +237,8 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
            ORDINALITY AS t(p, i) ORDER BY i) AS phrases,
          ARRAY(SELECT CAST(phraseto_tsquery('english', p) AS text) FROM unnest(CAST($5 AS text[])) WITH
            ORDINALITY AS t(p, i) ORDER BY i) AS excluded,
-         (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total) x
+         (SELECT GREATEST(reltuples, 0)::float8 FROM pg_class WHERE oid = 'search_documents'::regclass) AS total,
+         (SELECT CAST(vocabulary_generation AS text) FROM search_index_state WHERE id = 1) AS generation) x
       ORDER BY w.i`,
     [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
   );
@@ -236,7 +252,14 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
   const words = rows.slice(0, parsed.words.length).map(toWord);
   const synonyms = new Map(syn.map((w, i) => [w, toWord(rows[parsed.words.length + i])]));
   const extra = rows[0];
-  return { words, synonyms, phrases: extra.phrases, excluded: extra.excluded, total: Number(extra.total) };
+  return {
+    words,
+    synonyms,
+    phrases: extra.phrases,
+    excluded: extra.excluded,
+    total: Number(extra.total),
+    generation: extra.generation ?? undefined,
+  };
 }
 
 export interface SearchRepositoryOptions {
@@ -244,7 +267,30 @@ export interface SearchRepositoryOptions {
   rareBudget?: number;
 }
 
+/** How long a query's word resolution is reused (RESOLUTION_CACHE_SIZE most recent queries, per process). */
+export const RESOLUTION_TTL_MS = 30_000;
+const RESOLUTION_CACHE_SIZE = 2000;
+
+/**
+ * A query's word lookup (resolveWords) is reused while the vocabulary's generation is unchanged: it is bumped by each
+ * indexing transaction that adds a word and by each recount (migration 0125), and the search statement reads it, so
+ * a reused lookup that went stale is noticed in the same statement and the search is planned again (a newly indexed
+ * word is found at once). RESOLUTION_TTL_MS bounds the drift of the index size estimate (IDF weights).
+ */
+function answer(rows: Row[]): SearchAnswer {
+  const head = rows[0];
+  const items: SearchAnswer = rows.filter((r) => r.id !== null).map(toRanked);
+  if (head) items.lag = { pending: Boolean(head.lagPending), lagSeconds: Math.max(0, Number(head.lagSeconds ?? 0)) };
+  return items;
+}
+
 export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOptions = {}): DiscoverySearchRepository {
+  const resolutions = new Map<string, { resolved: ResolvedQuery; until: number }>();
+  const remember = (key: string, resolved: ResolvedQuery) => {
+    resolutions.delete(key);
+    if (resolutions.size >= RESOLUTION_CACHE_SIZE) resolutions.delete(resolutions.keys().next().value as string);
+    resolutions.set(key, { resolved, until: Date.now() + RESOLUTION_TTL_MS });
+  };
   return {
     async list(filters, afterId, limit) {
       const values: unknown[] = [];
@@ -266,21 +312,31 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
     async search(q, filters, after, limit, options) {
       const parsed = parseQuery(q);
       if (parsed.words.length === 0) return [];
-      const plan = planImpact(parsed, await resolveWords(db, parsed), {
-        rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
-        rareCap: RARE_CAP,
-        candidates: options.candidates,
-      });
-      if (!plan) return [];
-      const statement = searchStatement(
-        plan,
-        parsed.words.join(' '),
-        filters,
-        after,
-        limit,
-        options.signalsMaxAgeSeconds,
-      );
-      return (await pgQuery<Row>(db, statement.text, statement.values)).rows.map(toRanked);
+      const key = JSON.stringify(parsed);
+      const run = async (resolved: ResolvedQuery) => {
+        const plan = planImpact(parsed, resolved, {
+          rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
+          rareCap: RARE_CAP,
+          candidates: options.candidates,
+        });
+        if (!plan) return null;
+        const st = searchStatement(plan, parsed.words.join(' '), filters, after, limit, options.signalsMaxAgeSeconds);
+        return (await pgQuery<Row>(db, st.text, st.values)).rows;
+      };
+      const cached = resolutions.get(key);
+      if (cached && cached.until > Date.now()) {
+        const rows = await run(cached.resolved);
+        // The vocabulary changed since (a new word, a recount): this page may be planned on stale counts; look the
+        // words up again and answer from the new plan.
+        if (rows !== null && rows[0]?.generation === cached.resolved.generation) return answer(rows);
+        resolutions.delete(key);
+      }
+      const resolved = await resolveWords(db, parsed);
+      const rows = await run(resolved);
+      if (rows === null) return [];
+      // Reused only when nothing changed between the lookup and the search statement.
+      if (resolved.generation !== undefined && rows[0]?.generation === resolved.generation) remember(key, resolved);
+      return answer(rows);
     },
 
     async indexLag() {

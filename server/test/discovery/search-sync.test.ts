@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { Keypair } from '@stellar/stellar-sdk';
 import { startTestService, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
@@ -72,4 +73,97 @@ describe('search-sync rewrites only changed search documents', () => {
       expect(page.body.partialResults).toBe(false);
     },
   );
+});
+
+describe('the incremental search-sync pass (issue 31)', () => {
+  const one = async <T>(sql: string): Promise<T> => ((await svc.db.query(sql)) as [T[], unknown])[0][0];
+  const count = async (id: string) =>
+    (await one<{ n: number }>(`SELECT settlement_count AS n FROM search_documents WHERE resource_id = '${id}'`)).n;
+  const settled = (resourceId: string, at = 'now()') =>
+    svc.db.query(
+      `INSERT INTO payment_attempts (id, resource_id, version_id, seller_id, payment_hash, network, payer, nonce,
+         asset_code, asset_issuer, amount, pay_to, status, expires_at_ledger, authorization_xdr, created_at, updated_at)
+       SELECT :id, r.id, r.current_version_id, r.seller_id, 'h', 'stellar:testnet', :payer, :payer, r.asset_code,
+         r.asset_issuer, r.amount, r.pay_to, 'settled', 100, 'AAAA', ${at}, ${at}
+         FROM resources r WHERE r.id = :resourceId`,
+      {
+        replacements: {
+          id: `pay_${Keypair.random().publicKey().slice(1, 27)}`,
+          payer: Keypair.random().publicKey(),
+          resourceId,
+        },
+      },
+    );
+  /** Waits for the worker's own pass (every 30 s), so the passes below do not interleave with it. */
+  const afterWorkerPass = async () => {
+    const since = await one<{ t: string }>('SELECT synced_at::text AS t FROM search_signal_sync WHERE id = 1');
+    const until = Date.now() + 45_000;
+    for (;;) {
+      const now = await one<{ t: string }>('SELECT synced_at::text AS t FROM search_signal_sync WHERE id = 1');
+      if (now.t !== since.t) return;
+      if (Date.now() > until) throw new Error('no search-sync pass of the worker within 45 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  // The rolling audit's next slice starts past every document, so a pass re-checks only what changed.
+  const noAudit = () => svc.db.query("UPDATE search_signal_sync SET audit_after = 'res_ZZZZ' WHERE id = 1");
+
+  it(
+    'recomputes the documents whose inputs changed and no other; a payment leaving the 30-day window counts ' +
+      'out with no write marking it; the rolling audit re-checks the rest',
+    async () => {
+      const index = createSearchIndexRepository(svc.db);
+      const [paid, tampered, aged] = Object.keys(await versions()).sort();
+      await afterWorkerPass();
+      await noAudit();
+      // No input of `tampered` changed: its stored signal stays as it is (the pass does not look at it).
+      await svc.db.query(`UPDATE search_documents SET settlement_count = 7 WHERE resource_id = '${tampered}'`);
+      await settled(paid);
+      await index.refreshSignals();
+      expect(await count(paid)).toBe(1);
+      expect(await count(tampered)).toBe(7);
+
+      // A payment settled 30 days and 10 minutes ago, counted by a pass 20 minutes ago (as it was then): the window
+      // moved past it since, and the next pass counts it out.
+      await settled(aged, "now() - interval '30 days 10 minutes'");
+      await svc.db.query(`UPDATE search_documents SET settlement_count = 1 WHERE resource_id = '${aged}'`);
+      await svc.db.query('DELETE FROM search_signal_dirty');
+      await svc.db.query("UPDATE search_signal_sync SET aged_at = now() - interval '20 minutes' WHERE id = 1");
+      await noAudit();
+      await index.refreshSignals();
+      expect(await count(aged)).toBe(0);
+      expect(await count(tampered)).toBe(7);
+
+      // The audit's slice wraps to the first documents: the tampered signal is recomputed from its sources.
+      await index.refreshSignals();
+      expect(await count(tampered)).toBe(0);
+      expect(await count(paid)).toBe(1);
+    },
+    90_000,
+  );
+});
+
+describe('a reused word lookup (issue 31)', () => {
+  it('a completion indexed after a query was looked up is found by the same query at once', async () => {
+    const find = async (q: string) => {
+      const res = await request(svc.app).get('/v1/discovery/search').query({ q });
+      expect(res.status).toBe(200);
+      return (res.body.resources as Array<{ id: string }>).map((r) => r.id);
+    };
+    // "weather" is known; "wombat" (the last word, a prefix) matches nothing yet. Asked twice: the lookup is reused.
+    await find('weather wombat');
+    await find('weather wombat');
+    const res = await catalog(svc.app, seller.apiKey, {
+      sellerId: seller.id,
+      resource: draft(seller, {
+        name: 'Wombatology feed',
+        description: LONG,
+        url: `https://${seller.domain}/v1/marsupials/{city}`,
+        routeTemplate: '/v1/marsupials/{city}',
+      }),
+    });
+    expect(res.status).toBe(201);
+    await waitIndexed(svc.db);
+    expect(await find('weather wombat')).toContain(res.body.resourceId);
+  });
 });

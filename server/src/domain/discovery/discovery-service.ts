@@ -173,14 +173,13 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       const started = process.hrtime.bigint();
       const limit = pageLimit(page.limit);
       const after = decodeSearchCursor(page.cursor);
-      const [rows, lag] = await Promise.all([
-        repo.search(q, filters, after, limit + 1, {
-          textWeight: RANKING_WEIGHTS.text,
-          candidates: SEARCH_CANDIDATES,
-          signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS,
-        }),
-        repo.indexLag(),
-      ]);
+      const rows = await repo.search(q, filters, after, limit + 1, {
+        textWeight: RANKING_WEIGHTS.text,
+        candidates: SEARCH_CANDIDATES,
+        signalsMaxAgeSeconds: SIGNALS_MAX_AGE_SECONDS,
+      });
+      // The search statement reads the index lag with the results; a query with no words runs none.
+      const lag = rows.lag ?? (await repo.indexLag());
       const items = rows.slice(0, limit);
       const last = items[items.length - 1];
       const nextCursor = rows.length > limit ? encodeSearchCursor(last.score, last.id, last.mode) : null;

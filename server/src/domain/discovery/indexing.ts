@@ -224,8 +224,9 @@ export interface SearchIndexRepository {
   /** Resources with catalog events left unindexed for at least `olderThanSeconds` (lost or failed jobs). */
   staleResources(olderThanSeconds: number, limit: number): Promise<string[]>;
   /**
-   * Refreshes seller verification, settlement success (30 days) and uptime of one document, or of every document
-   * whose signals changed (a full pass; it also records the pass in search_signal_sync). Returns rows written.
+   * Refreshes seller verification, settlement success (30 days) and uptime of one document, or runs an incremental
+   * sync pass: the documents whose inputs changed or left a time window since the last pass, in bounded batches (it
+   * also records the pass in search_signal_sync once its queue is drained). Returns documents rewritten.
    */
   refreshSignals(resourceId?: string): Promise<number>;
   /**

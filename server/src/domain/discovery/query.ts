@@ -176,6 +176,8 @@ export interface ResolvedQuery {
   excluded: string[];
   /** Discoverable documents in the index (estimate). */
   total: number;
+  /** The vocabulary's generation the words were resolved at (search_index_state), when the reader knows it. */
+  generation?: string;
 }
 
 /** The distinct words of every synonym alternative of a parsed query. */

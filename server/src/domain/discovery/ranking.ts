@@ -29,9 +29,10 @@ import { DomainError } from '../errors';
  *   adds nothing; a payer counts fully once it paid a cent's worth at the cataloged price.
  *
  * Where the scores are computed: static_score and base_score are written by the indexing worker and the
- * search-sync worker (data/search-index-repository.ts `scoresSql`, from the weights here); every search-sync pass
- * rewrites the documents whose stored scores differ from what these weights give, so changing a weight here takes
- * effect on the next pass (30 s) with no migration.
+ * search-sync worker (data/search-index-repository.ts `scoresSql`, from the weights here); a search-sync pass that
+ * finds the fingerprint of the score expressions changed (`scoresVersion`) rewrites, in batches, the documents whose
+ * stored scores differ from what these weights give, so changing a weight here takes effect on the next pass (30 s)
+ * with no migration.
  *
  * Signals of static_score:
  * - metadataQuality, schemaCompleteness: computed at indexing time, in [0, 1] (see indexing.ts).

@@ -135,9 +135,12 @@ export interface DiscoverySearchRepository {
     after: SearchAfter | null,
     limit: number,
     options: SearchOptions,
-  ): Promise<RankedItem[]>;
+  ): Promise<SearchAnswer>;
   indexLag(): Promise<IndexLag>;
 }
+
+/** A page of ranked results; `lag`, when the search statement read it too (one statement per search), else absent. */
+export type SearchAnswer = RankedItem[] & { lag?: IndexLag };
 
 /** The catalog write and the facts its rules read (data/catalog-write-repository.ts). */
 export interface CatalogWriteRepository {
