@@ -24,9 +24,9 @@ import {
   type SignPaymentOptions,
 } from './payments/sign-payment.js';
 import { fromResourceRequirements, readPaymentRequired } from './payments/requirements.js';
-import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
+import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/receipt-on-ledger.js';
 import { attestationClaims } from './receipts/attestation.js';
-import { createLedgerReader } from './payments/ledger-reads.js';
+import { createLedgerReader, latestLedgerOf } from './core/soroban-rpc.js';
 import { createPayAndCallTool, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
 import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 
@@ -44,7 +44,8 @@ export {
   type Commitment,
 } from './payments/budget.js';
 export { AssetMismatchError, assertAssetShown } from './payments/requirements.js';
-export { createLedgerReader, type LedgerReader, type TransferEvent } from './payments/ledger-reads.js';
+export { createLedgerReader, type LedgerReader } from './core/soroban-rpc.js';
+export { type TransferEvent } from './payments/ledger-reads.js';
 export {
   PaymentFailedError,
   type ExpectedTerms,
@@ -56,7 +57,6 @@ export {
 export {
   signPayment,
   transferAuthorizationEntry,
-  latestLedgerOf,
   DEFAULT_VALID_FOR_LEDGERS,
   type PaymentPayload,
   type PaymentSigner,
@@ -68,8 +68,9 @@ export {
   fromX402Requirement,
   type NormalizedRequirements,
 } from './payments/requirements.js';
-export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
+export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/receipt-on-ledger.js';
 export { toStroops, fromStroops } from './core/amounts.js';
+export { latestLedgerOf } from './core/soroban-rpc.js';
 export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
 export {
   payAndCallTool,
@@ -267,7 +268,7 @@ export function createBuyerClient(options: BuyerClientOptions) {
   const payment = options.payment;
   const signer: PaymentSigner | null = payment ? toSigner(payment.signer) : null;
   const budget = new Budget(payment?.budget);
-  const ledger = createLedgerReader(rpcUrlFor, options.fetch ?? globalThis.fetch);
+  const ledger = createLedgerReader(rpcUrlFor, clientFetch);
   budget.ledger = ledger;
   const payerDeps = signer
     ? {
@@ -327,10 +328,12 @@ export function createBuyerClient(options: BuyerClientOptions) {
       const s = opts.signer ?? signer;
       if (!s) throw new Error('signPayment needs a signer (client option payment.signer or opts.signer)');
       const normalized = fromResourceRequirements(requirements);
+      const latestLedger =
+        opts.latestLedger ??
+        (opts.rpcUrl ? await latestLedgerOf(opts.rpcUrl, clientFetch) : await ledger.latestLedger(normalized.network));
       return signPayment(normalized, {
         signer: s,
-        rpcUrl: opts.rpcUrl ?? (opts.latestLedger ? undefined : await rpcUrlFor(normalized.network)),
-        latestLedger: opts.latestLedger,
+        latestLedger,
         validForLedgers: opts.validForLedgers ?? payment?.validForLedgers,
       });
     },
@@ -355,15 +358,19 @@ export {
   verifyReceiptSignature,
   type SignedReceiptPayload,
   type ReceiptVerification,
-} from './receipts/verify-receipt.js';
+} from './receipts/legacy-receipt.js';
 export {
   verifyAttestation,
-  verifySellerReceipt,
-  sellerReceiptOf,
   attestationOf,
   attestationClaims,
+  ATTESTATION_TYPE,
+  type AttestationClaims,
   type AttestationPayload,
-  type SellerReceiptPayload,
-  type SellerReceiptExpectation,
   type SignedDocumentCheck,
 } from './receipts/attestation.js';
+export {
+  verifySellerReceipt,
+  sellerReceiptOf,
+  type SellerReceiptPayload,
+  type SellerReceiptExpectation,
+} from './receipts/seller-receipt.js';

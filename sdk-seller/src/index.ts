@@ -352,7 +352,7 @@ export {
   verifyReceiptSignature,
   type SignedReceiptPayload,
   type ReceiptVerification,
-} from './receipts/verify-receipt.js';
+} from './receipts/legacy-receipt.js';
 export {
   checkWalletReadiness,
   type WalletReadiness,
@@ -361,11 +361,11 @@ export {
 } from './wallet/readiness.js';
 export {
   verifyAttestation,
-  verifySellerReceipt,
-  sellerReceiptOf,
   attestationOf,
   attestationClaims,
+  ATTESTATION_TYPE,
+  type AttestationClaims,
   type AttestationPayload,
-  type SellerReceiptPayload,
   type SignedDocumentCheck,
 } from './receipts/attestation.js';
+export { verifySellerReceipt, sellerReceiptOf, type SellerReceiptPayload } from './receipts/seller-receipt.js';

@@ -24,8 +24,8 @@ import {
 import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner } from './sign-payment.js';
 import { Budget, type Commitment } from './budget.js';
 import { toStroops } from '../core/amounts.js';
-import type { LedgerReader } from './ledger-reads.js';
-import type { SellerReceiptExpectation } from '../receipts/attestation.js';
+import type { LedgerReader } from '../core/soroban-rpc.js';
+import type { SellerReceiptExpectation } from '../receipts/seller-receipt.js';
 
 export interface PaymentReceiptHeader {
   /** Settlement transaction hash (hex). */
