@@ -519,26 +519,39 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     ),
   );
 
-  register(
+  /** A read of one marketplace record by id (no payment, nothing outside the marketplace): its network noted. */
+  function registerRecordRead<K extends string>(
+    name: MarketplaceToolName,
+    config: { title: string; description: string; outputSchema: z.ZodTypeAny },
+    idField: { [key in K]: z.ZodTypeAny },
+    read: (id: string) => Promise<{ network?: string }>,
+  ): void {
+    register(
+      name,
+      { ...config, inputSchema: idField, annotations: { readOnlyHint: true, openWorldHint: false } },
+      tool(
+        name,
+        () => undefined,
+        async (args: Record<K, string>, note) => {
+          const record = await read(args[Object.keys(idField)[0] as K]);
+          note.network = record.network;
+          return record as unknown as Record<string, unknown>;
+        },
+      ),
+    );
+  }
+
+  registerRecordRead(
     'inspect_resource',
     {
       title: 'Inspect a paid resource',
       description:
         'The full record of one resource: its current payment requirements, input and output schemas, seller ' +
         'trust (domain verification), conformance state where known and settlement statistics.',
-      inputSchema: { resourceId },
       outputSchema: resourceOut,
-      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    tool(
-      'inspect_resource',
-      () => undefined,
-      async ({ resourceId: id }: { resourceId: string }, note) => {
-        const detail = await port.getResource(id);
-        note.network = detail.network;
-        return detail as unknown as Record<string, unknown>;
-      },
-    ),
+    { resourceId },
+    (id) => port.getResource(id),
   );
 
   register(
@@ -561,26 +574,17 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     ),
   );
 
-  register(
+  registerRecordRead(
     'get_receipt',
     {
       title: 'Read a receipt',
       description:
         'A receipt: the evidence of a paid call (resource, seller, amount, asset, transaction hash, ledger, ' +
         'status, evidence label).',
-      inputSchema: { receiptId },
       outputSchema: receiptOut,
-      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    tool(
-      'get_receipt',
-      () => undefined,
-      async ({ receiptId: id }: { receiptId: string }, note) => {
-        const receipt = await port.getReceipt(id);
-        note.network = receipt.network;
-        return receipt as unknown as Record<string, unknown>;
-      },
-    ),
+    { receiptId },
+    (id) => port.getReceipt(id),
   );
 
   const payer = options.payer;

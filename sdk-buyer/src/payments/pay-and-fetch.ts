@@ -19,6 +19,7 @@ import {
   assertAssetShown,
   readPaymentRequired,
   fromResourceRequirements,
+  type ListedRequirements,
   type NormalizedRequirements,
 } from './requirements.js';
 import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner } from './sign-payment.js';
@@ -68,14 +69,7 @@ export class PaymentFailedError extends Error {
 
 export interface ResourceLike {
   url: string;
-  paymentRequirements?: {
-    network: string;
-    amount: string;
-    payTo: string;
-    asset?: { code: string; issuer: string; contractId?: string };
-    maxTimeoutSeconds?: number;
-    resource?: string;
-  };
+  paymentRequirements?: ListedRequirements;
 }
 
 /** The terms a caller inspected: the live 402 must not ask more, nor pay anyone or anything else. */
