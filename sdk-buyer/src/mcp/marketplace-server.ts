@@ -436,6 +436,14 @@ export function marketplaceInstructions(options: Pick<MarketplaceMcpOptions, 'pa
   return MARKETPLACE_INSTRUCTIONS_READ;
 }
 
+/** The tool an mcp resource names (`extensions.mcp.toolName`, or `tool`); INVALID_REQUEST when it names none. */
+function mcpToolNameOf(detail: Schemas['ResourceDetail']): string {
+  const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
+  const name = [ext.mcp?.toolName, ext.mcp?.tool].find((v): v is string => typeof v === 'string');
+  if (!name) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+  return name;
+}
+
 export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpServer {
   const port = marketplacePortOf(options.marketplace);
   const server = new McpServer(
@@ -789,14 +797,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   }
 
   async function callMcp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
-    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
-    const toolName =
-      typeof ext.mcp?.toolName === 'string'
-        ? ext.mcp.toolName
-        : typeof ext.mcp?.tool === 'string'
-          ? ext.mcp.tool
-          : null;
-    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const toolName = mcpToolNameOf(detail);
     const client = new Client({ name: 'paid-api-marketplace-mcp', version: '0.1.0' });
     const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
     try {
@@ -987,14 +988,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     args: CallArgs,
     payment: Record<string, unknown> | undefined,
   ): Promise<CallToolResult> {
-    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
-    const toolName =
-      typeof ext.mcp?.toolName === 'string'
-        ? ext.mcp.toolName
-        : typeof ext.mcp?.tool === 'string'
-          ? ext.mcp.tool
-          : null;
-    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const toolName = mcpToolNameOf(detail);
     const client = new Client({ name: 'paid-api-marketplace', version: '0.1.0' });
     const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
     let answer: CallToolResult;
