@@ -15,6 +15,8 @@ export default tseslint.config(
       'sdk-seller/src/core/**',
       'sdk-seller/src/receipts/**',
       'server/src/domain/amount.ts',
+      'server/src/domain/receipts/attestation.ts',
+      'server/src/domain/receipts/jws.ts',
       'local-network/src/amount.ts',
       'local-network/src/cap71-xdr.ts',
       'local-network/src/js-xdr.d.ts',

@@ -21,12 +21,14 @@
 //   docs/index.html                                         the Redoc page (scripts/build-docs.mjs), so that a
 //                                                            stale copy is caught by --check too
 //   the one SDK core, copied (see SHARED below)              sdk-buyer/src/core/* and sdk-buyer/src/receipts/* are
-//                                                            the sources; sdk-seller/src/core/*,
-//                                                            sdk-seller/src/receipts/* and server/src/domain/amount.ts
-//                                                            are generated copies with a "do not edit" header (the
-//                                                            seller SDK's not committed, .gitignore): written by
-//                                                            --shared-only at install and build time, compared by
-//                                                            --check
+//                                                            the sources; sdk-seller/src/core/* and
+//                                                            sdk-seller/src/receipts/* are generated copies with a
+//                                                            "do not edit" header, not committed (.gitignore):
+//                                                            written by --shared-only at install and build time,
+//                                                            compared by --check; the server's copies
+//                                                            (server/src/domain/amount.ts, and the attestation and
+//                                                            its JWS check in server/src/domain/receipts/) are
+//                                                            committed, so a reader can open them
 //   the local network's copies (see SHARED below)           local-network/src/amount.ts (of the SDK core's amounts)
 //                                                            and local-network/src/cap71-xdr.ts, js-xdr.d.ts (of the
 //                                                            server's CAP-71 XDR types), committed
@@ -69,7 +71,8 @@ const TYPES = [
 ];
 // The one SDK core: each source file has a single home (the buyer SDK, which uses all of them) and is copied, with
 // a generated-file header, into the packages that need it. Each SDK stands alone when installed (no shared runtime
-// package), and the server's domain takes the amounts module without depending on an SDK.
+// package), and the server's domain takes the amounts module, the attestation (its type, the payload it signs) and
+// the one JWS check without depending on an SDK.
 // A folder is copied whole (every file in it, so a file added to the source folder is copied too). The copies are
 // build output like dist/: ignored by git, so the tree holds one copy of each file; `npm ci` writes them (root
 // `prepare`), and the seller SDK's build writes them again before it compiles.
@@ -77,6 +80,8 @@ const SHARED = [
   { from: 'sdk-buyer/src/core', to: 'sdk-seller/src/core' },
   { from: 'sdk-buyer/src/receipts', to: 'sdk-seller/src/receipts' },
   { from: 'sdk-buyer/src/core/amounts.ts', to: 'server/src/domain/amount.ts' },
+  { from: 'sdk-buyer/src/receipts/jws.ts', to: 'server/src/domain/receipts/jws.ts' },
+  { from: 'sdk-buyer/src/receipts/attestation.ts', to: 'server/src/domain/receipts/attestation.ts' },
   // The local Stellar network (its own workspace package, which imports nothing of the server): the same amounts
   // module, and the CAP-71 XDR types it shares with the service's facilitator (one definition of the wire format).
   // Committed, like the server's copy, so a reader can open them.

@@ -7,9 +7,9 @@
  */
 import type { Client } from 'openapi-fetch';
 import { Keypair } from '@stellar/stellar-sdk';
-import type { components, operations, paths } from './generated/openapi.js';
+import type { components, paths } from './generated/openapi.js';
 import { createTransport, type RetryOptions } from './core/http.js';
-import { paginate, type PageIterable } from './core/pagination.js';
+import { data, discoveryReads, ledgerRecordReads, resourceReads, sellerReads } from './core/reads.js';
 import { Budget, type BudgetOptions } from './payments/budget.js';
 import {
   createPayAndFetch,
@@ -24,16 +24,13 @@ import {
   type SignPaymentOptions,
 } from './payments/sign-payment.js';
 import { fromResourceRequirements, readPaymentRequired } from './payments/requirements.js';
-import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
+import { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/receipt-on-ledger.js';
 import { attestationClaims } from './receipts/attestation.js';
-import { createLedgerReader } from './payments/ledger-reads.js';
+import { createLedgerReader, latestLedgerOf } from './core/soroban-rpc.js';
 import { createPayAndCallTool, type PayAndCallToolOptions, type PaidToolCallResult } from './mcp/pay-and-call-tool.js';
 import type { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 
-export type { paths, components, operations } from './generated/openapi.js';
-export { ApiError, type ApiErrorDetail } from './core/errors.js';
-export type { RetryOptions } from './core/http.js';
-export type { PageIterable } from './core/pagination.js';
+export * from './core/public.js';
 export {
   Budget,
   BudgetExceededError,
@@ -44,7 +41,8 @@ export {
   type Commitment,
 } from './payments/budget.js';
 export { AssetMismatchError, assertAssetShown } from './payments/requirements.js';
-export { createLedgerReader, type LedgerReader, type TransferEvent } from './payments/ledger-reads.js';
+export { createLedgerReader } from './core/soroban-rpc.js';
+export { type TransferEvent } from './payments/ledger-reads.js';
 export {
   PaymentFailedError,
   type ExpectedTerms,
@@ -56,7 +54,6 @@ export {
 export {
   signPayment,
   transferAuthorizationEntry,
-  latestLedgerOf,
   DEFAULT_VALID_FOR_LEDGERS,
   type PaymentPayload,
   type PaymentSigner,
@@ -66,11 +63,12 @@ export {
   readPaymentRequired,
   fromResourceRequirements,
   fromX402Requirement,
+  type ListedRequirements,
   type NormalizedRequirements,
 } from './payments/requirements.js';
-export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/verify-receipt.js';
+export { verifyReceiptOnLedger, type LedgerCheck, type ReceiptClaims } from './payments/receipt-on-ledger.js';
 export { toStroops, fromStroops } from './core/amounts.js';
-export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
+export { latestLedgerOf } from './core/soroban-rpc.js';
 export {
   payAndCallTool,
   paymentRequiredOf,
@@ -90,10 +88,6 @@ export {
 export { type McpMetricsSink } from './mcp/metrics.js';
 
 type Schemas = components['schemas'];
-type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q }
-  ? NonNullable<Q>
-  : never;
-type NoCursor<Q> = Omit<Q, 'cursor'>;
 
 export interface PaymentOptions {
   /** A Stellar Keypair (with secret), or `{ publicKey, sign }` where `sign` signs the authorization preimage (wallets).
@@ -142,12 +136,6 @@ function toSigner(signer: PaymentSigner | string): PaymentSigner {
   }
 }
 
-/** Unwraps an openapi-fetch result: errors were already thrown as ApiError by the transport. */
-async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
-  const r = await p;
-  return r.data as T;
-}
-
 export function createBuyerClient(options: BuyerClientOptions) {
   const clientFetch = options.fetch ?? globalThis.fetch;
   const raw = createTransport<paths>({
@@ -157,50 +145,9 @@ export function createBuyerClient(options: BuyerClientOptions) {
     retry: options.retry,
   });
 
-  const discovery = {
-    /** One page of discoverable resources (newest first). */
-    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> =>
-      data(raw.GET('/v1/discovery/resources', { params: { query } })),
-    /** One page of resources ranked for `q`. */
-    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> =>
-      data(raw.GET('/v1/discovery/search', { params: { query } })),
-    /** Every discoverable resource matching the filters, page by page: `for await (const r of
-     * buyer.discovery.iterate({...}))`. */
-    iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> =>
-      paginate((cursor) => discovery.list({ ...query, cursor })),
-    /** Every search result, in rank order, page by page. */
-    iterateSearch: (query: NoCursor<Query<'searchResources'>>): PageIterable<Schemas['DiscoveryResource']> =>
-      paginate((cursor) => discovery.search({ ...query, cursor })),
-  };
-
-  const resources = {
-    get: (id: string): Promise<Schemas['ResourceDetail']> =>
-      data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
-    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> =>
-      data(raw.GET('/v1/resources', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> =>
-      paginate((cursor) => resources.list({ ...query, cursor })),
-    versions: (id: string, query: Query<'listResourceVersions'> = {}): Promise<Schemas['ResourceVersionList']> =>
-      data(raw.GET('/v1/resources/{id}/versions', { params: { path: { id }, query } })),
-    iterateVersions: (
-      id: string,
-      query: NoCursor<Query<'listResourceVersions'>> = {},
-    ): PageIterable<Schemas['ResourceVersion']> => paginate((cursor) => resources.versions(id, { ...query, cursor })),
-  };
-
-  const sellers = {
-    get: (sellerId: string): Promise<Schemas['Seller']> =>
-      data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
-    resources: (sellerId: string, query: Query<'listSellerResources'> = {}): Promise<Schemas['ResourceList']> =>
-      data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
-    iterateResources: (
-      sellerId: string,
-      query: NoCursor<Query<'listSellerResources'>> = {},
-    ): PageIterable<Schemas['Resource']> => paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
-    /** The keys this seller signs its own receipts with (a JWK Set for verifySellerReceipt). */
-    receiptKeys: (sellerId: string): Promise<Schemas['SellerReceiptKeys']> =>
-      data(raw.GET('/v1/sellers/{sellerId}/receipt-keys', { params: { path: { sellerId } } })),
-  };
+  const discovery = discoveryReads(raw);
+  const resources = resourceReads(raw);
+  const sellers = sellerReads(raw);
   /** The marketplace's keys (GET /.well-known/jwks.json): they verify its attestations (verifyAttestation). */
   const marketplaceKeys = async (): Promise<{ keys: Array<Record<string, unknown>> }> => {
     const res = await clientFetch(`${options.baseUrl.replace(/\/+$/, '')}/.well-known/jwks.json`);
@@ -208,14 +155,11 @@ export function createBuyerClient(options: BuyerClientOptions) {
     return (await res.json()) as { keys: Array<Record<string, unknown>> };
   };
 
-  const settlements = {
-    get: (transactionHash: string): Promise<Schemas['Settlement']> =>
-      data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
-  };
+  const records = ledgerRecordReads(raw);
+  const { settlements, networks } = records;
 
   const receipts = {
-    get: (receiptId: string): Promise<Schemas['Receipt']> =>
-      data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
+    ...records.receipts,
     /**
      * Checks a receipt on the ledger itself (see verifyReceiptOnLedger): the transaction succeeded in the stated
      * ledger and its transfer event moved the receipt's amount of its asset from the payer to payTo. payTo is read
@@ -247,10 +191,6 @@ export function createBuyerClient(options: BuyerClientOptions) {
     },
   };
 
-  const networks = {
-    list: (): Promise<Schemas['NetworkList']> => data(raw.GET('/v1/networks')),
-  };
-
   let networkList: Promise<Schemas['NetworkList']> | null = null;
   const cachedNetworks = () =>
     (networkList ??= networks.list().catch((err) => ((networkList = null), Promise.reject(err))));
@@ -267,7 +207,7 @@ export function createBuyerClient(options: BuyerClientOptions) {
   const payment = options.payment;
   const signer: PaymentSigner | null = payment ? toSigner(payment.signer) : null;
   const budget = new Budget(payment?.budget);
-  const ledger = createLedgerReader(rpcUrlFor, options.fetch ?? globalThis.fetch);
+  const ledger = createLedgerReader(rpcUrlFor, clientFetch);
   budget.ledger = ledger;
   const payerDeps = signer
     ? {
@@ -327,10 +267,12 @@ export function createBuyerClient(options: BuyerClientOptions) {
       const s = opts.signer ?? signer;
       if (!s) throw new Error('signPayment needs a signer (client option payment.signer or opts.signer)');
       const normalized = fromResourceRequirements(requirements);
+      const latestLedger =
+        opts.latestLedger ??
+        (opts.rpcUrl ? await latestLedgerOf(opts.rpcUrl, clientFetch) : await ledger.latestLedger(normalized.network));
       return signPayment(normalized, {
         signer: s,
-        rpcUrl: opts.rpcUrl ?? (opts.latestLedger ? undefined : await rpcUrlFor(normalized.network)),
-        latestLedger: opts.latestLedger,
+        latestLedger,
         validForLedgers: opts.validForLedgers ?? payment?.validForLedgers,
       });
     },
@@ -351,19 +293,3 @@ export function createBuyerClient(options: BuyerClientOptions) {
 
 export type BuyerClient = ReturnType<typeof createBuyerClient>;
 export { readPaymentRequired as parsePaymentRequired };
-export {
-  verifyReceiptSignature,
-  type SignedReceiptPayload,
-  type ReceiptVerification,
-} from './receipts/verify-receipt.js';
-export {
-  verifyAttestation,
-  verifySellerReceipt,
-  sellerReceiptOf,
-  attestationOf,
-  attestationClaims,
-  type AttestationPayload,
-  type SellerReceiptPayload,
-  type SellerReceiptExpectation,
-  type SignedDocumentCheck,
-} from './receipts/attestation.js';

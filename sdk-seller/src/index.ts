@@ -12,14 +12,19 @@ import type { components, operations, paths } from './generated/openapi.js';
 import { checkWalletReadiness, type WalletReadiness } from './wallet/readiness.js';
 import { createTransport, type RetryOptions } from './core/http.js';
 import { paginate, type PageIterable } from './core/pagination.js';
+import {
+  data,
+  discoveryReads,
+  ledgerRecordReads,
+  resourceReads,
+  sellerReads,
+  type NoCursor,
+  type Query,
+} from './core/reads.js';
 import { sellerKeys } from './keys.js';
 import { receiptKeyProof, type ReceiptKey } from './paywall/receipt-signer.js';
 
-export type { paths, components, operations } from './generated/openapi.js';
-export { ApiError, type ApiErrorDetail } from './core/errors.js';
-export type { RetryOptions } from './core/http.js';
-export type { PageIterable } from './core/pagination.js';
-export { localDevFetch, createLocalDevFetch, isLocalDevHost } from './core/local-dev-fetch.js';
+export * from './core/public.js';
 export {
   paywall,
   type PaywallOptions,
@@ -62,10 +67,6 @@ export {
 export { statelessMcpHandler } from './mcp/serve.js';
 
 type Schemas = components['schemas'];
-type Query<Op extends keyof operations> = operations[Op]['parameters'] extends { query?: infer Q }
-  ? NonNullable<Q>
-  : never;
-type NoCursor<Q> = Omit<Q, 'cursor'>;
 type Body<Op extends keyof operations> = operations[Op] extends {
   requestBody?: { content: { 'application/json': infer B } };
 }
@@ -128,11 +129,6 @@ function toWalletSigner(wallet: Keypair | string | WalletSigner): WalletSigner {
 
 const toBase64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 
-async function data<T>(p: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
-  const r = await p;
-  return r.data as T;
-}
-
 const idem = (o?: PostOptions) => (o?.idempotencyKey ? { 'Idempotency-Key': o.idempotencyKey } : undefined);
 
 export function createSellerClient(options: SellerClientOptions) {
@@ -147,6 +143,8 @@ export function createSellerClient(options: SellerClientOptions) {
     : raw;
 
   const sellers = {
+    /** The seller's public profile (`get`), its listed resources (`resources`, `iterateResources`). */
+    ...sellerReads(raw),
     /**
      * Signs up (public) in both steps: asks for a wallet challenge (`POST /v1/sellers/challenges`), signs it with the
      * wallet (SEP-53 signed message) and creates the seller with that proof. `wallet` is a Stellar SDK `Keypair`, a
@@ -177,8 +175,6 @@ export function createSellerClient(options: SellerClientOptions) {
     /** Step two of sign-up, with a `walletProof` you built yourself (see `signUp`, which does both steps). */
     create: (input: Body<'createSeller'>, o?: PostOptions): Promise<Schemas['SellerCreated']> =>
       data(raw.POST('/v1/sellers', { body: input, headers: idem(o) })),
-    get: (sellerId: string): Promise<Schemas['Seller']> =>
-      data(raw.GET('/v1/sellers/{sellerId}', { params: { path: { sellerId } } })),
     verifyDomain: (
       sellerId: string,
       input: Body<'verifySellerDomain'>,
@@ -191,12 +187,6 @@ export function createSellerClient(options: SellerClientOptions) {
           headers: idem(o),
         }),
       ),
-    resources: (sellerId: string, query: Query<'listSellerResources'> = {}): Promise<Schemas['ResourceList']> =>
-      data(raw.GET('/v1/sellers/{sellerId}/resources', { params: { path: { sellerId }, query } })),
-    iterateResources: (
-      sellerId: string,
-      query: NoCursor<Query<'listSellerResources'>> = {},
-    ): PageIterable<Schemas['Resource']> => paginate((cursor) => sellers.resources(sellerId, { ...query, cursor })),
     /**
      * The seller's receipt keys: `publish` replaces the set (admin key), `get` reads it (public). Buyers verify the
      * paywall's signed receipts against it. Give `publish` the ReceiptKey of createReceiptKey() for each new key: it
@@ -232,8 +222,8 @@ export function createSellerClient(options: SellerClientOptions) {
      * yet). */
     create: (input: Body<'createResource'>, o?: PostOptions): Promise<Schemas['ResourceCreated']> =>
       data(raw.POST('/v1/resources', { body: input, headers: idem(o) })) as Promise<Schemas['ResourceCreated']>,
-    get: (id: string): Promise<Schemas['ResourceDetail']> =>
-      data(raw.GET('/v1/resources/{id}', { params: { path: { id } } })),
+    /** get, list, iterate, versions, iterateVersions. */
+    ...resourceReads(raw),
     /** The public read of a resource, sent without the API key (what buyers see; used by paywall and paidTool). */
     getPublic: (id: string): Promise<Schemas['ResourceDetail']> =>
       data(publicRaw.GET('/v1/resources/{id}', { params: { path: { id } } })),
@@ -243,16 +233,6 @@ export function createSellerClient(options: SellerClientOptions) {
       >,
     delete: (id: string): Promise<Schemas['ResourceDeletion']> =>
       data(raw.DELETE('/v1/resources/{id}', { params: { path: { id } } })) as Promise<Schemas['ResourceDeletion']>,
-    list: (query: Query<'listResources'> = {}): Promise<Schemas['ResourceList']> =>
-      data(raw.GET('/v1/resources', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listResources'>> = {}): PageIterable<Schemas['Resource']> =>
-      paginate((cursor) => resources.list({ ...query, cursor })),
-    versions: (id: string, query: Query<'listResourceVersions'> = {}): Promise<Schemas['ResourceVersionList']> =>
-      data(raw.GET('/v1/resources/{id}/versions', { params: { path: { id }, query } })),
-    iterateVersions: (
-      id: string,
-      query: NoCursor<Query<'listResourceVersions'>> = {},
-    ): PageIterable<Schemas['ResourceVersion']> => paginate((cursor) => resources.versions(id, { ...query, cursor })),
   };
 
   const catalog = {
@@ -272,16 +252,7 @@ export function createSellerClient(options: SellerClientOptions) {
       >,
   };
 
-  const discovery = {
-    list: (query: Query<'listDiscoveryResources'> = {}): Promise<Schemas['DiscoveryPage']> =>
-      data(raw.GET('/v1/discovery/resources', { params: { query } })),
-    search: (query: Query<'searchResources'>): Promise<Schemas['SearchPage']> =>
-      data(raw.GET('/v1/discovery/search', { params: { query } })),
-    iterate: (query: NoCursor<Query<'listDiscoveryResources'>> = {}): PageIterable<Schemas['DiscoveryResource']> =>
-      paginate((cursor) => discovery.list({ ...query, cursor })),
-    iterateSearch: (query: NoCursor<Query<'searchResources'>>): PageIterable<Schemas['DiscoveryResource']> =>
-      paginate((cursor) => discovery.search({ ...query, cursor })),
-  };
+  const discovery = discoveryReads(raw);
 
   const payments = {
     /** Payment attempts (GET /v1/payments; a seller key sees only its own). Pass `sellerId` to use the seller's own
@@ -300,14 +271,7 @@ export function createSellerClient(options: SellerClientOptions) {
       data(raw.GET('/v1/payments/{paymentId}', { params: { path: { paymentId } } })),
   };
 
-  const settlements = {
-    get: (transactionHash: string): Promise<Schemas['Settlement']> =>
-      data(raw.GET('/v1/settlements/{transactionHash}', { params: { path: { transactionHash } } })),
-  };
-  const receipts = {
-    get: (receiptId: string): Promise<Schemas['Receipt']> =>
-      data(raw.GET('/v1/receipts/{receiptId}', { params: { path: { receiptId } } })),
-  };
+  const { settlements, receipts, networks } = ledgerRecordReads(raw);
 
   const facilitator = {
     supported: (): Promise<Schemas['Supported']> => data(raw.GET('/v1/supported')),
@@ -315,10 +279,6 @@ export function createSellerClient(options: SellerClientOptions) {
       data(raw.POST('/v1/verify', { body: input, headers: idem(o) })),
     settle: (input: Schemas['SettleRequest'], o?: PostOptions): Promise<Schemas['SettleResponse']> =>
       data(raw.POST('/v1/settle', { body: input, headers: idem(o) })) as Promise<Schemas['SettleResponse']>,
-  };
-
-  const networks = {
-    list: (): Promise<Schemas['NetworkList']> => data(raw.GET('/v1/networks')),
   };
 
   /** The seller's API keys: create (secret shown once), list, revoke (see keys.ts). */
@@ -349,23 +309,8 @@ export function createSellerClient(options: SellerClientOptions) {
 
 export type SellerClient = ReturnType<typeof createSellerClient>;
 export {
-  verifyReceiptSignature,
-  type SignedReceiptPayload,
-  type ReceiptVerification,
-} from './receipts/verify-receipt.js';
-export {
   checkWalletReadiness,
   type WalletReadiness,
   type WalletReadinessOptions,
   type WalletAssetReadiness,
 } from './wallet/readiness.js';
-export {
-  verifyAttestation,
-  verifySellerReceipt,
-  sellerReceiptOf,
-  attestationOf,
-  attestationClaims,
-  type AttestationPayload,
-  type SellerReceiptPayload,
-  type SignedDocumentCheck,
-} from './receipts/attestation.js';

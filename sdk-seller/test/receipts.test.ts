@@ -3,10 +3,13 @@ import path from 'node:path';
 import { verifyAttestation as sellerVerify, verifySellerReceipt } from '../src';
 import { verifyAttestation as buyerVerify } from '../../sdk-buyer/src';
 import {
+  canonicalJson,
   createReceiptSigner,
   generateReceiptKeyPem,
   publicJwkOfPem,
 } from '../../server/src/domain/receipts/receipt-signer';
+import { CompactSign } from 'jose';
+import { createPrivateKey } from 'node:crypto';
 
 const claims = {
   network: 'stellar:testnet',
@@ -99,6 +102,52 @@ describe('offline verification of the facilitator attestation', () => {
       const stranger = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
       expect(await buyerVerify(old, stranger.jwks())).toEqual({ valid: false, reason: 'unknown_key' });
       expect(JSON.stringify(rotated.jwks())).not.toMatch(/"d"/);
+    },
+  );
+
+  it(
+    'the server signs with the one attestation definition the SDKs verify: its copies in server/src/domain/receipts ' +
+      'are the SDK source behind a header, and an attestation with fees verifies with the fees it carries',
+    async () => {
+      for (const f of ['attestation.ts', 'jws.ts']) {
+        const copy = fs.readFileSync(path.resolve(__dirname, '../../server/src/domain/receipts', f), 'utf8');
+        expect(copy.startsWith(`/**\n * GENERATED FILE: DO NOT EDIT. Source: sdk-buyer/src/receipts/${f}, `)).toBe(
+          true,
+        );
+        expect(copy.slice(copy.indexOf(' */\n') + 4)).toBe(
+          fs.readFileSync(path.resolve(__dirname, '../../sdk-buyer/src/receipts', f), 'utf8'),
+        );
+      }
+      const signer = await createReceiptSigner({ privateKeyPem: generateReceiptKeyPem() });
+      const fees = { inclusion: '200', resource: '51234', percentile: 'p90' };
+      const checked = await sellerVerify(await signer.sign({ ...claims, fees }), signer.jwks());
+      expect(checked).toEqual({
+        valid: true,
+        kid: signer.kid,
+        payload: { kind: 'facilitator-attestation', version: 1, ...claims, fees },
+      });
+    },
+  );
+
+  it(
+    'an attestation-shaped document whose fees or resource are not what an attestation holds (numbers, a bare ' +
+      'string) is refused as bad_payload even under a valid signature',
+    async () => {
+      const pem = generateReceiptKeyPem();
+      const signer = await createReceiptSigner({ privateKeyPem: pem });
+      const signOdd = (extra: Record<string, unknown>) =>
+        new CompactSign(
+          new TextEncoder().encode(canonicalJson({ kind: 'facilitator-attestation', version: 1, ...claims, ...extra })),
+        )
+          .setProtectedHeader({ alg: 'EdDSA', kid: signer.kid, typ: 'x402-facilitator-attestation' })
+          .sign(createPrivateKey(pem));
+      for (const odd of [
+        { fees: { inclusion: 200, resource: 51234, percentile: 90 } },
+        { fees: 'p90' },
+        { resource: 'https://weather.example.com/v1/forecast/porto' },
+      ]) {
+        expect(await buyerVerify(await signOdd(odd), signer.jwks())).toEqual({ valid: false, reason: 'bad_payload' });
+      }
     },
   );
 });

@@ -436,6 +436,14 @@ export function marketplaceInstructions(options: Pick<MarketplaceMcpOptions, 'pa
   return MARKETPLACE_INSTRUCTIONS_READ;
 }
 
+/** The tool an mcp resource names (`extensions.mcp.toolName`, or `tool`); INVALID_REQUEST when it names none. */
+function mcpToolNameOf(detail: Schemas['ResourceDetail']): string {
+  const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
+  const name = [ext.mcp?.toolName, ext.mcp?.tool].find((v): v is string => typeof v === 'string');
+  if (!name) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+  return name;
+}
+
 export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpServer {
   const port = marketplacePortOf(options.marketplace);
   const server = new McpServer(
@@ -519,26 +527,39 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     ),
   );
 
-  register(
+  /** A read of one marketplace record by id (no payment, nothing outside the marketplace): its network noted. */
+  function registerRecordRead<K extends string>(
+    name: MarketplaceToolName,
+    config: { title: string; description: string; outputSchema: z.ZodTypeAny },
+    idField: { [key in K]: z.ZodTypeAny },
+    read: (id: string) => Promise<{ network?: string }>,
+  ): void {
+    register(
+      name,
+      { ...config, inputSchema: idField, annotations: { readOnlyHint: true, openWorldHint: false } },
+      tool(
+        name,
+        () => undefined,
+        async (args: Record<K, string>, note) => {
+          const record = await read(args[Object.keys(idField)[0] as K]);
+          note.network = record.network;
+          return record as unknown as Record<string, unknown>;
+        },
+      ),
+    );
+  }
+
+  registerRecordRead(
     'inspect_resource',
     {
       title: 'Inspect a paid resource',
       description:
         'The full record of one resource: its current payment requirements, input and output schemas, seller ' +
         'trust (domain verification), conformance state where known and settlement statistics.',
-      inputSchema: { resourceId },
       outputSchema: resourceOut,
-      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    tool(
-      'inspect_resource',
-      () => undefined,
-      async ({ resourceId: id }: { resourceId: string }, note) => {
-        const detail = await port.getResource(id);
-        note.network = detail.network;
-        return detail as unknown as Record<string, unknown>;
-      },
-    ),
+    { resourceId },
+    (id) => port.getResource(id),
   );
 
   register(
@@ -561,26 +582,17 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     ),
   );
 
-  register(
+  registerRecordRead(
     'get_receipt',
     {
       title: 'Read a receipt',
       description:
         'A receipt: the evidence of a paid call (resource, seller, amount, asset, transaction hash, ledger, ' +
         'status, evidence label).',
-      inputSchema: { receiptId },
       outputSchema: receiptOut,
-      annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    tool(
-      'get_receipt',
-      () => undefined,
-      async ({ receiptId: id }: { receiptId: string }, note) => {
-        const receipt = await port.getReceipt(id);
-        note.network = receipt.network;
-        return receipt as unknown as Record<string, unknown>;
-      },
-    ),
+    { receiptId },
+    (id) => port.getReceipt(id),
   );
 
   const payer = options.payer;
@@ -785,14 +797,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
   }
 
   async function callMcp(detail: Schemas['ResourceDetail'], args: CallArgs): Promise<Outcome> {
-    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
-    const toolName =
-      typeof ext.mcp?.toolName === 'string'
-        ? ext.mcp.toolName
-        : typeof ext.mcp?.tool === 'string'
-          ? ext.mcp.tool
-          : null;
-    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const toolName = mcpToolNameOf(detail);
     const client = new Client({ name: 'paid-api-marketplace-mcp', version: '0.1.0' });
     const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
     try {
@@ -983,14 +988,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
     args: CallArgs,
     payment: Record<string, unknown> | undefined,
   ): Promise<CallToolResult> {
-    const ext = (detail.extensions ?? {}) as { mcp?: { toolName?: unknown; tool?: unknown } };
-    const toolName =
-      typeof ext.mcp?.toolName === 'string'
-        ? ext.mcp.toolName
-        : typeof ext.mcp?.tool === 'string'
-          ? ext.mcp.tool
-          : null;
-    if (!toolName) throw new ToolError('INVALID_REQUEST', `Resource ${detail.id} names no MCP tool`);
+    const toolName = mcpToolNameOf(detail);
     const client = new Client({ name: 'paid-api-marketplace', version: '0.1.0' });
     const transport = new StreamableHTTPClientTransport(new URL(detail.url), { fetch: guardedFetch });
     let answer: CallToolResult;

@@ -22,7 +22,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { lock } from 'proper-lockfile';
 import { fromStroops, toStroops } from '../core/amounts.js';
-import { consumedNonce, transferOnLedger, type LedgerReader } from './ledger-reads.js';
+import { consumedNonce, transferOnLedger } from './ledger-reads.js';
+import type { LedgerReader } from '../core/soroban-rpc.js';
 
 /** Thrown before anything is signed when a payment would exceed the per-call or the client's cumulative budget. */
 export class BudgetExceededError extends Error {

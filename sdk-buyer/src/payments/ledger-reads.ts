@@ -1,43 +1,11 @@
 /**
  * What the buyer SDK asks the ledger itself (Soroban JSON-RPC, no trust in the marketplace or the seller):
  * the latest ledger, whether an authorization's nonce was consumed (getLedgerEntries), transfers from a payer to a
- * payee in a ledger range (getEvents), and the transfer events of one transaction (getTransaction).
+ * payee in a ledger range (getEvents), and the transfer events of one transaction (getTransaction). The calls go
+ * through the one Soroban RPC reader of the SDK core (core/soroban-rpc.ts).
  */
 import { Address, StrKey, scValToNative, xdr } from '@stellar/stellar-sdk';
-
-export interface LedgerReader {
-  rpc<T = Record<string, unknown>>(network: string, method: string, params?: Record<string, unknown>): Promise<T>;
-  latestLedger(network: string): Promise<number>;
-}
-
-const RPC_TIMEOUT_MS = 15_000;
-
-/** Raw JSON-RPC with a deadline; the RPC URL of each network comes from `rpcUrlFor`. */
-export function createLedgerReader(
-  rpcUrlFor: (network: string) => Promise<string>,
-  fetchFn: typeof globalThis.fetch = globalThis.fetch,
-): LedgerReader {
-  const reader: LedgerReader = {
-    async rpc<T>(network: string, method: string, params: Record<string, unknown> = {}): Promise<T> {
-      const url = await rpcUrlFor(network);
-      const res = await fetchFn(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-        signal: AbortSignal.timeout(RPC_TIMEOUT_MS),
-      });
-      if (!res.ok) throw new Error(`Soroban RPC ${method} answered HTTP ${res.status}`);
-      const body = (await res.json()) as { result?: T; error?: { message?: string } };
-      if (body.error || body.result === undefined)
-        throw new Error(`Soroban RPC ${method} failed: ${body.error?.message ?? 'no result'}`);
-      return body.result;
-    },
-    async latestLedger(network: string): Promise<number> {
-      return (await reader.rpc<{ sequence: number }>(network, 'getLatestLedger')).sequence;
-    },
-  };
-  return reader;
-}
+import { ledgerEntriesFound, type LedgerReader } from '../core/soroban-rpc.js';
 
 /** The ledger key of a consumed Soroban authorization nonce of `address`. */
 export function nonceLedgerKey(address: string, nonce: string): xdr.LedgerKey {
@@ -57,8 +25,7 @@ export async function consumedNonce(
 ): Promise<boolean> {
   if (!c.nonce) return false;
   const key = nonceLedgerKey(c.payer, c.nonce).toXDR('base64');
-  const result = await ledger.rpc<{ entries?: unknown[] | null }>(c.network, 'getLedgerEntries', { keys: [key] });
-  return (result.entries?.length ?? 0) > 0;
+  return (await ledgerEntriesFound(ledger, c.network, [key])).size > 0;
 }
 
 export interface TransferEvent {

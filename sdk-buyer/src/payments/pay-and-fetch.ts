@@ -19,13 +19,14 @@ import {
   assertAssetShown,
   readPaymentRequired,
   fromResourceRequirements,
+  type ListedRequirements,
   type NormalizedRequirements,
 } from './requirements.js';
 import { signPayment, signerPublicKey, type PaymentPayload, type PaymentSigner } from './sign-payment.js';
 import { Budget, type Commitment } from './budget.js';
 import { toStroops } from '../core/amounts.js';
-import type { LedgerReader } from './ledger-reads.js';
-import type { SellerReceiptExpectation } from '../receipts/attestation.js';
+import type { LedgerReader } from '../core/soroban-rpc.js';
+import type { SellerReceiptExpectation } from '../receipts/seller-receipt.js';
 
 export interface PaymentReceiptHeader {
   /** Settlement transaction hash (hex). */
@@ -68,14 +69,7 @@ export class PaymentFailedError extends Error {
 
 export interface ResourceLike {
   url: string;
-  paymentRequirements?: {
-    network: string;
-    amount: string;
-    payTo: string;
-    asset?: { code: string; issuer: string; contractId?: string };
-    maxTimeoutSeconds?: number;
-    resource?: string;
-  };
+  paymentRequirements?: ListedRequirements;
 }
 
 /** The terms a caller inspected: the live 402 must not ask more, nor pay anyone or anything else. */

@@ -78,15 +78,17 @@ export function assertAssetShown(req: Pick<NormalizedRequirements, 'asset' | 'ne
     throw new AssetMismatchError({ code: code ?? '?', issuer }, contractId, derived, req.network);
 }
 
-/** Our ResourceDetail.paymentRequirements (or PaymentRequirements with an asset). */
-export function fromResourceRequirements(req: {
+/** Our ResourceDetail.paymentRequirements (or PaymentRequirements with an asset): the terms a resource lists. */
+export interface ListedRequirements {
   network: string;
   amount: string;
   payTo: string;
   asset?: { code: string; issuer: string; contractId?: string };
   maxTimeoutSeconds?: number;
   resource?: string;
-}): NormalizedRequirements {
+}
+
+export function fromResourceRequirements(req: ListedRequirements): NormalizedRequirements {
   const network = normalizeNetwork(req.network);
   if (!req.asset) throw new Error('The payment requirements name no asset');
   const contractId = req.asset.contractId ?? assetContractId(req.asset.code, req.asset.issuer, network);
@@ -112,19 +114,12 @@ export function fromX402Requirement(x402Version: 1 | 2, req: Record<string, unkn
   const atomic = String(req.amount ?? req.maxAmountRequired ?? '');
   if (!/^\d+$/.test(atomic)) throw new Error(`Invalid x402 amount ${atomic}`);
   const extra = (req.extra ?? {}) as Record<string, unknown>;
-  const extraAsset = (extra.asset ?? {}) as { code?: unknown; issuer?: unknown };
-  const code =
-    typeof extraAsset.code === 'string'
-      ? extraAsset.code
-      : typeof extra.assetCode === 'string'
-        ? extra.assetCode
-        : undefined;
-  const issuer =
-    typeof extraAsset.issuer === 'string'
-      ? extraAsset.issuer
-      : typeof extra.assetIssuer === 'string'
-        ? extra.assetIssuer
-        : undefined;
+  const extraAsset = (extra.asset ?? {}) as Record<string, unknown>;
+  // The first string among `extra.asset.<field>` and `extra.<flat>` (servers use either form).
+  const named = (field: string, flat: string) =>
+    [extraAsset[field], extra[flat]].find((v): v is string => typeof v === 'string');
+  const code = named('code', 'assetCode');
+  const issuer = named('issuer', 'assetIssuer');
   const asset = String(req.asset ?? '');
   let contractId = asset;
   if (!StrKey.isValidContract(asset)) {

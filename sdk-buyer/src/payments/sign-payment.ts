@@ -6,7 +6,8 @@
  * callback (a wallet), never by sending a secret anywhere.
  */
 import crypto from 'node:crypto';
-import { Address, Keypair, authorizeEntry, nativeToScVal, rpc, xdr, type SigningCallback } from '@stellar/stellar-sdk';
+import { Address, Keypair, authorizeEntry, nativeToScVal, xdr, type SigningCallback } from '@stellar/stellar-sdk';
+import { latestLedgerOf } from '../core/soroban-rpc.js';
 import { PASSPHRASES, assertAssetShown, type NormalizedRequirements, type StellarNetwork } from './requirements.js';
 
 /** A Keypair with its secret, or a wallet: its public key and a callback signing the authorization preimage. */
@@ -40,11 +41,6 @@ const SECONDS_PER_LEDGER = 5;
 
 export function signerPublicKey(signer: PaymentSigner): string {
   return signer instanceof Keypair ? signer.publicKey() : signer.publicKey;
-}
-
-export async function latestLedgerOf(rpcUrl: string): Promise<number> {
-  const server = new rpc.Server(rpcUrl, { allowHttp: rpcUrl.startsWith('http://') });
-  return (await server.getLatestLedger()).sequence;
 }
 
 /** The unsigned entry: address credentials of `from`, root invocation transfer(from, to, amount), no sub-invocations.

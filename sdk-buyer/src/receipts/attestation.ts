@@ -1,153 +1,85 @@
 /**
- * The two signed documents a buyer can check offline, separately:
+ * The facilitator's ATTESTATION, one definition for the server that signs it and the SDKs that check it (one source:
+ * sdk-buyer/src/receipts, copied into sdk-seller/src/receipts and server/src/domain/receipts by
+ * scripts/generate.mjs). The marketplace says: this transaction moved `amount` of `asset` from `payer` to `payTo` in
+ * `ledger`. A compact JWS, protected header `{alg: "EdDSA", kid, typ: "x402-facilitator-attestation"}`, payload the
+ * JCS canonical JSON of `{kind: "facilitator-attestation", version: 1, network, transaction, ledger, asset, amount,
+ * payer, payTo, issuedAt, resource?, fees?}`; the keys are the marketplace's `GET /.well-known/jwks.json`.
  *
- * - the facilitator's ATTESTATION (the marketplace says: this transaction moved `amount` of `asset` from `payer` to
- *   `payTo` in `ledger`): compact JWS, header `{alg: "EdDSA", kid, typ: "x402-facilitator-attestation"}`, payload
- *   the JCS canonical JSON of `{kind: "facilitator-attestation", version: 1, network, transaction, ledger, asset,
- *   amount, payer, payTo, issuedAt, resource?}`, keys at the marketplace's `GET /.well-known/jwks.json`;
- * - the SELLER's receipt (the seller says: this payer paid and was served), in the x402 offer-and-receipt format:
- *   `{format: "jws", signature}` whose JWS payload is `{version: 1, network, resourceUrl, payer, issuedAt,
- *   transaction?}` plus the terms paid, `{scheme, amount, asset, payTo}` (as in the spec's signed offer), signed
- *   with the seller's own receipt key, published at `GET /v1/sellers/{sellerId}/receipt-keys` (a JWK Set).
- *   `verifySellerReceipt` checks the signature AND that the receipt states what the buyer paid: the network, the
- *   URL it called (the seller signs its configured URL, possibly a route template that the called URL fits), the
- *   amount, the asset, the payTo (and the payer and transaction when given). A receipt that names other terms, or
- *   none, does not verify.
- *
- * Neither replaces the ledger: `verifyReceiptOnLedger` checks the transfer itself.
+ * The seller's own receipts are another document (./seller-receipt.ts), and neither replaces the ledger:
+ * `verifyReceiptOnLedger` checks the transfer itself.
  */
-import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from 'jose';
+import type { JSONWebKeySet } from 'jose';
+import { decodeJwsPayload, verifyJws, type SignedDocumentCheck } from './jws.js';
 
-const MAX_JWS_LENGTH = 8192;
+export type { SignedDocumentCheck } from './jws.js';
 
-export interface AttestationPayload {
-  kind: 'facilitator-attestation';
-  version: 1;
+/** The protected header's `typ` of an attestation. */
+export const ATTESTATION_TYPE = 'x402-facilitator-attestation';
+/** The payload's `kind` and `version`. */
+export const ATTESTATION_KIND = 'facilitator-attestation';
+export const ATTESTATION_VERSION = 1;
+
+/** What the facilitator attests: only what it verified on the ledger (the payload without `kind` and `version`). */
+export interface AttestationClaims {
+  /** The x402 network id, e.g. stellar:testnet. */
   network: string;
+  /** The settlement transaction's hash (hex) and the ledger that included it. */
   transaction: string;
   ledger: number;
+  /** The SEP-41 asset contract (C...) and the amount in its atomic units (stroops), as a decimal string. */
   asset: string;
   amount: string;
   payer: string;
   payTo: string;
+  /** Unix seconds: when the settlement was confirmed. */
   issuedAt: number;
+  /** The cataloged resource paid for; absent when the URL is not in the catalog. */
   resource?: { id: string; url: string };
+  /**
+   * The fees the settlement transaction bid (stroops, decimal strings): the inclusion fee (the getFeeStats Soroban
+   * inclusion fee at `percentile`, capped) and the resource fee its settle-time simulation asked (capped). Absent for
+   * settlements recorded before they were kept.
+   */
+  fees?: { inclusion: string; resource: string; percentile: string };
 }
 
-export interface SellerReceiptPayload {
-  version: number;
-  network: string;
-  /** The resource URL the seller configured (a route template such as `https://shop.example/items/{id}` stays one). */
-  resourceUrl: string;
-  payer: string;
-  issuedAt: number;
-  transaction?: string;
-  scheme?: string;
-  /** Atomic units (stroops). */
-  amount?: string;
-  /** The asset's contract id (C...). */
-  asset?: string;
-  payTo?: string;
+/** The signed payload. */
+export interface AttestationPayload extends AttestationClaims {
+  kind: typeof ATTESTATION_KIND;
+  version: typeof ATTESTATION_VERSION;
 }
 
-/** What the buyer paid, that a seller receipt must state (PaidFetchResult.receiptTerms has it after payAndFetch). */
-export interface SellerReceiptExpectation {
-  network: string;
-  /** The URL the buyer called: the receipt's `resourceUrl` is it, or the seller's route template that it fits. */
-  url: string;
-  /** Atomic units (stroops), e.g. "500000" for 0.05. */
-  amount: string;
-  /** The asset's contract id (C...). */
-  asset: string;
-  payTo: string;
-  payer?: string;
-  transaction?: string;
+/** The payload of `claims`, as the facilitator signs it. */
+export function attestationPayload(claims: AttestationClaims): AttestationPayload {
+  return { kind: ATTESTATION_KIND, version: ATTESTATION_VERSION, ...claims };
 }
 
-export type SignedDocumentCheck<P> =
-  | { valid: true; kid: string; payload: P }
-  | { valid: false; reason: 'malformed' | 'unknown_key' | 'bad_signature' | 'bad_payload' | 'wrong_type' }
-  | { valid: false; reason: 'terms_mismatch'; field: string; message: string };
+const isString = (v: unknown): v is string => typeof v === 'string';
 
-function decodePayload(jws: string): unknown {
-  try {
-    return JSON.parse(Buffer.from(jws.split('.')[1] ?? '', 'base64url').toString('utf8'));
-  } catch {
-    return null;
-  }
+/** Whether `p` is an attestation payload (the optional `resource` and `fees` checked when present). */
+export function isAttestation(p: unknown): p is AttestationPayload {
+  const o = p as Record<string, unknown> | null;
+  if (!o || typeof o !== 'object') return false;
+  const resource = o.resource as Record<string, unknown> | undefined;
+  const fees = o.fees as Record<string, unknown> | undefined;
+  return (
+    o.kind === ATTESTATION_KIND &&
+    o.version === ATTESTATION_VERSION &&
+    ['network', 'transaction', 'asset', 'payer', 'payTo'].every((f) => isString(o[f])) &&
+    typeof o.ledger === 'number' &&
+    isString(o.amount) &&
+    /^\d+$/.test(o.amount) &&
+    typeof o.issuedAt === 'number' &&
+    (resource === undefined || (!!resource && isString(resource.id) && isString(resource.url))) &&
+    (fees === undefined || (!!fees && ['inclusion', 'resource', 'percentile'].every((f) => isString(fees[f]))))
+  );
 }
 
 /** The claims of an attestation WITHOUT checking its signature (use verifyAttestation for that), or null. */
 export function attestationClaims(jws: unknown): AttestationPayload | null {
-  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH) return null;
-  const p = decodePayload(jws);
+  const p = decodeJwsPayload(jws);
   return isAttestation(p) ? p : null;
-}
-
-function isAttestation(p: unknown): p is AttestationPayload {
-  const o = p as Record<string, unknown> | null;
-  return (
-    !!o &&
-    o.kind === 'facilitator-attestation' &&
-    o.version === 1 &&
-    typeof o.network === 'string' &&
-    typeof o.transaction === 'string' &&
-    typeof o.ledger === 'number' &&
-    typeof o.asset === 'string' &&
-    typeof o.amount === 'string' &&
-    /^\d+$/.test(o.amount) &&
-    typeof o.payer === 'string' &&
-    typeof o.payTo === 'string' &&
-    typeof o.issuedAt === 'number'
-  );
-}
-
-function isSellerReceipt(p: unknown): p is SellerReceiptPayload {
-  const o = p as Record<string, unknown> | null;
-  return (
-    !!o &&
-    o.version === 1 &&
-    typeof o.network === 'string' &&
-    typeof o.resourceUrl === 'string' &&
-    typeof o.payer === 'string' &&
-    typeof o.issuedAt === 'number' &&
-    (o.transaction === undefined || typeof o.transaction === 'string') &&
-    ['scheme', 'amount', 'asset', 'payTo'].every((f) => o[f] === undefined || typeof o[f] === 'string')
-  );
-}
-
-async function verifyJws<P>(
-  jws: unknown,
-  jwks: JSONWebKeySet,
-  typ: string | null,
-  check: (p: unknown) => p is P,
-): Promise<SignedDocumentCheck<P>> {
-  if (typeof jws !== 'string' || jws.length > MAX_JWS_LENGTH || jws.split('.').length !== 3)
-    return { valid: false, reason: 'malformed' };
-  try {
-    const header = decodeProtectedHeader(jws);
-    if (typ !== null && header.typ !== typ) return { valid: false, reason: 'wrong_type' };
-  } catch {
-    return { valid: false, reason: 'malformed' };
-  }
-  let result;
-  try {
-    result = await compactVerify(jws, createLocalJWKSet(jwks), { algorithms: ['EdDSA'] });
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code === 'ERR_JWKS_NO_MATCHING_KEY' || code === 'ERR_JWKS_MULTIPLE_MATCHING_KEYS')
-      return { valid: false, reason: 'unknown_key' };
-    if (code === 'ERR_JWS_SIGNATURE_VERIFICATION_FAILED') return { valid: false, reason: 'bad_signature' };
-    return { valid: false, reason: 'malformed' };
-  }
-  let payload: unknown;
-  try {
-    payload = JSON.parse(new TextDecoder().decode(result.payload));
-  } catch {
-    return { valid: false, reason: 'bad_payload' };
-  }
-  if (!check(payload)) return { valid: false, reason: 'bad_payload' };
-  return { valid: true, kid: String(result.protectedHeader.kid ?? ''), payload };
 }
 
 /** Verifies the facilitator's attestation against the marketplace's JWK Set (GET /.well-known/jwks.json), offline. */
@@ -155,80 +87,7 @@ export function verifyAttestation(
   jws: unknown,
   marketplaceJwks: JSONWebKeySet,
 ): Promise<SignedDocumentCheck<AttestationPayload>> {
-  return verifyJws(jws, marketplaceJwks, 'x402-facilitator-attestation', isAttestation);
-}
-
-/**
- * Verifies a seller's offer-and-receipt receipt (`{format: "jws", signature}` or the JWS itself) against the
- * seller's published receipt keys (GET /v1/sellers/{sellerId}/receipt-keys), offline, and that it states the terms
- * the buyer paid (`expected`; `terms_mismatch` names the first field that differs, or that is missing, as in
- * receipts signed before the terms were added). The marketplace's keys do not verify it: only the seller's do.
- */
-export async function verifySellerReceipt(
-  receipt: unknown,
-  sellerJwks: JSONWebKeySet,
-  expected: SellerReceiptExpectation,
-): Promise<SignedDocumentCheck<SellerReceiptPayload>> {
-  const r = receipt as { format?: unknown; signature?: unknown } | null;
-  const jws = typeof receipt === 'string' ? receipt : r && r.format === 'jws' ? r.signature : null;
-  const checked = await verifyJws(jws, sellerJwks, null, isSellerReceipt);
-  if (!checked.valid) return checked;
-  const problem = sellerReceiptTermsProblem(checked.payload, expected);
-  return problem ? { valid: false, reason: 'terms_mismatch', ...problem } : checked;
-}
-
-/** The first field where a seller receipt does not state what the buyer paid, or null. */
-export function sellerReceiptTermsProblem(
-  p: SellerReceiptPayload,
-  expected: SellerReceiptExpectation,
-): { field: string; message: string } | null {
-  const differs = (field: string, got: unknown, want: string) => ({
-    field,
-    message:
-      `the receipt says ${field} ${got === undefined ? '(none)' : JSON.stringify(got)}, the buyer paid ` +
-      `${JSON.stringify(want)}`,
-  });
-  if (p.network !== expected.network) return differs('network', p.network, expected.network);
-  if (!urlFitsTemplate(p.resourceUrl, expected.url)) return differs('resourceUrl', p.resourceUrl, expected.url);
-  if (p.amount !== expected.amount) return differs('amount', p.amount, expected.amount);
-  if (p.asset !== expected.asset) return differs('asset', p.asset, expected.asset);
-  if (p.payTo !== expected.payTo) return differs('payTo', p.payTo, expected.payTo);
-  if (p.scheme !== undefined && p.scheme !== 'exact') return differs('scheme', p.scheme, 'exact');
-  if (expected.payer !== undefined && p.payer !== expected.payer) return differs('payer', p.payer, expected.payer);
-  if (expected.transaction !== undefined && p.transaction !== expected.transaction)
-    return differs('transaction', p.transaction, expected.transaction);
-  return null;
-}
-
-/**
- * Whether `called` is `configured`, or fits it as a route template: same origin, same number of path segments,
- * every literal segment equal and every `{param}` segment non-empty (a configured query must be equal too).
- */
-export function urlFitsTemplate(configured: string, called: string): boolean {
-  if (configured === called) return true;
-  let t: URL;
-  let c: URL;
-  try {
-    t = new URL(configured);
-    c = new URL(called);
-  } catch {
-    return false;
-  }
-  if (t.origin !== c.origin || (t.search && t.search !== c.search)) return false;
-  const ts = t.pathname.split('/');
-  const cs = c.pathname.split('/');
-  return (
-    ts.length === cs.length &&
-    ts.every((seg, i) => (/^%7B[A-Za-z0-9_]+%7D$/i.test(seg) ? cs[i].length > 0 : seg === cs[i]))
-  );
-}
-
-/** The seller receipt in a settlement response (`extensions["offer-receipt"].info.receipt`), when there is one. */
-export function sellerReceiptOf(settlement: unknown): { format: 'jws'; signature: string } | null {
-  const ext = (settlement as { extensions?: Record<string, unknown> } | null)?.extensions?.['offer-receipt'] as
-    { info?: { receipt?: unknown } } | undefined;
-  const r = ext?.info?.receipt as { format?: unknown; signature?: unknown } | undefined;
-  return r && r.format === 'jws' && typeof r.signature === 'string' ? { format: 'jws', signature: r.signature } : null;
+  return verifyJws(jws, marketplaceJwks, ATTESTATION_TYPE, isAttestation);
 }
 
 /** The marketplace's attestation in a settlement response (`extensions.marketplace.attestation`), when there is one. */

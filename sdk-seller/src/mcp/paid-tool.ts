@@ -43,11 +43,10 @@ import {
 } from '../paywall/paywall.js';
 import { PayloadError, toFacilitatorPayload } from '../paywall/x402-translate.js';
 import {
-  FACILITATOR_TIMEOUT_MS,
   FacilitatorTimeout,
   pendingMessage,
   settleOutcome,
-  withFacilitatorTimeout,
+  verifyWithFacilitator,
   type SettleWait,
 } from '../paywall/settle-outcome.js';
 import type { ReceiptSigner } from '../paywall/receipt-signer.js';
@@ -146,16 +145,12 @@ export function paidTool<
     }
     let verified: Schemas['VerifyResponse'];
     try {
-      const request = {
-        x402Version: payload.x402Version,
-        paymentPayload: payload,
-        paymentRequirements: facilitatorRequirements(terms),
-        resourceId: config.resourceId,
-      };
-      verified = await withFacilitatorTimeout(
-        'verify',
-        config.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS,
-        () => config.client.facilitator.verify(request),
+      verified = await verifyWithFacilitator(
+        config.client,
+        payload,
+        facilitatorRequirements(terms),
+        config.resourceId,
+        config.settle,
       );
     } catch (err) {
       if (err instanceof FacilitatorTimeout) {

@@ -45,11 +45,10 @@ import { amountProblem, toStroops } from '../core/amounts.js';
 import { decodePaymentHeader, PayloadError, toFacilitatorPayload } from './x402-translate.js';
 import {
   confirmedSettlementResponse,
-  FACILITATOR_TIMEOUT_MS,
   FacilitatorTimeout,
   pendingMessage,
   settleOutcome,
-  withFacilitatorTimeout,
+  verifyWithFacilitator,
   type SettleOutcome,
   type SettleWait,
   type SettlingClient,
@@ -201,16 +200,12 @@ export function paywall(options: PaywallOptions): PaywallMiddleware {
       const paymentRequirements = facilitatorRequirements(terms);
       let verified: Schemas['VerifyResponse'];
       try {
-        const request = {
-          x402Version: payload.x402Version,
-          paymentPayload: payload,
+        verified = await verifyWithFacilitator(
+          options.client,
+          payload,
           paymentRequirements,
-          resourceId: options.resourceId,
-        };
-        verified = await withFacilitatorTimeout(
-          'verify',
-          options.settle?.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS,
-          () => options.client.facilitator.verify(request),
+          options.resourceId,
+          options.settle,
         );
       } catch (err) {
         return refuse(req, res, terms, err);

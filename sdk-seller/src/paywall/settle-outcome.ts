@@ -91,6 +91,23 @@ export async function withFacilitatorTimeout<T>(
   }
 }
 
+/**
+ * POST /v1/verify of one payment against the seller's terms, bounded by `facilitatorTimeoutMs` (default 30 s; no
+ * answer by then throws FacilitatorTimeout: indeterminate, not a refusal). Shared by paywall() and paidTool().
+ */
+export function verifyWithFacilitator(
+  client: { facilitator: { verify(input: Schemas['VerifyRequest']): Promise<Schemas['VerifyResponse']> } },
+  payload: Schemas['PaymentPayload'],
+  paymentRequirements: Schemas['PaymentRequirements'],
+  resourceId: string | undefined,
+  wait: Pick<SettleWait, 'facilitatorTimeoutMs'> = {},
+): Promise<Schemas['VerifyResponse']> {
+  const request = { x402Version: payload.x402Version, paymentPayload: payload, paymentRequirements, resourceId };
+  return withFacilitatorTimeout('verify', wait.facilitatorTimeoutMs ?? FACILITATOR_TIMEOUT_MS, () =>
+    client.facilitator.verify(request),
+  );
+}
+
 /** What a buyer is told when a facilitator call timed out: the outcome is pending, the content withheld, do not pay
  * again. */
 export function pendingMessage(err: FacilitatorTimeout): string {

@@ -2,10 +2,11 @@
  * One call that tells a seller whether its wallet can be paid: for every asset the marketplace accepts (GET
  * /v1/networks), does the account exist on that network, and does it hold a trustline to the asset? A wallet
  * without the trustline cannot receive the asset, so every buyer's payment to it is refused (TRUSTLINE_REQUIRED).
- * Read-only: it reads two ledger entries per asset through the network's Soroban RPC (getLedgerEntries) and signs
- * nothing.
+ * Read-only: it reads two ledger entries per asset through the network's Soroban RPC (getLedgerEntries, by the one
+ * Soroban RPC reader of the SDK core) and signs nothing.
  */
 import { Asset, Keypair, StrKey, xdr } from '@stellar/stellar-sdk';
+import { createLedgerReader, ledgerEntriesFound, type LedgerReader } from '../core/soroban-rpc.js';
 
 export interface WalletReadinessOptions {
   /** The marketplace API, e.g. http://127.0.0.1:3000 (its GET /v1/networks lists the networks, RPCs and assets). */
@@ -61,20 +62,18 @@ export async function checkWalletReadiness(opts: WalletReadinessOptions): Promis
   );
   const rpcFor = (n: ListedNetwork) =>
     typeof opts.rpcUrl === 'string' ? opts.rpcUrl : (opts.rpcUrl?.[n.network] ?? n.rpcUrl);
+  const rpcUrls = new Map(listed.map((n) => [n.network, rpcFor(n)]));
+  const ledger = createLedgerReader((network) => rpcUrls.get(network) ?? '', { fetch: doFetch, timeoutMs });
   const checks: WalletAssetReadiness[] = [];
   for (const n of listed) {
-    const rpcUrl = rpcFor(n);
-    if (!rpcUrl) continue;
-    for (const asset of n.assets)
-      checks.push(await checkOne(doFetch, rpcUrl, timeoutMs, n.network, opts.walletAddress, asset));
+    if (!rpcUrls.get(n.network)) continue;
+    for (const asset of n.assets) checks.push(await checkOne(ledger, n.network, opts.walletAddress, asset));
   }
   return { walletAddress: opts.walletAddress, ready: checks.length > 0 && checks.every((c) => c.ready), checks };
 }
 
 async function checkOne(
-  doFetch: typeof fetch,
-  rpcUrl: string,
-  timeoutMs: number,
+  ledger: LedgerReader,
   network: string,
   address: string,
   asset: { code: string; issuer: string },
@@ -85,26 +84,9 @@ async function checkOne(
     new xdr.LedgerKeyTrustLine({ accountId, asset: new Asset(asset.code, asset.issuer).toTrustLineXDRObject() }),
   ).toXDR('base64');
   const isIssuer = address === asset.issuer;
-  const res = await doFetch(rpcUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'getLedgerEntries',
-      params: { keys: isIssuer ? [accountKey] : [accountKey, trustKey] },
-    }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const body = (await res.json()) as {
-    result?: { entries?: Array<{ key: string }> | null };
-    error?: { message?: string };
-  };
-  if (!body.result)
-    throw new Error(
-      `the Soroban RPC of ${network} refused getLedgerEntries: ${body.error?.message ?? `HTTP ${res.status}`}`,
-    );
-  const found = new Set((body.result.entries ?? []).map((e) => e.key));
+  const found = await ledgerEntriesFound(ledger, network, isIssuer ? [accountKey] : [accountKey, trustKey]).catch(
+    (err: Error) => Promise.reject(new Error(`the Soroban RPC of ${network} refused: ${err.message}`)),
+  );
   const account = found.has(accountKey);
   const trustline = isIssuer ? account : found.has(trustKey);
   const ready = account && trustline;

@@ -1,41 +1,22 @@
 import { CompactSign, calculateJwkThumbprint, exportJWK, importJWK, type JWK } from 'jose';
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { ATTESTATION_TYPE, attestationPayload, type AttestationClaims } from './attestation';
 
 /**
  * The facilitator's settlement attestation: what it verified on the ledger, signed. NOT a seller's x402
  * offer-and-receipt receipt (the seller signs those with its own key): a compact JWS, header `{alg: "EdDSA", kid,
  * typ: "x402-facilitator-attestation"}`, payload the JCS-canonical JSON of `{kind: "facilitator-attestation",
  * version, network, transaction, ledger, asset, amount, payer, payTo, issuedAt, resource?, fees?}` (resource only for a
- * cataloged resource: the facilitator attests only what it knows). The signing key is Ed25519 (from configuration or
+ * cataloged resource: the facilitator attests only what it knows). The type, the header's typ and the payload are
+ * defined once, in ./attestation.ts (a committed copy of the SDKs' source, sdk-buyer/src/receipts/attestation.ts):
+ * what this module signs is what the SDKs' verifyAttestation accepts. The signing key is Ed25519 (from configuration or
  * generated into the data folder); its public
  * half and the public halves of keys retired by a rotation are published as a JWK Set. The private key never
  * leaves this module: no method returns it and nothing here logs.
  */
 
-export interface ReceiptClaims {
-  /** The x402 network id, e.g. stellar:testnet. */
-  network: string;
-  /** The settlement transaction's hash (hex) and the ledger that included it. */
-  transaction: string;
-  ledger: number;
-  /** The SEP-41 asset contract (C...) and the amount in its atomic units (stroops), as a decimal string. */
-  asset: string;
-  amount: string;
-  payer: string;
-  payTo: string;
-  /** Unix seconds: when the settlement was confirmed. */
-  issuedAt: number;
-  /** The cataloged resource paid for; absent when the URL is not in the catalog. */
-  resource?: { id: string; url: string };
-  /**
-   * The fees the settlement transaction bid (stroops, decimal strings): the inclusion fee (the getFeeStats Soroban
-   * inclusion fee at `percentile`, capped) and the resource fee its settle-time simulation asked (capped). Absent for
-   * settlements recorded before they were kept.
-   */
-  fees?: { inclusion: string; resource: string; percentile: string };
-}
-
-export const ATTESTATION_TYPE = 'x402-facilitator-attestation';
+/** What an attestation states: the one definition the SDKs verify (./attestation.ts, copied from the SDK). */
+export type ReceiptClaims = AttestationClaims;
 
 export interface PublicJwk {
   kty: 'OKP';
@@ -53,8 +34,6 @@ export interface ReceiptSigner {
   jwks(): { keys: PublicJwk[] };
   kid: string;
 }
-
-export const RECEIPT_PAYLOAD_VERSION = 1;
 
 /** RFC 8785 (JCS) canonical JSON for the plain values a receipt holds (strings, integers, objects). */
 export function canonicalJson(value: unknown): string {
@@ -132,7 +111,7 @@ export async function createReceiptSigner(opts: {
     kid: current.kid,
     jwks: () => ({ keys: keys.map((k) => ({ ...k })) }),
     async sign(claims) {
-      const payload = canonicalJson({ kind: 'facilitator-attestation', version: RECEIPT_PAYLOAD_VERSION, ...claims });
+      const payload = canonicalJson(attestationPayload(claims));
       return new CompactSign(new TextEncoder().encode(payload))
         .setProtectedHeader({ alg: 'EdDSA', kid: current.kid, typ: ATTESTATION_TYPE })
         .sign(privateKey);

@@ -1,4 +1,9 @@
-import { createLedgerReader, transferEventsOfTransaction, type TransferEvent } from './ledger-reads.js';
+/**
+ * A receipt checked against the ledger itself (getTransaction and its transfer events), through the one Soroban RPC
+ * reader of the SDK core. Not the signature checks of signed documents: those are in src/receipts.
+ */
+import { transferEventsOfTransaction, type TransferEvent } from './ledger-reads.js';
+import { ledgerReaderOf } from '../core/soroban-rpc.js';
 import { assetContractId, normalizeNetwork } from './requirements.js';
 import { toStroops } from '../core/amounts.js';
 
@@ -43,7 +48,7 @@ export async function verifyReceiptOnLedger(
   fetchFn: typeof globalThis.fetch = globalThis.fetch,
 ): Promise<LedgerCheck> {
   const network = receipt.network ?? 'stellar:testnet';
-  const ledger = createLedgerReader(async () => rpcUrl, fetchFn);
+  const ledger = ledgerReaderOf(rpcUrl, fetchFn);
   const tx = await ledger.rpc<{
     status: string;
     ledger?: number;
