@@ -1,5 +1,6 @@
 import { isAmount, toStroops } from '../amount';
 import { DomainError } from '../errors';
+import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
 import { checkOffline, type CheckedPayment, type RequiredTerms } from './rules/offline';
 import { ensure } from './rules/rule';
@@ -87,11 +88,6 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
     },
   };
 }
-
-/** maxTimeoutSeconds assumed when the requirements carry none (what the catalog announces). */
-export const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
-/** No authorization may stay valid longer than this, whatever the requirements say. */
-export const MAX_TIMEOUT_CAP_SECONDS = 3600;
 
 /** The requirements resolved against the configured networks (rules protocol.network_supported / asset_supported). */
 export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
@@ -184,7 +180,11 @@ export function checkSimulated(
   });
 }
 
+/**
+ * The expiry window's maxTimeoutSeconds: the requirements' (MAX_TIMEOUT_SECONDS, what the catalog announces, when
+ * they carry none), never over MAX_TIMEOUT_CAP_SECONDS, and for a cataloged resource never over what it announces.
+ */
 export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown: boolean): number {
-  const limit = Math.min(req.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
-  return resourceKnown ? Math.min(limit, DEFAULT_MAX_TIMEOUT_SECONDS) : limit;
+  const limit = Math.min(req.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
+  return resourceKnown ? Math.min(limit, MAX_TIMEOUT_SECONDS) : limit;
 }

@@ -22,7 +22,6 @@ import type { Principal } from '../auth/principal';
 import { requireSellerAsked, resolveCatalogTerms } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
-export { DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS } from './check-payment';
 
 export interface FacilitatorEvents {
   /** Called for every failed check (metrics). */
