@@ -3,6 +3,7 @@ import { DomainError } from '../errors';
 import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
 import { checkOffline, type CheckedPayment, type RequiredTerms } from './rules/offline';
+import type { DecodedPayment } from './rules/decode';
 import { ensure } from './rules/rule';
 import {
   checkExactBalanceChanges,
@@ -30,8 +31,11 @@ export interface PaymentPayloadInput {
   asset: AssetInput;
   amount: string;
   payTo: string;
-  expiresAtLedger: number;
+  /** /v1: the expiry the payload declares beside its signed entry (x402 declares none: the signed one is read). */
+  expiresAtLedger?: number;
   authorization: { format: string; xdr: string; payer?: string };
+  /** The authorization already decoded by the face (x402: it read the payer from it): the rules do not decode again. */
+  decoded?: DecodedPayment;
 }
 
 export interface PaymentRequirementsInput {
@@ -141,6 +145,7 @@ export function checkPaymentOffline(
         payer: payload.authorization.payer,
       },
       authorization: payload.authorization,
+      decoded: payload.decoded,
     },
     {
       facilitatorAddresses: deps.policy.facilitatorAddresses(required.network),

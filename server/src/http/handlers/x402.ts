@@ -4,7 +4,7 @@ import { DomainError } from '../../domain/errors';
 import { x402ReasonOfRule } from '../../domain/facilitator/rules/catalog';
 import { SUPPORTED_PAYMENT_FLOWS } from '../../domain/facilitator/rules/flows';
 import { x402Reason } from '../x402/reasons';
-import { translate, type X402Payload, type X402Requirements } from '../x402/translate';
+import { decodeX402, translate, type DecodedX402, type X402Payload, type X402Requirements } from '../x402/translate';
 import { clampPaging, type BazaarFilters } from '../../domain/discovery/bazaar';
 import { PAYMENT_IDENTIFIER } from '../../domain/facilitator/payment-identifier';
 import type { Principal } from '../../domain/auth/principal';
@@ -71,10 +71,11 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
     payload: X402Payload,
     requirements: X402Requirements,
     principal: Principal,
+    read: DecodedX402,
   ): Promise<{ status: 200; body: X402VerifyBody; headers: Record<string, string> }> {
     let payer: string | undefined;
     try {
-      const t = translate(payload, requirements, deps.networks);
+      const t = translate(payload, requirements, deps.networks, read);
       payer = t.payer;
       // Verify commits nothing here: settle verifies again on its own and records the attempt when it claims it.
       const checked = await deps.facilitator.check({
@@ -114,11 +115,12 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
     requirements: X402Requirements,
     principal: Principal,
     clientAddress: string,
+    read: DecodedX402,
   ): Promise<{ status: 200; body: X402SettleBody; headers: Record<string, string> }> {
     const network = String(requirements.network);
     let payer: string | undefined;
     try {
-      const t = translate(payload, requirements, deps.networks);
+      const t = translate(payload, requirements, deps.networks, read);
       payer = t.payer;
       // Settle verifies on its own against THESE requirements (an earlier verify is never trusted), charges the
       // seller the payTo belongs to, and needs that seller's key for a URL that is not cataloged.
@@ -224,28 +226,32 @@ export function x402Handlers(deps: HandlerServices): X402Handlers {
     },
 
     async verifyPaymentPayload({ body, principal, clientAddress }) {
+      // The payload's transaction is decoded once here; everything after reads that one decode.
+      const payload = body.paymentPayload as unknown as X402Payload;
+      const read = decodeX402(payload);
       // payment-identifier: looked up before anything is verified (400 / 409 in the error envelope).
-      const idKey = paymentIdentifierKey(deps.paymentIdentifiers, 'verify', body, { principal, clientAddress });
+      const caller = { principal, clientAddress };
+      const idKey = paymentIdentifierKey(deps.paymentIdentifiers, 'verify', body, caller, read.payer);
       const stored = idKey ? await deps.paymentIdentifiers!.lookup(idKey) : null;
       if (stored) return stored as { status: 200; body: X402VerifyBody; headers: Record<string, string> };
-      const answer = await verifyAnswer(
-        body.paymentPayload as unknown as X402Payload,
-        body.paymentRequirements as X402Requirements,
-        principal,
-      );
+      const answer = await verifyAnswer(payload, body.paymentRequirements as X402Requirements, principal, read);
       if (idKey && answer.body.isValid) await deps.paymentIdentifiers!.remember(idKey, answer);
       return answer;
     },
 
     async settlePaymentPayload({ body, principal, clientAddress }) {
-      const idKey = paymentIdentifierKey(deps.paymentIdentifiers, 'settle', body, { principal, clientAddress });
+      const payload = body.paymentPayload as unknown as X402Payload;
+      const read = decodeX402(payload);
+      const caller = { principal, clientAddress };
+      const idKey = paymentIdentifierKey(deps.paymentIdentifiers, 'settle', body, caller, read.payer);
       const stored = idKey ? await deps.paymentIdentifiers!.lookup(idKey) : null;
       if (stored) return stored as { status: 200; body: X402SettleBody; headers: Record<string, string> };
       const answer = await settleAnswer(
-        body.paymentPayload as unknown as X402Payload,
+        payload,
         body.paymentRequirements as X402Requirements,
         principal,
         clientAddress,
+        read,
       );
       // Stored only once final and confirmed: a success (never settlement_pending; a failure is answered again as it
       // is).

@@ -31,7 +31,8 @@ export interface DeclaredTerms {
   amount: bigint;
   payTo: string;
   assetContractId: string | null;
-  expiresAtLedger: number;
+  /** /v1 only (x402 declares no expiry). */
+  expiresAtLedger?: number;
   payer?: string;
 }
 
@@ -43,6 +44,8 @@ export interface OfflineInput {
   required: RequiredTerms;
   declared?: DeclaredTerms;
   authorization: { format: string; xdr: string };
+  /** `authorization` already decoded (once per request, by the face that read it): not decoded again. */
+  decoded?: DecodedPayment;
 }
 
 export interface OfflinePolicy {
@@ -207,7 +210,7 @@ export function checkDeclaredTerms(
     declared.amount === t.amount &&
     declared.payTo === t.to &&
     (declared.assetContractId === null || declared.assetContractId === t.contractId) &&
-    declared.expiresAtLedger === t.expiration &&
+    (declared.expiresAtLedger === undefined || declared.expiresAtLedger === t.expiration) &&
     (declared.payer === undefined || declared.payer === t.from);
   ensure(
     RULES.declaredTerms,
@@ -278,7 +281,7 @@ function ed25519Key(raw: Buffer): crypto.KeyObject {
 /** Runs every offline rule in order; the checked payment, or the first rule's refusal. */
 export function checkOffline(input: OfflineInput, policy: OfflinePolicy): CheckedPayment {
   checkProtocol(input);
-  const decoded = decodePayment(input.authorization.format, input.authorization.xdr);
+  const decoded = input.decoded ?? decodePayment(input.authorization.format, input.authorization.xdr);
   const { call, from, to, amount } = checkStructure(decoded, input.required);
   const entry = checkAuthEntries(decoded, call, from);
   checkFacilitatorSafety(decoded, from, policy.facilitatorAddresses);
