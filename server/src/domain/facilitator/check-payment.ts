@@ -193,3 +193,57 @@ export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown
   const limit = Math.min(req.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
   return resourceKnown ? Math.min(limit, MAX_TIMEOUT_SECONDS) : limit;
 }
+
+/** A payment that passed every check: the resolved terms, the offline rules' result, and the simulation. */
+export interface PaymentCheck {
+  required: RequiredTerms;
+  checked: CheckedPayment;
+  simulation: SimulationOutcome;
+}
+
+/** What verify and settle each do between the shared steps of checkPayment. */
+export interface CheckSteps {
+  /**
+   * Between the offline rules and the simulation (settle: a payment already claimed is refused here, with no ledger
+   * call). Returning false ends the check there: the caller has its answer (checkPayment answers null).
+   */
+  beforeSimulation?(checked: CheckedPayment, required: RequiredTerms): Promise<boolean | void>;
+  /**
+   * Between the simulation and its rules: whatever must be said first (a replay, the catalog's refusals); answers
+   * whether the payment is for a cataloged resource (its announced maxTimeoutSeconds then caps the expiry window).
+   */
+  afterSimulation(checked: CheckedPayment, required: RequiredTerms, simulation: SimulationOutcome): Promise<boolean>;
+  /** A refusal by the simulation's rules, before it is thrown (settle: an expired authorization ends its attempt). */
+  refused?(err: unknown): Promise<void>;
+}
+
+/**
+ * The x402 `exact` Stellar check, one sequence for verify and settle (settle runs it again, independently, on what it
+ * is given): the numbered steps below, with each caller's own steps between them.
+ */
+export async function checkPayment(
+  deps: CheckDeps,
+  payload: PaymentPayloadInput,
+  req: PaymentRequirementsInput,
+  steps: CheckSteps,
+): Promise<PaymentCheck | null> {
+  // 1. The requirements resolved against the configured networks (network, asset, a positive amount).
+  const required = resolveRequired(deps.networks, req);
+  // 2. The offline rules (rules/offline.ts): no ledger, no database, hostile traffic turned away cheaply.
+  const checked = checkPaymentOffline(deps, payload, required);
+  // 3. The caller's step before the ledger is asked.
+  if ((await steps.beforeSimulation?.(checked, required)) === false) return null;
+  // 4. One simulation, from the account settle would submit from: the ledger is the authority.
+  const source = simulationSource(deps, required.network, checked);
+  const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], source);
+  // 5. The caller's step before the simulation is judged.
+  const resourceKnown = await steps.afterSimulation(checked, required, simulation);
+  // 6. The rules judged on the simulation: expiry window, success, exact balance changes.
+  try {
+    checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resourceKnown));
+  } catch (err) {
+    await steps.refused?.(err);
+    throw err;
+  }
+  return { required, checked, simulation };
+}
