@@ -122,11 +122,11 @@ export interface AccountableParty extends CatalogAnswer {
  */
 export async function findAccountableParty(
   deps: CatalogDeps & { networks: { get(network: string): unknown } },
-  q: Pick<CatalogQuestion, 'resourceId' | 'requirements' | 'principal'>,
+  q: { resourceId?: string | null; paymentRequirements?: PaymentRequirementsInput; principal?: Principal },
 ): Promise<AccountableParty> {
   const { req, resource } = await resolveCatalogTerms(deps, {
     resourceId: q.resourceId,
-    requirements: q.requirements,
+    requirements: q.paymentRequirements,
     networkKnown: (n) => deps.networks.get(n) !== undefined,
     principal: q.principal,
   });
