@@ -1,4 +1,4 @@
-import { isAmount, toStroops } from '../amount';
+import { isAmount, toStroops, type Stroops } from '../amount';
 import { DomainError } from '../errors';
 import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
@@ -57,8 +57,8 @@ export interface NetworkLookup {
 export interface FacilitatorPolicy {
   /** Channel accounts (and the fee account) of the network. */
   facilitatorAddresses(network: string): ReadonlySet<string>;
-  /** FACILITATOR_MIN_AMOUNT in stroops. */
-  minimumStroops: bigint;
+  /** FACILITATOR_MIN_AMOUNT. */
+  minimumStroops: Stroops;
   /** The network's estimated seconds per ledger (the spec's estimatedLedgerSeconds). */
   ledgerSeconds(network: string): number;
 }
@@ -130,7 +130,7 @@ export function checkPaymentOffline(
       declaredAsset !== undefined,
       `Asset ${payload.asset.code} is not supported on ${payload.network}`,
     );
-  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : -1n;
+  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : null;
   return checkOffline(
     {
       x402Version: payload.x402Version,
