@@ -17,7 +17,7 @@ import {
   nativeToScVal,
   rpc,
 } from '@stellar/stellar-sdk';
-import { LocalNetwork, startLocalNetwork } from '../server/src/ledger/local-network';
+import { LocalNetwork, startLocalNetwork } from '@paid-api-marketplace/local-network';
 import { fromStroops } from '../server/src/domain/amount';
 
 const PAYERS = Number(process.env.BENCH_PAYERS ?? 200);

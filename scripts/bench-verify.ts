@@ -1,6 +1,6 @@
 /**
  * bench:verify — POST /v1/verify per second through HTTP, with the load generator (this process), the local network
- * (server/src/ledger/local-network/cli.ts), the service (server/src/main.ts, configured by environment only), the
+ * (local-network/src/cli.ts), the service (server/src/main.ts, configured by environment only), the
  * bench's embedded PostgreSQL and each baseline in its OWN process (scripts/bench/processes.ts). Local simulation;
  * loopback only.
  *

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Builds the SDKs' dist/ (the root `prepare`) when a file of an SDK's src/ (or of the SDK core it copies) is newer
-// than its build, before any test runs (`npm test`'s pretest). The SDK and end-to-end tests import and pack the
-// built dist/ and never rebuild it themselves, so suites can run side by side while they read it. After `npm ci`
-// (whose root `prepare` builds both SDKs) nothing is stale and this does nothing.
+// Builds the SDKs' and the local network's dist/ (the root `prepare`) when a file of a package's src/ (or of the SDK
+// core it copies) is newer than its build, before any test runs (`npm test`'s pretest). The SDK and end-to-end tests
+// import and pack the built dist/ and never rebuild it themselves, so suites can run side by side while they read it.
+// After `npm ci` (whose root `prepare` builds both SDKs and the local network) nothing is stale and this does nothing.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -17,10 +17,15 @@ const newest = (dir) =>
 const sources = {
   'sdk-buyer': ['sdk-buyer/src'],
   'sdk-seller': ['sdk-seller/src', 'sdk-buyer/src/core', 'sdk-buyer/src/receipts'],
+  // The local network's build is what the compiled server (`npm start`) and the scripts run from the repository
+  // root (`tsx scripts/...`) load; tests read its src/ (test/jest.base.js).
+  'local-network': ['local-network/src'],
 };
+const builtFile = { 'local-network': 'dist/index.js' };
 
 const stale = Object.entries(sources).filter(([pkg, dirs]) => {
-  const built = fs.statSync(path.join(root, pkg, 'dist/cjs/index.js'), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const entry = path.join(root, pkg, builtFile[pkg] ?? 'dist/cjs/index.js');
+  const built = fs.statSync(entry, { throwIfNoEntry: false })?.mtimeMs ?? 0;
   return Math.max(...dirs.map((d) => newest(path.join(root, d)))) > built;
 });
 if (stale.length) {

@@ -5,7 +5,9 @@
 // `npm run dev` run the TypeScript through tsx and never need this.
 //
 // The build needs the buyer SDK's dist/ (the server's `@paid-api-marketplace/sdk-buyer/mcp` import is type-checked
-// against its declarations and, at run time, loaded from it), which the root `prepare` builds first.
+// against its declarations and, at run time, loaded from it), and so the local network's (`main.ts` starts
+// `@paid-api-marketplace/local-network` in process as the development default), which the root `prepare` builds
+// first.
 //
 // tsc writes into server/dist.next/, which then replaces server/dist/ in one rename: a build that fails leaves the
 // previous one whole, and a process reading server/dist never sees half a build. server/dist/.build.json records

@@ -23,9 +23,13 @@
 //   the one SDK core, copied (see SHARED below)              sdk-buyer/src/core/* and sdk-buyer/src/receipts/* are
 //                                                            the sources; sdk-seller/src/core/*,
 //                                                            sdk-seller/src/receipts/* and server/src/domain/amount.ts
-//                                                            are generated copies with a "do not edit" header, not
-//                                                            committed (.gitignore): written by --shared-only at
-//                                                            install and build time, compared by --check
+//                                                            are generated copies with a "do not edit" header (the
+//                                                            seller SDK's not committed, .gitignore): written by
+//                                                            --shared-only at install and build time, compared by
+//                                                            --check
+//   the local network's copies (see SHARED below)           local-network/src/amount.ts (of the SDK core's amounts)
+//                                                            and local-network/src/cap71-xdr.ts, js-xdr.d.ts (of the
+//                                                            server's CAP-71 XDR types), committed
 import { performance } from 'node:perf_hooks';
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -73,6 +77,12 @@ const SHARED = [
   { from: 'sdk-buyer/src/core', to: 'sdk-seller/src/core' },
   { from: 'sdk-buyer/src/receipts', to: 'sdk-seller/src/receipts' },
   { from: 'sdk-buyer/src/core/amounts.ts', to: 'server/src/domain/amount.ts' },
+  // The local Stellar network (its own workspace package, which imports nothing of the server): the same amounts
+  // module, and the CAP-71 XDR types it shares with the service's facilitator (one definition of the wire format).
+  // Committed, like the server's copy, so a reader can open them.
+  { from: 'sdk-buyer/src/core/amounts.ts', to: 'local-network/src/amount.ts' },
+  { from: 'server/src/domain/facilitator/cap71-xdr.ts', to: 'local-network/src/cap71-xdr.ts' },
+  { from: 'server/src/domain/facilitator/js-xdr.d.ts', to: 'local-network/src/js-xdr.d.ts' },
 ];
 // Folders that hold nothing but generated files: a file in them that the pipeline does not produce is stale.
 const GENERATED_DIRS = [

@@ -1,6 +1,6 @@
 // Prints the plain closing line "N passed, N failed" over every Jest run of `npm test` (their JSON results).
 import fs from 'node:fs';
-const runs = ['jest-server', 'jest-sdk-buyer', 'jest-sdk-seller', 'jest-e2e'];
+const runs = ['jest-server', 'jest-sdk-buyer', 'jest-sdk-seller', 'jest-e2e', 'jest-local-network'];
 let passed = 0,
   failed = 0,
   skipped = 0,

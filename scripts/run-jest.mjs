@@ -7,7 +7,8 @@
 //     2, one per core; 1 runs them one by one): each has a core to itself. Measured on this 2-core machine: 115 s
 //     on 2 workers against 176 s one by one, all passing (the one-by-one run left a core idle: these files wait on
 //     child processes, ledger closes and timers).
-// Usage: node scripts/run-jest.mjs <server|sdk-buyer|sdk-seller|e2e> [extra Jest arguments, e.g. a path pattern].
+// Usage: node scripts/run-jest.mjs <server|sdk-buyer|sdk-seller|e2e|local-network> [extra Jest arguments, e.g. a
+// path pattern].
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -51,6 +52,9 @@ const SUITES = {
   'sdk-buyer': { config: 'sdk-buyer/jest.config.js', results: 'jest-sdk-buyer', serial: 'all' },
   'sdk-seller': { config: 'sdk-seller/jest.config.js', results: 'jest-sdk-seller', serial: 'all' },
   e2e: { config: 'test/jest.config.js', results: 'jest-e2e', serial: 'all' },
+  // The local Stellar network's package (no PostgreSQL, no server): its files close their own ledgers and run on
+  // parallel workers, in one run (no serial files).
+  'local-network': { config: 'local-network/jest.config.js', results: 'jest-local-network', serial: [] },
 };
 
 const [suiteName, ...extra] = process.argv.slice(2);
@@ -94,16 +98,18 @@ function jestRun(name, args) {
 const runs =
   suite.serial === 'all'
     ? [jestRun('serial', ['--runInBand'])]
-    : [
-        jestRun('parallel', [
-          `--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`,
-          ...serial.map((p) => `--testPathIgnorePatterns=${p}`),
-        ]),
-        jestRun('serial', [
-          `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
-          `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
-        ]),
-      ];
+    : !serial.length
+      ? [jestRun('parallel', [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`])]
+      : [
+          jestRun('parallel', [
+            `--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`,
+            ...serial.map((p) => `--testPathIgnorePatterns=${p}`),
+          ]),
+          jestRun('serial', [
+            `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
+            `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
+          ]),
+        ];
 
 const sum = (key) => runs.reduce((n, r) => n + (r?.[key] ?? 0), 0);
 const merged = {

@@ -28,6 +28,9 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
       // The buyer SDK's `./mcp` export, as the in-process server imports it, read from its source (see
       // server/jest.config.js).
       '^@paid-api-marketplace/sdk-buyer/mcp$': path.join(__dirname, '../sdk-buyer/src/mcp/marketplace-server.ts'),
+      // The local Stellar network (its own workspace package): tests run its source, as tsx does through the
+      // tsconfig `paths` (tsconfig.base.json); the compiled server (`npm start`) loads its dist/.
+      '^@paid-api-marketplace/local-network$': path.join(__dirname, '../local-network/src/index.ts'),
     },
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
     globalSetup: path.join(__dirname, '../server/test/support/global-setup.ts'),

@@ -1,7 +1,7 @@
 /**
  * The processes of a benchmark run, each separate from the load generator (the bench process):
  *   - the bench's own embedded PostgreSQL (a child `postgres` server under a temporary data folder);
- *   - the local Stellar network (`server/src/ledger/local-network/cli.ts` in its own Node process);
+ *   - the local Stellar network (`local-network/src/cli.ts` in its own Node process);
  *   - the service (`server/src/main.ts` in its own Node process, configured through its environment only).
  * Everything listens on 127.0.0.1, port 0; the service's port is read from /proc (it logs its configured port, 0).
  * Every child is stopped by the bench by its pid, and killed if the bench itself dies. Reusable by every bench
@@ -49,6 +49,7 @@ export function serviceTree(): string {
     'sdk-buyer/node_modules',
     'sdk-seller/node_modules',
     'openapi/node_modules',
+    'local-network/node_modules',
   ]) {
     if (fs.existsSync(path.join(REPO_ROOT, nm))) fs.symlinkSync(path.join(REPO_ROOT, nm), path.join(dir, nm));
   }
@@ -462,7 +463,11 @@ function httpJson<T>(url: string, method: 'GET' | 'POST', body?: unknown): Promi
 /** The local network in its own process (plain HTTP, its ledger file under a temporary folder). */
 export async function startNetworkProcess(opts: { ledgerCloseMs: number }): Promise<NetworkProcess> {
   const dir = tempDir('bench-net-');
-  const proc = startNodeProcess('server/src/ledger/local-network/cli.ts', {
+  // Its own package since issue #34; an exported older tree (BENCH_SERVICE_TREE) has it inside the server.
+  const cli = fs.existsSync(path.join(serviceTree(), 'local-network/src/cli.ts'))
+    ? 'local-network/src/cli.ts'
+    : 'server/src/ledger/local-network/cli.ts';
+  const proc = startNodeProcess(cli, {
     name: 'local network',
     env: {
       LOCAL_NETWORK_HOST: '127.0.0.1',

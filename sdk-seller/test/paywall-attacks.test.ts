@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import type { Keypair } from '@stellar/stellar-sdk';
-import { startLocalNetwork, type LocalNetwork } from '../../server/src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../../server/test/support/test-service';
 import {
   fundedBuyer,

@@ -133,7 +133,7 @@ export interface Config {
     ledgerCloseMs: number;
   };
   /** Liveness probes (issue #33): on/off, probes per minute overall, hours dead before a listing is dropped. */
-  liveness: { enabled: boolean; maxPerMinute: number; dropAfterHours: number };
+  liveness: { enabled: boolean; maxPerMinute: number; intervalMinutes: number; dropAfterHours: number };
 }
 
 export { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from './domain/network-registry';
@@ -395,7 +395,9 @@ export function loadConfig(env: Env = process.env): Config {
     },
     liveness: {
       enabled: r.bool('LIVENESS_PROBES', true),
-      maxPerMinute: r.int('LIVENESS_MAX_PER_MINUTE', 3600, 1, 100_000),
+      // 100k listings every 16.7 minutes, so a listing that stops answering is demoted within 30 (server/README.md)
+      maxPerMinute: r.int('LIVENESS_MAX_PER_MINUTE', 6000, 1, 100_000),
+      intervalMinutes: r.int('LIVENESS_INTERVAL_MINUTES', 5, 1, 24 * 60),
       dropAfterHours: r.int('LIVENESS_DROP_AFTER_HOURS', 24, 1, 24 * 90),
     },
   };

@@ -12,7 +12,7 @@ import { loadConfig, ConfigError, type Config } from './config';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from './data/embedded-database';
 import { migrate } from './data/database';
 import { NetworkRegistry } from './domain/network-registry';
-import { startLocalNetwork, type LocalNetwork } from './ledger/local-network';
+import type { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { createService } from './compose';
 import { createLogger } from './logger';
 import { createDnsTxtResolver, createLocalDevDomainCheck, createSafeFetcher } from './net';
@@ -122,6 +122,9 @@ async function startOwned(config: Config) {
 
   let localNetwork: LocalNetwork | null = null;
   if (config.localNetwork.enabled) {
+    // The development default: the local network (its own package, local-network/) in this process. Loaded only
+    // here, so a service given an RPC URL (LOCAL_NETWORK off) never loads it.
+    const { startLocalNetwork } = await import('@paid-api-marketplace/local-network');
     localNetwork = await startLocalNetwork({
       host: config.localNetwork.host,
       port: config.localNetwork.port,
@@ -249,7 +252,11 @@ async function main(): Promise<void> {
     // Liveness probes of every listing (issue #33): unpaid, bounded per host and overall.
     trust: {
       liveness: config.liveness.enabled,
-      settings: { maxPerMinute: config.liveness.maxPerMinute, dropAfterMs: config.liveness.dropAfterHours * 3600_000 },
+      settings: {
+        maxPerMinute: config.liveness.maxPerMinute,
+        intervalMs: config.liveness.intervalMinutes * 60_000,
+        dropAfterMs: config.liveness.dropAfterHours * 3600_000,
+      },
     },
     // Test mode lets domain checks reach http:// and loopback servers; never on in production.
     domainCheck: config.domainVerificationTestMode

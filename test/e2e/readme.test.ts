@@ -362,7 +362,7 @@ describe('README.md architecture map (issue #23)', () => {
     const named: string[] = [];
     for (const doc of LINKED_DOCS) {
       for (const m of prose(read(doc)).matchAll(
-        /(?<![\w./-])((?:openapi|server|sdk-buyer|sdk-seller|scripts|examples|test|docs|\.ci)\/[^\s`'"()[\],;:]*)/g,
+        /(?<![\w./-])((?:openapi|server|local-network|sdk-buyer|sdk-seller|scripts|examples|test|docs|\.ci)\/[^\s`'"()[\],;:]*)/g,
       )) {
         named.push(m[1].split('#')[0].replace(/(?<!\.)\.$/, ''));
       }

@@ -4,8 +4,8 @@ import { Keypair } from '@stellar/stellar-sdk';
 import express from 'express';
 import http from 'node:http';
 import https from 'node:https';
-import { startLocalNetwork, trustCertificate, type LocalNetwork } from '../../server/src/ledger/local-network';
-import { createSelfSignedCertificate } from '../../server/src/ledger/local-network/tls-certificate';
+import { startLocalNetwork, trustCertificate, type LocalNetwork } from '@paid-api-marketplace/local-network';
+import { createSelfSignedCertificate } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../../server/test/support/test-service';
 import { createSellerClient, paywall, type SellerClient } from '../../sdk-seller/src';
 

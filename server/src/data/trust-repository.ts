@@ -1,82 +1,124 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { normalizeAmount } from '../domain/amount';
-import type { LivenessState, LivenessTarget, Trust, TrustRepository } from '../domain/trust/types';
+import type { LivenessState, LivenessTarget, ProbeOutcome, Trust, TrustRepository } from '../domain/trust/types';
 import { scoresSql } from './search-index-repository';
 
 type Row = Record<string, unknown>;
 
-/**
- * Due resources: every discoverable listing (search_documents) never probed, then those whose next probe is due,
- * oldest first. Both steps walk an index (search_documents_listing_idx and resource_liveness_due_idx).
- */
-const DUE_SQL = `
-  WITH fresh AS (
-    SELECT d.resource_id FROM search_documents d
-     WHERE d.discoverable AND NOT EXISTS (SELECT 1 FROM resource_liveness l WHERE l.resource_id = d.resource_id)
-     ORDER BY d.resource_id DESC LIMIT $1),
-  due AS (
-    SELECT l.resource_id FROM resource_liveness l WHERE l.next_check_at <= $2 ORDER BY l.next_check_at LIMIT $1),
-  picked AS (SELECT resource_id FROM fresh UNION SELECT resource_id FROM due LIMIT $1)
-  SELECT d.resource_id AS id, d.type, d.url, url_host(d.url) AS host, d.network, d.pay_to AS "payTo",
-    d.asset_code AS "assetCode",
+/** The columns of a claimed target: the search document's listing and the liveness row's state and claim. */
+const TARGETS_SQL = `
+  SELECT d.resource_id AS id, d.type, d.url, l.host, d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
          d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.mcp_tool_name AS "toolName",
-         l.resource_id AS "probed", l.live, l.reason, l.checked_at AS "checkedAt", l.next_check_at AS
-           "nextCheckAt", l.dead_since AS "deadSince",
-         l.consecutive_failures AS failures, l.latencies_ms AS latencies, l.latency_p50_ms AS p50,
-           l.latency_p99_ms AS p99,
+         l.claim::text AS claim, l.checked_at IS NOT NULL AS probed, l.live, l.reason, l.checked_at AS "checkedAt",
+         l.next_check_at AS "nextCheckAt", l.dead_since AS "deadSince", l.consecutive_failures AS failures,
+         l.latencies_ms AS latencies, l.latency_p50_ms AS p50, l.latency_p99_ms AS p99,
          l.observed_pay_to AS "observedPayTo", l.observed_amount::text AS "observedAmount",
          COALESCE((SELECT json_agg(json_build_object('kind', x.kind, 'observed', x.observed)) FROM resource_drift x
                     WHERE x.resource_id = d.resource_id AND x.resolved_at IS NULL), '[]'::json) AS drift
-    FROM picked p JOIN search_documents d ON d.resource_id = p.resource_id
-    LEFT JOIN resource_liveness l ON l.resource_id = d.resource_id
+    FROM unnest(CAST($1 AS text[])) AS k(id)
+    JOIN resource_liveness l ON l.resource_id = k.id
+    JOIN search_documents d ON d.resource_id = k.id
    WHERE d.discoverable`;
 
-const RECORD_SQL = `
-  WITH st AS (
-    INSERT INTO resource_liveness (resource_id, host, live, reason, checked_at, next_check_at, dead_since,
-      consecutive_failures,
-                                   latencies_ms, latency_p50_ms, latency_p99_ms, observed_pay_to, observed_amount)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS integer[]), $10, $11, $12, CAST($13 AS numeric))
-    ON CONFLICT (resource_id) DO UPDATE SET host = EXCLUDED.host, live = EXCLUDED.live, reason = EXCLUDED.reason,
-       checked_at = EXCLUDED.checked_at, next_check_at = EXCLUDED.next_check_at, dead_since = EXCLUDED.dead_since,
-       consecutive_failures = EXCLUDED.consecutive_failures, latencies_ms = EXCLUDED.latencies_ms,
-       latency_p50_ms = EXCLUDED.latency_p50_ms, latency_p99_ms = EXCLUDED.latency_p99_ms,
-       observed_pay_to = EXCLUDED.observed_pay_to, observed_amount = EXCLUDED.observed_amount
-    RETURNING resource_id),
+/**
+ * Claims of due rows (suspects, then overdue; both walk an index on next_check_at): the next check moves to the end
+ * of the lease and the claim is bumped. SKIP LOCKED: rows another process is claiming right now are left to it; a
+ * row another process claimed and committed is no longer due when re-checked.
+ */
+const claimSql = (suspectsOnly: boolean) => `
+  UPDATE resource_liveness l SET next_check_at = $3, claim = l.claim + 1
+    FROM (SELECT l2.resource_id FROM resource_liveness l2
+            JOIN search_documents d ON d.resource_id = l2.resource_id AND d.discoverable
+           WHERE l2.next_check_at <= $2
+             ${suspectsOnly ? 'AND l2.consecutive_failures > 0 AND l2.live IS NOT FALSE' : ''}
+           ORDER BY l2.next_check_at LIMIT $1 FOR UPDATE OF l2 SKIP LOCKED) p
+   WHERE l.resource_id = p.resource_id
+  RETURNING l.resource_id AS id`;
+
+/** Claims of never probed discoverable listings: a liveness row inserted under the lease (claim 1). */
+const CLAIM_FRESH_SQL = `
+  INSERT INTO resource_liveness (resource_id, host, next_check_at, claim)
+  SELECT d.resource_id, COALESCE(url_host(d.url), d.url), $2, 1 FROM search_documents d
+   WHERE d.discoverable AND NOT EXISTS (SELECT 1 FROM resource_liveness l WHERE l.resource_id = d.resource_id)
+   ORDER BY d.resource_id DESC LIMIT $1
+  ON CONFLICT (resource_id) DO NOTHING
+  RETURNING resource_id AS id`;
+
+/**
+ * One batch of probe outcomes in one statement. `st` writes each state only where the row still carries the claim
+ * the probe was made under (compare-and-set; the claim is bumped, so the same outcome cannot be written twice); the
+ * day's counters, resolved drifts (a live answer matching the listing again in a kind) and new drifts follow only
+ * the rows `st` wrote.
+ */
+const RECORD_BATCH_SQL = `
+  WITH i AS (
+    SELECT * FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[]), CAST($3 AS text[]), CAST($4 AS boolean[]),
+                         CAST($5 AS text[]), CAST($6 AS timestamptz[]), CAST($7 AS timestamptz[]),
+                         CAST($8 AS timestamptz[]), CAST($9 AS integer[]), CAST($10 AS text[]),
+                         CAST($11 AS float8[]), CAST($12 AS float8[]), CAST($13 AS text[]), CAST($14 AS numeric[]),
+                         CAST($15 AS boolean[]), CAST($16 AS text[]))
+      AS i(id, claim, host, live, reason, checked_at, next_check_at, dead_since, failures, latencies, p50, p99,
+           pay_to, amount, passed, keep)),
+  st AS (
+    UPDATE resource_liveness l SET host = i.host, live = i.live, reason = i.reason, checked_at = i.checked_at,
+           next_check_at = i.next_check_at, dead_since = i.dead_since, consecutive_failures = i.failures,
+           latencies_ms = CAST(i.latencies AS integer[]), latency_p50_ms = i.p50, latency_p99_ms = i.p99,
+           observed_pay_to = i.pay_to, observed_amount = i.amount, claim = l.claim + 1
+      FROM i WHERE l.resource_id = i.id AND l.claim = i.claim
+    RETURNING l.resource_id, i.checked_at, i.passed, i.keep),
   day AS (
-    INSERT INTO resource_liveness_days (resource_id, day, probes, passed) VALUES ($1, CAST($5 AS
-      timestamptz)::date, 1, CASE WHEN $14 THEN 1 ELSE 0 END)
-    ON CONFLICT (resource_id, day) DO UPDATE SET probes = resource_liveness_days.probes + 1, passed =
-      resource_liveness_days.passed + EXCLUDED.passed
+    INSERT INTO resource_liveness_days (resource_id, day, probes, passed)
+    SELECT resource_id, CAST(checked_at AS date), 1, CASE WHEN passed THEN 1 ELSE 0 END FROM st
+    ON CONFLICT (resource_id, day) DO UPDATE SET probes = resource_liveness_days.probes + 1,
+       passed = resource_liveness_days.passed + EXCLUDED.passed
     RETURNING resource_id),
-  -- The listing matches the live 402 again: its drifts are over (whether or not the seller confirmed them).
+  -- The listing matches the live 402 again in a kind: that drift is over (whether or not the seller confirmed it).
   resolved AS (
-    UPDATE resource_drift SET resolved_at = $5 WHERE resource_id = $1 AND resolved_at IS NULL AND $15 AND kind
-      <> ALL(CAST($16 AS text[]))
-    RETURNING resource_id),
+    UPDATE resource_drift x SET resolved_at = st.checked_at FROM st
+     WHERE x.resource_id = st.resource_id AND x.resolved_at IS NULL AND st.keep IS NOT NULL
+       AND x.kind <> ALL (string_to_array(st.keep, ','))
+    RETURNING x.resource_id),
   added AS (
     INSERT INTO resource_drift (resource_id, kind, listed, observed, detected_at)
-    SELECT $1, k, l, o, $5 FROM unnest(CAST($17 AS text[]), CAST($18 AS text[]), CAST($19 AS text[])) AS n(k, l, o)
+    SELECT n.id, n.kind, n.listed, n.observed, st.checked_at
+      FROM unnest(CAST($17 AS text[]), CAST($18 AS text[]), CAST($19 AS text[]), CAST($20 AS text[]))
+        AS n(id, kind, listed, observed)
+      JOIN st ON st.resource_id = n.id
     ON CONFLICT (resource_id, kind) WHERE confirmed_at IS NULL AND resolved_at IS NULL
       DO UPDATE SET observed = EXCLUDED.observed, listed = EXCLUDED.listed
     RETURNING resource_id)
-  SELECT (SELECT count(*) FROM st) + (SELECT count(*) FROM day) + (SELECT count(*) FROM resolved) + (SELECT
-    count(*) FROM added) AS n`;
+  SELECT st.resource_id AS id FROM st`;
 
-/** The search document's trust flags from the liveness state and the open drifts (after RECORD_SQL committed). */
+/**
+ * The search documents' trust flags from the liveness state and the open drifts (after RECORD_BATCH_SQL, same
+ * transaction), rewritten only where one changed: a listing that keeps answering the same way costs no write here.
+ */
 const FLAGS_SQL = `
-  UPDATE search_documents d SET live = l.live, dead_since = l.dead_since, liveness_dropped = $2,
-         owner_verified = CASE WHEN l.observed_pay_to IS NULL THEN NULL ELSE l.observed_pay_to = d.pay_to END,
-         uptime = u.uptime,
-         price_drift = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND
-           x.kind = 'price' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL),
-         payout_changed = EXISTS (SELECT 1 FROM resource_drift x WHERE x.resource_id = d.resource_id AND
-           x.kind = 'payout' AND x.confirmed_at IS NULL AND x.resolved_at IS NULL)
-    FROM resource_liveness l,
-         LATERAL (SELECT sum(passed)::float8 / NULLIF(sum(probes), 0) AS uptime FROM resource_liveness_days y
-                   WHERE y.resource_id = l.resource_id AND y.day > CAST(now() AS date) - 7) u
-   WHERE d.resource_id = $1 AND l.resource_id = d.resource_id`;
+  WITH x AS (
+    SELECT k.id, l.live, l.dead_since, k.dropped,
+           CASE WHEN l.observed_pay_to IS NULL THEN NULL ELSE l.observed_pay_to = d0.pay_to END AS owner_verified,
+           (SELECT sum(y.passed)::float8 / NULLIF(sum(y.probes), 0) FROM resource_liveness_days y
+             WHERE y.resource_id = k.id AND y.day > CAST(now() AS date) - 7) AS uptime,
+           EXISTS (SELECT 1 FROM resource_drift r WHERE r.resource_id = k.id AND r.kind = 'price'
+                     AND r.confirmed_at IS NULL AND r.resolved_at IS NULL) AS price_drift,
+           EXISTS (SELECT 1 FROM resource_drift r WHERE r.resource_id = k.id AND r.kind = 'payout'
+                     AND r.confirmed_at IS NULL AND r.resolved_at IS NULL) AS payout_changed
+      FROM unnest(CAST($1 AS text[]), CAST($2 AS boolean[])) AS k(id, dropped)
+      JOIN resource_liveness l ON l.resource_id = k.id
+      JOIN search_documents d0 ON d0.resource_id = k.id)
+  UPDATE search_documents d SET live = x.live, dead_since = x.dead_since, liveness_dropped = x.dropped,
+         owner_verified = x.owner_verified, uptime = x.uptime, price_drift = x.price_drift,
+         payout_changed = x.payout_changed
+    FROM x
+   WHERE d.resource_id = x.id
+     AND (d.live IS DISTINCT FROM x.live OR d.dead_since IS DISTINCT FROM x.dead_since
+          OR d.liveness_dropped IS DISTINCT FROM x.dropped OR d.owner_verified IS DISTINCT FROM x.owner_verified
+          OR d.uptime IS DISTINCT FROM x.uptime OR d.price_drift IS DISTINCT FROM x.price_drift
+          OR d.payout_changed IS DISTINCT FROM x.payout_changed)
+  RETURNING d.resource_id AS id`;
+
+const BATCH_SCORES_SQL = scoresSql('d.resource_id = ANY(CAST($1 AS text[]))');
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -98,61 +140,106 @@ function toState(r: Row): LivenessState | null {
   };
 }
 
+function toTarget(r: Row): LivenessTarget {
+  return {
+    id: r.id as string,
+    type: r.type as LivenessTarget['type'],
+    url: r.url as string,
+    host: (r.host as string | null) ?? (r.url as string),
+    network: r.network as string,
+    payTo: r.payTo as string,
+    assetCode: r.assetCode as string,
+    assetIssuer: r.assetIssuer as string,
+    amount: normalizeAmount(String(r.amount)),
+    toolName: (r.toolName as string | null) ?? null,
+    state: toState(r),
+    knownDrift: (r.drift as Array<{ kind: 'price' | 'payout'; observed: string }>) ?? [],
+    claim: String(r.claim),
+  };
+}
+
+/** Kinds the live answer still differs in from the listing (new or known drifts): those drifts stay open. */
+function stillDiffers(o: ProbeOutcome): string[] {
+  const kinds = new Set(o.drift.map((d) => d.kind));
+  if (o.obs.amount !== null && normalizeAmount(o.obs.amount) !== normalizeAmount(o.target.amount)) kinds.add('price');
+  if (o.obs.payTo !== null && o.obs.payTo !== o.target.payTo) kinds.add('payout');
+  return [...kinds];
+}
+
 export function createTrustRepository(db: Sequelize): TrustRepository {
   return {
-    async dueTargets(limit, now) {
-      const { rows } = await pgQuery<Row>(db, DUE_SQL, [limit, now]);
-      return rows.map((r) => ({
-        id: r.id as string,
-        type: r.type as LivenessTarget['type'],
-        url: r.url as string,
-        host: (r.host as string | null) ?? (r.url as string),
-        network: r.network as string,
-        payTo: r.payTo as string,
-        assetCode: r.assetCode as string,
-        assetIssuer: r.assetIssuer as string,
-        amount: normalizeAmount(String(r.amount)),
-        toolName: (r.toolName as string | null) ?? null,
-        state: toState(r),
-        knownDrift: (r.drift as Array<{ kind: 'price' | 'payout'; observed: string }>) ?? [],
-      }));
+    async claimDue(limit, now, leaseUntil) {
+      const ids: string[] = [];
+      const steps: Array<[string, (n: number) => unknown[]]> = [
+        [claimSql(true), (n) => [n, now, leaseUntil]],
+        [CLAIM_FRESH_SQL, (n) => [n, leaseUntil]],
+        [claimSql(false), (n) => [n, now, leaseUntil]],
+      ];
+      for (const [sql, params] of steps) {
+        if (ids.length >= limit) break;
+        const { rows } = await pgQuery<{ id: string }>(db, sql, params(limit - ids.length));
+        ids.push(...rows.map((r) => r.id));
+      }
+      if (ids.length === 0) return [];
+      const { rows } = await pgQuery<Row>(db, TARGETS_SQL, [ids]);
+      const byId = new Map(rows.map((r) => [r.id as string, r]));
+      // Claim order kept (suspects, never probed, longest overdue).
+      return ids.flatMap((id) => {
+        const r = byId.get(id);
+        return r ? [toTarget(r)] : [];
+      });
     },
 
-    async record(target, state, obs, drift) {
-      const driftKinds = drift.map((d) => d.kind);
-      // Kinds the live answer still differs in (new or known): those drifts stay open.
-      const stillDiffers = [
-        ...(obs.live && obs.amount !== null && normalizeAmount(obs.amount) !== normalizeAmount(target.amount)
-          ? ['price']
-          : []),
-        ...(obs.live && obs.payTo !== null && obs.payTo !== target.payTo ? ['payout'] : []),
-      ];
-      await db.transaction(async (transaction) => {
-        const q = (sql: string, bind: unknown[]) => db.query(sql, { bind, transaction });
-        await q(RECORD_SQL, [
-          target.id,
-          target.host,
-          state.live,
-          state.reason,
-          state.checkedAt,
-          state.nextCheckAt,
-          state.deadSince,
-          state.consecutiveFailures,
-          state.latenciesMs,
-          state.p50,
-          state.p99,
-          state.observedPayTo,
-          state.observedAmount,
-          obs.live,
-          obs.live,
-          [...new Set([...stillDiffers, ...driftKinds])],
-          driftKinds,
-          drift.map((d) => d.listed),
-          drift.map((d) => d.observed),
-        ]);
-        await q(FLAGS_SQL, [target.id, state.dropped]);
-        // The flags move the static score (the demotion) and the postings' ranks: rewritten now when they changed.
-        await q(scoresSql('d.resource_id = $1'), [target.id]);
+    async release(targets, at) {
+      if (targets.length === 0) return;
+      await pgQuery(
+        db,
+        `UPDATE resource_liveness l SET next_check_at = $3
+           FROM unnest(CAST($1 AS text[]), CAST($2 AS bigint[])) AS k(id, claim)
+          WHERE l.resource_id = k.id AND l.claim = k.claim`,
+        [targets.map((t) => t.id), targets.map((t) => t.claim), at],
+      );
+    },
+
+    async recordBatch(outcomes) {
+      if (outcomes.length === 0) return { written: [], flagsChanged: 0 };
+      const col = <T>(f: (o: ProbeOutcome) => T) => outcomes.map(f);
+      const drifts = outcomes.flatMap((o) => o.drift.map((d) => ({ id: o.target.id, ...d })));
+      return db.transaction(async (transaction) => {
+        const run = async (sql: string, bind: unknown[]) =>
+          ((await db.query(sql, { bind, transaction })) as [Array<{ id: string }>, unknown])[0];
+        const written = (
+          await run(RECORD_BATCH_SQL, [
+            col((o) => o.target.id),
+            col((o) => o.target.claim),
+            col((o) => o.target.host),
+            col((o) => o.state.live),
+            col((o) => o.state.reason),
+            col((o) => o.state.checkedAt),
+            col((o) => o.state.nextCheckAt),
+            col((o) => o.state.deadSince),
+            col((o) => o.state.consecutiveFailures),
+            col((o) => `{${o.state.latenciesMs.map((v) => Math.round(v)).join(',')}}`),
+            col((o) => o.state.p50),
+            col((o) => o.state.p99),
+            col((o) => o.state.observedPayTo),
+            col((o) => o.state.observedAmount),
+            col((o) => o.obs.live),
+            col((o) => (o.obs.live ? stillDiffers(o).join(',') : null)),
+            drifts.map((d) => d.id),
+            drifts.map((d) => d.kind),
+            drifts.map((d) => d.listed),
+            drifts.map((d) => d.observed),
+          ])
+        ).map((r) => r.id);
+        if (written.length === 0) return { written, flagsChanged: 0 };
+        const dropped = new Map(outcomes.map((o) => [o.target.id, o.state.dropped]));
+        const changed = (await run(FLAGS_SQL, [written, written.map((id) => dropped.get(id) ?? false)])).map(
+          (r) => r.id,
+        );
+        // The flags move the static score (the demotion) and the postings' ranks: rewritten when they changed.
+        if (changed.length > 0) await run(BATCH_SCORES_SQL, [changed]);
+        return { written, flagsChanged: changed.length };
       });
     },
 

@@ -5,9 +5,10 @@ import type { Logger } from '../logger';
 export const LIVENESS_WORKER = 'liveness-worker';
 
 /**
- * Every minute (issue #33): one liveness pass (domain/trust/liveness-runner.ts): the listed resources due for a
- * probe, at most the configured probes per minute, one probe per host per interval, never paying; then the decoy
- * price flags. One pass at a time across processes (Agenda's lock).
+ * Every minute (issue #33): one liveness pass (domain/trust/liveness-runner.ts): claims the listed resources due for
+ * a probe, at most the configured probes per minute, one probe per host per interval, never paying, and writes the
+ * outcomes in batches under their claim; the decoy price flags every 5 minutes. One pass at a time across processes
+ * (Agenda's lock); passes that overlap anyway (a lock that expired) probe disjoint claims.
  */
 export function createLivenessWorker(deps: {
   runner: LivenessRunner;

@@ -1,5 +1,5 @@
 /**
- * The local network's own HTTP endpoints beside its RPC (server/src/ledger/local-network/http-server.ts): friendbot
+ * The local network's own HTTP endpoints beside its RPC (local-network/src/http-server.ts): friendbot
  * (`GET /friendbot?addr=`: creates an account with XLM) and the faucet (`POST /faucet`: adds the trustline when
  * missing and pays an issued asset from the network's treasury). Both live on the RPC URL without its `/rpc` path.
  * They exist only on the local network: a testnet or mainnet RPC has neither.

@@ -10,7 +10,7 @@ import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { DEFAULT_USDC_ISSUER } from '../../src/config';
 
 let svc: TestService;

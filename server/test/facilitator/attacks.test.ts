@@ -21,7 +21,7 @@ import {
   type FacilitatorEnv,
   type PaymentCase,
 } from './helpers';
-import { authPayload, classicTransaction, signAuthEntry } from '../local-network/helpers';
+import { authPayload, classicTransaction, signAuthEntry } from '../../../local-network/test/helpers';
 
 /** The unsigned transfer(from, to, amount) entry on the env's USDC, with a fresh nonce. */
 function transferEntry(env: FacilitatorEnv, from: string, to: string, amount: string): xdr.SorobanAuthorizationEntry {

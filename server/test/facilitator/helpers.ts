@@ -9,7 +9,7 @@ import {
   nativeToScVal,
   xdr,
 } from '@stellar/stellar-sdk';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import type { FacilitatorOptions } from '../../src/areas/facilitator';

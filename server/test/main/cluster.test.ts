@@ -8,7 +8,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createTestDatabase } from '../support/database';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { fundedBuyer, paymentCase, sellerWithResource, type FacilitatorEnv } from '../facilitator/helpers';
 import { remoteLocalNetwork, startMainProcess, type MainProcess } from '../reliability/support/main-process';
 import { sellerWithResourceOverHttp } from '../reliability/support/over-http';

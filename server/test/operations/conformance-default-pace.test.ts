@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { bearer } from '../support/fixtures';
 

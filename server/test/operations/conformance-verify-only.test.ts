@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { NetworkRegistry } from '../../src/domain/network-registry';
 import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../../src/config';
 import { startTestService, OPERATOR_KEY, type TestService } from '../support/test-service';

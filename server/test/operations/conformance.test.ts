@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { createSafeFetcher } from '../../src/net';
 import { toStroops } from '../../src/domain/amount';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';

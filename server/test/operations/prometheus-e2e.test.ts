@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { waitFor } from '../discovery/helpers';
 import { freePort } from '../support/free-port';

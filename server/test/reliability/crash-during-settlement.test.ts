@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
 import { Client } from 'pg';
 import { createTestDatabase } from '../support/database';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { startMainProcess, type MainProcess } from './support/main-process';
 import { sellerWithResourceOverHttp } from './support/over-http';

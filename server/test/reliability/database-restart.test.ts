@@ -19,7 +19,7 @@ import { startOwnDatabase, type OwnDatabase } from './support/embedded-db';
 import { migrate } from '../../src/data/database';
 import { createService, type Service } from '../../src/compose';
 import { createLogger } from '../../src/logger';
-import { startLocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork } from '@paid-api-marketplace/local-network';
 import { OPERATOR_KEY, testNetworks } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller } from '../support/fixtures';
 import { fundedBuyer, paymentCase, sleep, type FacilitatorEnv, type PaymentCase } from '../facilitator/helpers';

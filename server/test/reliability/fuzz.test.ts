@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import request from 'supertest';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 

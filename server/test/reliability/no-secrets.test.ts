@@ -5,7 +5,7 @@
 // seeds, bearer tokens, the exact payment authorization XDR strings sent, and private JWK members.
 import request from 'supertest';
 import type { Keypair } from '@stellar/stellar-sdk';
-import { startLocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork } from '@paid-api-marketplace/local-network';
 import type { Logger } from '../../src/logger';
 import { OPERATOR_KEY, startTestService, testNetworks } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';

@@ -11,7 +11,7 @@
 import http from 'node:http';
 import request from 'supertest';
 import type { Keypair } from '@stellar/stellar-sdk';
-import { startLocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks } from '../support/test-service';
 import {
   facilitatorWorker,

@@ -8,7 +8,7 @@ import http from 'node:http';
 import { Keypair, TransactionBuilder, rpc } from '@stellar/stellar-sdk';
 import { Client } from 'pg';
 import { createTestDatabase } from '../support/database';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { bearer } from '../support/fixtures';
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { verifyAttestation } from '../../../sdk-buyer/src/receipts/attestation';

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { createTestDatabase } from '../support/database';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { asTransactionXdr, paymentCase, type FacilitatorEnv } from '../facilitator/helpers';
 import { toStroops } from '../../src/domain/amount';
 import { startMainProcess, type MainProcess } from './support/main-process';

@@ -5,6 +5,10 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createSafeFetcher } from '../../src/net';
 import { toStroops } from '../../src/domain/amount';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
+import { createTrustRepository } from '../../src/data/trust-repository';
+import { createLivenessRunner } from '../../src/domain/trust/liveness-runner';
+import { nextState } from '../../src/domain/trust/liveness';
+import type { LivenessTarget, ProbeOutcome, TrustSettings } from '../../src/domain/trust/types';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -93,6 +97,7 @@ beforeAll(async () => {
         failuresToDemote: 2,
         dropAfterMs: 1500,
         concurrency: 4,
+        outlierRefreshMs: 0,
       },
       probeFetch: createSafeFetcher({
         allowInsecureForTests: true,
@@ -498,4 +503,161 @@ describe('the trust block is shown', () => {
       await new Promise((r) => listening.close(r));
     }
   });
+});
+
+describe('batched outcome writes (100k listings: one statement per batch, claims compared and set)', () => {
+  const probeFetch = createSafeFetcher({
+    allowInsecureForTests: true,
+    allowPrivateAddressesForTests: true,
+    readBodyOfStatuses: [200, 402],
+    timeoutMs: 2000,
+    lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+  });
+  /** A worker of its own (its own per-host memory, as another process has), writing `writeBatch` outcomes at once. */
+  const worker = (writeBatch: number, extra: Partial<TrustSettings> = {}) =>
+    createLivenessRunner({
+      repo: createTrustRepository(svc.db),
+      fetch: probeFetch,
+      contractId: () => null,
+      settings: {
+        ...svc.trust.settings,
+        writeBatch,
+        writeDelayMs: 50,
+        intervalMs: 0,
+        retryMs: 0,
+        perHostIntervalMs: 0,
+        ...extra,
+      },
+    });
+  const probesCounted = async (ids?: string[]) => {
+    const [[row]] = (await svc.db.query(
+      `SELECT COALESCE(sum(probes), 0)::int AS n FROM resource_liveness_days
+        WHERE $1::text[] IS NULL OR resource_id = ANY($1::text[])`,
+      { bind: [ids ?? null] },
+    )) as [Array<{ n: number }>, unknown];
+    return row.n;
+  };
+
+  it(
+    'sellers that go down are demoted after two passes written in batches of 2, the others untouched, and come ' +
+      'back when they answer again',
+    async () => {
+      const items: Array<{ id: string; host: string }> = [];
+      for (let i = 0; i < 7; i++) items.push(await listing(await signUpSeller(svc.app), `Quokka hail outlook ${i}`));
+      await waitIndexed(svc.db);
+      const w = worker(2);
+      const first = await w.pass();
+      expect(first.refused).toBe(0);
+      expect(first.written).toBe(first.probed);
+      for (const x of items) expect(await trustOf(x.id)).toMatchObject({ live: true, demoted: false });
+
+      const down = items.slice(0, 3);
+      for (const d of down) endpoint(d.host).mode = 'down';
+      await w.pass();
+      for (const d of down) expect((await trustOf(d.id)).live).toBe(true); // one failure: a suspect, not dead
+      await w.pass();
+      for (const d of down) expect(await trustOf(d.id)).toMatchObject({ live: false, demoted: true });
+      for (const up of items.slice(3)) expect(await trustOf(up.id)).toMatchObject({ live: true, demoted: false });
+      // Among these listings (the query may also match other tests' ones), the three down rank last.
+      const ours = async (query: Record<string, unknown> = {}) =>
+        (await ids('quokka hail outlook', query)).filter((id) => items.some((x) => x.id === id));
+      const top = await ours();
+      expect(top).toHaveLength(7);
+      expect(top.slice(-3).sort()).toEqual(down.map((d) => d.id).sort());
+      expect(await ours({ liveOnly: true })).toHaveLength(4);
+      // Every probe of these listings counted once: 3 passes of 7.
+      expect(await probesCounted(items.map((x) => x.id))).toBe(21);
+
+      for (const d of down) endpoint(d.host).mode = 'up';
+      await w.pass();
+      for (const d of down) expect(await trustOf(d.id)).toMatchObject({ live: true, demoted: false });
+      expect(await ours({ liveOnly: true })).toHaveLength(7);
+    },
+  );
+
+  it('a listing that keeps answering the same way costs no search document write after its first probe', async () => {
+    const steady = await listing(await signUpSeller(svc.app), 'Bilby frost outlook');
+    await waitIndexed(svc.db);
+    const repo = createTrustRepository(svc.db);
+    const changes: number[] = [];
+    const w = createLivenessRunner({
+      repo: {
+        ...repo,
+        async recordBatch(outcomes) {
+          const r = await repo.recordBatch(outcomes);
+          if (outcomes.some((o) => o.target.id === steady.id)) changes.push(r.flagsChanged);
+          return r;
+        },
+      },
+      fetch: probeFetch,
+      contractId: () => null,
+      settings: { ...svc.trust.settings, writeBatch: 1, intervalMs: 0, retryMs: 0, perHostIntervalMs: 0 },
+    });
+    await w.pass();
+    await w.pass();
+    await w.pass();
+    expect(changes).toEqual([1, 0, 0]);
+  });
+
+  it('two workers passing at once never probe-count one outcome twice nor lose one', async () => {
+    const items: Array<{ id: string; host: string }> = [];
+    for (let i = 0; i < 12; i++) items.push(await listing(await signUpSeller(svc.app), `Dunnart fog outlook ${i}`));
+    await waitIndexed(svc.db);
+    const before = await probesCounted();
+    // Each claims its own listings (a claimed listing is not due for the other until its lease ends).
+    // A written listing is not due again within the test (interval 1 minute): each listing is probed once.
+    const [a, b] = await Promise.all([
+      worker(3, { intervalMs: 60_000, maxPerMinute: 100_000 }).pass(),
+      worker(5, { intervalMs: 60_000 }).pass(),
+    ]);
+    expect(a.refused + b.refused).toBe(0);
+    expect(a.written).toBe(a.probed);
+    expect(b.written).toBe(b.probed);
+    expect(await probesCounted()).toBe(before + a.written + b.written);
+    // Every listing of this test was probed by exactly one of them and counted once.
+    expect(await probesCounted(items.map((x) => x.id))).toBe(12);
+  });
+
+  it(
+    'a stale worker whose lease ended writes nothing over the outcome of the worker that claimed the listing ' +
+      'after it, and a claim never written (the process died) is probed again once its lease ends',
+    async () => {
+      const item = await listing(await signUpSeller(svc.app), 'Wombat drizzle outlook');
+      await waitIndexed(svc.db);
+      const repo = createTrustRepository(svc.db);
+      await worker(100).pass(); // the listing is probed once
+      const before = await probesCounted([item.id]);
+      const outcome = (t: LivenessTarget, live: boolean): ProbeOutcome => {
+        const obs = { live, reason: live ? null : 'NOT_402', latencyMs: 5, payTo: t.payTo, amount: t.amount };
+        return { target: t, obs, drift: [], state: nextState(t.state, obs, new Date(), svc.trust.settings) };
+      };
+      const mine = (ts: LivenessTarget[]) => ts.find((t) => t.id === item.id)!;
+      // Worker 1 claims with a lease that has already ended (it stalled, or died), then worker 2 claims the same.
+      const stale = mine(await repo.claimDue(1000, new Date(), new Date(Date.now() - 1000)));
+      const fresh = mine(await repo.claimDue(1000, new Date(), new Date(Date.now() + 60_000)));
+      expect(fresh.claim).not.toBe(stale.claim);
+      expect((await repo.recordBatch([outcome(fresh, true)])).written).toEqual([item.id]);
+      // The stale outcome (a failure) arrives late: refused, not counted, the state stays worker 2's.
+      expect((await repo.recordBatch([outcome(stale, false)])).written).toEqual([]);
+      // Written twice (a retried statement whose answer was lost): refused the second time.
+      expect((await repo.recordBatch([outcome(fresh, true)])).written).toEqual([]);
+      expect(await probesCounted([item.id])).toBe(before + 1);
+      expect((await trustOf(item.id)).live).toBe(true);
+      const [[row]] = (await svc.db.query(
+        `SELECT consecutive_failures AS f FROM resource_liveness WHERE resource_id = $1`,
+        { bind: [item.id] },
+      )) as [Array<{ f: number }>, unknown];
+      expect(row.f).toBe(0);
+
+      // A claim whose outcome is never written: not due while leased, due again once the lease ends.
+      const leased = mine(await repo.claimDue(1000, new Date(), new Date(Date.now() + 800)));
+      expect(leased).toBeDefined();
+      expect((await repo.claimDue(1000, new Date(), new Date(Date.now() + 60_000))).map((t) => t.id)).not.toContain(
+        item.id,
+      );
+      await new Promise((r) => setTimeout(r, 900));
+      await worker(100).pass();
+      expect(await probesCounted([item.id])).toBe(before + 2);
+    },
+  );
 });

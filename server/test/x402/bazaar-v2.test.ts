@@ -16,7 +16,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { Keypair } from '@stellar/stellar-sdk';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { toStroops } from '../../src/domain/amount';

@@ -12,7 +12,7 @@ import { QueryTypes } from 'sequelize';
 import { Keypair } from '@stellar/stellar-sdk';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactStellarClient } from '@x402/stellar/exact/client';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { RULES } from '../../src/domain/facilitator/rules/catalog';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';

@@ -10,7 +10,7 @@ import type { HTTPFacilitatorClient } from '@x402/core/server';
 import { encodePaymentResponseHeader } from '@x402/core/http';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactStellarClient } from '@x402/stellar/exact/client';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { httpsRpcFront } from '../../../test/support/marketplace';

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { HTTPFacilitatorClient } from '@x402/core/server';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 
 describe('GET /.well-known/x402: this facilitator, described', () => {

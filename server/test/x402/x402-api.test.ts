@@ -11,7 +11,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactStellarClient } from '@x402/stellar/exact/client';
-import { startLocalNetwork, type LocalNetwork } from '../../src/ledger/local-network';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { ERROR_CODES } from '../../src/domain/errors';
 import { X402_REASONS, x402Reason } from '../../src/http/x402';
 import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '../support/test-service';

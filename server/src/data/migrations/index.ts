@@ -25,6 +25,7 @@ import { migration as m0085 } from './0085-bazaar-v2-metadata';
 import { migration as m0090 } from './0090-settlement-fee-evidence';
 import { migration as m0100 } from './0100-search-postings';
 import { migration as m0110 } from './0110-trust-signals';
+import { migration as m0120 } from './0120-liveness-claims';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
 export const MIGRATIONS: Migration[] = [
@@ -54,4 +55,5 @@ export const MIGRATIONS: Migration[] = [
   m0090,
   m0100,
   m0110,
+  m0120,
 ];

@@ -159,7 +159,8 @@ export const LATENCY_SAMPLES = 50;
 /**
  * The resource's next liveness state after one observation. A live answer makes it live at once (it comes back as
  * soon as it answers again); `failuresToDemote` failures in a row make it dead (demoted), dead for `dropAfterMs`
- * drops it from default results. A failing resource is re-probed sooner (`retryMs`), a dropped one rarely.
+ * drops it from default results. A failing resource not yet dead is re-probed sooner (`retryMs`), a dead one at the
+ * live interval, a dropped one rarely.
  */
 export function nextState(prev: LivenessState | null, obs: Observation, now: Date, s: TrustSettings): LivenessState {
   const failures = obs.live ? 0 : (prev?.consecutiveFailures ?? 0) + 1;
@@ -170,7 +171,9 @@ export function nextState(prev: LivenessState | null, obs: Observation, now: Dat
   const latencies = obs.live
     ? [...(prev?.latenciesMs ?? []), obs.latencyMs].slice(-LATENCY_SAMPLES)
     : (prev?.latenciesMs ?? []);
-  const wait = dropped ? s.droppedIntervalMs : obs.live ? s.intervalMs : s.retryMs;
+  // A suspect (failed, not yet dead) is retried soon; a dead one at the live interval (it comes back within a cycle
+  // of answering again), not at the retry gap: many dead listings must not eat the probes of the live ones.
+  const wait = dropped ? s.droppedIntervalMs : live === false || obs.live ? s.intervalMs : s.retryMs;
   return {
     live,
     reason: obs.reason,

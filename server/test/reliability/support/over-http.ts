@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { LocalNetwork } from '../../../src/ledger/local-network';
+import type { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../../support/fixtures';
 
 /** An answer as a storm test tallies it: status and parsed body (a non-JSON body is named in `error.code`). */

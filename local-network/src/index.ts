@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
-import { formatAmount, toStroops } from '../../domain/amount';
+import { formatAmount, toStroops } from './amount';
 import { AssetRegistry, IssuedAssetInput } from './asset-registry';
 import { NETWORK_PASSPHRASE } from './constants';
 import { createLocalNetworkApp, listen } from './http-server';
@@ -125,7 +125,7 @@ export interface LocalNetwork {
   stop(): Promise<void>;
 }
 
-export { trustCertificate } from './tls-certificate';
+export { createSelfSignedCertificate, trustCertificate } from './tls-certificate';
 export type { MigratedAsset } from './persistence';
 export { TESTNET_USDC } from './testnet-assets';
 

@@ -1,5 +1,5 @@
 import { Asset, Operation, xdr } from '@stellar/stellar-sdk';
-import { toStroops } from '../../domain/amount';
+import { toStroops } from './amount';
 import { assetIdOf } from './asset-registry';
 import { availableNative, availableOnLine, isAuthorized, roomOnLine } from './balances';
 import { BASE_RESERVE, MAX_INT64 } from './constants';

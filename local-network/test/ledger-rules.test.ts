@@ -1,6 +1,6 @@
 import { Account, Asset, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
-import { formatAmount, toStroops } from '../../src/domain/amount';
+import { LocalNetwork } from '../src';
+import { formatAmount, toStroops } from '../src/amount';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
 /** The operation result of a failed transaction whose single operation was an InvokeHostFunction. */

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import express, { NextFunction, Request, Response } from 'express';
-import { toStroops } from '../../domain/amount';
+import { toStroops } from './amount';
 import { FRIENDBOT_PATH } from './constants';
 import { LocalLedger } from './local-ledger';
 import { RpcError } from './rpc-error';

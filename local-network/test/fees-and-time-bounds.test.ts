@@ -8,8 +8,8 @@ import {
   rpc,
   xdr,
 } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
-import { formatAmount, toStroops } from '../../src/domain/amount';
+import { LocalNetwork } from '../src';
+import { formatAmount, toStroops } from '../src/amount';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
 describe('fees (getFeeStats, surge pricing, fee bumps) and transaction time bounds', () => {

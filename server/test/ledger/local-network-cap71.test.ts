@@ -8,7 +8,7 @@ import {
   rpc,
   xdr,
 } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { addressCredentialsOf, credentialKind } from '../../src/domain/facilitator/cap71-xdr';
 import {
   asDelegated,
@@ -18,7 +18,13 @@ import {
   withCredentials,
   accountSignature,
 } from '../support/cap71';
-import { buildTransfer, fundedAccount, rpcClient, startTestNetwork, submitAndClose } from './helpers';
+import {
+  buildTransfer,
+  fundedAccount,
+  rpcClient,
+  startTestNetwork,
+  submitAndClose,
+} from '../../../local-network/test/helpers';
 
 /**
  * CAP-71 (protocol 27) on the local network: V2 address credentials (sorobanCredentialsAddressV2, signature over

@@ -13,7 +13,7 @@ import {
   scValToNative,
   xdr,
 } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork } from '../src';
 import { buildTransfer, fundedAccount, rpcClient, startTestNetwork } from './helpers';
 
 describe('Soroban RPC methods answered by the local network, read with the stock rpc.Server', () => {

@@ -25,7 +25,7 @@ import { FeeSample } from './fee-stats';
 import { feeBumpResult, transactionResult } from './transaction-results';
 import { errorDiagnostic } from './contract-events';
 import { RpcError } from './rpc-error';
-import { formatAmount } from '../../domain/amount';
+import { formatAmount } from './amount';
 import { AccountFlags } from './set-options';
 import { newTrustlineFlags } from './operation-apply';
 import { MAINTAIN_LIABILITIES, changeTrustlineFlags } from './trustline-flags';

@@ -1,5 +1,5 @@
 import { Asset, Keypair, Operation, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork } from '../src';
 import {
   buildTransfer,
   classicTransaction,

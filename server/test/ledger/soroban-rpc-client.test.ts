@@ -7,10 +7,10 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
-import type { LocalNetwork } from '../../src/ledger/local-network';
+import type { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { JsonRpcClient, JsonRpcError } from '../../src/ledger/json-rpc-client';
 import { SorobanRpc } from '../../src/ledger/soroban-rpc';
-import { fundedAccount, startTestNetwork } from './helpers';
+import { fundedAccount, startTestNetwork } from '../../../local-network/test/helpers';
 
 /** A pass-through HTTP proxy in front of the network's RPC that records the JSON-RPC methods it forwards. */
 async function countingProxy(target: string): Promise<{ url: string; methods: string[]; close(): Promise<void> }> {

@@ -2,7 +2,7 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { createEd25519Signer } from '@x402/stellar';
 import { ExactStellarScheme as ExactStellarClient } from '@x402/stellar/exact/client';
 import { ExactStellarScheme as ExactStellarFacilitator } from '@x402/stellar/exact/facilitator';
-import { LocalNetwork, trustCertificate } from '../../src/ledger/local-network';
+import { LocalNetwork, trustCertificate } from '../src';
 import { fundedAccount, startTestNetwork, whileLedgersClose } from './helpers';
 
 type Requirements = Parameters<ExactStellarFacilitator['verify']>[1];

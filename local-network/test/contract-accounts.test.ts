@@ -1,5 +1,5 @@
 import { Address, Asset, Keypair, StrKey, rpc, scValToNative, xdr } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork } from '../src';
 import {
   authPayload,
   buildTransfer,

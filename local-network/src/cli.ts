@@ -1,11 +1,13 @@
+#!/usr/bin/env node
 import fs from 'node:fs';
 import path from 'node:path';
 import { startLocalNetwork } from './index';
 
 /**
- * Standalone runner: `npm run local-network`. Environment: LOCAL_NETWORK_HOST (127.0.0.1), LOCAL_NETWORK_PORT
- * (8000), LOCAL_NETWORK_LEDGER_CLOSE_MS (5000), LOCAL_NETWORK_DATA_FILE (../.data/local-network.json from the
- * server package), LOCAL_NETWORK_TLS (set to 1 to serve HTTPS; the certificate is written next to the data file).
+ * Standalone runner: `npm run local-network` at the repository root, or the package's `local-network` bin (the build).
+ * Environment: LOCAL_NETWORK_HOST (127.0.0.1), LOCAL_NETWORK_PORT (8000), LOCAL_NETWORK_LEDGER_CLOSE_MS (5000),
+ * LOCAL_NETWORK_DATA_FILE (.data/local-network.json at the repository root), LOCAL_NETWORK_TLS (set to 1 to serve
+ * HTTPS; the certificate is written next to the data file), LOCAL_NETWORK_FEE_PROFILE (`pubnet` for pubnet's fees).
  * Prints what clients need, including the issuer secrets (only here). Stops cleanly on SIGINT/SIGTERM.
  */
 
@@ -19,7 +21,7 @@ function intFromEnv(name: string, fallback: number): number {
 
 async function main(): Promise<void> {
   const dataFile = path.resolve(
-    process.env.LOCAL_NETWORK_DATA_FILE || path.join(__dirname, '../../../../.data/local-network.json'),
+    process.env.LOCAL_NETWORK_DATA_FILE || path.join(__dirname, '../../.data/local-network.json'),
   );
   const tls = process.env.LOCAL_NETWORK_TLS === '1' || process.env.LOCAL_NETWORK_TLS === 'true';
   const network = await startLocalNetwork({

@@ -14,7 +14,7 @@ import {
   rpc,
   xdr,
 } from '@stellar/stellar-sdk';
-import { LocalNetwork, LocalNetworkOptions, startLocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork, LocalNetworkOptions, startLocalNetwork } from '../src';
 
 /** A network on a free port whose ledgers close only when the test says so. */
 export function startTestNetwork(opts: LocalNetworkOptions = {}): Promise<LocalNetwork> {

@@ -1,5 +1,5 @@
 import { Asset, Operation, hash, xdr } from '@stellar/stellar-sdk';
-import { toStroops } from '../../domain/amount';
+import { toStroops } from './amount';
 import { assetIdOf } from './asset-registry';
 import { AssetRef, TRUSTLINE_AUTHORIZED, availableNative, credit, debit } from './balances';
 import { BASE_RESERVE, ACCOUNT_BASE_RESERVE_ENTRIES } from './constants';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Asset, Keypair, Operation, rpc, xdr } from '@stellar/stellar-sdk';
 import request from 'supertest';
-import { LocalNetwork, startLocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork, startLocalNetwork } from '../src';
 import {
   buildTransfer,
   classicTransaction,
@@ -12,8 +12,8 @@ import {
   startTestNetwork,
   submitAndClose,
 } from './helpers';
-import { TESTNET_USDC } from '../../src/ledger/local-network';
-import { loadNetworkState } from '../../src/ledger/local-network/persistence';
+import { TESTNET_USDC } from '../src';
+import { loadNetworkState } from '../src/persistence';
 
 /** Circle's testnet USDC as published by Circle and the x402 Stellar defaults (written out here on purpose). */
 const TESTNET_USDC_ISSUER = 'GBBD47IF6LWK7P7MDEVSCWR7DPUWV3NY3DTQEVFL4NAT4AQH3ZLLFLA5';

@@ -1,5 +1,5 @@
 import { Keypair, rpc, xdr } from '@stellar/stellar-sdk';
-import { LocalNetwork } from '../../src/ledger/local-network';
+import { LocalNetwork } from '../src';
 import { buildTransfer, fundedAccount, resultCode, rpcClient, startTestNetwork, submitAndClose } from './helpers';
 
 /**

@@ -6,7 +6,7 @@ import {
   addressCredentialsOf,
   authorizationPreimage,
   credentialKind,
-} from '../../domain/facilitator/cap71-xdr';
+} from './cap71-xdr';
 import { MAX_ENTRY_TTL } from './constants';
 import { checkAccountContractAuth } from './account-contract';
 import { signerWeight, thresholdOf } from './account-signers';
