@@ -22,6 +22,14 @@ export const MAX_AMOUNT_STROOPS = 10n ** 19n - 1n;
 
 const DECIMAL = /^(-?)([0-9]+)(?:\.([0-9]+))?$/;
 
+/**
+ * An amount in stroops that was checked (0 to MAX_AMOUNT_STROOPS): the one form of money inside the server's domain.
+ * Made only here, by `toStroops` (from a decimal amount) or `stroops` (from a whole number of stroops); each face
+ * (an API's decimal amounts, x402's atomic amounts) converts once at its edge. It is a bigint for arithmetic and
+ * comparison; the brand only stops an unchecked bigint from being passed where money is expected.
+ */
+export type Stroops = bigint & { readonly __brand: 'Stroops' };
+
 export function isAmount(value: unknown): boolean {
   return typeof value === 'string' && AMOUNT_PATTERN.test(value);
 }
@@ -48,11 +56,11 @@ export function amountProblem(value: unknown): string | null {
 }
 
 /** "12.5" -> 125000000n. Throws a RangeError saying why when `amount` is not an amount. */
-export function toStroops(amount: string): bigint {
+export function toStroops(amount: string): Stroops {
   const problem = amountProblem(amount);
   if (problem !== null) throw new RangeError(problem);
   const [whole, fraction = ''] = amount.split('.');
-  return BigInt(whole) * STROOPS_PER_UNIT + BigInt(fraction.padEnd(AMOUNT_DECIMALS, '0'));
+  return (BigInt(whole) * STROOPS_PER_UNIT + BigInt(fraction.padEnd(AMOUNT_DECIMALS, '0'))) as Stroops;
 }
 
 function checkedStroops(stroops: bigint | string): bigint {
@@ -63,6 +71,11 @@ function checkedStroops(stroops: bigint | string): bigint {
   if (v > MAX_AMOUNT_STROOPS)
     throw new RangeError(`${v} stroops is out of range: at most ${MAX_AMOUNT_STROOPS} (999999999999.9999999)`);
   return v;
+}
+
+/** A whole number of stroops (a bigint, or its digits) as Stroops. Throws a RangeError when negative or too large. */
+export function stroops(value: bigint | string): Stroops {
+  return checkedStroops(value) as Stroops;
 }
 
 /** 2500000n -> "0.2500000": always 7 decimals, the way Stellar writes amounts. Throws a RangeError when out of range.

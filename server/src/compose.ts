@@ -40,8 +40,8 @@ import { createPaymentIdentifierRepository } from './data/payment-identifier-rep
 import { createObservedResourceRepository } from './data/observed-resource-repository';
 import { createBazaarListingRepository } from './data/bazaar-listing-repository';
 
-/** FACILITATOR_MIN_AMOUNT's default (config.ts), for callers of compose that give no facilitator options. */
-const DEFAULT_MIN_AMOUNT = '0.0001';
+// FACILITATOR_MIN_AMOUNT's default (config.ts's, domain/defaults.ts), for callers that give no facilitator options.
+import { DEFAULT_MIN_AMOUNT } from './domain/defaults';
 import type { Logger } from './logger';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */

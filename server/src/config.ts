@@ -3,6 +3,14 @@
  * value stops the process with one clear message per variable.
  */
 import { DEFAULT_FEE_BUDGETS } from './domain/facilitator/fee-budgets';
+import {
+  DEFAULT_ABANDONED_CLAIM_SECONDS,
+  DEFAULT_CHANNEL_ACCOUNTS,
+  DEFAULT_CHANNEL_LEASE_SECONDS,
+  DEFAULT_MAX_FEE_STROOPS,
+  DEFAULT_MIN_AMOUNT,
+  DEFAULT_TX_TIMEOUT_SECONDS,
+} from './domain/defaults';
 import { FEE_PERCENTILES, type FeePercentile } from './domain/facilitator/settlement-fees';
 import path from 'node:path';
 import { LOG_LEVELS, type LogLevel } from './logger';
@@ -333,19 +341,19 @@ export function loadConfig(env: Env = process.env): Config {
     logRequests: r.bool('LOG_REQUESTS', false),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     facilitator: {
-      channelAccounts: r.int('FACILITATOR_CHANNEL_ACCOUNTS', 4, 1, 256),
+      channelAccounts: r.int('FACILITATOR_CHANNEL_ACCOUNTS', DEFAULT_CHANNEL_ACCOUNTS, 1, 256),
       channelSecrets: {
         'stellar:testnet': r.secrets('STELLAR_TESTNET_CHANNEL_SECRETS'),
         'stellar:pubnet': r.secrets('STELLAR_PUBNET_CHANNEL_SECRETS'),
       },
       channelSeedFile: path.join(dataDir, 'channel-seed'),
-      maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', 1_000_000, 100, 100_000_000),
+      maxFeeStroops: r.int('FACILITATOR_MAX_FEE_STROOPS', DEFAULT_MAX_FEE_STROOPS, 100, 100_000_000),
       maxInclusionFeeStroops: r.int('FACILITATOR_MAX_INCLUSION_FEE_STROOPS', 10_000, 100, 100_000_000),
       maxResourceFeeStroops: r.int('FACILITATOR_MAX_RESOURCE_FEE_STROOPS', 500_000, 0, 100_000_000),
       inclusionFeePercentile: r.oneOf('FACILITATOR_INCLUSION_FEE_PERCENTILE', FEE_PERCENTILES, 'p90'),
       feeStatsTtlMs: r.int('FACILITATOR_FEE_STATS_TTL_MS', 5000, 0, 60_000),
       feeAccountSecret: r.secrets('FACILITATOR_FEE_ACCOUNT_SECRET')[0] ?? null,
-      minAmount: r.amount('FACILITATOR_MIN_AMOUNT', '0.0001'),
+      minAmount: r.amount('FACILITATOR_MIN_AMOUNT', DEFAULT_MIN_AMOUNT),
       feeBudgets: {
         seller: budgetOrUnlimited(
           r.int('FACILITATOR_SELLER_DAILY_FEE_BUDGET_STROOPS', DEFAULT_FEE_BUDGETS.seller, 0, 1_000_000_000_000),
@@ -360,9 +368,9 @@ export function loadConfig(env: Env = process.env): Config {
           r.int('FACILITATOR_DAILY_FEE_CAP_STROOPS', DEFAULT_FEE_BUDGETS.global, 0, 1_000_000_000_000),
         ),
       },
-      txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', 30, 5, 300),
-      abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', 120, 5, 86_400),
-      channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', 15, 3, 600),
+      txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', DEFAULT_TX_TIMEOUT_SECONDS, 5, 300),
+      abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', DEFAULT_ABANDONED_CLAIM_SECONDS, 5, 86_400),
+      channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', DEFAULT_CHANNEL_LEASE_SECONDS, 3, 600),
       channelsPerSeller:
         r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null
           ? null

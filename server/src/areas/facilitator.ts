@@ -14,11 +14,19 @@ import { stalePaymentCleanupWorker } from '../jobs/stale-payment-cleanup-worker'
 import { Keypair } from '@stellar/stellar-sdk';
 import { toStroops } from '../domain/amount';
 import { DEFAULT_FEE_BUDGETS } from '../domain/facilitator/fee-budgets';
+import {
+  DEFAULT_ABANDONED_CLAIM_SECONDS,
+  DEFAULT_CHANNEL_ACCOUNTS,
+  DEFAULT_CHANNEL_LEASE_SECONDS,
+  DEFAULT_MAX_FEE_STROOPS,
+  DEFAULT_MIN_AMOUNT,
+  DEFAULT_TX_TIMEOUT_SECONDS,
+} from '../domain/defaults';
 import type { FeeBudgets, FeeScope } from '../domain/facilitator/types';
 import type { FeePercentile } from '../domain/facilitator/settlement-fees';
 
 export interface FacilitatorOptions {
-  /** Channel accounts per network on the local network (created and funded by friendbot at start). Default 4. */
+  /** Channel accounts per network on the local network (created and funded by friendbot at start). */
   channelAccounts?: number;
   /** Channel secrets per network for real networks: the same list for every process (leases are shared in the
    * database). */
@@ -28,7 +36,7 @@ export interface FacilitatorOptions {
   /** Local network: the file holding that seed (created on first start; DATA_DIR/channel-seed in main). Else random per
    * process. */
   channelSeedFile?: string;
-  /** Expiry of a channel lease without a pinned transaction (renewed while held). Default 15 s. */
+  /** Expiry of a channel lease without a pinned transaction (renewed while held). Default: domain/defaults.ts. */
   channelLeaseSeconds?: number;
   /** How long settle waits for a free channel before SERVICE_UNAVAILABLE. Default 30 s. */
   channelAcquireTimeoutMs?: number;
@@ -44,10 +52,9 @@ export interface FacilitatorOptions {
   settleQueuePerClient?: number;
   /** Settles that may wait for a channel of a network in one process, in all. Default 64. */
   settleQueueTotal?: number;
-  /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. Default 120 s.
-   * */
+  /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. */
   abandonedClaimSeconds?: number;
-  /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default 1,000,000 (0.1 XLM).
+  /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default: domain/defaults.ts.
    * */
   maxFeeStroops?: number;
   /** FACILITATOR_MAX_INCLUSION_FEE_STROOPS (default 10,000) and FACILITATOR_MAX_RESOURCE_FEE_STROOPS (default 500,000).
@@ -62,12 +69,12 @@ export interface FacilitatorOptions {
   /** FACILITATOR_FEE_ACCOUNT_SECRET: the account that pays every settlement's fee through a fee-bump (unset: the
    * channels pay). */
   feeAccountSecret?: string | null;
-  /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default 0.0001. */
+  /** FACILITATOR_MIN_AMOUNT: smallest amount settled (decimal). Default: domain/defaults.ts. */
   minAmount?: string;
   /** Daily fee budgets per seller, payer, anonymous client address and in all (stroops; null: unlimited). Defaults:
    * config.ts DEFAULT_FEE_BUDGETS. */
   feeBudgets?: Partial<Record<FeeScope, number | null>>;
-  /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default 30 s. */
+  /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default: domain/defaults.ts. */
   txTimeoutSeconds?: number;
   /** How long past the time bound settle keeps asking for the transaction's fate before answering 202. Default 10 s. */
   confirmGraceMs?: number;
@@ -105,16 +112,16 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
   const resourceTerms = createResourceTermsRepository(ctx.db);
   const feeAccount = opts.feeAccountSecret ? Keypair.fromSecret(opts.feeAccountSecret) : null;
   const ledger = new SorobanLedger(ctx.networks, m, {
-    maxFeeStroops: opts.maxFeeStroops ?? 1_000_000,
+    maxFeeStroops: opts.maxFeeStroops ?? DEFAULT_MAX_FEE_STROOPS,
     maxInclusionFeeStroops: opts.maxInclusionFeeStroops,
     maxResourceFeeStroops: opts.maxResourceFeeStroops,
     inclusionFeePercentile: opts.inclusionFeePercentile,
     feeStatsTtlMs: opts.feeStatsTtlMs,
-    txTimeoutSeconds: opts.txTimeoutSeconds ?? 30,
+    txTimeoutSeconds: opts.txTimeoutSeconds ?? DEFAULT_TX_TIMEOUT_SECONDS,
     feeAccount,
   });
   const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, {
-    leaseSeconds: opts.channelLeaseSeconds ?? 15,
+    leaseSeconds: opts.channelLeaseSeconds ?? DEFAULT_CHANNEL_LEASE_SECONDS,
     acquireTimeoutMs: opts.channelAcquireTimeoutMs ?? 30_000,
     channelsPerSeller: opts.channelsPerSeller,
     channelsPerPayer: opts.channelsPerPayer,
@@ -148,7 +155,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     networks,
     policy: {
       facilitatorAddresses,
-      minimumStroops: toStroops(opts.minAmount ?? '0.0001'),
+      minimumStroops: toStroops(opts.minAmount ?? DEFAULT_MIN_AMOUNT),
       ledgerSeconds: () => opts.ledgerSeconds ?? 5,
     },
     feeBudgets: feeBudgetsOf(opts.feeBudgets),
@@ -241,12 +248,12 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         ledger,
         networks: settlementNetworks,
         logger: ctx.logger,
-        abandonedClaimSeconds: opts.abandonedClaimSeconds ?? 120,
+        abandonedClaimSeconds: opts.abandonedClaimSeconds ?? DEFAULT_ABANDONED_CLAIM_SECONDS,
       }),
     ],
     async start() {
       await setUpChannels(channels, ctx.networks, {
-        channelAccounts: opts.channelAccounts ?? 4,
+        channelAccounts: opts.channelAccounts ?? DEFAULT_CHANNEL_ACCOUNTS,
         channelSecrets: opts.channelSecrets ?? {},
         channelSeed: opts.channelSeed,
         channelSeedFile: opts.channelSeedFile,

@@ -1,6 +1,7 @@
 import type { WorkerDefinition } from './job-system';
 import type { AttemptRepository, LedgerPort } from '../domain/facilitator/types';
 import type { Logger } from '../logger';
+import { DEFAULT_ABANDONED_CLAIM_SECONDS } from '../domain/defaults';
 
 /**
  * Owner of the attempts nothing else moves on:
@@ -25,7 +26,7 @@ export function stalePaymentCleanupWorker(deps: {
     maxRetries: 3,
     async run(data) {
       const abandoned = await deps.attempts.failAbandonedClaims(
-        data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? 120,
+        data?.abandonedClaimSeconds ?? deps.abandonedClaimSeconds ?? DEFAULT_ABANDONED_CLAIM_SECONDS,
         500,
       );
       if (abandoned > 0) deps.logger.warn('abandoned settlement claims failed (nothing was submitted)', { abandoned });

@@ -7,6 +7,7 @@
 import request from 'supertest';
 import { Account, Asset, Keypair, Operation, StrKey, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { RULES } from '../../src/domain/facilitator/rules/catalog';
+import { stroops } from '../../src/domain/amount';
 import { checkExactBalanceChanges } from '../../src/domain/facilitator/rules/simulation';
 import {
   fundedBuyer,
@@ -272,7 +273,7 @@ describe('the x402 exact Stellar rules, one refusal each (POST /v1/verify)', () 
           ),
         }),
       });
-    const expected = { payer, payTo, amount: 5_000_000n, contractId };
+    const expected = { payer, payTo, amount: stroops(5_000_000n), contractId };
     const sim = (events: xdr.DiagnosticEvent[]) => ({ latestLedger: 1, error: null, events, minResourceFee: 0n });
     expect(() => checkExactBalanceChanges(sim([event(payer, payTo, 5_000_000n)]), expected)).not.toThrow();
     const extra = () =>

@@ -26,6 +26,7 @@ import {
   xdr,
 } from '@stellar/stellar-sdk';
 import { DomainError } from '../../src/domain/errors';
+import { stroops } from '../../src/domain/amount';
 import { RULES, type RuleName } from '../../src/domain/facilitator/rules/catalog';
 import { decodePayment } from '../../src/domain/facilitator/rules/decode';
 import {
@@ -73,7 +74,7 @@ const PASSPHRASE = Networks.TESTNET;
 const ISSUER = Keypair.random().publicKey();
 const USDC = { code: 'USDC', issuer: ISSUER, contractId: new Asset('USDC', ISSUER).contractId(PASSPHRASE) };
 const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE);
-const AMOUNT = 5_000_000n; // 0.5 USDC
+const AMOUNT = stroops(5_000_000n); // 0.5 USDC
 const LATEST = 1_000;
 const EXPIRATION = LATEST + 50;
 const buyer = Keypair.random();
@@ -88,7 +89,7 @@ const required: RequiredTerms = {
   payTo,
   asset: USDC,
 };
-const policy: OfflinePolicy = { facilitatorAddresses: new Set([channel.publicKey()]), minimumStroops: 1_000n };
+const policy: OfflinePolicy = { facilitatorAddresses: new Set([channel.publicKey()]), minimumStroops: stroops(1_000n) };
 
 const address = (g: string) => nativeToScVal(g, { type: 'address' });
 
@@ -349,7 +350,12 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
     () =>
       checkOffline(
         input(valid, {
-          declared: { amount: AMOUNT * 2n, payTo, assetContractId: USDC.contractId, expiresAtLedger: EXPIRATION },
+          declared: {
+            amount: stroops(AMOUNT * 2n),
+            payTo,
+            assetContractId: USDC.contractId,
+            expiresAtLedger: EXPIRATION,
+          },
         }),
         policy,
       ),
@@ -629,12 +635,12 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'minimumAmount',
     "an amount below the facilitator's minimum",
-    () => checkOffline(input(valid), { ...policy, minimumStroops: AMOUNT + 1n }),
+    () => checkOffline(input(valid), { ...policy, minimumStroops: stroops(AMOUNT + 1n) }),
   ],
   [
     'minimumAmount',
     'a 1-stroop amount against the default 0.0001 minimum',
-    () => checkAccountability(buyer.publicKey(), payTo, 1n, 1_000n),
+    () => checkAccountability(buyer.publicKey(), payTo, stroops(1n), stroops(1_000n)),
   ],
   // Catalog terms
   [

@@ -1,6 +1,7 @@
 import { DomainError, notFound, type ErrorDetail } from '../errors';
 import { newId } from '../ids';
 import { normalizeAmount } from '../amount';
+import { MAX_TIMEOUT_SECONDS } from '../defaults';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit, type Page, type PageRequest } from '../pagination';
 import type { NetworkRegistry, RegisteredAsset } from '../network-registry';
@@ -46,9 +47,6 @@ export interface ResourceServiceDeps {
   /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
   walletState?: WalletStateReader;
 }
-
-/** How long a buyer's signed authorization may take to reach settlement, announced in the payment requirements. */
-export const MAX_TIMEOUT_SECONDS = 300;
 
 /** Throws the issues of a failed rule check as one error: their shared code, or CATALOG_VALIDATION_FAILED. */
 export function throwIfInvalid(result: RuleResult): void {

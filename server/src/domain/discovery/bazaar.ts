@@ -4,6 +4,7 @@ import { checkExtensions } from '../catalog/extension-rules';
 import type { ResourceTerms } from '../catalog/resource-rules';
 import type { NetworkRegistry } from '../network-registry';
 import { toStroops } from '../amount';
+import { MAX_TIMEOUT_SECONDS } from '../defaults';
 import type { DiscoveryFilters, DiscoveryItem } from './types';
 import type { Trust } from '../trust/types';
 import { isLocalHost, sanitizeServiceMetadata, type ServiceMetadata } from './bazaar-metadata';
@@ -320,7 +321,6 @@ function extensionProblem(v: Omit<ObservedResourceWrite, 'sellerId'>): string | 
 }
 
 const X402_VERSION = 2;
-const ANNOUNCED_TIMEOUT_SECONDS = 300;
 
 export interface BazaarDeps {
   repo: ObservedResourceRepository;
@@ -385,7 +385,7 @@ export function createBazaar(deps: BazaarDeps) {
               asset: asset.contractId,
               amount: toStroops(r.amount).toString(),
               payTo: r.payTo,
-              maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS,
+              maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
               extra: { areFeesSponsored: true },
             },
           ]
@@ -428,7 +428,7 @@ export function createBazaar(deps: BazaarDeps) {
             asset: o.asset,
             amount: o.amount,
             payTo: o.payTo,
-            maxTimeoutSeconds: ANNOUNCED_TIMEOUT_SECONDS,
+            maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
             extra: { areFeesSponsored: true },
           },
         ],

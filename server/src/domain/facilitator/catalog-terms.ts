@@ -104,25 +104,55 @@ async function ownsPayTo(deps: CatalogDeps, principal: Principal | undefined, pa
   return (await deps.sellers.sellerIdByWallet(payTo)) === principal.sellerId;
 }
 
+/** The cataloged resource a payment is for, the terms it is judged against, and the seller accountable for it. */
+export interface AccountableParty extends CatalogAnswer {
+  /** The resource's seller, else the seller whose wallet is the payTo (null: none). */
+  sellerId: string | null;
+  /**
+   * The seller a verify's record is attributed to: the resource's, else the payTo's seller only when that seller (its
+   * key) or the operator asks. An anonymous verify never writes into a seller's payment list (issue #29).
+   */
+  attributed: string | null;
+}
+
 /**
- * The seller a payment is charged to: the cataloged resource's seller, else the seller whose wallet is the payTo
- * (none: PAYEE_NOT_SELLER). A payment for a URL that is not cataloged is settled only when that seller asks (its
- * key) or the operator does. Settle and /x402 verify both apply it, so verify never says yes to what settle refuses.
+ * Finds the resource and the accountable seller, for verify and settle alike: the cataloged resource the payment
+ * names (by id, else by URL; its current terms replace the caller's, which must equal them) and the seller it is
+ * charged to. Judges nothing about the seller: verify and settle each say when a payment has nobody accountable.
  */
-export async function accountableSeller(
-  deps: CatalogDeps,
-  resource: ResourceTermsRef | null,
-  payTo: string,
-  principal: Principal | undefined,
-): Promise<string> {
-  const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(payTo));
+export async function findAccountableParty(
+  deps: CatalogDeps & { networks: { get(network: string): unknown } },
+  q: { resourceId?: string | null; paymentRequirements?: PaymentRequirementsInput; principal?: Principal },
+): Promise<AccountableParty> {
+  const { req, resource } = await resolveCatalogTerms(deps, {
+    resourceId: q.resourceId,
+    requirements: q.paymentRequirements,
+    networkKnown: (n) => deps.networks.get(n) !== undefined,
+    principal: q.principal,
+  });
+  const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo));
+  const asker = q.principal;
+  const attributed = resource
+    ? resource.sellerId
+    : asker?.role === 'operator' || (asker?.role === 'seller' && asker.sellerId === sellerId)
+      ? sellerId
+      : null;
+  return { req, resource, sellerId, attributed };
+}
+
+/**
+ * The seller a settlement is charged to (none: PAYEE_NOT_SELLER). A payment for a URL that is not cataloged is
+ * settled only when that seller asks (its key) or the operator does. Settle and /x402 verify both apply it, so verify
+ * never says yes to what settle refuses.
+ */
+export function accountableSeller(party: AccountableParty, principal: Principal | undefined): string {
   ensure(
     RULES.payeeIsSeller,
-    sellerId !== null,
+    party.sellerId !== null,
     'The payTo belongs to no signed-up seller: nobody accountable asked for this settlement',
   );
-  requireSellerAsked(resource, sellerId!, principal);
-  return sellerId!;
+  requireSellerAsked(party.resource, party.sellerId!, principal);
+  return party.sellerId!;
 }
 
 /** Without a cataloged resource, only the payTo's seller (its key) or the operator may ask (the check, its seller

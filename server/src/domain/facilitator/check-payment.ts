@@ -1,7 +1,9 @@
-import { isAmount, toStroops } from '../amount';
+import { isAmount, toStroops, type Stroops } from '../amount';
 import { DomainError } from '../errors';
+import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
 import { checkOffline, type CheckedPayment, type RequiredTerms } from './rules/offline';
+import type { DecodedPayment } from './rules/decode';
 import { ensure } from './rules/rule';
 import {
   checkExactBalanceChanges,
@@ -29,8 +31,11 @@ export interface PaymentPayloadInput {
   asset: AssetInput;
   amount: string;
   payTo: string;
-  expiresAtLedger: number;
+  /** /v1: the expiry the payload declares beside its signed entry (x402 declares none: the signed one is read). */
+  expiresAtLedger?: number;
   authorization: { format: string; xdr: string; payer?: string };
+  /** The authorization already decoded by the face (x402: it read the payer from it): the rules do not decode again. */
+  decoded?: DecodedPayment;
 }
 
 export interface PaymentRequirementsInput {
@@ -52,8 +57,8 @@ export interface NetworkLookup {
 export interface FacilitatorPolicy {
   /** Channel accounts (and the fee account) of the network. */
   facilitatorAddresses(network: string): ReadonlySet<string>;
-  /** FACILITATOR_MIN_AMOUNT in stroops. */
-  minimumStroops: bigint;
+  /** FACILITATOR_MIN_AMOUNT. */
+  minimumStroops: Stroops;
   /** The network's estimated seconds per ledger (the spec's estimatedLedgerSeconds). */
   ledgerSeconds(network: string): number;
 }
@@ -87,11 +92,6 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
     },
   };
 }
-
-/** maxTimeoutSeconds assumed when the requirements carry none (what the catalog announces). */
-export const DEFAULT_MAX_TIMEOUT_SECONDS = 300;
-/** No authorization may stay valid longer than this, whatever the requirements say. */
-export const MAX_TIMEOUT_CAP_SECONDS = 3600;
 
 /** The requirements resolved against the configured networks (rules protocol.network_supported / asset_supported). */
 export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
@@ -130,7 +130,7 @@ export function checkPaymentOffline(
       declaredAsset !== undefined,
       `Asset ${payload.asset.code} is not supported on ${payload.network}`,
     );
-  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : -1n;
+  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : null;
   return checkOffline(
     {
       x402Version: payload.x402Version,
@@ -145,6 +145,7 @@ export function checkPaymentOffline(
         payer: payload.authorization.payer,
       },
       authorization: payload.authorization,
+      decoded: payload.decoded,
     },
     {
       facilitatorAddresses: deps.policy.facilitatorAddresses(required.network),
@@ -184,7 +185,65 @@ export function checkSimulated(
   });
 }
 
+/**
+ * The expiry window's maxTimeoutSeconds: the requirements' (MAX_TIMEOUT_SECONDS, what the catalog announces, when
+ * they carry none), never over MAX_TIMEOUT_CAP_SECONDS, and for a cataloged resource never over what it announces.
+ */
 export function effectiveMaxTimeout(req: PaymentRequirementsInput, resourceKnown: boolean): number {
-  const limit = Math.min(req.maxTimeoutSeconds ?? DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
-  return resourceKnown ? Math.min(limit, DEFAULT_MAX_TIMEOUT_SECONDS) : limit;
+  const limit = Math.min(req.maxTimeoutSeconds ?? MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS);
+  return resourceKnown ? Math.min(limit, MAX_TIMEOUT_SECONDS) : limit;
+}
+
+/** A payment that passed every check: the resolved terms, the offline rules' result, and the simulation. */
+export interface PaymentCheck {
+  required: RequiredTerms;
+  checked: CheckedPayment;
+  simulation: SimulationOutcome;
+}
+
+/** What verify and settle each do between the shared steps of checkPayment. */
+export interface CheckSteps {
+  /**
+   * Between the offline rules and the simulation (settle: a payment already claimed is refused here, with no ledger
+   * call). Returning false ends the check there: the caller has its answer (checkPayment answers null).
+   */
+  beforeSimulation?(checked: CheckedPayment, required: RequiredTerms): Promise<boolean | void>;
+  /**
+   * Between the simulation and its rules: whatever must be said first (a replay, the catalog's refusals); answers
+   * whether the payment is for a cataloged resource (its announced maxTimeoutSeconds then caps the expiry window).
+   */
+  afterSimulation(checked: CheckedPayment, required: RequiredTerms, simulation: SimulationOutcome): Promise<boolean>;
+  /** A refusal by the simulation's rules, before it is thrown (settle: an expired authorization ends its attempt). */
+  refused?(err: unknown): Promise<void>;
+}
+
+/**
+ * The x402 `exact` Stellar check, one sequence for verify and settle (settle runs it again, independently, on what it
+ * is given): the numbered steps below, with each caller's own steps between them.
+ */
+export async function checkPayment(
+  deps: CheckDeps,
+  payload: PaymentPayloadInput,
+  req: PaymentRequirementsInput,
+  steps: CheckSteps,
+): Promise<PaymentCheck | null> {
+  // 1. The requirements resolved against the configured networks (network, asset, a positive amount).
+  const required = resolveRequired(deps.networks, req);
+  // 2. The offline rules (rules/offline.ts): no ledger, no database, hostile traffic turned away cheaply.
+  const checked = checkPaymentOffline(deps, payload, required);
+  // 3. The caller's step before the ledger is asked.
+  if ((await steps.beforeSimulation?.(checked, required)) === false) return null;
+  // 4. One simulation, from the account settle would submit from: the ledger is the authority.
+  const source = simulationSource(deps, required.network, checked);
+  const simulation = await deps.ledger.simulate(required.network, checked.hostFunction, [checked.entry], source);
+  // 5. The caller's step before the simulation is judged.
+  const resourceKnown = await steps.afterSimulation(checked, required, simulation);
+  // 6. The rules judged on the simulation: expiry window, success, exact balance changes.
+  try {
+    checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resourceKnown));
+  } catch (err) {
+    await steps.refused?.(err);
+    throw err;
+  }
+  return { required, checked, simulation };
 }

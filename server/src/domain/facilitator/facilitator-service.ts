@@ -92,6 +92,13 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
     /** The seconds per ledger verify converts a requirement's maxTimeoutSeconds with (its expiry-window rule). */
     ledgerSeconds: (network: string): number => deps.policy.ledgerSeconds(network),
 
+    ...paymentReads(deps),
+  };
+}
+
+/** The payment, settlement and receipt reads, and the operator's fee report. */
+function paymentReads(deps: FacilitatorServiceDeps) {
+  return {
     async payment(
       principal: Principal,
       id: string,

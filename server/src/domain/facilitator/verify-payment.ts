@@ -6,23 +6,13 @@ import { RULES } from './rules/catalog';
 import { ensure } from './rules/rule';
 import { simulationErrorCode } from './rules/simulation';
 import type { CheckedPayment, RequiredTerms } from './rules/offline';
-import {
-  checkPaymentOffline,
-  checkSimulated,
-  effectiveMaxTimeout,
-  resolveRequired,
-  simulationSource,
-  type CheckDeps,
-  type PaymentPayloadInput,
-  type PaymentRequirementsInput,
-} from './check-payment';
+import { checkPayment, type CheckDeps, type PaymentPayloadInput, type PaymentRequirementsInput } from './check-payment';
 import type { AttemptRecord, AttemptRepository, NewAttempt, ResourceTermsRef, ResourceTermsRepository } from './types';
 import type { SellerRepository } from '../sellers/types';
 import type { Principal } from '../auth/principal';
-import { requireSellerAsked, resolveCatalogTerms } from './catalog-terms';
+import { findAccountableParty, requireSellerAsked, type AccountableParty } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
-export { DEFAULT_MAX_TIMEOUT_SECONDS, MAX_TIMEOUT_CAP_SECONDS } from './check-payment';
 
 export interface FacilitatorEvents {
   /** Called for every failed check (metrics). */
@@ -45,37 +35,6 @@ export interface PaymentInput {
   principal?: Principal;
 }
 
-/**
- * The cataloged resource the payment is for (by id, else by URL; its current terms replace the caller's, which must
- * equal them: catalog-terms.ts) and the seller accountable for it. A verify that names no cataloged resource is
- * attributed to the payTo's seller only when that seller (its key) or the operator asks: an anonymous verify never
- * writes into a seller's payment list (issue #29).
- */
-export async function accountableParty(
-  deps: Pick<VerifyDeps, 'resources' | 'sellers' | 'networks'>,
-  input: PaymentInput,
-): Promise<{
-  resource: ResourceTermsRef | null;
-  sellerId: string | null;
-  attributed: string | null;
-  req: PaymentRequirementsInput;
-}> {
-  const { req, resource } = await resolveCatalogTerms(deps, {
-    resourceId: input.resourceId,
-    requirements: input.paymentRequirements,
-    networkKnown: (n) => deps.networks.get(n) !== undefined,
-    principal: input.principal,
-  });
-  const sellerId = resource?.sellerId ?? (await deps.sellers.sellerIdByWallet(req.payTo));
-  const asker = input.principal;
-  const attributed = resource
-    ? resource.sellerId
-    : asker?.role === 'operator' || (asker?.role === 'seller' && asker.sellerId === sellerId)
-      ? sellerId
-      : null;
-  return { resource, sellerId, attributed, req };
-}
-
 /** Simulation errors that the host raises after the payer's authorization was checked: the payer really signed. */
 const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRUSTLINE_REQUIRED']);
 
@@ -93,31 +52,37 @@ const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRU
 export function createVerifyPayment(deps: VerifyDeps) {
   async function run(input: PaymentInput, persist: boolean): Promise<AttemptRecord | NewAttempt> {
     const { paymentPayload: payload, paymentRequirements: req } = input;
-    let proven: { checked: CheckedPayment; required: RequiredTerms } | null = null;
-    let resource: ResourceTermsRef | null = null;
+    // What the check learned on its way, for the record of a failure (proven: the payer really signed).
+    const seen: {
+      party: Promise<AccountableParty> | null;
+      proven: { checked: CheckedPayment; required: RequiredTerms } | null;
+      resource: ResourceTermsRef | null;
+    } = { party: null, proven: null, resource: null };
     try {
-      const required = resolveRequired(deps.networks, req);
-      const checked = checkPaymentOffline(deps, payload, required);
-      const party = accountableParty(deps, input);
-      party.catch(() => undefined); // looked at after the simulation (contract order of errors)
-      const simulation = await deps.ledger.simulate(
-        required.network,
-        checked.hostFunction,
-        [checked.entry],
-        simulationSource(deps, required.network, checked),
-      );
-      if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error)))
-        proven = { checked, required };
-      // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger says.
-      if (
-        simulation.error !== null &&
-        (await deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce))
-      ) {
-        throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
-      }
-      const found = await party;
-      resource = found.resource;
-      checkSimulated(deps, checked, required, simulation, effectiveMaxTimeout(req, resource !== null));
+      const check = await checkPayment(deps, payload, req, {
+        async beforeSimulation() {
+          // The resource and seller are looked up during the simulation, looked at after it (contract order of errors).
+          seen.party = findAccountableParty(deps, input);
+          seen.party.catch(() => undefined);
+        },
+        async afterSimulation(checked, required, simulation) {
+          if (simulation.error === null || AFTER_AUTH.has(simulationErrorCode(simulation.error)))
+            seen.proven = { checked, required };
+          // A payment already verified or settled (its nonce consumed on the ledger) is a replay, whatever the ledger
+          // says.
+          if (
+            simulation.error !== null &&
+            (await deps.attempts.findByReplayKey(required.network, checked.payer, checked.nonce))
+          ) {
+            throw new DomainError('REPLAY_DETECTED', 'This authorization was already used');
+          }
+          seen.resource = (await seen.party!).resource;
+          return seen.resource !== null;
+        },
+      });
+      const { checked, required } = check!;
+      const found = await seen.party!;
+      const resource = seen.resource;
       ensure(
         RULES.payeeIsSeller,
         found.sellerId !== null,
@@ -145,6 +110,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
     } catch (err) {
       if (err instanceof DomainError) {
         deps.events.failed('verify', payload.network, err.code);
+        const { proven, resource } = seen;
         if (persist && proven && resource && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE') {
           await deps.attempts
             .insertAttempt(attemptRecord(newId('payment'), proven.checked, proven.required, resource, err))

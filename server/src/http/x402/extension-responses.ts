@@ -6,7 +6,7 @@ import {
   type PaymentIdentifiers,
 } from '../../domain/facilitator/payment-identifier';
 import type { Principal } from '../../domain/auth/principal';
-import { payerOf, type X402Payload, type X402Requirements } from './translate';
+import type { X402Payload, X402Requirements } from './translate';
 
 /**
  * x402 extension outcomes (coinbase/x402 specs/extensions/bazaar.md, "Verify and Settlement Response Header"): the
@@ -62,6 +62,8 @@ export function paymentIdentifierKey(
   operation: IdentifiedOperation,
   body: { paymentPayload: unknown; paymentRequirements: unknown },
   caller: { principal: Principal; clientAddress: string },
+  /** The payer the payload's transaction names (translate.ts decodeX402: decoded once per request). */
+  payer: string | undefined,
 ): PaymentIdentifierKey | null {
   if (!identifiers) return null;
   const payload = body.paymentPayload as X402Payload;
@@ -73,7 +75,7 @@ export function paymentIdentifierKey(
       operator: p.role === 'operator',
       clientAddress: caller.clientAddress,
     },
-    payerOf(payload),
+    payer,
   );
   const terms = {
     scheme: req.scheme,

@@ -1,6 +1,6 @@
 import { DomainError } from '../../domain/errors';
 import { MAX_AMOUNT_STROOPS, formatAmount, toStroops } from '../../domain/amount';
-import { addressOf, decodePayment } from '../../domain/facilitator/rules/decode';
+import { addressOf, decodePayment, type DecodedPayment } from '../../domain/facilitator/rules/decode';
 import { addressCredentialsOf } from '../../domain/facilitator/cap71-xdr';
 import { checkPaymentFlow } from '../../domain/facilitator/rules/flows';
 import type { PaymentPayloadInput, PaymentRequirementsInput } from '../../domain/facilitator/verify-payment';
@@ -43,12 +43,46 @@ export function assetByContract(
 }
 
 /**
+ * The payload's transaction decoded once per request (decodeX402): the x402 face reads the payer it names from it
+ * (payment-identifier scope, the payer of an answer), and the facilitator's rules read the same decoded parts (no
+ * second decode in the domain). A transaction that is not readable keeps its refusal, thrown by translate where
+ * it reads the transaction, so the order of refusals is the same as when each step decoded on its own.
+ */
+export interface DecodedX402 {
+  decoded: DecodedPayment | null;
+  failure: DomainError | null;
+  /** The payer the first address-credential auth entry names (unchecked: the rules judge it). */
+  payer: string | undefined;
+}
+
+export function decodeX402(payload: X402Payload): DecodedX402 {
+  const transaction = payload.payload?.transaction;
+  if (typeof transaction !== 'string' || transaction.length === 0)
+    return { decoded: null, failure: null, payer: undefined };
+  let decoded: DecodedPayment;
+  try {
+    decoded = decodePayment('transaction', transaction);
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    return { decoded: null, failure: err, payer: undefined };
+  }
+  return { decoded, failure: null, payer: payerNamed(decoded) };
+}
+
+/**
  * Turns the x402 `exact` Stellar request into our use cases' inputs: the asset's contract address becomes
  * {code, issuer}, atomic amounts become decimal amounts, and the payload's transaction envelope becomes the
- * authorization (format `transaction`; the facilitator takes the signed entry out of it). Nothing is checked here
- * that the use case checks: unknown networks and assets go through as they are, so the use case answers them.
+ * authorization (format `transaction`; the facilitator takes the signed entry out of it), handed over decoded. The
+ * payload declares its amount, payTo and asset (`accepted`); the expiry and the payer are the signed ones, so none
+ * is made up here for the rules to compare. Nothing is checked here that the use case checks: unknown networks and
+ * assets go through as they are, so the use case answers them.
  */
-export function translate(payload: X402Payload, requirements: X402Requirements, networks: NetworkRegistry): Translated {
+export function translate(
+  payload: X402Payload,
+  requirements: X402Requirements,
+  networks: NetworkRegistry,
+  read: DecodedX402 = decodeX402(payload),
+): Translated {
   const transaction = payload.payload?.transaction;
   if (typeof transaction !== 'string' || transaction.length === 0) {
     throw new DomainError(
@@ -73,7 +107,7 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
       `Asset ${requirements.asset} is not supported on ${requirements.network}`,
     );
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
-  const signed = signedEntryFacts(transaction);
+  if (read.failure) throw read.failure;
   const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
   const amount = formatAmount(amountStroops);
   // An accepted amount beyond any amount stays as written (not an amount), so the amount rule refuses it.
@@ -85,7 +119,7 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
         ? formatAmount(acceptedAtomic)
         : accepted.amount;
   return {
-    payer: signed.payer,
+    payer: read.payer,
     resourceUrl,
     paymentPayload: {
       ...(typeof payload.x402Version === 'number' ? { x402Version: payload.x402Version } : {}),
@@ -94,8 +128,8 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
       asset: { code: paid.code, issuer: paid.issuer },
       amount: acceptedAmount,
       payTo: accepted.payTo,
-      expiresAtLedger: signed.expiresAtLedger,
       authorization: { format: 'transaction', xdr: transaction },
+      ...(read.decoded ? { decoded: read.decoded } : {}),
     },
     paymentRequirements: {
       scheme: requirements.scheme,
@@ -109,24 +143,11 @@ export function translate(payload: X402Payload, requirements: X402Requirements, 
   };
 }
 
-/**
- * The payer and expiry of the transaction's first address-credential auth entry, read without judging anything (the
- * rules do that): the payer named in an x402 answer, and the expiry the payload declares.
- */
-function signedEntryFacts(transaction: string): { payer: string | undefined; expiresAtLedger: number } {
-  const ac = decodePayment('transaction', transaction)
-    .authEntries.map((e) => addressCredentialsOf(e.credentials()))
-    .find((body) => body !== null);
-  if (!ac) return { payer: undefined, expiresAtLedger: 0 };
-  return { payer: addressOf(ac.address()), expiresAtLedger: ac.signatureExpirationLedger() };
-}
-
-/** The payer the payload's transaction names (unchecked), or undefined when it names none or is not readable. */
-export function payerOf(payload: X402Payload): string | undefined {
-  const transaction = payload.payload?.transaction;
-  if (typeof transaction !== 'string' || transaction.length === 0) return undefined;
+/** The payer of the transaction's first address-credential auth entry, read without judging anything. */
+function payerNamed(decoded: DecodedPayment): string | undefined {
   try {
-    return signedEntryFacts(transaction).payer;
+    const ac = decoded.authEntries.map((e) => addressCredentialsOf(e.credentials())).find((body) => body !== null);
+    return ac ? addressOf(ac.address()) : undefined;
   } catch {
     return undefined;
   }

@@ -3,6 +3,7 @@ import { scValToNative, xdr } from '@stellar/stellar-sdk';
 import { authorizationPayload } from '../authorization';
 import { addressCredentialsOf, credentialKind } from '../cap71-xdr';
 import type { AssetRef } from '../types';
+import type { Stroops } from '../../amount';
 import { RULES } from './catalog';
 import { addressOf, decodePayment, type DecodedPayment } from './decode';
 import { ensure, refuse } from './rule';
@@ -20,18 +21,19 @@ export interface RequiredTerms {
   scheme: string;
   network: string;
   passphrase: string;
-  /** Stroops. */
-  amount: bigint;
+  amount: Stroops;
   payTo: string;
   asset: AssetRef;
 }
 
 /** The terms a `/v1` payload declares beside its signed authorization (they must be the signed ones). */
 export interface DeclaredTerms {
-  amount: bigint;
+  /** null: what the payload declares is not an amount (it then differs from the signed one). */
+  amount: Stroops | null;
   payTo: string;
   assetContractId: string | null;
-  expiresAtLedger: number;
+  /** /v1 only (x402 declares no expiry). */
+  expiresAtLedger?: number;
   payer?: string;
 }
 
@@ -43,13 +45,15 @@ export interface OfflineInput {
   required: RequiredTerms;
   declared?: DeclaredTerms;
   authorization: { format: string; xdr: string };
+  /** `authorization` already decoded (once per request, by the face that read it): not decoded again. */
+  decoded?: DecodedPayment;
 }
 
 export interface OfflinePolicy {
   /** Channel accounts and the fee account of the network: the facilitator's own addresses. */
   facilitatorAddresses: ReadonlySet<string>;
-  /** Smallest amount settled, stroops (FACILITATOR_MIN_AMOUNT). */
-  minimumStroops: bigint;
+  /** Smallest amount settled (FACILITATOR_MIN_AMOUNT). */
+  minimumStroops: Stroops;
 }
 
 /** A payment that passed the offline rules: the parts verify, settle and the records use. */
@@ -63,7 +67,7 @@ export interface CheckedPayment {
   entryXdr: string;
   payer: string;
   to: string;
-  amount: bigint;
+  amount: Stroops;
   contractId: string;
   nonce: string;
   signatureExpirationLedger: number;
@@ -88,7 +92,7 @@ export function checkProtocol(input: OfflineInput): void {
 export function checkStructure(
   d: DecodedPayment,
   required: RequiredTerms,
-): { call: xdr.InvokeContractArgs; from: string; to: string; amount: bigint } {
+): { call: xdr.InvokeContractArgs; from: string; to: string; amount: Stroops } {
   ensure(
     RULES.plainTransaction,
     d.envelopeType === null || d.envelopeType === 'envelopeTypeTx',
@@ -130,7 +134,8 @@ export function checkStructure(
     amount === required.amount,
     `The transfer amount ${amount} differs from the required ${required.amount} (stroops)`,
   );
-  return { call, from: addressOf(args[0].address()), to, amount };
+  // The signed amount is the required one: the checked Stroops from here on.
+  return { call, from: addressOf(args[0].address()), to, amount: required.amount };
 }
 
 /** The address (G... / C...) an entry's V1 or V2 address credentials name; null for other credentials. */
@@ -200,14 +205,14 @@ export function checkFacilitatorSafety(d: DecodedPayment, from: string, ours: Re
 
 export function checkDeclaredTerms(
   declared: DeclaredTerms | undefined,
-  t: { from: string; to: string; amount: bigint; contractId: string; expiration: number },
+  t: { from: string; to: string; amount: Stroops; contractId: string; expiration: number },
 ): void {
   if (!declared) return;
   const same =
     declared.amount === t.amount &&
     declared.payTo === t.to &&
     (declared.assetContractId === null || declared.assetContractId === t.contractId) &&
-    declared.expiresAtLedger === t.expiration &&
+    (declared.expiresAtLedger === undefined || declared.expiresAtLedger === t.expiration) &&
     (declared.payer === undefined || declared.payer === t.from);
   ensure(
     RULES.declaredTerms,
@@ -216,7 +221,7 @@ export function checkDeclaredTerms(
   );
 }
 
-export function checkAccountability(from: string, to: string, amount: bigint, minimumStroops: bigint): void {
+export function checkAccountability(from: string, to: string, amount: Stroops, minimumStroops: Stroops): void {
   ensure(RULES.notSelfPayment, from !== to, 'The payer and payTo are the same address');
   ensure(
     RULES.minimumAmount,
@@ -278,7 +283,7 @@ function ed25519Key(raw: Buffer): crypto.KeyObject {
 /** Runs every offline rule in order; the checked payment, or the first rule's refusal. */
 export function checkOffline(input: OfflineInput, policy: OfflinePolicy): CheckedPayment {
   checkProtocol(input);
-  const decoded = decodePayment(input.authorization.format, input.authorization.xdr);
+  const decoded = input.decoded ?? decodePayment(input.authorization.format, input.authorization.xdr);
   const { call, from, to, amount } = checkStructure(decoded, input.required);
   const entry = checkAuthEntries(decoded, call, from);
   checkFacilitatorSafety(decoded, from, policy.facilitatorAddresses);

@@ -1,0 +1,26 @@
+/**
+ * The defaults of the settings config.ts reads, written once. config.ts owns them (it reads each from the
+ * environment with the default named here); the wiring (areas/, compose.ts) and the domain import them from here
+ * because the import rule keeps them from importing config.ts. Change a default here, and only here.
+ */
+
+/** FACILITATOR_CHANNEL_ACCOUNTS: channel accounts per network created at start on the local network. */
+export const DEFAULT_CHANNEL_ACCOUNTS = 4;
+/** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops (0.1 XLM). */
+export const DEFAULT_MAX_FEE_STROOPS = 1_000_000;
+/** FACILITATOR_MIN_AMOUNT: the smallest amount the facilitator verifies or settles and the catalog prices. */
+export const DEFAULT_MIN_AMOUNT = '0.0001';
+/** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. */
+export const DEFAULT_TX_TIMEOUT_SECONDS = 30;
+/** FACILITATOR_ABANDONED_CLAIM_SECONDS: a claim left without its settlement row this long is failed by the worker. */
+export const DEFAULT_ABANDONED_CLAIM_SECONDS = 120;
+/** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after renewal. */
+export const DEFAULT_CHANNEL_LEASE_SECONDS = 15;
+
+/**
+ * The maxTimeoutSeconds the catalog and the Bazaar announce for every resource, and the one verify assumes when the
+ * requirements carry none (a cataloged resource's payment is never allowed longer).
+ */
+export const MAX_TIMEOUT_SECONDS = 300;
+/** No authorization may stay valid longer than this, whatever the requirements say. */
+export const MAX_TIMEOUT_CAP_SECONDS = 3600;
