@@ -3,6 +3,27 @@ import type { DiscoveryItem } from '../domain/discovery/types';
 
 type Row = Record<string, unknown>;
 
+/** A listing's payment terms (network, payee, asset, amount), read from camelCase aliases of any catalog row. */
+export function paymentTermFields(row: Row) {
+  return {
+    network: row.network as string,
+    payTo: row.payTo as string,
+    assetCode: row.assetCode as string,
+    assetIssuer: row.assetIssuer as string,
+    amount: normalizeAmount(String(row.amount)),
+  };
+}
+
+/** What a listing says it is and where it answers, read from camelCase aliases of any catalog row. */
+export function describedFields(row: Row) {
+  return {
+    name: row.name as string,
+    description: row.description as string,
+    url: row.url as string,
+    routeTemplate: row.routeTemplate as string,
+  };
+}
+
 /**
  * The catalog fields every listing row carries, read from camelCase aliases: a `resources` row (resource-repository)
  * and a search document (search-repository, bazaar-listing-repository) map them the same way.
@@ -11,15 +32,8 @@ export function listingFields(row: Row) {
   return {
     id: row.id as string,
     sellerId: row.sellerId as string,
-    name: row.name as string,
-    description: row.description as string,
-    url: row.url as string,
-    routeTemplate: row.routeTemplate as string,
-    network: row.network as string,
-    payTo: row.payTo as string,
-    assetCode: row.assetCode as string,
-    assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
+    ...describedFields(row),
+    ...paymentTermFields(row),
   };
 }
 

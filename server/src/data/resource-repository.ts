@@ -1,12 +1,11 @@
 import { Op, QueryTypes, type Sequelize, type WhereOptions } from 'sequelize';
 import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models';
 import type { Resource, ResourceRepository, ResourceVersion } from '../domain/catalog/types';
-import { normalizeAmount } from '../domain/amount';
 import { toPage } from '../domain/pagination';
 import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facilitator/types';
 import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
 import { pgQuery } from './pg-query';
-import { listingFields } from './listing-rows';
+import { describedFields, listingFields, paymentTermFields } from './listing-rows';
 
 type Row = Record<string, unknown>;
 
@@ -31,15 +30,8 @@ function toVersion(row: Row): ResourceVersion {
     id: row.id as string,
     resourceId: row.resourceId as string,
     version: row.version as number,
-    name: row.name as string,
-    description: row.description as string,
-    url: row.url as string,
-    routeTemplate: row.routeTemplate as string,
-    network: row.network as string,
-    payTo: row.payTo as string,
-    assetCode: row.assetCode as string,
-    assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
+    ...describedFields(row),
+    ...paymentTermFields(row),
     inputSchema: row.inputSchema as Record<string, unknown>,
     outputSchema: row.outputSchema as Record<string, unknown>,
     extensions: row.extensions as Record<string, unknown>,
@@ -212,11 +204,7 @@ function toTerms(r: Row): ResourceTermsRef {
     id: r.id as string,
     sellerId: r.sellerId as string,
     versionId: r.versionId as string,
-    network: r.network as string,
-    payTo: r.payTo as string,
-    assetCode: r.assetCode as string,
-    assetIssuer: r.assetIssuer as string,
-    amount: normalizeAmount(String(r.amount)),
+    ...paymentTermFields(r),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { components } from '../generated/openapi';
+import { presentListingFields } from './presenters';
 import type { DiscoveryItem } from '../domain/discovery/types';
 import type { Trust } from '../domain/trust/types';
 import type { CatalogOutcome } from '../domain/discovery/discovery-service';
@@ -8,19 +9,7 @@ type S = components['schemas'];
 
 export function presentDiscoveryResource(r: DiscoveryItem): S['DiscoveryResource'] {
   return {
-    id: r.id,
-    sellerId: r.sellerId,
-    type: r.type,
-    name: r.name,
-    description: r.description,
-    url: r.url,
-    routeTemplate: r.routeTemplate,
-    network: r.network as S['Network'],
-    payTo: r.payTo,
-    assetCode: r.assetCode,
-    assetIssuer: r.assetIssuer,
-    amount: r.amount,
-    status: r.status,
+    ...presentListingFields(r),
     hostVerified: r.hostVerified,
     ...(r.trust ? { trust: presentTrust(r.trust) } : {}),
   };

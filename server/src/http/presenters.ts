@@ -11,7 +11,8 @@ type S = components['schemas'];
 const iso = (d: Date): string => d.toISOString();
 const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-export function presentResource(r: Resource): S['Resource'] {
+/** The fields every listing shows, the same way in the catalog (Resource) and in discovery (DiscoveryResource). */
+export function presentListingFields(r: Pick<Resource, keyof S['DiscoveryResource'] & keyof Resource>) {
   return {
     id: r.id,
     sellerId: r.sellerId,
@@ -25,10 +26,16 @@ export function presentResource(r: Resource): S['Resource'] {
     assetCode: r.assetCode,
     assetIssuer: r.assetIssuer,
     amount: r.amount,
+    status: r.status,
+  };
+}
+
+export function presentResource(r: Resource): S['Resource'] {
+  return {
+    ...presentListingFields(r),
     inputSchema: r.inputSchema,
     outputSchema: r.outputSchema,
     extensions: r.extensions,
-    status: r.status,
     versionId: r.versionId,
     version: r.version,
     createdAt: iso(r.createdAt),

@@ -1,19 +1,8 @@
 import type { NetworkRegistry } from '../domain/network-registry';
 import { sorobanRpc } from './soroban-rpc';
+import type { RpcProbe } from '../domain/operations/network-health-monitor';
 
-/** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL):
- * not shown, not logged. */
-export interface RpcProbe {
-  /** The RPC answered getHealth and getLatestLedger. */
-  up: boolean;
-  /** getHealth said "healthy". */
-  healthy: boolean;
-  latencyMs: number;
-  latestLedger: number | null;
-  /** How many of the two calls failed (0..2). */
-  errors: number;
-  error: string | null;
-}
+export type { RpcProbe } from '../domain/operations/network-health-monitor';
 
 /**
  * Asks a Soroban RPC server for getHealth and getLatestLedger, each bounded by the timeout (an RPC that accepts the

@@ -83,19 +83,12 @@ export interface ObservedResourceWrite {
   localDev: boolean;
 }
 
-export interface ObservedResource {
+/** An observed resource as listed: what was written (but route, payer, transaction, extension names) and usage. */
+export interface ObservedResource extends Omit<
+  ObservedResourceWrite,
+  'routeTemplate' | 'payer' | 'transaction' | 'extensionNames'
+> {
   id: string;
-  network: string;
-  resourceUrl: string;
-  toolName: string;
-  type: 'http' | 'mcp';
-  description: string;
-  mimeType: string | null;
-  payTo: string;
-  asset: string;
-  amount: string;
-  bazaar: Record<string, unknown>;
-  sellerId: string | null;
   lastPaymentAt: Date;
   settledCalls30d: number;
   /** Distinct payers over 30 days whose payment paid at least the resource's price. */
@@ -103,10 +96,6 @@ export interface ObservedResource {
   /** Those payers, each weighted by what it paid at the price over 0.01 of the asset, at most 1 (the ranking's usage).
    * */
   weightedPayers30d: number;
-  serviceName: string | null;
-  tags: string[];
-  iconUrl: string | null;
-  localDev: boolean;
 }
 
 /**

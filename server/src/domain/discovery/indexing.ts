@@ -1,7 +1,7 @@
 import type { NetworkRegistry } from '../network-registry';
 import type { Resource } from '../catalog/types';
 import { checkCatalogTerms } from '../catalog/catalog-rules';
-import { issueReason, type ValidationIssue } from '../catalog/resource-rules';
+import { issueReason, type ResourceTerms, type ValidationIssue } from '../catalog/resource-rules';
 import { mcpToolName } from '../catalog/extension-rules';
 
 /**
@@ -24,21 +24,12 @@ export interface IndexSnapshot {
   hostOwner: string | null;
 }
 
-export interface SearchDocument {
+/** The listing's terms as cataloged (ResourceTerms but the schemas and extensions) and its index data. */
+export interface SearchDocument extends Omit<ResourceTerms, 'inputSchema' | 'outputSchema' | 'extensions'> {
   resourceId: string;
   sellerId: string;
   versionId: string;
   version: number;
-  type: 'http' | 'mcp';
-  name: string;
-  description: string;
-  url: string;
-  routeTemplate: string;
-  network: string;
-  payTo: string;
-  assetCode: string;
-  assetIssuer: string;
-  amount: string;
   status: string;
   extensionNames: string[];
   mcpToolName: string | null;

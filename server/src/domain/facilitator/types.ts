@@ -14,23 +14,11 @@ export interface AttemptRecord extends PaymentAttempt {
   nonce: string;
 }
 
-export interface NewAttempt {
-  id: string;
-  resourceId: string | null;
-  versionId: string | null;
-  sellerId: string | null;
-  paymentHash: string;
-  network: string;
-  payer: string;
+/** A new attempt row: the attempt's fields as recorded at verify, with its nonce and signed authorization. */
+export interface NewAttempt extends Omit<PaymentAttempt, 'status' | 'failureCode' | 'createdAt' | 'updatedAt'> {
   nonce: string;
-  assetCode: string;
-  assetIssuer: string;
-  amount: string;
-  payTo: string;
   status: 'verified' | 'verification_failed';
   failureCode: ErrorCode | null;
-  failureReason: string | null;
-  expiresAtLedger: number;
   authorizationXdr: string;
 }
 
@@ -72,24 +60,27 @@ export interface SettlementRecord {
   needsReconciliation?: boolean;
 }
 
-export interface ReceiptRecord {
+/** A receipt: the settlement's ledger facts (as in SettlementRecord), what was bought and why it failed. */
+export interface ReceiptRecord extends Pick<
+  SettlementRecord,
+  | 'paymentAttemptId'
+  | 'transactionHash'
+  | 'ledger'
+  | 'network'
+  | 'amount'
+  | 'assetCode'
+  | 'assetIssuer'
+  | 'status'
+  | 'evidence'
+  | 'settledAt'
+> {
   id: string;
-  paymentAttemptId: string;
   settlementId: string;
   resourceId: string | null;
   sellerId: string | null;
   versionId: string | null;
-  transactionHash: string;
-  ledger: number | null;
-  network: string;
-  amount: string;
-  assetCode: string;
-  assetIssuer: string;
-  status: SettlementStatus;
-  evidence: EvidenceLabel;
   failureCode: ErrorCode | null;
   failureReason: string | null;
-  settledAt: Date | null;
   createdAt: Date;
 }
 

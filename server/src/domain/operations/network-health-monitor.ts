@@ -1,18 +1,25 @@
 import { evaluateNetwork, nextRecord, type NetworkHealthRecord, type NetworkHealthRules } from './network-health';
 import type { Check } from './health';
 
+/** What one probe of a network's Soroban RPC saw. `error` is the client's error text (method and cause, never the URL):
+ * not shown, not logged. */
+export interface RpcProbe {
+  /** The RPC answered getHealth and getLatestLedger. */
+  up: boolean;
+  /** getHealth said "healthy". */
+  healthy: boolean;
+  latencyMs: number;
+  latestLedger: number | null;
+  /** How many of the two calls failed (0..2). */
+  errors: number;
+  error: string | null;
+}
+
 /** What the monitor needs: ports, so it runs with the real RPC and database (no express, no sequelize here). */
 export interface NetworkHealthDeps {
   /** Networks with an RPC to probe. */
   networks(): Array<{ network: string; rpcUrl: string }>;
-  probe(rpcUrl: string): Promise<{
-    up: boolean;
-    healthy: boolean;
-    latencyMs: number;
-    latestLedger: number | null;
-    errors: number;
-    error: string | null;
-  }>;
+  probe(rpcUrl: string): Promise<RpcProbe>;
   load(network: string): Promise<NetworkHealthRecord | null>;
   loadAll(): Promise<NetworkHealthRecord[]>;
   save(r: NetworkHealthRecord): Promise<void>;
