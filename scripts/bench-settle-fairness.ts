@@ -19,7 +19,7 @@
  * p95s (target <= 1.5). Local simulation: real XDR, signatures and ledger rules; nothing here touches testnet.
  * BENCH_SERVICE_TREE=<commit> runs the service from another commit (e.g. the one before fair capacity).
  */
-import http from 'node:http';
+import { postFrom } from './bench/load';
 import os from 'node:os';
 import { Keypair } from '@stellar/stellar-sdk';
 import {
@@ -39,49 +39,7 @@ const FLOOD_CLIENT = '127.0.0.1';
 const HONEST_CLIENT = '127.0.0.2';
 const FLOOD_IN_FLIGHT = 45;
 
-interface Answer {
-  status: number;
-  retryAfter: number | null;
-  body: Record<string, any>;
-}
-
-/** One POST on a fresh connection from `localAddress` (the client the service sees). */
-function post(localAddress: string, url: string, body: unknown, apiKey?: string): Promise<Answer> {
-  const payload = Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method: 'POST',
-        localAddress,
-        agent: false,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': payload.length,
-          ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            const ra = res.headers['retry-after'];
-            resolve({
-              status: res.statusCode ?? 0,
-              retryAfter: ra ? Number(ra) : null,
-              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
-            });
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const post = postFrom;
 
 function quantile(xs: number[], q: number): number {
   if (xs.length === 0) return NaN;

@@ -35,7 +35,7 @@
  * prints where their CPU went during the burst.
  */
 import fs from 'node:fs';
-import http from 'node:http';
+import { postFrom } from './bench/load';
 import { Keypair, xdr } from '@stellar/stellar-sdk';
 import {
   keepFile,
@@ -54,43 +54,7 @@ import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** One POST on a fresh connection from `localAddress` (the client address the service sees, req.ip). */
-function postOnce(
-  localAddress: string,
-  url: string,
-  body: unknown,
-  apiKey?: string,
-): Promise<{ status: number; body: Record<string, any> }> {
-  const payload = Buffer.from(JSON.stringify(body));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method: 'POST',
-        localAddress,
-        agent: false,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': payload.length,
-          ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-          } catch (err) {
-            reject(err instanceof Error ? err : new Error(String(err)));
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const postOnce = postFrom;
 
 async function post(
   baseUrl: string,

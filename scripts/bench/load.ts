@@ -241,3 +241,48 @@ export function envNumber(name: string, fallback: number): number {
   if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
   return n;
 }
+
+/** A POST's answer: its status, its Retry-After in seconds (null when absent) and its JSON body. */
+export interface PostAnswer {
+  status: number;
+  retryAfter: number | null;
+  body: Record<string, any>;
+}
+
+/** One POST on a fresh connection from `localAddress` (the client address the service sees, req.ip). */
+export function postFrom(localAddress: string, url: string, body: unknown, apiKey?: string): Promise<PostAnswer> {
+  const payload = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: 'POST',
+        localAddress,
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': payload.length,
+          ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          try {
+            const ra = res.headers['retry-after'];
+            resolve({
+              status: res.statusCode ?? 0,
+              retryAfter: ra ? Number(ra) : null,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+            });
+          } catch (err) {
+            reject(err instanceof Error ? err : new Error(String(err)));
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
