@@ -5,6 +5,7 @@ import { LEDGER_SKEW_TOLERANCE, maxExpiryLedgers } from '../facilitator/rules/si
 import { signTransfer } from './sign-transfer';
 import { probe402, type ProbeFetch } from './probe-402';
 import type { ConformanceCheck, ConformanceRun, ConformanceRunStore } from './types';
+import { MAX_TIMEOUT_SECONDS } from '../defaults';
 
 export interface RunnerNetwork {
   network: string;
@@ -56,7 +57,8 @@ export interface RunnerDeps {
 }
 
 const CYCLE_AMOUNT = '0.01';
-const CYCLE_TIMEOUT_SECONDS = 300;
+/** A test cycle's payment is announced as any cataloged resource's is. */
+const CYCLE_TIMEOUT_SECONDS = MAX_TIMEOUT_SECONDS;
 
 export function evidenceFor(n: RunnerNetwork): string {
   if (n.local) return 'local_simulation';
