@@ -101,4 +101,46 @@ describe('fee reservation: one statement, all or nothing (issue #31)', () => {
     const payers = Object.entries(after).filter(([k]) => k.startsWith('payer:'));
     expect(payers.reduce((a, [, r]) => a + r.committed, 0)).toBe(5000);
   });
+
+  const SELLER_BURST =
+    "attack: twenty strangers' first-of-the-day settles against one seller never pass its fee budget";
+  it(SELLER_BURST, async () => {
+    const budgets: FeeBudgets = { ...unlimited, seller: 3000n };
+    const outs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        repo.reserveFees(
+          { sellerId: 'seller_target', payer: `GSTRANGER${i}`, client: `ip:10.1.0.${i}` },
+          network,
+          1000n,
+          budgets,
+        ),
+      ),
+    );
+    expect(outs.filter((o) => o.exhausted === null)).toHaveLength(3);
+    expect(outs.filter((o) => o.exhausted === 'seller')).toHaveLength(17);
+    const after = await rows();
+    expect(after['seller:seller_target']).toEqual({ committed: 3000, settlements: 3 });
+  });
+
+  const PAYER_BURST =
+    'attack: one payer bursting settles across many sellers stops at its budget; none pays for the refused';
+  it(PAYER_BURST, async () => {
+    const budgets: FeeBudgets = { ...unlimited, payer: 2000n };
+    const outs = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        repo.reserveFees(
+          { sellerId: `seller_victim_${i}`, payer: 'GONEPAYER', client: 'ip:10.2.0.1' },
+          network,
+          1000n,
+          budgets,
+        ),
+      ),
+    );
+    expect(outs.filter((o) => o.exhausted === null)).toHaveLength(2);
+    expect(outs.filter((o) => o.exhausted === 'payer')).toHaveLength(10);
+    const after = await rows();
+    expect(after['payer:GONEPAYER']).toEqual({ committed: 2000, settlements: 2 });
+    const victims = Object.entries(after).filter(([k]) => k.startsWith('seller:seller_victim_'));
+    expect(victims.reduce((a, [, r]) => a + r.committed, 0)).toBe(2000);
+  });
 });
