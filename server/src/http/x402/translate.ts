@@ -81,7 +81,7 @@ export function translate(
   payload: X402Payload,
   requirements: X402Requirements,
   networks: NetworkRegistry,
-  read: DecodedX402 = decodeX402(payload),
+  read: DecodedX402,
 ): Translated {
   const transaction = payload.payload?.transaction;
   if (typeof transaction !== 'string' || transaction.length === 0) {
