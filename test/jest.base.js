@@ -31,7 +31,12 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
       // The local Stellar network (its own workspace package): tests run its source, as tsx does through the
       // tsconfig `paths` (tsconfig.base.json); the compiled server (`npm start`) loads its dist/.
       '^@paid-api-marketplace/local-network$': path.join(__dirname, '../local-network/src/index.ts'),
+      // express-openapi-validator's spec validator, compiled only if used (it is not: validateApiSpec is false); see
+      // the file.
+      '^\\./openapi\\.schema\\.validator$': path.join(__dirname, 'lazy-openapi-schema-validator.cjs'),
     },
+    // jest-runtime with a V8 code cache per worker: later test files compile modules from it (see the file).
+    runtime: path.join(__dirname, 'jest-runtime-code-cache.cjs'),
     moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
     globalSetup: path.join(__dirname, '../server/test/support/global-setup.ts'),
     globalTeardown: path.join(__dirname, '../server/test/support/global-teardown.ts'),
