@@ -72,7 +72,7 @@ fs.mkdirSync(outDir, { recursive: true });
 
 // The caller's arguments go first: Jest's array options (--testPathIgnorePatterns) would swallow path patterns after
 // them.
-function jestRun(name, args) {
+function jestRun(name, args, env = {}) {
   const outputFile = path.join(outDir, `${suite.results}-${name}.json`);
   fs.rmSync(outputFile, { force: true });
   const started = Date.now();
@@ -89,7 +89,7 @@ function jestRun(name, args) {
       `--outputFile=${outputFile}`,
       ...args,
     ],
-    { cwd: root, stdio: 'inherit' },
+    { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } },
   );
   console.error(`${suiteName} suite, ${name} run: ${((Date.now() - started) / 1000).toFixed(1)} s, exit ${r.status}`);
   return fs.existsSync(outputFile) ? JSON.parse(fs.readFileSync(outputFile, 'utf8')) : null;
@@ -101,10 +101,13 @@ const runs =
     : !serial.length
       ? [jestRun('parallel', [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`])]
       : [
-          jestRun('parallel', [
-            `--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`,
-            ...serial.map((p) => `--testPathIgnorePatterns=${p}`),
-          ]),
+          // synchronous_commit off on the parallel run's PostgreSQL (server/test/support/global-setup.ts); the serial
+          // files keep PostgreSQL's shipped settings.
+          jestRun(
+            'parallel',
+            [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`, ...serial.map((p) => `--testPathIgnorePatterns=${p}`)],
+            { TEST_POSTGRES_ASYNC_COMMIT: '1' },
+          ),
           jestRun('serial', [
             `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
             `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
