@@ -26,6 +26,8 @@ import type { LeasedChannel } from './channel-accounts';
 import '../domain/facilitator/cap71-xdr';
 import { networkKnownDown } from './rpc-health';
 import { sorobanRpc, type SorobanRpc } from './soroban-rpc';
+import { simulationEnvelopeXdr } from './simulation-envelope';
+import { simulationForRules } from './simulation-answer';
 
 export interface SorobanLedgerOptions {
   /**
@@ -126,14 +128,12 @@ export class SorobanLedger implements LedgerPort {
     auth: xdr.SorobanAuthorizationEntry[],
     source: string,
   ): Promise<SimulationOutcome> {
-    const draft = new TransactionBuilder(new Account(source, '0'), {
-      fee: BASE_FEE,
-      networkPassphrase: this.passphrase(network),
-    })
-      .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
-      .setTimeout(this.opts.txTimeoutSeconds)
-      .build();
-    return simulationOutcome(await this.call(network, 'simulateTransaction', (s) => s.simulate(draft, 'enforce')));
+    this.passphrase(network); // an unknown network is UNSUPPORTED_NETWORK, as before any RPC question
+    // The envelope built straight in XDR, the answer decoded only as far as the rules read it (issue #31).
+    const envelope = simulationEnvelopeXdr(source, hostFunction, auth, this.opts.txTimeoutSeconds);
+    return simulationForRules(
+      await this.call(network, 'simulateTransaction', (s) => s.simulateRaw(envelope, 'enforce')),
+    );
   }
 
   /**
