@@ -317,7 +317,7 @@ async function main() {
     isOk: simulationSucceeded,
   });
   progress(`measuring valid verifies at a fixed ${halfRate}/s`);
-  const stalls = stallProbe(service.baseUrl, service.operatorApiKey);
+  const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
   await stalls.start();
   const half = await openLoop({
     rate: halfRate,

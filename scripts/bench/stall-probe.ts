@@ -16,7 +16,12 @@ function parse(text: string): Sample {
     if (!line || line.startsWith('#')) continue;
     const space = line.lastIndexOf(' ');
     const value = Number(line.slice(space + 1));
-    if (Number.isFinite(value)) out.set(line.slice(0, space).replace(/,?environment="[^"]*"/, ''), value);
+    const key = line
+      .slice(0, space)
+      .replace(/environment="[^"]*",?/, '')
+      .replace(/,}$/, '}')
+      .replace(/{}$/, '');
+    if (Number.isFinite(value)) out.set(key, value);
   }
   return out;
 }
@@ -37,6 +42,42 @@ function largestPause(before: Sample, after: Sample, kind: string): string {
   return 'unknown';
 }
 
+/** Observations of a histogram (all series whose key contains `match`) in the window, and how many were slower than
+ * each bound (seconds, bucket bounds of the histogram). */
+function slowShare(before: Sample, after: Sample, name: string, match: string, bounds: number[]): string {
+  const count = (s: Sample, le: string) =>
+    [...s.entries()]
+      .filter(([k]) => k.startsWith(`${name}_bucket{`) && k.includes(match) && k.includes(`le="${le}"`))
+      .reduce((sum, [, v]) => sum + v, 0);
+  const total = count(after, '+Inf') - count(before, '+Inf');
+  const over = bounds.map((b) => `${total - (count(after, String(b)) - count(before, String(b)))} over ${b * 1000} ms`);
+  return `${total} observed, ${over.join(', ')}`;
+}
+
+/** The database's checkpoints and WAL flushes in the window (pg_stat_bgwriter / pg_stat_checkpointer, pg_stat_wal). */
+export interface DatabaseCounters {
+  query<T = Record<string, unknown>>(sql: string): Promise<T[]>;
+}
+
+async function databaseCounters(db: DatabaseCounters | undefined): Promise<Record<string, number>> {
+  if (!db) return {};
+  const one = async (sql: string) => (await db.query<Record<string, string>>(sql).catch(() => []))[0] ?? {};
+  const checkpointer = await one(
+    'SELECT num_timed + num_requested AS checkpoints, buffers_written AS buffers FROM pg_stat_checkpointer',
+  );
+  const bgwriter = checkpointer.checkpoints
+    ? checkpointer
+    : await one(
+        'SELECT checkpoints_timed + checkpoints_req AS checkpoints, buffers_checkpoint AS buffers ' +
+          'FROM pg_stat_bgwriter',
+      );
+  const wal = await one('SELECT wal_records AS records, wal_sync AS syncs FROM pg_stat_wal');
+  return Object.fromEntries(Object.entries({ ...bgwriter, ...wal }).map(([k, v]) => [k, Number(v)])) as Record<
+    string,
+    number
+  >;
+}
+
 export interface StallProbe {
   /** Scrapes once (resetting the event-loop histogram): the window starts. */
   start(): Promise<void>;
@@ -44,7 +85,7 @@ export interface StallProbe {
   stop(): Promise<string>;
 }
 
-export function stallProbe(baseUrl: string, operatorKey: string): StallProbe {
+export function stallProbe(baseUrl: string, operatorKey: string, db?: DatabaseCounters): StallProbe {
   const api = httpClient(baseUrl, 2);
   const scrape = async () => {
     const res = await api.request('GET', '/metrics', undefined, { authorization: `Bearer ${operatorKey}` });
@@ -52,13 +93,17 @@ export function stallProbe(baseUrl: string, operatorKey: string): StallProbe {
     return parse(res.text);
   };
   let before: Sample = new Map();
+  let dbBefore: Record<string, number> = {};
   return {
     async start() {
+      dbBefore = await databaseCounters(db);
       before = await scrape();
     },
     async stop() {
       const after = await scrape();
       api.close();
+      const dbAfter = await databaseCounters(db);
+      const dbDiff = (k: string) => (k in dbAfter ? String(dbAfter[k] - (dbBefore[k] ?? 0)) : '?');
       const loop =
         `event-loop delay over the run: max ${ms(get(after, 'nodejs_eventloop_lag_max_seconds'))}, ` +
         `p99 ${ms(get(after, 'nodejs_eventloop_lag_p99_seconds'))}, ` +
@@ -79,7 +124,27 @@ export function stallProbe(baseUrl: string, operatorKey: string): StallProbe {
         .filter((j) => j.n > 0)
         .map((j) => `${j.worker} ${j.n}`)
         .join(', ');
-      return `${loop}; GC pauses: ${gc || 'none'}; jobs completed: ${jobs || 'none'}`;
+      const verify = slowShare(before, after, 'facilitator_verify_duration_seconds', '', [0.05, 0.25]);
+      const simulate = slowShare(
+        before,
+        after,
+        'ledger_rpc_latency_seconds',
+        'method="simulateTransaction"',
+        [0.05, 0.25],
+      );
+      const mib = (k: string) => `${(get(after, k) / 2 ** 20).toFixed(0)} MiB`;
+      const space = (name: string) => mib(`nodejs_heap_space_size_total_bytes{space="${name}"}`);
+      const memory =
+        `memory at the end: RSS ${mib('process_resident_memory_bytes')} = V8 heap ` +
+        `${mib('nodejs_heap_size_total_bytes')} (new space ${space('new')}, old space ${space('old')}, code ` +
+        `${space('code')}, large objects ${space('large_object')}; used ${mib('nodejs_heap_size_used_bytes')}) + ` +
+        `external ${mib('nodejs_external_memory_bytes')} + the rest (code, stacks, native libraries, allocator)`;
+      return (
+        `${loop}; GC pauses: ${gc || 'none'}; jobs completed: ${jobs || 'none'}; verify as the service times it ` +
+        `(domain, from the decoded request to the answer): ${verify}; its simulateTransaction calls: ${simulate}; ` +
+        `database: ${dbDiff('checkpoints')} checkpoints (${dbDiff('buffers')} buffers written), ` +
+        `${dbDiff('records')} WAL records, ${dbDiff('syncs')} WAL syncs; ${memory}`
+      );
     },
   };
 }
