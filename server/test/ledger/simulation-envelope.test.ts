@@ -4,16 +4,8 @@
  * (server/src/ledger/simulation-answer.ts) holds what the SDK's full parse gives the rules, against the real local
  * network.
  */
-import {
-  Account,
-  BASE_FEE,
-  Keypair,
-  Operation,
-  TransactionBuilder,
-  rpc,
-  xdr,
-  type Transaction,
-} from '@stellar/stellar-sdk';
+import { Account, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
+import type { Transaction } from '@stellar/stellar-sdk';
 import type { LocalNetwork } from '@paid-api-marketplace/local-network';
 import { jsonRpcClient } from '../../src/ledger/json-rpc-client';
 import { SorobanRpc } from '../../src/ledger/soroban-rpc';
