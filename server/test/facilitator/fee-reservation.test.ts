@@ -163,20 +163,15 @@ describe('fee reservation: one statement, all or nothing (issue #31)', () => {
     // left again, and the next waves reserve against those quotas. The total stops exactly at the cap.
     const budgets: FeeBudgets = { ...unlimited, global: 150_000n };
     const outs: Array<{ exhausted: string | null }> = [];
-    for (let wave = 0; wave < 6; wave++)
-      outs.push(
-        ...(await Promise.all(
-          Array.from({ length: 40 }, (_, j) => {
-            const i = wave * 40 + j;
-            return repo.reserveFees(
-              { sellerId: `seller_${i % 7}`, payer: `GSHARD${i}`, client: `ip:10.3.${i % 9}.1` },
-              network,
-              1000n,
-              budgets,
-            );
-          }),
-        )),
-      );
+    const settleOf = (i: number): FeeParties => ({
+      sellerId: `seller_${i % 7}`,
+      payer: `GSHARD${i}`,
+      client: `ip:10.3.${i % 9}.1`,
+    });
+    for (let wave = 0; wave < 6; wave++) {
+      const ids = Array.from({ length: 40 }, (_, j) => wave * 40 + j);
+      outs.push(...(await Promise.all(ids.map((i) => repo.reserveFees(settleOf(i), network, 1000n, budgets)))));
+    }
     expect(outs.filter((o) => o.exhausted === null)).toHaveLength(150);
     expect(outs.filter((o) => o.exhausted === 'global')).toHaveLength(90);
     const after = await shards();
