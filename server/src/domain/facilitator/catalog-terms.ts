@@ -1,5 +1,5 @@
 import { DomainError } from '../errors';
-import { isAmount, normalizeAmount, toStroops } from '../amount';
+import { formatAmount } from '../amount';
 import type { Principal } from '../auth/principal';
 import type { SellerRepository } from '../sellers/types';
 import { RULES } from './rules/catalog';
@@ -51,13 +51,11 @@ export function termsOf(r: ResourceTermsRef, maxTimeoutSeconds?: number): Paymen
 /** The requirements a caller states must be the cataloged resource's current terms (one named rule each). */
 export function checkCatalogTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
   ensure(RULES.catalogNetwork, r.network === req.network, `The resource is sold on ${r.network}, not ${req.network}`);
-  const price = toStroops(normalizeAmount(r.amount));
-  const stated = isAmount(req.amount) ? toStroops(req.amount) : -1n;
   ensure(
     RULES.catalogAmount,
-    stated === price,
-    `The resource's current price is ${normalizeAmount(r.amount)} ${r.assetCode}; requirements for ` +
-      `${req.amount} are not its terms`,
+    req.amount === r.amount,
+    `The resource's current price is ${formatAmount(r.amount)} ${r.assetCode}; requirements for ` +
+      `${formatAmount(req.amount)} are not its terms`,
   );
   ensure(RULES.catalogPayTo, r.payTo === req.payTo, "The requirements' payTo is not the resource's payTo");
   ensure(

@@ -1,4 +1,4 @@
-import { isAmount, toStroops, type Stroops } from '../amount';
+import type { Stroops } from '../amount';
 import { DomainError } from '../errors';
 import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
@@ -29,7 +29,9 @@ export interface PaymentPayloadInput {
   scheme: string;
   network: string;
   asset: AssetInput;
-  amount: string;
+  /** What the payload declares, converted once by its face; null: it is not an amount (it then differs from the
+   * signed one, and the declared-terms rule refuses it). */
+  amount: Stroops | null;
   payTo: string;
   /** /v1: the expiry the payload declares beside its signed entry (x402 declares none: the signed one is read). */
   expiresAtLedger?: number;
@@ -41,7 +43,8 @@ export interface PaymentPayloadInput {
 export interface PaymentRequirementsInput {
   scheme: string;
   network: string;
-  amount: string;
+  /** The required amount, converted once by its face (/v1: a decimal amount; /x402: atomic units). */
+  amount: Stroops;
   payTo: string;
   asset?: AssetInput;
   resource?: string;
@@ -105,13 +108,13 @@ export function resolveRequired(networks: NetworkLookup, req: PaymentRequirement
     asset !== undefined,
     `Asset ${req.asset?.code ?? '(default)'} is not supported on ${req.network}`,
   );
-  if (!isAmount(req.amount) || toStroops(req.amount) <= 0n)
+  if (req.amount <= 0n)
     throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive decimal amount');
   return {
     scheme: req.scheme,
     network: req.network,
     passphrase: net!.passphrase,
-    amount: toStroops(req.amount),
+    amount: req.amount,
     payTo: req.payTo,
     asset: asset!,
   };
@@ -130,7 +133,6 @@ export function checkPaymentOffline(
       declaredAsset !== undefined,
       `Asset ${payload.asset.code} is not supported on ${payload.network}`,
     );
-  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : null;
   return checkOffline(
     {
       x402Version: payload.x402Version,
@@ -138,7 +140,7 @@ export function checkPaymentOffline(
       network: payload.network,
       required,
       declared: {
-        amount: declaredAmount,
+        amount: payload.amount,
         payTo: payload.payTo,
         assetContractId: declaredAsset?.contractId ?? 'unsupported',
         expiresAtLedger: payload.expiresAtLedger,

@@ -1,5 +1,4 @@
 import { DomainError, type ErrorCode } from '../errors';
-import { formatAmount } from '../amount';
 import { newId } from '../ids';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';
@@ -147,7 +146,7 @@ export function attemptRecord(
     nonce: checked.nonce,
     assetCode: required.asset.code,
     assetIssuer: required.asset.issuer,
-    amount: formatAmount(checked.amount),
+    amount: checked.amount,
     payTo: checked.to,
     status: failure ? 'verification_failed' : 'verified',
     failureCode: failure?.code ?? null,

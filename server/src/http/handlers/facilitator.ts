@@ -1,6 +1,7 @@
 import type { Handlers } from '../operation-types';
 import type { HandlerServices } from './deps';
 import { presentSettle, presentVerify } from '../presenters-payments';
+import { v1Payload, v1Requirements } from '../v1-payment-terms';
 
 type FacilitatorHandlers = Pick<Handlers, 'getSupported' | 'verifyPayment' | 'settlePayment'>;
 type SupportedBody = Extract<Awaited<ReturnType<Handlers['getSupported']>>, { status: 200 }>['body'];
@@ -12,14 +13,17 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
       return { status: 200, body: facilitator.supported() as SupportedBody };
     },
     async verifyPayment({ body, principal }) {
-      return { status: 200, body: presentVerify(await facilitator.verify({ ...body, principal })) };
+      const { paymentPayload, paymentRequirements } = body;
+      const terms = { paymentPayload: v1Payload(paymentPayload), paymentRequirements: v1Requirements(paymentRequirements) };
+      return { status: 200, body: presentVerify(await facilitator.verify({ ...body, ...terms, principal })) };
     },
     /**
      * A confirmed settlement answers the receipt's seller (the paywall calls with the seller's key) and the operator
      * with the attestation, which the paywall passes on to the payer; an anonymous caller gets none.
      */
     async settlePayment({ body, principal, clientAddress }) {
-      const outcome = await facilitator.settle({ ...body, principal, clientAddress });
+      const paymentPayload = v1Payload(body.paymentPayload);
+      const outcome = await facilitator.settle({ ...body, paymentPayload, principal, clientAddress });
       if (outcome.status !== 'settled') return { status: 202, body: presentSettle(outcome) };
       const attestation = await receipts.forReader(principal, outcome.receipt);
       return { status: 200, body: { ...presentSettle(outcome), ...(attestation ? { attestation } : {}) } };
