@@ -721,7 +721,9 @@ describe('a valid payment passes every rule', () => {
     expect(() => checkSimulationSucceeded(simulation())).not.toThrow();
     expect(() => checkExactBalanceChanges(simulation(), expected)).not.toThrow();
     expect(() => checkCatalogTerms(resource, requirements)).not.toThrow();
-    expect(() => checkCatalogTerms(resource, { ...requirements, amount: toStroops('0.50'), asset: undefined })).not.toThrow();
+    expect(() =>
+      checkCatalogTerms(resource, { ...requirements, amount: toStroops('0.50'), asset: undefined }),
+    ).not.toThrow();
     expect(resolveRequired(networks, requirements)).toEqual(required);
   });
 });

@@ -14,7 +14,10 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
     },
     async verifyPayment({ body, principal }) {
       const { paymentPayload, paymentRequirements } = body;
-      const terms = { paymentPayload: v1Payload(paymentPayload), paymentRequirements: v1Requirements(paymentRequirements) };
+      const terms = {
+        paymentPayload: v1Payload(paymentPayload),
+        paymentRequirements: v1Requirements(paymentRequirements),
+      };
       return { status: 200, body: presentVerify(await facilitator.verify({ ...body, ...terms, principal })) };
     },
     /**
