@@ -27,6 +27,7 @@ import {
 } from '@stellar/stellar-sdk';
 import { DomainError } from '../../src/domain/errors';
 import { stroops, toStroops } from '../../src/domain/amount';
+import { assetContractId, type AssetContractId } from '../../src/domain/network-registry';
 import { RULES, type RuleName } from '../../src/domain/facilitator/rules/catalog';
 import { decodePayment } from '../../src/domain/facilitator/rules/decode';
 import {
@@ -72,8 +73,8 @@ const COVERED_ELSEWHERE: Partial<Record<RuleName, string>> = {
 const NETWORK = 'stellar:testnet';
 const PASSPHRASE = Networks.TESTNET;
 const ISSUER = Keypair.random().publicKey();
-const USDC = { code: 'USDC', issuer: ISSUER, contractId: new Asset('USDC', ISSUER).contractId(PASSPHRASE) };
-const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE);
+const USDC = { code: 'USDC', issuer: ISSUER, contractId: assetContractId('USDC', ISSUER, PASSPHRASE) };
+const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE) as AssetContractId;
 const AMOUNT = stroops(5_000_000n); // 0.5 USDC
 const LATEST = 1_000;
 const EXPIRATION = LATEST + 50;

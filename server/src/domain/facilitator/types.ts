@@ -5,6 +5,7 @@ import type { xdr } from '@stellar/stellar-sdk';
 import type { ErrorCode } from '../errors';
 import type { SimulationOutcome } from './rules/simulation';
 import type { Stroops } from '../amount';
+import type { AssetContractId } from '../network-registry';
 
 export type { SimulationOutcome };
 
@@ -257,7 +258,7 @@ export type LeaseTake = { address: string } | { address: null; full: 'pool' | Pa
 export interface AssetRef {
   code: string;
   issuer: string;
-  contractId: string;
+  contractId: AssetContractId;
 }
 
 export type SubmitResult =
