@@ -53,6 +53,7 @@ import {
 import { checkCatalogTerms } from '../../src/domain/facilitator/catalog-terms';
 import { checkPaymentFlow } from '../../src/domain/facilitator/rules/flows';
 import {
+  resolveAsset,
   resolveRequired,
   type NetworkLookup,
   type PaymentRequirementsInput,
@@ -186,7 +187,7 @@ const requirements: PaymentRequirementsInput = {
   network: NETWORK,
   amount: toStroops('0.5'),
   payTo,
-  asset: { code: USDC.code, issuer: USDC.issuer },
+  asset: USDC,
 };
 const resource: ResourceTermsRef = {
   id: 'r1',
@@ -262,7 +263,7 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'assetSupported',
     'requirements in an asset that is not configured',
-    () => resolveRequired(networks, { ...requirements, asset: { code: 'EURC', issuer: ISSUER } }),
+    () => resolveRequired(networks, { ...requirements, asset: resolveAsset(networks, NETWORK, 'EURC', ISSUER) }),
   ],
   [
     'paymentFlowSupported',
@@ -662,8 +663,7 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'catalogAsset',
     'requirements in another asset than the listed one',
-    () =>
-      checkCatalogTerms(resource, { ...requirements, asset: { code: 'USDC', issuer: Keypair.random().publicKey() } }),
+    () => checkCatalogTerms(resource, { ...requirements, asset: { ...USDC, issuer: Keypair.random().publicKey() } }),
   ],
 ];
 

@@ -48,22 +48,34 @@ describe('/v1 face: a decimal amount from the wire becomes Stroops once', () => 
     ['999999999999.9999999', 10n ** 19n - 1n],
   ])('%s becomes %s stroops and is written back as the same string', (wire, expected) => {
     const { payload, requirements } = v1Terms(wire);
-    expect(v1Payload(payload).amount).toBe(expected);
-    expect(v1Requirements(requirements).amount).toBe(expected);
-    expect(formatAmount(v1Payload(payload).amount!)).toBe(wire);
+    expect(v1Payload(networks, payload).amount).toBe(expected);
+    expect(v1Requirements(networks, requirements).amount).toBe(expected);
+    expect(formatAmount(v1Payload(networks, payload).amount!)).toBe(wire);
   });
 
   it('an amount with trailing zeros ("0.0100000") comes back in the shortest form, as the API always wrote it', () => {
-    expect(formatAmount(v1Payload(v1Terms('0.0100000').payload).amount!)).toBe('0.01');
+    expect(formatAmount(v1Payload(networks, v1Terms('0.0100000').payload).amount!)).toBe('0.01');
   });
 
   it('a payload amount that is not an amount becomes null (the declared-terms rule refuses it)', () => {
-    expect(v1Payload(v1Terms('1e3').payload).amount).toBeNull();
+    expect(v1Payload(networks, v1Terms('1e3').payload).amount).toBeNull();
   });
 
   it('a required amount that is not an amount is refused as INVALID_PAYMENT_PAYLOAD, as the domain did', () => {
-    expect(() => v1Requirements(v1Terms('-1').requirements)).toThrow(DomainError);
-    expect(() => v1Requirements(v1Terms('-1').requirements)).toThrow('The required amount must be a positive decimal');
+    expect(() => v1Requirements(networks, v1Terms('-1').requirements)).toThrow(DomainError);
+    expect(() => v1Requirements(networks, v1Terms('-1').requirements)).toThrow(
+      'The required amount must be a positive decimal',
+    );
+  });
+});
+
+describe('/v1 face: an asset named by code and issuer is resolved to its contract id once', () => {
+  it('a registered asset carries its contract id; one not configured on the network carries none', () => {
+    const { payload, requirements } = v1Terms('0.01');
+    expect(v1Payload(networks, payload).asset).toEqual({ code: 'USDC', issuer: ISSUER, contractId: usdc.contractId });
+    const eurc = { ...payload, asset: { code: 'EURC', issuer: ISSUER } };
+    expect(v1Payload(networks, eurc).asset).toEqual({ code: 'EURC', issuer: ISSUER, contractId: null });
+    expect(v1Requirements(networks, requirements).asset).toBeUndefined();
   });
 });
 

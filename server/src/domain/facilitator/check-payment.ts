@@ -12,15 +12,34 @@ import {
   type SimulationOutcome,
 } from './rules/simulation';
 import type { AssetRef, LedgerPort } from './types';
+import type { AssetContractId } from '../network-registry';
 
 /**
  * The x402 `exact` Stellar verification, shared by verify and settle (settle runs it again, independently, on what it
  * is given): the offline rules first, then one simulateTransaction as the authority, then the rules judged on it.
  */
 
+/**
+ * An asset as a face names it, resolved against the configured networks at its edge (`resolveAsset`): its contract
+ * id when it is a registered asset of the network, else null (refused by asset_supported, named by its code).
+ */
 export interface AssetInput {
   code: string;
   issuer: string;
+  contractId: AssetContractId | null;
+}
+
+/** The asset (code, issuer) of `network` as the domain takes it: with its contract id when it is registered. */
+export function resolveAsset(networks: Pick<NetworkLookup, 'asset'>, network: string, code: string, issuer: string) {
+  const registered = networks.asset(network, code, issuer);
+  return { code, issuer, contractId: registered?.contractId ?? null } satisfies AssetInput;
+}
+
+/** The registered asset an input names, or undefined when it is not registered. */
+function registeredAsset(asset: AssetInput): AssetRef | undefined {
+  return asset.contractId === null
+    ? undefined
+    : { code: asset.code, issuer: asset.issuer, contractId: asset.contractId };
 }
 
 export interface PaymentPayloadInput {
@@ -100,9 +119,7 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
 export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
   const net = networks.get(req.network);
   ensure(RULES.networkSupported, net !== undefined, `Network ${req.network} is not supported`);
-  const asset = req.asset
-    ? networks.asset(req.network, req.asset.code, req.asset.issuer)
-    : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
+  const asset = req.asset ? registeredAsset(req.asset) : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
   ensure(
     RULES.assetSupported,
     asset !== undefined,
@@ -126,7 +143,7 @@ export function checkPaymentOffline(
   payload: PaymentPayloadInput,
   required: RequiredTerms,
 ): CheckedPayment {
-  const declaredAsset = deps.networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
+  const declaredAsset = registeredAsset(payload.asset);
   if (payload.network === required.network)
     ensure(
       RULES.assetSupported,

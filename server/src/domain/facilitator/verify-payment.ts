@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal';
 import { findAccountableParty, requireSellerAsked, type AccountableParty } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
+export { resolveAsset } from './check-payment';
 
 export interface FacilitatorEvents {
   /** Called for every failed check (metrics). */

@@ -7,7 +7,7 @@ type FacilitatorHandlers = Pick<Handlers, 'getSupported' | 'verifyPayment' | 'se
 type SupportedBody = Extract<Awaited<ReturnType<Handlers['getSupported']>>, { status: 200 }>['body'];
 
 /** The Facilitator tag (/v1): supported kinds, verify and settle; typed request -> one use case -> status + body. */
-export function facilitatorHandlers({ facilitator, receipts }: HandlerServices): FacilitatorHandlers {
+export function facilitatorHandlers({ facilitator, receipts, networks }: HandlerServices): FacilitatorHandlers {
   return {
     async getSupported() {
       return { status: 200, body: facilitator.supported() as SupportedBody };
@@ -15,8 +15,8 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
     async verifyPayment({ body, principal }) {
       const { paymentPayload, paymentRequirements } = body;
       const terms = {
-        paymentPayload: v1Payload(paymentPayload),
-        paymentRequirements: v1Requirements(paymentRequirements),
+        paymentPayload: v1Payload(networks, paymentPayload),
+        paymentRequirements: v1Requirements(networks, paymentRequirements),
       };
       return { status: 200, body: presentVerify(await facilitator.verify({ ...body, ...terms, principal })) };
     },
@@ -25,7 +25,7 @@ export function facilitatorHandlers({ facilitator, receipts }: HandlerServices):
      * with the attestation, which the paywall passes on to the payer; an anonymous caller gets none.
      */
     async settlePayment({ body, principal, clientAddress }) {
-      const paymentPayload = v1Payload(body.paymentPayload);
+      const paymentPayload = v1Payload(networks, body.paymentPayload);
       const outcome = await facilitator.settle({ ...body, paymentPayload, principal, clientAddress });
       if (outcome.status !== 'settled') return { status: 202, body: presentSettle(outcome) };
       const attestation = await receipts.forReader(principal, outcome.receipt);
