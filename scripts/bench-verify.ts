@@ -68,6 +68,7 @@ import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, typ
 import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
+import { stallProbe } from './bench/stall-probe';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
 const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
@@ -316,12 +317,15 @@ async function main() {
     isOk: simulationSucceeded,
   });
   progress(`measuring valid verifies at a fixed ${halfRate}/s`);
+  const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
+  await stalls.start();
   const half = await openLoop({
     rate: halfRate,
     maxRequests: halfCount,
     maxSeconds: SECONDS,
     send: verifyFrom(halfPool),
   });
+  const halfStalls = await stalls.stop();
   api.close();
   raw.close();
   const rss = serviceRss.stop();
@@ -433,6 +437,7 @@ async function main() {
   );
   report(`raw simulateTransaction at half rate (open loop at ${halfRate}/s)`, simHalf, `; ${simHalf.late} sends late`);
   report(`valid verify at half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late`);
+  console.log(`  the service during it (its /metrics): ${halfStalls}`);
   report(
     `stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`,
     base,

@@ -26,6 +26,8 @@ import type { LeasedChannel } from './channel-accounts';
 import '../domain/facilitator/cap71-xdr';
 import { networkKnownDown } from './rpc-health';
 import { sorobanRpc, type SorobanRpc } from './soroban-rpc';
+import { simulationEnvelopeXdr } from './simulation-envelope';
+import { simulationForRules } from './simulation-answer';
 
 export interface SorobanLedgerOptions {
   /**
@@ -58,6 +60,8 @@ export interface SorobanLedgerOptions {
 }
 
 const DEFAULT_RPC_TIMEOUT_MS = 8000;
+/** The network-health worker's probe interval: an answer this recent outweighs a probe that timed out. */
+const RECENT_ANSWER_MS = 10_000;
 
 /**
  * The ledger port over Soroban RPC (the one JSON-RPC client, soroban-rpc.ts): the same code talks to the local
@@ -85,10 +89,25 @@ export class SorobanLedger implements LedgerPort {
   /** Runs one RPC call with metrics; transport failures become SERVICE_UNAVAILABLE. */
   private async call<T>(network: string, method: string, fn: (s: SorobanRpc) => Promise<T>): Promise<T> {
     // Fail fast while the network-health worker knows this network's RPC is down (see ledger/rpc-health.ts).
-    if (networkKnownDown(this.networks, network))
+    if (this.knownDown(network))
       throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is down; retry later`);
     const server = this.server(network);
     return this.measured(network, method, () => fn(server));
+  }
+
+  /** When this process last had an answer from each network's RPC; a transport failure forgets it. */
+  private readonly answeredAt = new Map<string, number>();
+
+  /**
+   * Down as the network-health records say AND silent towards this process for a probe interval. A saturated RPC
+   * whose health probe timed out (3 s) while it still answers this process's calls is not taken for a dead one: at
+   * load 20 on two cores every verify was refused 503 until the next probe (scripts/bench/PROFILE.md, "Verify
+   * (session 5)"). A dead RPC fails the next call, which forgets the answer, and every call after it fails fast.
+   */
+  private knownDown(network: string): boolean {
+    if (!networkKnownDown(this.networks, network)) return false;
+    const at = this.answeredAt.get(network);
+    return at === undefined || Date.now() - at > RECENT_ANSWER_MS;
   }
 
   /** Counts and times one RPC call (the client bounds it by rpcTimeoutMs); marks the RPC up or down; transport failures
@@ -99,11 +118,13 @@ export class SorobanLedger implements LedgerPort {
     try {
       const out = await work();
       this.metrics.rpcUp.set({ network }, 1);
+      this.answeredAt.set(network, Date.now());
       return out;
     } catch (err) {
       this.metrics.rpcErrors.inc({ network, method });
       if (err instanceof DomainError) throw err;
       this.metrics.rpcUp.set({ network }, 0);
+      this.answeredAt.delete(network);
       throw new DomainError('SERVICE_UNAVAILABLE', `The ledger RPC of ${network} is unavailable`);
     } finally {
       end();
@@ -126,14 +147,12 @@ export class SorobanLedger implements LedgerPort {
     auth: xdr.SorobanAuthorizationEntry[],
     source: string,
   ): Promise<SimulationOutcome> {
-    const draft = new TransactionBuilder(new Account(source, '0'), {
-      fee: BASE_FEE,
-      networkPassphrase: this.passphrase(network),
-    })
-      .addOperation(Operation.invokeHostFunction({ func: hostFunction, auth }))
-      .setTimeout(this.opts.txTimeoutSeconds)
-      .build();
-    return simulationOutcome(await this.call(network, 'simulateTransaction', (s) => s.simulate(draft, 'enforce')));
+    this.passphrase(network); // an unknown network is UNSUPPORTED_NETWORK, as before any RPC question
+    // The envelope built straight in XDR, the answer decoded only as far as the rules read it (issue #31).
+    const envelope = simulationEnvelopeXdr(source, hostFunction, auth, this.opts.txTimeoutSeconds);
+    return simulationForRules(
+      await this.call(network, 'simulateTransaction', (s) => s.simulateRaw(envelope, 'enforce')),
+    );
   }
 
   /**

@@ -77,6 +77,14 @@ export class SorobanRpc {
     );
   }
 
+  /** simulateTransaction of a base64 envelope, the answer as the RPC sent it (verify decodes only what it reads). */
+  simulateRaw(
+    envelopeXdr: string,
+    authMode: 'enforce' | 'record' | 'record_allow_nonroot' = 'enforce',
+  ): Promise<rpc.Api.RawSimulateTransactionResponse> {
+    return this.call('simulateTransaction', { transaction: envelopeXdr, authMode });
+  }
+
   /** sendTransaction (sent once, never again by the client); the ledger's error result decoded when there is one. */
   async send(
     tx: Transaction | FeeBumpTransaction,

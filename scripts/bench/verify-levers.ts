@@ -1,0 +1,119 @@
+/**
+ * bench:verify-levers — the CPU of each step issue #31 changed on verify's path, the old way and the new way, in ONE
+ * process on the same inputs (a real signed transfer and a real simulation answer of the local network, in process):
+ *   1. the simulated transaction: `TransactionBuilder` from `new Account(source, '0')` + toXDR, against the envelope
+ *      built straight in XDR (server/src/ledger/simulation-envelope.ts);
+ *   2. the answer: `rpc.parseRawSimulation` (+ the outcome the rules read), against the rules-only read
+ *      (server/src/ledger/simulation-answer.ts);
+ *   3. a refusal's error at a request-deep stack: an Error capturing its stack, against DomainError (no stack).
+ * CPU time (process.cpuUsage) per operation, the best of BENCH_LEVER_ROUNDS (7) alternating rounds of
+ * BENCH_LEVER_OPS (2000) operations, so that a busy machine disturbs the ratio little. Last line: the ratios.
+ * Local simulation (the local network, in process; nothing leaves the machine).
+ */
+import { Account, BASE_FEE, Keypair, Operation, TransactionBuilder, rpc, xdr } from '@stellar/stellar-sdk';
+import { startLocalNetwork } from '@paid-api-marketplace/local-network';
+import { buildTransfer, fundedAccount, rpcClient } from '../../local-network/test/helpers';
+import { simulationEnvelopeXdr } from '../../server/src/ledger/simulation-envelope';
+import { simulationForRules } from '../../server/src/ledger/simulation-answer';
+import { DomainError } from '../../server/src/domain/errors';
+import { envNumber } from './load';
+
+const ROUNDS = envNumber('BENCH_LEVER_ROUNDS', 7);
+const OPS = envNumber('BENCH_LEVER_OPS', 2000);
+
+function cpuUsPerOp(fn: () => unknown): number {
+  const start = process.cpuUsage();
+  for (let i = 0; i < OPS; i++) fn();
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / OPS;
+}
+
+/** Best CPU µs per operation of each variant, rounds alternating between them. */
+function compare(variants: Record<string, () => unknown>): Record<string, number> {
+  const best: Record<string, number> = {};
+  for (const name of Object.keys(variants)) variants[name](); // warm
+  for (let r = 0; r < ROUNDS; r++)
+    for (const [name, fn] of Object.entries(variants)) best[name] = Math.min(best[name] ?? Infinity, cpuUsPerOp(fn));
+  return best;
+}
+
+/** `fn` called `depth` frames deep: a refusal is thrown from deep inside express, the router and the domain. */
+function atDepth<T>(depth: number, fn: () => T): T {
+  return depth === 0 ? fn() : atDepth(depth - 1, fn);
+}
+
+async function main(): Promise<void> {
+  console.log(`bench:verify-levers — local simulation, in process; ${ROUNDS} rounds × ${OPS} operations per variant`);
+  const network = await startLocalNetwork({ port: 0, ledgerCloseMs: 0 });
+  try {
+    const [payer, payTo, source] = await Promise.all([
+      fundedAccount(network, '5'),
+      fundedAccount(network),
+      fundedAccount(network, '0'),
+    ]);
+    const tx = await buildTransfer({
+      network,
+      server: rpcClient(network),
+      submitter: source,
+      from: payer.publicKey(),
+      to: payTo.publicKey(),
+      amount: 100_000n,
+      authSigner: payer,
+    });
+    const op = tx.operations[0] as Operation.InvokeHostFunction;
+    const func = op.func;
+    const auth = op.auth ?? [];
+    const from = Keypair.random().publicKey(); // a source whose strkey the builder decodes afresh each time
+    const oldEnvelope = () =>
+      new TransactionBuilder(new Account(from, '0'), { fee: BASE_FEE, networkPassphrase: network.networkPassphrase })
+        .addOperation(Operation.invokeHostFunction({ func, auth }))
+        .setTimeout(30)
+        .build()
+        .toXDR();
+    const newEnvelope = () => simulationEnvelopeXdr(from, func, auth, 30);
+    const envelope = compare({ old: oldEnvelope, new: newEnvelope });
+
+    const res = await fetch(network.rpcUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'simulateTransaction',
+        params: { transaction: newEnvelope(), authMode: 'enforce' },
+      }),
+    });
+    const raw = ((await res.json()) as { result: rpc.Api.RawSimulateTransactionResponse }).result;
+    if (raw.error) throw new Error(`the simulation failed: ${raw.error}`);
+    const oldAnswer = () => {
+      const sim = rpc.parseRawSimulation(raw);
+      const events = (sim as { events?: xdr.DiagnosticEvent[] }).events ?? [];
+      return { latestLedger: sim.latestLedger, events, fee: 'minResourceFee' in sim ? sim.minResourceFee : '0' };
+    };
+    const answer = compare({ old: oldAnswer, new: () => simulationForRules(raw) });
+
+    const refusal = compare({
+      old: () => atDepth(40, () => new Error('The authorization signature does not verify')),
+      new: () => atDepth(40, () => new DomainError('INVALID_SIGNATURE', 'The authorization signature does not verify')),
+    });
+
+    const line = (name: string, r: Record<string, number>) =>
+      `${name}: old ${r.old.toFixed(1)} µs, new ${r.new.toFixed(1)} µs CPU per operation ` +
+      `(${(r.old - r.new).toFixed(1)} µs saved)`;
+    console.log(line('1. simulated envelope', envelope));
+    console.log(line('2. simulation answer read', answer) + `; ${(raw.events ?? []).length} events in the answer`);
+    console.log(line('3. refusal error, 40 frames deep', refusal));
+    console.log(
+      `=== new ÷ old CPU: envelope ${(envelope.new / envelope.old).toFixed(2)}, answer ` +
+        `${(answer.new / answer.old).toFixed(2)}, refusal error ${(refusal.new / refusal.old).toFixed(2)}; saved per ` +
+        `valid verify ${(envelope.old - envelope.new + answer.old - answer.new).toFixed(0)} µs ===`,
+    );
+  } finally {
+    await network.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
