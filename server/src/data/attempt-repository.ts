@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { ATTEMPT_COLUMNS, toAttempt } from './payment-rows';
+import { amountColumn } from './amount-column';
 import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types';
 
 /**
@@ -23,7 +24,7 @@ const insertValues = (a: NewAttempt) => [
   a.nonce,
   a.assetCode,
   a.assetIssuer,
-  a.amount,
+  amountColumn(a.amount),
   a.payTo,
   a.status,
   a.failureCode,

@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
+import { amountColumn } from './amount-column';
 import type { FeeScope, SettlementRepository } from '../domain/facilitator/types';
 
 /**
@@ -237,7 +238,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           s.id,
           s.transactionHash,
           s.network,
-          s.amount,
+          amountColumn(s.amount),
           s.assetCode,
           s.assetIssuer,
           s.channelAccount,
@@ -254,7 +255,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           r.transactionHash,
           r.ledger,
           r.network,
-          r.amount,
+          amountColumn(r.amount),
           r.assetCode,
           r.assetIssuer,
           r.status,
