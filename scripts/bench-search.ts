@@ -308,11 +308,17 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
         candidates: SEARCH_CANDIDATES,
       });
       if (!plan) continue;
-      const st = searchStatement(plan, parsed.words.join(' '), {}, null, 20, 600);
-      await explain(st.text, st.values);
-      console.log(`  "${q}" search statement (${plan.reads.length} term reads): ${await explain(st.text, st.values)}`);
-      const plain = plainQuery({ q, limit: 20 });
-      console.log(`  "${q}" plain full-text: ${await explain(plain.text, plain.values)}`);
+      // Unfiltered and with a price filter (the postings carry it since migration 0132: no document read).
+      for (const maxPrice of [undefined, '0.25']) {
+        const st = searchStatement(plan, parsed.words.join(' '), maxPrice ? { maxPrice } : {}, null, 20, 600);
+        await explain(st.text, st.values);
+        const label = `"${q}"${maxPrice ? ` maxPrice=${maxPrice}` : ''}`;
+        console.log(
+          `  ${label} search statement (${plan.reads.length} term reads): ${await explain(st.text, st.values)}`,
+        );
+        const plain = plainQuery({ q, limit: 20, maxPrice });
+        console.log(`  ${label} plain full-text: ${await explain(plain.text, plain.values)}`);
+      }
     }
   } finally {
     await seq.close();

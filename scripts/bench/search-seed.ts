@@ -99,6 +99,10 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
     [wallets],
   );
   progress(`seeded ${SELLERS} sellers`);
+  const [{ filterColumns }] = await db.query<{ filterColumns: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'search_postings'
+                      AND column_name = 'amount') AS "filterColumns"`,
+  );
   const rebuild = await dropSecondaryIndexes(db, [
     'resources',
     'resource_versions',
@@ -212,8 +216,9 @@ export async function seedSearch(db: SeedDatabase, issuer: string, resources: nu
               CAST(0 AS float8) AS paid_payers, now() AS signals_refreshed_at
          FROM seed s JOIN resources r ON r.id = s.id) d`,
     );
-    // The impact-ordered postings, ranked from the stored base_score as the indexing worker writes them.
-    await timed('postings', postingsSql('d.resource_id IN (SELECT id FROM seed)'));
+    // The impact-ordered postings, ranked from the stored base_score as the indexing worker writes them (with the
+    // filter columns when the schema has them: BENCH_SERVICE_TREE may be a tree before migration 0132).
+    await timed('postings', postingsSql('d.resource_id IN (SELECT id FROM seed)', filterColumns));
     await db.query('COMMIT');
     const rate = end / ((performance.now() - t0) / 1000);
     progress(

@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
-import { pgQuery, pgTransaction } from './pg-query';
+import { pgQuery } from './pg-query';
 import { ATTEMPT_COLUMNS, toAttempt } from './payment-rows';
+import { amountColumn } from './amount-column';
 import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types';
 
 /**
@@ -23,7 +24,7 @@ const insertValues = (a: NewAttempt) => [
   a.nonce,
   a.assetCode,
   a.assetIssuer,
-  a.amount,
+  amountColumn(a.amount),
   a.payTo,
   a.status,
   a.failureCode,
@@ -117,36 +118,41 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
       // verified -> settlement_pending, only while the payer's turn is this settle's: no other transfer of the payer
       // and asset in flight (the unique index, migration 0043) and none finished since `payerTurnSince` (the moment
       // before this settle's simulation: a transfer finished after it may have spent what the simulation counted).
-      // Two statements: the first locks the payer's transfers in flight, so it waits for a final answer being
-      // written right now; the second (a new snapshot under READ COMMITTED) then sees that answer.
+      // One statement (issue #31: as a transaction of four round trips it sat idle in transaction on every settle's
+      // path while the service's event loop was busy): it locks this attempt, then the payer's other transfers in
+      // flight or finished since `payerTurnSince`; a final answer being written to one right now is waited for and
+      // FOR UPDATE then reads that row's new version (its status and updated_at), as the second statement of the
+      // transaction did with its new snapshot.
       try {
-        return await pgTransaction(db, async (query) => {
-          const inFlight = await query(
-            `SELECT o.id FROM payment_attempts o JOIN payment_attempts p ON p.id = $1
-              WHERE o.network = p.network AND o.payer = p.payer AND o.asset_code = p.asset_code AND
-                o.asset_issuer = p.asset_issuer
-                AND o.id <> p.id AND o.status = 'settlement_pending'
-              FOR UPDATE OF o`,
-            [id],
-          );
-          if (inFlight.length > 0) return 'payer_busy' as const;
-          const claimed = await query(
-            `UPDATE payment_attempts p SET status = 'settlement_pending',
+        const { rows } = await pgQuery<{ claimed: boolean; busy: boolean; status: string | null }>(
+          db,
+          `WITH me AS MATERIALIZED (
+             SELECT id, status, network, payer, asset_code, asset_issuer FROM payment_attempts WHERE id = $1
+             FOR UPDATE
+           ), other AS MATERIALIZED (
+             SELECT o.status FROM payment_attempts o JOIN me p ON o.network = p.network AND o.payer = p.payer
+                AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer AND o.id <> p.id
+              WHERE o.status = 'settlement_pending'
+                 OR (o.status IN ('settled', 'settlement_failed') AND o.updated_at >= $5::timestamptz)
+              FOR UPDATE OF o
+           ), claimed AS (
+             UPDATE payment_attempts p SET status = 'settlement_pending',
                resource_id = COALESCE(resource_id, $2), seller_id = COALESCE(seller_id, $3),
                  version_id = COALESCE(version_id, $4)
-             WHERE id = $1 AND status = 'verified'
-               AND NOT EXISTS (SELECT 1 FROM payment_attempts o
-                                WHERE o.network = p.network AND o.payer = p.payer
-                                  AND o.asset_code = p.asset_code AND o.asset_issuer = p.asset_issuer
-                                  AND o.id <> p.id AND o.status IN ('settled',
-                                    'settlement_failed') AND o.updated_at >= $5::timestamptz)
-             RETURNING id`,
-            [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
-          );
-          if (claimed.length === 1) return 'claimed' as const;
-          const [row] = await query<{ status: string }>(`SELECT status FROM payment_attempts WHERE id = $1`, [id]);
-          return row?.status === 'verified' ? ('payer_busy' as const) : ('lost' as const);
-        });
+              WHERE id = $1 AND status = 'verified' AND (SELECT status FROM me) = 'verified'
+                AND NOT EXISTS (SELECT 1 FROM other)
+             RETURNING id
+           )
+           SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+             EXISTS (SELECT 1 FROM other WHERE status = 'settlement_pending') AS busy,
+             (SELECT status FROM me) AS status`,
+          [id, resource?.id ?? null, resource?.sellerId ?? sellerId, resource?.versionId ?? null, payerTurnSince],
+          'attempt_claim_for_settlement',
+        );
+        const out = rows[0];
+        if (out.claimed) return 'claimed';
+        if (out.busy) return 'payer_busy';
+        return out.status === 'verified' ? 'payer_busy' : 'lost';
       } catch (err) {
         // payment_attempts_one_in_flight_per_payer (migration 0043): the payer's other transfer was claimed meanwhile.
         if ((err as { code?: string }).code === '23505') return 'payer_busy';

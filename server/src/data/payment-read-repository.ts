@@ -1,7 +1,7 @@
 import { Op, type WhereOptions } from 'sequelize';
 import { PaymentAttemptModel } from './models';
 import type { PaymentAttempt, PaymentReadRepository } from '../domain/payments/types';
-import { normalizeAmount } from '../domain/amount';
+import { stroopsColumn } from './amount-column';
 import { toPage } from '../domain/pagination';
 
 export function toPaymentAttempt(row: Record<string, unknown>): PaymentAttempt {
@@ -15,7 +15,7 @@ export function toPaymentAttempt(row: Record<string, unknown>): PaymentAttempt {
     payer: row.payer as string,
     assetCode: row.assetCode as string,
     assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
+    amount: stroopsColumn(row.amount),
     payTo: row.payTo as string,
     status: row.status as PaymentAttempt['status'],
     failureCode: (row.failureCode as string | null) ?? null,

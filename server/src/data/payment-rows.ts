@@ -1,5 +1,5 @@
 import { toPaymentAttempt } from './payment-read-repository';
-import { normalizeAmount } from '../domain/amount';
+import { stroopsColumn } from './amount-column';
 import type { AttemptRecord, EvidenceLabel, ReceiptRecord, SettlementRecord } from '../domain/facilitator/types';
 
 /**
@@ -43,7 +43,7 @@ function toLedgerFields(row: Record<string, unknown>) {
     transactionHash: row.transactionHash as string,
     ledger: (row.ledger as number | null) ?? null,
     network: row.network as string,
-    amount: normalizeAmount(String(row.amount)),
+    amount: stroopsColumn(row.amount),
     assetCode: row.assetCode as string,
     assetIssuer: row.assetIssuer as string,
     evidence: row.evidence as EvidenceLabel,

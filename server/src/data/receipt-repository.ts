@@ -1,5 +1,6 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
+import { amountColumn } from './amount-column';
 import {
   ATTEMPT_COLUMNS,
   RECEIPT_COLUMNS,
@@ -89,7 +90,7 @@ export function createReceiptRepository(db: Sequelize): ReceiptRepository {
           s.transactionHash,
           s.ledger,
           s.network,
-          s.amount,
+          amountColumn(s.amount),
           s.assetCode,
           s.assetIssuer,
           s.evidence,

@@ -6,6 +6,7 @@ import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facili
 import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
 import { pgQuery } from './pg-query';
 import { describedFields, listingFields, paymentTermFields } from './listing-rows';
+import { stroopsColumn } from './amount-column';
 
 type Row = Record<string, unknown>;
 
@@ -205,6 +206,7 @@ function toTerms(r: Row): ResourceTermsRef {
     sellerId: r.sellerId as string,
     versionId: r.versionId as string,
     ...paymentTermFields(r),
+    amount: stroopsColumn(r.amount),
   };
 }
 

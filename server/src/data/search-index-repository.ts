@@ -225,13 +225,18 @@ export function scoresSql(where: string): string {
 
 /**
  * The postings of the discoverable documents `where` selects (over `d`; their old postings deleted first): one row per
- * lexeme of at most 40 characters, with the fields carrying it and its rank from the document's base_score.
+ * lexeme of at most 40 characters, with the fields carrying it, its rank from the document's base_score and the
+ * document's filter columns (type, network, asset, amount: migration 0132, so filtered searches read postings only).
  */
-export function postingsSql(where: string): string {
+export function postingsSql(where: string, filterColumns = true): string {
   const bit = (label: string, v: number) => `(CASE WHEN '${label}' = ANY (t.weights) THEN ${v} ELSE 0 END)`;
   const fields = `GREATEST(1, ${bit('A', 8)} | ${bit('B', 4)} | ${bit('C', 2)} | ${bit('D', 1)})`;
-  return `INSERT INTO search_postings (resource_id, term, fields, rank)
-    SELECT d.resource_id, t.lexeme, f.fields, ${postingRankExpr('f.fields', 'COALESCE(d.base_score, 0)')}
+  // filterColumns false: a schema before migration 0132 (only bench:search seeding an older tree's database).
+  const [columns, values] = filterColumns
+    ? [', type, network, asset_code, amount', ', d.type, d.network, d.asset_code, d.amount']
+    : ['', ''];
+  return `INSERT INTO search_postings (resource_id, term, fields, rank${columns})
+    SELECT d.resource_id, t.lexeme, f.fields, ${postingRankExpr('f.fields', 'COALESCE(d.base_score, 0)')}${values}
       FROM search_documents d, unnest(d.document) AS t, LATERAL (SELECT ${fields} AS fields) f
      WHERE d.discoverable AND length(t.lexeme) <= 40 AND ${where}`;
 }

@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { toListingItem } from './listing-rows';
+import { toTrust, TRUST_COLUMNS } from './trust-repository';
 import type {
   DiscoveryFilters,
   DiscoverySearchRepository,
@@ -36,6 +37,7 @@ const toRanked = (row: Row): RankedItem => ({
   ...toListingItem(row),
   score: String(row.scoreText),
   signalsFresh: Boolean(row.signalsFresh),
+  trust: toTrust(row),
 });
 
 /**
@@ -43,17 +45,27 @@ const toRanked = (row: Row): RankedItem => ({
  * as NUMERIC. The index holds only active resources (the indexing worker removes a deleted or disabled resource's
  * document), so no probe into `resources` per row. A document whose host another seller has since proven
  * (`host_claimed`, refreshed with the signals; migration 0050) is never served, even before its next indexing
- * rejects it. `user` says whether any filter of the request applies (beyond those two).
+ * rejects it. `user` says whether any filter of the request applies (beyond those two). `postings`: the same filters
+ * over search_postings aliased `p` (same parameters) when the postings carry every one of them (network, asset, type,
+ * price: migration 0132), else null (a filter only the document has).
  */
-function filterSql(filters: DiscoveryFilters, values: unknown[]): { where: string; user: boolean } {
+function filterSql(
+  filters: DiscoveryFilters,
+  values: unknown[],
+): { where: string; user: boolean; postings: string[] | null } {
   const where = ['d.discoverable', 'NOT d.host_claimed'];
+  const postings: string[] = [];
   const add = (sql: (n: number) => string, v: unknown) => (values.push(v), where.push(sql(values.length)));
-  if (filters.network) add((n) => `d.network = $${n}`, filters.network);
-  if (filters.asset) add((n) => `d.asset_code = $${n}`, filters.asset);
-  if (filters.type) add((n) => `d.type = $${n}`, filters.type);
+  const carried = (sql: (a: string, n: number) => string, v: unknown) => {
+    add((n) => sql('d', n), v);
+    postings.push(sql('p', values.length));
+  };
+  if (filters.network) carried((a, n) => `${a}.network = $${n}`, filters.network);
+  if (filters.asset) carried((a, n) => `${a}.asset_code = $${n}`, filters.asset);
+  if (filters.type) carried((a, n) => `${a}.type = $${n}`, filters.type);
   if (filters.sellerId) add((n) => `d.seller_id = $${n}`, filters.sellerId);
-  if (filters.minPrice) add((n) => `d.amount >= CAST($${n} AS numeric)`, filters.minPrice);
-  if (filters.maxPrice) add((n) => `d.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
+  if (filters.minPrice) carried((a, n) => `${a}.amount >= CAST($${n} AS numeric)`, filters.minPrice);
+  if (filters.maxPrice) carried((a, n) => `${a}.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
   if (filters.extension) add((n) => `$${n} = ANY (d.extension_names)`, filters.extension);
   const base = where.length;
   // Issue #33: a listing dead longer than the configured time is dropped from every result; the trust filters.
@@ -61,7 +73,13 @@ function filterSql(filters: DiscoveryFilters, values: unknown[]): { where: strin
   if (filters.liveOnly) where.push('d.live IS TRUE');
   if (filters.verifiedOnly) where.push('d.owner_verified IS TRUE AND d.host_verified');
   if (filters.minUptime !== undefined) add((n) => `d.uptime >= CAST($${n} AS float8)`, filters.minUptime);
-  return { where: where.join(' AND '), user: base > 2 || where.length > base + 1 };
+  // Every filter of the request beyond the three that always apply is carried by the postings, or the read joins.
+  const onlyCarried = where.length - 3 === postings.length;
+  return {
+    where: where.join(' AND '),
+    user: base > 2 || where.length > base + 1,
+    postings: onlyCarried ? postings : null,
+  };
 }
 
 /** The most postings read for one term of a rare concept (the vocabulary's counts may lag the index). */
@@ -77,32 +95,39 @@ export const EXACT_SCORED = 100;
  *
  * 1. r: for each term of the plan, its best `limit` postings by rank (a range of search_postings_term_rank read
  *    index-only, no sort), with the filters and the required phrases checked on the way when there are any (so the
- *    bound counts only the documents that pass them). The union of these documents is the candidate set.
+ *    bound counts only the documents that pass them): index-only too when the postings carry every filter of the
+ *    request (network, asset, type, price: migration 0132), else each posting's document is fetched. A term read for
+ *    several concepts with the same bound is read once. The union of these documents is the candidate set.
  * 2. approx: each candidate's score from those postings alone: per concept the best field weight among the postings
  *    read for it, text = their IDF-weighted share, plus base_score (the posting's rank less its text part). A lower
  *    bound of the exact score (a posting not read counts nothing; name similarity 0).
  * 3. exact: the EXACT_SCORED best candidates by that bound get the exact score: per concept the best field it matches
  *    in the document's tsvector (the query's concepts restricted to A, B, C, D), name similarity, base_score.
  * 4. One keyset page on (score, id) over every candidate (exact score where computed, else the bound: one
- *    deterministic order, so pages neither repeat nor skip), then the page's documents.
+ *    deterministic order, so pages neither repeat nor skip), then the page's documents with their trust blocks
+ *    (issue #33: TRUST_COLUMNS, the liveness row joined), so a search is one statement.
  */
-function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<string, number>): string {
-  const read = filtered
-    ? `SELECT p.resource_id, p.fields, p.rank FROM search_postings p JOIN search_documents d ON d.resource_id =
+function searchSql(where: string, postings: string[] | null, paged: boolean, p: Record<string, number>): string {
+  const order = 'ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k';
+  // postings null: a filter (or a required phrase) only the document has, checked on each posting's document.
+  const read =
+    postings === null
+      ? `SELECT p.resource_id, p.fields, p.rank FROM search_postings p JOIN search_documents d ON d.resource_id =
       p.resource_id
-        WHERE p.term = t.term AND ${where} ORDER BY p.rank DESC, p.resource_id DESC LIMIT t.k`
-    : `SELECT p.resource_id, p.fields, p.rank FROM search_postings p WHERE p.term = t.term ORDER BY p.rank DESC, ` +
-      `p.resource_id DESC LIMIT t.k`;
+        WHERE p.term = t.term AND ${where} ${order}`
+      : `SELECT p.resource_id, p.fields, p.rank FROM search_postings p WHERE ${['p.term = t.term', ...postings].join(
+          ' AND ',
+        )} ${order}`;
   const fw =
     `(CASE WHEN r.fields & 8 <> 0 THEN k.fw[1] WHEN r.fields & 4 <> 0 THEN k.fw[2] WHEN r.fields & 2 <> 0 THEN ` +
     `k.fw[3] ELSE k.fw[4] END)`;
   const wText = `CAST($${p.wText} AS float8)`;
   return `WITH k AS (SELECT CAST($${p.fw} AS float8[]) AS fw, CAST($${p.idf} AS float8[]) AS idf),
      r AS MATERIALIZED (
-       SELECT t.ci, x.resource_id, x.fields, x.rank
-         FROM unnest(CAST($${p.terms} AS text[]), CAST($${p.limits} AS int[]), CAST($${p.cis} AS int[]))
-           AS t(term, k, ci)
-        CROSS JOIN LATERAL (${read}) x),
+       SELECT c.ci, x.resource_id, x.fields, x.rank
+         FROM unnest(CAST($${p.terms} AS text[]), CAST($${p.limits} AS int[]), CAST($${p.cis} AS text[]))
+           AS t(term, k, cis)
+        CROSS JOIN LATERAL (${read}) x CROSS JOIN LATERAL unnest(CAST(t.cis AS int[])) AS c(ci)),
      per AS (
        SELECT r.resource_id, r.ci, max(${fw}) AS w, max(r.rank - ${wText} * ${fw}) AS base FROM r, k GROUP
          BY r.resource_id, r.ci),
@@ -136,9 +161,10 @@ function searchSql(where: string, filtered: boolean, paged: boolean, p: Record<s
        SELECT ${ITEM_COLUMNS}, page.score::text AS "scoreText", page.score AS "orderScore",
               d.signals_refreshed_at IS NOT NULL
                 AND GREATEST(d.signals_refreshed_at, (SELECT synced_at FROM search_signal_sync WHERE
-                  id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh"
+                  id = 1)) > now() - make_interval(secs => $${p.maxAge}) AS "signalsFresh", ${TRUST_COLUMNS}
          FROM page JOIN search_documents d ON d.resource_id = page.id
-        WHERE ${filtered ? 'true' : where})
+         LEFT JOIN resource_liveness l ON l.resource_id = d.resource_id
+        WHERE ${postings === null ? 'true' : where})
      -- one row at least: the index lag and the vocabulary's generation come with the page (no statement of their own)
      SELECT i.*, st.unindexed_since IS NOT NULL AS "lagPending",
             EXTRACT(EPOCH FROM now() - st.unindexed_since)::float8 AS "lagSeconds",
@@ -165,10 +191,17 @@ export function searchStatement(
   if (plan.required !== null) where += ` AND d.document @@ CAST($${at(plan.required)} AS tsquery)`;
   const F = FIELD_WEIGHTS;
   const c = plan.concepts;
+  // A term read for several concepts with the same bound is read once, its postings counted for each of them.
+  const reads = new Map<string, { term: string; limit: number; concepts: number[] }>();
+  for (const r of plan.reads) {
+    const key = `${r.limit}:${r.term}`;
+    const read = reads.get(key) ?? reads.set(key, { term: r.term, limit: r.limit, concepts: [] }).get(key)!;
+    read.concepts.push(r.concept);
+  }
   const p: Record<string, number> = {
-    terms: at(plan.reads.map((r) => r.term)),
-    limits: at(plan.reads.map((r) => r.limit)),
-    cis: at(plan.reads.map((r) => r.concept)),
+    terms: at([...reads.values()].map((r) => r.term)),
+    limits: at([...reads.values()].map((r) => r.limit)),
+    cis: at([...reads.values()].map((r) => `{${r.concepts.join(',')}}`)),
     cq: at(c.q),
     ca: at(c.a),
     cb: at(c.b),
@@ -187,7 +220,9 @@ export function searchStatement(
     p.afterScore = at(after.score);
     p.afterId = at(after.id);
   }
-  return { text: searchSql(where, filter.user || plan.required !== null, after !== null, p), values };
+  // Index-only reads unless a filter or a required phrase needs the document (unfiltered: no filter on the read).
+  const postings = plan.required !== null ? null : filter.user ? filter.postings : [];
+  return { text: searchSql(where, postings, after !== null, p), values };
 }
 
 /**

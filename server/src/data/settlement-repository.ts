@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { SETTLEMENT_COLUMNS, toSettlement } from './payment-rows';
+import { amountColumn } from './amount-column';
 import type { FeeScope, SettlementRepository } from '../domain/facilitator/types';
 
 /**
@@ -28,6 +29,133 @@ const FREE_PINNED_CHANNEL = `freed AS (
             WHERE transaction_hash = (SELECT transaction_hash FROM s)
            RETURNING address
          )`;
+
+/**
+ * The facilitator's daily fee cap is held in FEE_SHARDS rows per network and day (`global_fee_shards`, migration 0135),
+ * not one: every reservation, release and final answer locked the one row, and at 64 channels the settles queued on
+ * it (issue #31). A settlement's global figures live in its payer's shard (md5 of the payer: the same in every process
+ * and PostgreSQL version). Each shard holds a quota, a share of the cap; the quotas of a day never sum past the cap.
+ */
+const FEE_SHARDS = 16;
+const FEE_SHARD_OF = (payer: string) =>
+  `(('x' || substr(md5(${payer}), 1, 8))::bit(32)::bigint % ${FEE_SHARDS})::smallint`;
+
+/**
+ * The day's shard rows, once per network and day (ON CONFLICT DO NOTHING: concurrent first reservations agree). A
+ * day without any row yet splits the cap ($2) evenly over the shards' quotas; a day that already has rows (a process
+ * without a cap wrote one) gets the missing ones with quota 0, and its first reservation splits the headroom left.
+ */
+const ENSURE_FEE_SHARDS_SQL = `INSERT INTO global_fee_shards (network, day, shard, quota_stroops, cap_stroops)
+  SELECT $1::text, (now() AT TIME ZONE 'UTC')::date, g::smallint,
+    CASE WHEN f.fresh THEN $2::bigint / ${FEE_SHARDS} + CASE WHEN g < $2::bigint % ${FEE_SHARDS} THEN 1 ELSE 0 END
+      ELSE 0 END,
+    CASE WHEN f.fresh THEN $2::bigint END
+    FROM generate_series(0, ${FEE_SHARDS - 1}) g, (SELECT NOT EXISTS (SELECT 1 FROM global_fee_shards
+      WHERE network = $1::text AND day = (now() AT TIME ZONE 'UTC')::date) AS fresh) f
+  ON CONFLICT (network, day, shard) DO NOTHING`;
+
+/**
+ * The fee reservation, all or nothing in one statement (issue #31: as a transaction of six round trips it held the
+ * seller's row and the one global row across round trips, and every settle queued behind them). Rows are locked in
+ * one order (seller, payer, client, then global shards in shard order), each budget is checked against the locked
+ * figures, and the fee is committed against every row only when all admit it. A row created meanwhile by a concurrent
+ * first settle of the day can still refuse in its upsert: then the statement aborts itself (FEE_RACE, all rolled back)
+ * and runs again, now seeing that row.
+ *
+ * The global cap ($9; null: none), `verdict`:
+ * - $10 false (the common case): only the payer's shard is locked; 'ok' when the fee fits within its quota (split from
+ *   this same cap), 'missing' when the day has no such row yet (the caller creates the day's shards and runs again),
+ *   'slow' when the shard has no room or its quota was split from another cap (the caller runs again with $10 true);
+ * - $10 true: every shard of the day is locked (shard order), 'ok' when the exact total + fee stays within the cap,
+ *   'over' when it would not (the `global` budget is exhausted); an admitted fee is committed on the payer's shard and
+ *   the headroom left (cap - total - fee) is split again into every shard's quota: quotas sum to the cap, and a shard
+ *   admits alone only within its quota, so the total never passes the cap, however many settles reserve at once.
+ */
+const RESERVE_FEES_SQL = `WITH day AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
+  want(scope, party, budget, ord) AS (
+    SELECT * FROM (VALUES ('payer', $2::text, $7::bigint, 1), ('client', $3::text, $8::bigint, 2))
+      AS v(scope, party, budget, ord)
+     WHERE v.party IS NOT NULL
+  ), seller_row AS MATERIALIZED (
+    SELECT committed_stroops + spent_stroops AS used FROM seller_fee_days
+     WHERE seller_id = $1::text AND network = $4::text AND day = (SELECT d FROM day) FOR UPDATE
+  ), party_row AS MATERIALIZED (
+    SELECT f.scope, f.committed_stroops + f.spent_stroops AS used FROM party_fee_days f
+      JOIN want w ON w.scope = f.scope AND w.party = f.party
+     WHERE f.network = $4::text AND f.day = (SELECT d FROM day) AND (SELECT count(*) FROM seller_row) >= 0
+     ORDER BY w.ord FOR UPDATE OF f
+  ), shard_row AS MATERIALIZED (
+    SELECT g.shard, g.committed_stroops + g.spent_stroops AS used, g.quota_stroops AS quota, g.cap_stroops AS cap
+      FROM global_fee_shards g
+     WHERE g.network = $4::text AND g.day = (SELECT d FROM day)
+       AND (g.shard = ${FEE_SHARD_OF('$2::text')} OR $10::boolean) AND (SELECT count(*) FROM party_row) >= 0
+     ORDER BY g.shard FOR UPDATE
+  ), glob AS (
+    SELECT CASE
+      WHEN $9::bigint IS NULL THEN 'ok'
+      WHEN (SELECT count(*) FROM shard_row) < CASE WHEN $10::boolean THEN ${FEE_SHARDS} ELSE 1 END THEN 'missing'
+      WHEN $10::boolean THEN CASE WHEN (SELECT sum(used) FROM shard_row) + $5::bigint <= $9::bigint THEN 'ok'
+        ELSE 'over' END
+      WHEN (SELECT cap = $9::bigint AND used + $5::bigint <= quota FROM shard_row) THEN 'ok'
+      ELSE 'slow' END AS v
+  ), over AS (
+    SELECT scope FROM (
+      SELECT 'seller' AS scope, 0 AS ord, $6::bigint AS budget, COALESCE((SELECT used FROM seller_row), 0) AS used,
+             false AS refused
+      UNION ALL
+      SELECT w.scope, w.ord, w.budget, COALESCE(r.used, 0), false FROM want w LEFT JOIN party_row r USING (scope)
+      UNION ALL
+      SELECT 'global', 3, NULL, 0, (SELECT v FROM glob) = 'over'
+    ) c WHERE c.refused OR (c.budget IS NOT NULL AND c.used + $5::bigint > c.budget) ORDER BY c.ord LIMIT 1
+  ), go AS (
+    SELECT NOT EXISTS (SELECT 1 FROM over) AND (SELECT v FROM glob) = 'ok' AS ok
+  ), seller_up AS (
+    INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
+    SELECT $1::text, $4::text, (SELECT d FROM day), $5::bigint, 1 WHERE (SELECT ok FROM go)
+  ON CONFLICT (seller_id, network, day) DO UPDATE
+    SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements =
+      f.settlements + 1, updated_at = now()
+    WHERE $6::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= $6::bigint
+  RETURNING 1
+  ), party_up AS (
+    INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
+    SELECT w.scope, w.party, $4::text, (SELECT d FROM day), $5::bigint, 1 FROM want w
+     WHERE (SELECT ok FROM go) AND (SELECT count(*) FROM seller_up) >= 0 ORDER BY w.ord
+  ON CONFLICT (scope, party, network, day) DO UPDATE
+    SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops,
+      settlements = f.settlements + 1, updated_at = now()
+    WHERE f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= COALESCE(CASE f.scope
+      WHEN 'payer' THEN $7::bigint WHEN 'client' THEN $8::bigint END, 9223372036854775807)
+  RETURNING 1
+  ), target AS (
+    SELECT s.shard, CASE WHEN s.shard = ${FEE_SHARD_OF('$2::text')} THEN $5::bigint ELSE 0 END AS add, s.used AS used,
+           h.room / ${FEE_SHARDS} + CASE WHEN s.shard < h.room % ${FEE_SHARDS} THEN 1 ELSE 0 END AS share
+      FROM shard_row s, (SELECT $9::bigint - sum(used)::bigint - $5::bigint AS room FROM shard_row) h WHERE $10::boolean
+    UNION ALL
+    SELECT ${FEE_SHARD_OF('$2::text')}, $5::bigint, NULL, NULL WHERE NOT $10::boolean
+  ), shard_up AS (
+    INSERT INTO global_fee_shards AS g (network, day, shard, committed_stroops, settlements, quota_stroops, cap_stroops)
+    SELECT $4::text, (SELECT d FROM day), t.shard, t.add, (t.shard = ${FEE_SHARD_OF('$2::text')})::int,
+           t.used + t.add + t.share,
+           CASE WHEN $10::boolean THEN $9::bigint END
+      FROM target t WHERE (SELECT ok FROM go) AND (SELECT count(*) FROM party_up) >= 0
+  ON CONFLICT (network, day, shard) DO UPDATE
+    SET committed_stroops = g.committed_stroops + EXCLUDED.committed_stroops,
+      settlements = g.settlements + EXCLUDED.settlements,
+      quota_stroops = CASE WHEN $10::boolean THEN EXCLUDED.quota_stroops ELSE g.quota_stroops END,
+      cap_stroops = CASE WHEN $10::boolean THEN EXCLUDED.cap_stroops ELSE g.cap_stroops END, updated_at = now()
+    WHERE $9::bigint IS NULL OR $10::boolean OR (g.cap_stroops = $9::bigint
+      AND g.committed_stroops + g.spent_stroops + EXCLUDED.committed_stroops <= g.quota_stroops)
+  RETURNING g.shard, g.committed_stroops + g.spent_stroops AS used
+  )
+  SELECT (SELECT scope FROM over) AS exhausted, (SELECT v FROM glob) AS verdict,
+    ((SELECT u.used FROM shard_up u WHERE u.shard = ${FEE_SHARD_OF('$2::text')}) + (SELECT COALESCE(sum(
+      o.committed_stroops + o.spent_stroops), 0)::bigint FROM global_fee_shards o WHERE o.network = $4::text
+      AND o.day = (SELECT d FROM day) AND o.shard <> ${FEE_SHARD_OF('$2::text')}))::text AS "globalUsed",
+    CASE WHEN NOT (SELECT ok FROM go) THEN NULL
+      ELSE 'FEE_RACE' || (1 / CASE WHEN (SELECT count(*) FROM seller_up) + (SELECT count(*) FROM party_up) =
+        (SELECT count(*) FROM want) + 1 AND EXISTS (SELECT 1 FROM shard_up u
+          WHERE u.shard = ${FEE_SHARD_OF('$2::text')} AND u.used IS NOT NULL) THEN 1 ELSE 0 END)::text END AS race`;
 
 /**
  * Settlements, with the sellers' fee accounting they commit and settle. Query style: parameterised SQL through
@@ -110,7 +238,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           s.id,
           s.transactionHash,
           s.network,
-          s.amount,
+          amountColumn(s.amount),
           s.assetCode,
           s.assetIssuer,
           s.channelAccount,
@@ -127,7 +255,7 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
           r.transactionHash,
           r.ledger,
           r.network,
-          r.amount,
+          amountColumn(r.amount),
           r.assetCode,
           r.assetIssuer,
           r.status,
@@ -230,85 +358,48 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async reserveFees(parties, network, fee, budgets) {
-      // All or nothing, in ONE statement (issue #31: as a transaction of six round trips it held the seller's row, and
-      // the facilitator's one global row, across round trips; every settle queued behind them, which capped the
-      // settlements per ledger of a busy pool). Rows are locked in one order (seller, then payer, client, global),
-      // each budget is checked against the locked figures, and the fee is committed against every row only when all
-      // admit it. A row created meanwhile by a concurrent first settle of the day can still refuse in its upsert:
-      // then the statement aborts itself (FEE_RACE, all rolled back) and runs again, now seeing that row.
+      // All or nothing, in ONE statement (RESERVE_FEES_SQL), run once in the common case: the payer's global shard
+      // had room. A shard row missing (the first reservation of the day) is created with its quota first; a shard
+      // without room for the fee runs the statement again over every shard (exact against the cap).
       const budget = (scope: FeeScope) => (budgets[scope] === null ? null : budgets[scope]!.toString());
-      const { rows } = await withDeadlockRetry(() =>
-        pgQuery<{ exhausted: FeeScope | null; globalUsed: string | null }>(
-          db,
-          `WITH day AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
-           want(scope, party, budget, ord) AS (
-             SELECT * FROM (VALUES ('payer', $2::text, $7::bigint, 1), ('client', $3::text, $8::bigint, 2),
-               ('global', '*', $9::bigint, 3)) AS v(scope, party, budget, ord)
-              WHERE v.party IS NOT NULL
-           ), seller_row AS MATERIALIZED (
-             SELECT committed_stroops + spent_stroops AS used FROM seller_fee_days
-              WHERE seller_id = $1::text AND network = $4::text AND day = (SELECT d FROM day) FOR UPDATE
-           ), party_row AS MATERIALIZED (
-             SELECT f.scope, f.committed_stroops + f.spent_stroops AS used FROM party_fee_days f
-               JOIN want w ON w.scope = f.scope AND w.party = f.party
-              WHERE f.network = $4::text AND f.day = (SELECT d FROM day) AND (SELECT count(*) FROM seller_row) >= 0
-              ORDER BY w.ord FOR UPDATE OF f
-           ), over AS (
-             SELECT scope FROM (
-               SELECT 'seller' AS scope, 0 AS ord, $6::bigint AS budget,
-                      COALESCE((SELECT used FROM seller_row), 0) AS used
-               UNION ALL
-               SELECT w.scope, w.ord, w.budget, COALESCE(r.used, 0) FROM want w LEFT JOIN party_row r USING (scope)
-             ) c WHERE c.budget IS NOT NULL AND c.used + $5::bigint > c.budget ORDER BY c.ord LIMIT 1
-           ), seller_up AS (
-             INSERT INTO seller_fee_days AS f (seller_id, network, day, committed_stroops, settlements)
-             SELECT $1::text, $4::text, (SELECT d FROM day), $5::bigint, 1 WHERE NOT EXISTS (SELECT 1 FROM over)
-           ON CONFLICT (seller_id, network, day) DO UPDATE
-             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops, settlements =
-               f.settlements + 1, updated_at = now()
-             WHERE $6::bigint IS NULL OR f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <=
-               $6::bigint
-           RETURNING 1
-           ), party_up AS (
-             INSERT INTO party_fee_days AS f (scope, party, network, day, committed_stroops, settlements)
-             SELECT w.scope, w.party, $4::text, (SELECT d FROM day), $5::bigint, 1 FROM want w
-              WHERE NOT EXISTS (SELECT 1 FROM over) AND (SELECT count(*) FROM seller_up) >= 0 ORDER BY w.ord
-           ON CONFLICT (scope, party, network, day) DO UPDATE
-             SET committed_stroops = f.committed_stroops + EXCLUDED.committed_stroops,
-               settlements = f.settlements + 1, updated_at = now()
-             WHERE f.committed_stroops + f.spent_stroops + EXCLUDED.committed_stroops <= COALESCE(CASE f.scope
-               WHEN 'payer' THEN $7::bigint WHEN 'client' THEN $8::bigint ELSE $9::bigint END, 9223372036854775807)
-           RETURNING f.scope, (f.committed_stroops + f.spent_stroops)::text AS used
-           )
-           SELECT (SELECT scope FROM over) AS exhausted,
-             (SELECT used FROM party_up WHERE scope = 'global') AS "globalUsed",
-             CASE WHEN EXISTS (SELECT 1 FROM over) THEN NULL
-               ELSE 'FEE_RACE' || (1 / CASE WHEN (SELECT count(*) FROM seller_up) + (SELECT count(*) FROM party_up) =
-                 (SELECT count(*) FROM want) + 1 THEN 1 ELSE 0 END)::text END AS race`,
-          [
-            parties.sellerId,
-            parties.payer,
-            parties.client ?? null,
-            network,
-            fee.toString(),
-            budget('seller'),
-            budget('payer'),
-            parties.client ? budget('client') : null,
-            budget('global'),
-          ],
-          'facilitator_fee_reserve',
-        ).catch((err: unknown) => {
-          // The race above (division by zero: fewer rows admitted than wanted): rolled back whole, run again.
-          if ((err as { code?: string }).code === '22012')
-            throw Object.assign(new Error('fee race'), { code: '40001' });
-          throw err;
-        }),
-      );
-      const out = rows[0];
-      return {
-        exhausted: out.exhausted,
-        globalUsed: out.exhausted === null && out.globalUsed !== null ? BigInt(out.globalUsed) : null,
-      };
+      const run = (everyShard: boolean) =>
+        withDeadlockRetry(() =>
+          pgQuery<{ exhausted: FeeScope | null; verdict: string; globalUsed: string | null }>(
+            db,
+            RESERVE_FEES_SQL,
+            [
+              parties.sellerId,
+              parties.payer,
+              parties.client ?? null,
+              network,
+              fee.toString(),
+              budget('seller'),
+              budget('payer'),
+              parties.client ? budget('client') : null,
+              budget('global'),
+              everyShard,
+            ],
+            everyShard ? 'facilitator_fee_reserve_every_shard' : 'facilitator_fee_reserve',
+          ).catch((err: unknown) => {
+            // The race (division by zero: fewer rows admitted than wanted): rolled back whole, run again.
+            if ((err as { code?: string }).code === '22012')
+              throw Object.assign(new Error('fee race'), { code: '40001' });
+            throw err;
+          }),
+        );
+      let everyShard = false;
+      for (let turn = 1; ; turn++) {
+        const out = (await run(everyShard)).rows[0];
+        if (out.exhausted !== null || out.verdict === 'ok')
+          return {
+            exhausted: out.exhausted,
+            globalUsed: out.exhausted === null && out.globalUsed !== null ? BigInt(out.globalUsed) : null,
+          };
+        if (turn >= 4) throw new Error(`fee reservation found no verdict (${out.verdict})`);
+        if (out.verdict === 'missing')
+          await pgQuery(db, ENSURE_FEE_SHARDS_SQL, [network, budget('global')], 'facilitator_fee_shards_ensure');
+        else everyShard = true;
+      }
     },
 
     async exhaustedFeeBudget(parties, network, budgets) {
@@ -320,11 +411,14 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
              ZONE 'UTC')::date AND committed_stroops + spent_stroops >= $5::bigint
          UNION ALL
          SELECT f.scope FROM party_fee_days f
-           JOIN (VALUES ('payer', $2::text, $6::bigint), ('client', $3::text, $7::bigint), ('global',
-             '*', $8::bigint)) AS b(scope, party, budget)
+           JOIN (VALUES ('payer', $2::text, $6::bigint), ('client', $3::text, $7::bigint)) AS b(scope, party, budget)
              ON f.scope = b.scope AND f.party = b.party
           WHERE b.budget IS NOT NULL AND f.network = $4 AND f.day = (now() AT TIME ZONE 'UTC')::date AND
             f.committed_stroops + f.spent_stroops >= b.budget
+         UNION ALL
+         SELECT 'global' FROM global_fee_shards WHERE $8::bigint IS NOT NULL AND network = $4 AND day = (now() AT
+             TIME ZONE 'UTC')::date
+           HAVING sum(committed_stroops + spent_stroops) >= $8::bigint
          LIMIT 1`,
         [
           parties.sellerId,
@@ -341,12 +435,13 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     },
 
     async releaseFees(parties, network, fee) {
-      // One statement, rows locked in the reservation's order (seller, payer, client, global): see reserveFees.
+      // One statement, rows locked in the reservation's order (seller, payer, client, the payer's global shard): see
+      // RESERVE_FEES_SQL.
       await withDeadlockRetry(() =>
         pgQuery(
           db,
           `WITH want(scope, party, ord) AS (
-             SELECT * FROM (VALUES ('payer', $4::text, 1), ('client', $5::text, 2), ('global', '*', 3))
+             SELECT * FROM (VALUES ('payer', $4::text, 1), ('client', $5::text, 2))
                AS v(scope, party, ord) WHERE v.party IS NOT NULL
            ), seller_up AS (
              UPDATE seller_fee_days SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint),
@@ -358,12 +453,18 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
               WHERE f.network = $2 AND f.day = (now() AT TIME ZONE 'UTC')::date
                 AND (SELECT count(*) FROM seller_up) >= 0
               ORDER BY w.ord FOR UPDATE OF f
+           ), party_up AS (
+             UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - $3::bigint),
+                 settlements = GREATEST(0, f.settlements - 1), updated_at = now()
+               FROM party_lock l
+              WHERE f.scope = l.scope AND f.party = l.party AND f.network = $2
+                AND f.day = (now() AT TIME ZONE 'UTC')::date
+             RETURNING 1
            )
-           UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - $3::bigint),
-               settlements = GREATEST(0, f.settlements - 1), updated_at = now()
-             FROM party_lock l
-            WHERE f.scope = l.scope AND f.party = l.party AND f.network = $2
-              AND f.day = (now() AT TIME ZONE 'UTC')::date`,
+           UPDATE global_fee_shards SET committed_stroops = GREATEST(0, committed_stroops - $3::bigint),
+               settlements = GREATEST(0, settlements - 1), updated_at = now()
+            WHERE network = $2 AND day = (now() AT TIME ZONE 'UTC')::date AND shard = ${FEE_SHARD_OF('$4::text')}
+              AND (SELECT count(*) FROM party_up) >= 0`,
           [parties.sellerId, network, fee.toString(), parties.payer, parties.client ?? null],
           'facilitator_fee_release',
         ),
@@ -373,8 +474,9 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
     async settleFee(settlementId, charged, chargeTo = 'seller') {
       // Only the first final answer moves the fee (fee_charged_stroops is set once). The committed maximum leaves
       // every row it was committed against; what the ledger charged is spent by the payer, its client address and the
-      // facilitator's global figure, and by the seller unless the payer caused the failure (chargeTo 'payer'). One
-      // statement (see reserveFees), rows locked in the reservation's order (seller, payer, client, global).
+      // facilitator's global figure (the payer's shard), and by the seller unless the payer caused the failure
+      // (chargeTo 'payer'). One statement (see RESERVE_FEES_SQL), rows locked in the reservation's order (seller,
+      // payer, client, the payer's global shard).
       await withDeadlockRetry(() =>
         pgQuery(
           db,
@@ -390,18 +492,25 @@ export function createSettlementRepository(db: Sequelize): SettlementRepository 
              RETURNING 1
            ), want(scope, party, ord) AS (
              SELECT v.scope, v.party, v.ord FROM s, LATERAL (VALUES ('payer', s.fee_payer, 1),
-               ('client', s.fee_client, 2), ('global', '*', 3)) AS v(scope, party, ord)
+               ('client', s.fee_client, 2)) AS v(scope, party, ord)
               WHERE s.fee_payer IS NOT NULL AND v.party IS NOT NULL
            ), party_lock AS MATERIALIZED (
              SELECT f.scope, f.party FROM party_fee_days f JOIN want w ON w.scope = f.scope AND w.party = f.party
                JOIN s ON f.network = s.network AND f.day = s.day
               WHERE (SELECT count(*) FROM seller_up) >= 0
               ORDER BY w.ord FOR UPDATE OF f
+           ), party_up AS (
+             UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
+                 spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
+               FROM party_lock l, s
+              WHERE f.scope = l.scope AND f.party = l.party AND f.network = s.network AND f.day = s.day
+             RETURNING 1
            )
-           UPDATE party_fee_days f SET committed_stroops = GREATEST(0, f.committed_stroops - s.committed),
-               spent_stroops = f.spent_stroops + $2::bigint, updated_at = now()
-             FROM party_lock l, s
-            WHERE f.scope = l.scope AND f.party = l.party AND f.network = s.network AND f.day = s.day`,
+           UPDATE global_fee_shards g SET committed_stroops = GREATEST(0, g.committed_stroops - s.committed),
+               spent_stroops = g.spent_stroops + $2::bigint, updated_at = now()
+             FROM s
+            WHERE g.network = s.network AND g.day = s.day AND g.shard = ${FEE_SHARD_OF('s.fee_payer')}
+              AND (SELECT count(*) FROM party_up) >= 0`,
           [settlementId, charged.toString(), chargeTo === 'payer' ? '0' : charged.toString()],
           'facilitator_fee_settle',
         ),

@@ -122,6 +122,42 @@ const BATCH_SCORES_SQL = scoresSql('d.resource_id = ANY(CAST($1 AS text[]))');
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+/**
+ * The trust block of a listing (issue #33) from its search document `d` and liveness row `l` (LEFT JOINed): the
+ * columns, aliased as toTrust reads them. Shared by trustOf and the search statement (data/search-repository.ts),
+ * which reads the blocks of its page in the same statement.
+ */
+export const TRUST_COLUMNS = `l.live, l.checked_at AS "checkedAt", l.latency_p50_ms AS p50, l.latency_p99_ms AS p99,
+  d.uptime, d.owner_verified AS "ownerVerified", COALESCE(d.host_verified, false) AS "domainVerified",
+  COALESCE(d.price_drift, false) AS "priceDrift", COALESCE(d.payout_changed, false) AS "payoutChanged",
+  COALESCE(d.price_outlier, false) AS "priceOutlier", COALESCE(d.unique_payers, 0) AS payers,
+  COALESCE(d.settlement_count, 0) AS calls, d.last_payment_at IS NOT NULL AS settled,
+  COALESCE(d.self_dealt, false) AS "selfDealing",
+  COALESCE(d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier OR d.self_dealt, false) AS demoted`;
+
+/** A row carrying TRUST_COLUMNS as a trust block. */
+export function toTrust(r: Row): Trust {
+  const p50 = num(r.p50);
+  const p99 = num(r.p99);
+  const uptime = num(r.uptime);
+  return {
+    live: (r.live as boolean | null) ?? null,
+    checkedAt: (r.checkedAt as Date | null) ?? null,
+    uptime7d: uptime === null ? null : Math.round(uptime * 1000) / 1000,
+    latency: p50 === null || p99 === null ? null : { p50Ms: p50, p99Ms: p99 },
+    ownerVerified: (r.ownerVerified as boolean | null) ?? null,
+    domainVerified: Boolean(r.domainVerified),
+    priceDrift: Boolean(r.priceDrift),
+    payoutChanged: Boolean(r.payoutChanged),
+    priceOutlier: Boolean(r.priceOutlier),
+    selfDealing: Boolean(r.selfDealing),
+    demoted: Boolean(r.demoted),
+    payers30d: Number(r.payers),
+    calls30d: Number(r.calls),
+    settledByUs: Boolean(r.settled),
+  };
+}
+
 function toState(r: Row): LivenessState | null {
   if (!r.probed) return null;
   return {
@@ -266,41 +302,13 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
       if (resourceIds.length === 0) return out;
       const { rows } = await pgQuery<Row>(
         db,
-        `SELECT r.id, d.resource_id AS indexed, l.live, l.checked_at AS "checkedAt", l.latency_p50_ms AS p50,
-          l.latency_p99_ms AS p99,
-                d.uptime, d.owner_verified AS "ownerVerified", COALESCE(d.host_verified, false) AS "domainVerified",
-                COALESCE(d.price_drift, false) AS "priceDrift", COALESCE(d.payout_changed, false) AS "payoutChanged",
-                COALESCE(d.price_outlier, false) AS "priceOutlier", COALESCE(d.unique_payers, 0) AS payers,
-                COALESCE(d.settlement_count, 0) AS calls, d.last_payment_at IS NOT NULL AS settled,
-                COALESCE(d.self_dealt, false) AS "selfDealing",
-                COALESCE(d.live IS FALSE OR d.price_drift OR d.payout_changed OR d.price_outlier
-                  OR d.self_dealt, false) AS demoted
+        `SELECT r.id, ${TRUST_COLUMNS}
            FROM unnest(CAST($1 AS text[])) AS k(id) JOIN resources r ON r.id = k.id
            LEFT JOIN search_documents d ON d.resource_id = r.id
            LEFT JOIN resource_liveness l ON l.resource_id = r.id`,
         [resourceIds],
       );
-      for (const r of rows) {
-        const p50 = num(r.p50);
-        const p99 = num(r.p99);
-        const uptime = num(r.uptime);
-        out.set(r.id as string, {
-          live: (r.live as boolean | null) ?? null,
-          checkedAt: (r.checkedAt as Date | null) ?? null,
-          uptime7d: uptime === null ? null : Math.round(uptime * 1000) / 1000,
-          latency: p50 === null || p99 === null ? null : { p50Ms: p50, p99Ms: p99 },
-          ownerVerified: (r.ownerVerified as boolean | null) ?? null,
-          domainVerified: Boolean(r.domainVerified),
-          priceDrift: Boolean(r.priceDrift),
-          payoutChanged: Boolean(r.payoutChanged),
-          priceOutlier: Boolean(r.priceOutlier),
-          selfDealing: Boolean(r.selfDealing),
-          demoted: Boolean(r.demoted),
-          payers30d: Number(r.payers),
-          calls30d: Number(r.calls),
-          settledByUs: Boolean(r.settled),
-        });
-      }
+      for (const r of rows) out.set(r.id as string, toTrust(r));
       return out;
     },
 

@@ -27,11 +27,23 @@ export const DEFAULT_USDC_ISSUER: Record<NetworkId, string> = {
   'stellar:pubnet': 'GA5ZSEJYB37JRC5AVCIA5MOP4RHTM335X2KGX3IHOJAPP5RE34K4KZVN',
 };
 
+/**
+ * An asset as the domain names it: its SEP-41 Stellar Asset Contract id (C...), the address its transfers are calls
+ * on. Made only by `assetContractId` (the registry derives one per configured asset); a face maps what its wire says
+ * (x402: the contract id; /v1: code and issuer) to the registered asset at its edge. The brand only stops an
+ * unchecked string from being passed where an asset is expected.
+ */
+export type AssetContractId = string & { readonly __brand: 'AssetContractId' };
+
+/** The asset's contract id on the network of `passphrase`, derived with the Stellar SDK exactly as the ledger does. */
+export function assetContractId(code: string, issuer: string, passphrase: string): AssetContractId {
+  return new Asset(code, issuer).contractId(passphrase) as AssetContractId;
+}
+
 export interface RegisteredAsset {
   code: string;
   issuer: string;
-  /** The SEP-41 Stellar Asset Contract id, derived with the Stellar SDK exactly as the ledger derives it. */
-  contractId: string;
+  contractId: AssetContractId;
 }
 
 export type { EvidenceLabel };
@@ -58,7 +70,7 @@ export class NetworkRegistry {
         rpcUrl: n.rpcUrl,
         local: n.local ?? false,
         settlementEnabled: n.settlementEnabled,
-        assets: n.assets.map((a) => ({ ...a, contractId: new Asset(a.code, a.issuer).contractId(n.passphrase) })),
+        assets: n.assets.map((a) => ({ ...a, contractId: assetContractId(a.code, a.issuer, n.passphrase) })),
       });
     }
   }

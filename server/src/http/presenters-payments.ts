@@ -1,6 +1,7 @@
 import type { components } from '../generated/openapi';
 import type { AttemptRecord, ReceiptRecord, SettlementRecord } from '../domain/facilitator/types';
 import type { SettleOutcome } from '../domain/facilitator/settle-payment';
+import { formatAmount } from '../domain/amount';
 import { presentPayment } from './presenters';
 
 /**
@@ -44,7 +45,7 @@ export function presentSettlement(s: SettlementRecord): S['Settlement'] {
     transactionHash: s.transactionHash,
     ledger: s.ledger,
     network: s.network as S['Network'],
-    amount: s.amount,
+    amount: formatAmount(s.amount),
     assetCode: s.assetCode,
     assetIssuer: s.assetIssuer,
     status: s.status,
@@ -65,7 +66,7 @@ export function presentReceipt(r: ReceiptRecord): S['Receipt'] {
     transactionHash: r.transactionHash,
     ledger: r.ledger,
     network: r.network as S['Network'],
-    amount: r.amount,
+    amount: formatAmount(r.amount),
     assetCode: r.assetCode,
     assetIssuer: r.assetIssuer,
     status: r.status,

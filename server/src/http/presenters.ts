@@ -4,6 +4,7 @@ import type { ResourceDetail } from '../domain/catalog/resource-service';
 import type { SellerView, DomainVerificationView } from '../domain/sellers/seller-service';
 import type { PaymentAttempt } from '../domain/payments/types';
 import type { Page } from '../domain/pagination';
+import { formatAmount } from '../domain/amount';
 
 /** Domain objects -> the contract's JSON shapes. The compiler checks each against the generated schema types. */
 type S = components['schemas'];
@@ -95,7 +96,7 @@ export function presentPayment(p: PaymentAttempt): S['PaymentAttempt'] {
     payer: p.payer,
     assetCode: p.assetCode,
     assetIssuer: p.assetIssuer,
-    amount: p.amount,
+    amount: formatAmount(p.amount),
     payTo: p.payTo,
     status: p.status,
     failureCode: p.failureCode as S['PaymentAttempt']['failureCode'],

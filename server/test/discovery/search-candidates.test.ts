@@ -4,6 +4,7 @@ import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
 import { createSearchRepository } from '../../src/data/search-repository';
 import { createSearchIndexRepository, scoresSql } from '../../src/data/search-index-repository';
+import { createTrustRepository } from '../../src/data/trust-repository';
 import { buildSearchDocument } from '../../src/domain/discovery/indexing';
 import { checkJsonSchema, compileSchema } from '../../src/domain/catalog/json-schema';
 import { catalog, draft, LONG, waitFor, waitIndexed } from './helpers';
@@ -245,6 +246,26 @@ describe('the candidate bound of the impact-ordered index', () => {
   });
 });
 
+describe('the search statement', () => {
+  it("answers each result's trust block itself, the trust read's own block (no second statement)", async () => {
+    const id = await put({ name: 'Tarsier trust api' });
+    await waitIndexed(svc.db);
+    await svc.db.query(
+      `INSERT INTO resource_liveness (resource_id, host, next_check_at, live, checked_at, latency_p50_ms,
+         latency_p99_ms) VALUES (:id, 'example.test', now(), true, now(), 12, 40)`,
+      { replacements: { id } },
+    );
+    const options = { textWeight: RANKING_WEIGHTS.text, candidates: 300, signalsMaxAgeSeconds: 600 };
+    const [hit] = await createSearchRepository(svc.db).search('tarsier', {}, null, 10, options);
+    const expected = (await createTrustRepository(svc.db).trustOf([id])).get(id);
+    expect(hit.id).toBe(id);
+    expect(hit.trust).toEqual(expected);
+    expect(hit.trust).toMatchObject({ live: true, latency: { p50Ms: 12, p99Ms: 40 } });
+    const res = await search({ q: 'tarsier' });
+    expect(res.body.resources[0].trust).toMatchObject({ live: true, latency: { p50Ms: 12, p99Ms: 40 } });
+  });
+});
+
 describe('the impact-ordered index (search_postings) follows the documents', () => {
   const postings = async (id: string) =>
     (
@@ -304,6 +325,55 @@ describe('the impact-ordered index (search_postings) follows the documents', () 
 
       await svc.db.query(`DELETE FROM search_documents WHERE resource_id = :id`, { replacements: { id } });
       expect(await postings(id)).toEqual([]);
+    },
+  );
+
+  it(
+    "each posting carries its document's filter columns (migration 0132), and a re-cataloged price moves them: a " +
+      'price-filtered search reads the postings alone and follows the new price',
+    async () => {
+      const id = await put({ name: 'Okapi pricing api', amount: '0.5' });
+      await waitIndexed(svc.db);
+      const columns = async () =>
+        (
+          (await svc.db.query(
+            `SELECT DISTINCT p.type = d.type AND p.network = d.network AND p.asset_code = d.asset_code AS same,
+                    p.amount::text AS amount
+               FROM search_postings p JOIN search_documents d ON d.resource_id = p.resource_id
+              WHERE p.resource_id = :id`,
+            { replacements: { id } },
+          )) as [Array<{ same: boolean; amount: string }>, unknown]
+        )[0];
+      expect(await columns()).toEqual([{ same: true, amount: '0.5000000' }]);
+      expect(ids(await search({ q: 'okapi', maxPrice: '1' }))).toEqual([id]);
+
+      const res = await catalog(svc.app, seller.apiKey, {
+        sellerId: seller.id,
+        resource: draft(seller, { name: 'Okapi pricing api', description: LONG, amount: '5' }),
+        resourceId: id,
+      });
+      if (res.status !== 201 && res.status !== 200)
+        throw new Error(`update failed: ${res.status} ${JSON.stringify(res.body)}`);
+      await waitIndexed(svc.db);
+      expect(await columns()).toEqual([{ same: true, amount: '5.0000000' }]);
+      expect(ids(await search({ q: 'okapi', maxPrice: '1' }))).toEqual([]);
+      expect(ids(await search({ q: 'okapi', minPrice: '1', type: 'http' }))).toEqual([id]);
+    },
+  );
+
+  it(
+    "a posting whose filter columns went stale never serves a listing its document's filters refuse (the page is " +
+      'checked against the documents)',
+    async () => {
+      const id = await put({ name: 'Quokka stale filter api', amount: '0.5' });
+      await waitIndexed(svc.db);
+      expect(ids(await search({ q: 'quokka', maxPrice: '1' }))).toEqual([id]);
+      // The document's price moves without its postings (no writer does this; the search must not trust them).
+      await svc.db.query(`UPDATE search_documents SET amount = 50 WHERE resource_id = :id`, { replacements: { id } });
+      expect(ids(await search({ q: 'quokka', maxPrice: '1' }))).toEqual([]);
+      await svc.db.query(`UPDATE search_documents SET amount = 0.5 WHERE resource_id = :id`, {
+        replacements: { id },
+      });
     },
   );
 

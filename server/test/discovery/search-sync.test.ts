@@ -144,28 +144,29 @@ describe('the incremental search-sync pass (issue 31)', () => {
 });
 
 describe('a reused word lookup (issue 31)', () => {
-  it('a completion indexed after a query was looked up is found by the same query at once', async () => {
-    const find = async (q: string) => {
-      const res = await request(svc.app).get('/v1/discovery/search').query({ q });
-      expect(res.status).toBe(200);
-      return (res.body.resources as Array<{ id: string }>).map((r) => r.id);
-    };
-    // "sync" is known (the names above; not in the new listing, whose other fields mention weather); "wombat" (the last
-    // word, a prefix) matches nothing yet. Asked twice: the lookup is reused.
-    await find('sync wombat');
-    await find('sync wombat');
+  const find = async (q: string) => {
+    const res = await request(svc.app).get('/v1/discovery/search').query({ q });
+    expect(res.status).toBe(200);
+    return (res.body.resources as Array<{ id: string }>).map((r) => r.id);
+  };
+  /** Catalogs a listing (the fixture's other fields mention weather, never "sync") and waits until it is indexed. */
+  const listIndexed = async (name: string, path: string): Promise<string> => {
     const res = await catalog(svc.app, seller.apiKey, {
       sellerId: seller.id,
-      resource: draft(seller, {
-        name: 'Wombatology feed',
-        description: LONG,
-        url: `https://${seller.domain}/v1/marsupials/{city}`,
-        routeTemplate: '/v1/marsupials/{city}',
-      }),
+      resource: draft(seller, { name, description: LONG, url: `https://${seller.domain}${path}`, routeTemplate: path }),
     });
     expect(res.status).toBe(201);
     await waitIndexed(svc.db);
-    expect(await find('sync wombat')).toContain(res.body.resourceId);
+    return res.body.resourceId as string;
+  };
+
+  it('a completion indexed after a query was looked up is found by the same query at once', async () => {
+    // "sync" is known (the names above; not in the new listing); "wombat" (the last word, a prefix) matches nothing
+    // yet. Asked twice: the lookup is reused.
+    await find('sync wombat');
+    await find('sync wombat');
+    const id = await listIndexed('Wombatology feed', '/v1/marsupials/{city}');
+    expect(await find('sync wombat')).toContain(id);
   });
 
   it('a misspelt word looked up before its right spelling was indexed finds the new listing at once', async () => {
@@ -174,25 +175,9 @@ describe('a reused word lookup (issue 31)', () => {
     // search looks the words up again and the fix finds the listing. Answered from the stale lookup, it would not be
     // found: the page holds only the "Sync weather" listings. (The word is not the last one, so no prefix expansion
     // helps.)
-    const find = async (q: string) => {
-      const res = await request(svc.app).get('/v1/discovery/search').query({ q });
-      expect(res.status).toBe(200);
-      return (res.body.resources as Array<{ id: string }>).map((r) => r.id);
-    };
-    const before = await find('quokkka sync ');
-    expect(before.length).toBeGreaterThan(0);
+    expect((await find('quokkka sync ')).length).toBeGreaterThan(0);
     await find('quokkka sync ');
-    const res = await catalog(svc.app, seller.apiKey, {
-      sellerId: seller.id,
-      resource: draft(seller, {
-        name: 'Quokka sightings',
-        description: LONG,
-        url: `https://${seller.domain}/v1/quokkas/{city}`,
-        routeTemplate: '/v1/quokkas/{city}',
-      }),
-    });
-    expect(res.status).toBe(201);
-    await waitIndexed(svc.db);
-    expect(await find('quokkka sync ')).toContain(res.body.resourceId);
+    const id = await listIndexed('Quokka sightings', '/v1/quokkas/{city}');
+    expect(await find('quokkka sync ')).toContain(id);
   });
 });

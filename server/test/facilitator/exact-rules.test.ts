@@ -8,6 +8,7 @@ import request from 'supertest';
 import { Account, Asset, Keypair, Operation, StrKey, TransactionBuilder, xdr } from '@stellar/stellar-sdk';
 import { RULES } from '../../src/domain/facilitator/rules/catalog';
 import { stroops } from '../../src/domain/amount';
+import type { AssetContractId } from '../../src/domain/network-registry';
 import { checkExactBalanceChanges } from '../../src/domain/facilitator/rules/simulation';
 import {
   fundedBuyer,
@@ -250,7 +251,7 @@ describe('the x402 exact Stellar rules, one refusal each (POST /v1/verify)', () 
 
   it('simulation.exact_balance_changes: a simulation showing a second transfer, or another amount, is refused', () => {
     const payer = Keypair.random().publicKey();
-    const contractId = env.usdc.contractId;
+    const contractId = env.usdc.contractId as AssetContractId; // the local network's USDC contract
     const event = (from: string, to: string, amount: bigint) =>
       new xdr.DiagnosticEvent({
         inSuccessfulContractCall: true,

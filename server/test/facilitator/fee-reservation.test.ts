@@ -8,7 +8,8 @@ import { createTestDatabase } from '../support/database';
  * The fee reservation is one statement since issue #31 (a transaction of six round trips held the seller's row and
  * the one global row between its round trips, and every settle queued behind them). These pin what it must still
  * guarantee against the real PostgreSQL: all or nothing across the seller, payer, client and global rows, the party
- * that refused named, and a budget never overspent by settles arriving at once.
+ * that refused named, and a budget never overspent by settles arriving at once. The global figure is the sum of the
+ * day's shard rows (`global_fee_shards`, migration 0135): `global:*` below.
  */
 describe('fee reservation: one statement, all or nothing (issue #31)', () => {
   let database: { url: string; drop(): Promise<void> };
@@ -29,12 +30,15 @@ describe('fee reservation: one statement, all or nothing (issue #31)', () => {
   beforeEach(async () => {
     await db.query('DELETE FROM seller_fee_days');
     await db.query('DELETE FROM party_fee_days');
+    await db.query('DELETE FROM global_fee_shards');
   });
 
   async function rows(): Promise<Record<string, { committed: number; settlements: number }>> {
     const [all] = (await db.query(
       `SELECT 'seller:' || seller_id AS k, committed_stroops::int AS committed, settlements FROM seller_fee_days
-       UNION ALL SELECT scope || ':' || party, committed_stroops::int, settlements FROM party_fee_days`,
+       UNION ALL SELECT scope || ':' || party, committed_stroops::int, settlements FROM party_fee_days
+       UNION ALL SELECT 'global:*', sum(committed_stroops)::int, sum(settlements)::int FROM global_fee_shards
+         HAVING count(*) > 0`,
     )) as [Array<{ k: string; committed: number; settlements: number }>, unknown];
     return Object.fromEntries(all.map((r) => [r.k, { committed: r.committed, settlements: r.settlements }]));
   }
@@ -142,5 +146,58 @@ describe('fee reservation: one statement, all or nothing (issue #31)', () => {
     expect(after['payer:GONEPAYER']).toEqual({ committed: 2000, settlements: 2 });
     const victims = Object.entries(after).filter(([k]) => k.startsWith('seller:seller_victim_'));
     expect(victims.reduce((a, [, r]) => a + r.committed, 0)).toBe(2000);
+  });
+
+  async function shards(): Promise<{ used: number; quotas: number; caps: string[]; n: number }> {
+    const [[r]] = (await db.query(
+      `SELECT sum(committed_stroops + spent_stroops)::int AS used, sum(quota_stroops)::int AS quotas,
+              array_agg(DISTINCT COALESCE(cap_stroops::text, 'none')) AS caps, count(*)::int AS n
+         FROM global_fee_shards`,
+    )) as [Array<{ used: number; quotas: number; caps: string[]; n: number }>, unknown];
+    return r;
+  }
+
+  it('a global budget split across shards never passes its cap when many settles reserve at once', async () => {
+    // Room for 150 fees of 1000 split over 16 shards (9,375 each), 240 settles in six waves of 40 at once: most fit
+    // in their payer's shard alone, a shard that fills up takes the exact path over every shard and splits the room
+    // left again, and the next waves reserve against those quotas. The total stops exactly at the cap.
+    const budgets: FeeBudgets = { ...unlimited, global: 150_000n };
+    const outs: Array<{ exhausted: string | null }> = [];
+    const settleOf = (i: number): FeeParties => ({
+      sellerId: `seller_${i % 7}`,
+      payer: `GSHARD${i}`,
+      client: `ip:10.3.${i % 9}.1`,
+    });
+    for (let wave = 0; wave < 6; wave++) {
+      const ids = Array.from({ length: 40 }, (_, j) => wave * 40 + j);
+      outs.push(...(await Promise.all(ids.map((i) => repo.reserveFees(settleOf(i), network, 1000n, budgets)))));
+    }
+    expect(outs.filter((o) => o.exhausted === null)).toHaveLength(150);
+    expect(outs.filter((o) => o.exhausted === 'global')).toHaveLength(90);
+    const after = await shards();
+    expect(after).toMatchObject({ used: 150_000, n: 16, caps: ['150000'] });
+    expect(after.quotas).toBeLessThanOrEqual(150_000);
+    // Every admitted fee reached its seller and payer rows too; none of the refused did.
+    const all = await rows();
+    const sum = (prefix: string) =>
+      Object.entries(all)
+        .filter(([k]) => k.startsWith(prefix))
+        .reduce((a, [, r]) => a + r.committed, 0);
+    expect([sum('seller:'), sum('payer:'), sum('global:')]).toEqual([150_000, 150_000, 150_000]);
+  });
+
+  it('the global budget counts every shard: a cap lowered during the day holds from the next reservation', async () => {
+    const wide: FeeBudgets = { ...unlimited, global: 1_000_000n };
+    for (let i = 0; i < 6; i++)
+      expect((await repo.reserveFees(parties(`GLOWER${i}`), network, 1000n, wide)).exhausted).toBeNull();
+    const narrow: FeeBudgets = { ...unlimited, global: 6500n };
+    expect(await repo.exhaustedFeeBudget(parties('GLOWER9'), network, narrow)).toBeNull();
+    expect((await repo.reserveFees(parties('GLOWER9'), network, 1000n, narrow)).exhausted).toBe('global');
+    expect(await repo.exhaustedFeeBudget(parties('GLOWER9'), network, { ...unlimited, global: 6000n })).toBe('global');
+    expect((await shards()).used).toBe(6000);
+    // A release gives the fee back to its payer's shard; the room is there again for the next one.
+    await repo.releaseFees(parties('GLOWER0'), network, 1000n);
+    expect((await repo.reserveFees(parties('GLOWER9'), network, 1000n, narrow)).exhausted).toBeNull();
+    expect((await shards()).used).toBe(6000);
   });
 });

@@ -26,7 +26,8 @@ import {
   xdr,
 } from '@stellar/stellar-sdk';
 import { DomainError } from '../../src/domain/errors';
-import { stroops } from '../../src/domain/amount';
+import { stroops, toStroops } from '../../src/domain/amount';
+import { assetContractId, type AssetContractId } from '../../src/domain/network-registry';
 import { RULES, type RuleName } from '../../src/domain/facilitator/rules/catalog';
 import { decodePayment } from '../../src/domain/facilitator/rules/decode';
 import {
@@ -52,6 +53,7 @@ import {
 import { checkCatalogTerms } from '../../src/domain/facilitator/catalog-terms';
 import { checkPaymentFlow } from '../../src/domain/facilitator/rules/flows';
 import {
+  resolveAsset,
   resolveRequired,
   type NetworkLookup,
   type PaymentRequirementsInput,
@@ -72,8 +74,8 @@ const COVERED_ELSEWHERE: Partial<Record<RuleName, string>> = {
 const NETWORK = 'stellar:testnet';
 const PASSPHRASE = Networks.TESTNET;
 const ISSUER = Keypair.random().publicKey();
-const USDC = { code: 'USDC', issuer: ISSUER, contractId: new Asset('USDC', ISSUER).contractId(PASSPHRASE) };
-const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE);
+const USDC = { code: 'USDC', issuer: ISSUER, contractId: assetContractId('USDC', ISSUER, PASSPHRASE) };
+const XLM_CONTRACT = Asset.native().contractId(PASSPHRASE) as AssetContractId;
 const AMOUNT = stroops(5_000_000n); // 0.5 USDC
 const LATEST = 1_000;
 const EXPIRATION = LATEST + 50;
@@ -183,9 +185,9 @@ const networks: NetworkLookup = {
 const requirements: PaymentRequirementsInput = {
   scheme: 'exact',
   network: NETWORK,
-  amount: '0.5',
+  amount: toStroops('0.5'),
   payTo,
-  asset: { code: USDC.code, issuer: USDC.issuer },
+  asset: USDC,
 };
 const resource: ResourceTermsRef = {
   id: 'r1',
@@ -195,7 +197,7 @@ const resource: ResourceTermsRef = {
   payTo,
   assetCode: USDC.code,
   assetIssuer: USDC.issuer,
-  amount: '0.5',
+  amount: toStroops('0.5'),
 };
 
 /** A SEP-41 transfer event as the simulation reports it. */
@@ -261,7 +263,7 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'assetSupported',
     'requirements in an asset that is not configured',
-    () => resolveRequired(networks, { ...requirements, asset: { code: 'EURC', issuer: ISSUER } }),
+    () => resolveRequired(networks, { ...requirements, asset: resolveAsset(networks, NETWORK, 'EURC', ISSUER) }),
   ],
   [
     'paymentFlowSupported',
@@ -651,12 +653,7 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'catalogAmount',
     "requirements for less than the resource's price",
-    () => checkCatalogTerms(resource, { ...requirements, amount: '0.4999999' }),
-  ],
-  [
-    'catalogAmount',
-    'requirements whose amount is not an amount',
-    () => checkCatalogTerms(resource, { ...requirements, amount: 'free' }),
+    () => checkCatalogTerms(resource, { ...requirements, amount: toStroops('0.4999999') }),
   ],
   [
     'catalogPayTo',
@@ -666,8 +663,7 @@ const REFUSALS: Array<[RuleName, string, () => unknown]> = [
   [
     'catalogAsset',
     'requirements in another asset than the listed one',
-    () =>
-      checkCatalogTerms(resource, { ...requirements, asset: { code: 'USDC', issuer: Keypair.random().publicKey() } }),
+    () => checkCatalogTerms(resource, { ...requirements, asset: { ...USDC, issuer: Keypair.random().publicKey() } }),
   ],
 ];
 
@@ -726,7 +722,9 @@ describe('a valid payment passes every rule', () => {
     expect(() => checkSimulationSucceeded(simulation())).not.toThrow();
     expect(() => checkExactBalanceChanges(simulation(), expected)).not.toThrow();
     expect(() => checkCatalogTerms(resource, requirements)).not.toThrow();
-    expect(() => checkCatalogTerms(resource, { ...requirements, amount: '0.50', asset: undefined })).not.toThrow();
+    expect(() =>
+      checkCatalogTerms(resource, { ...requirements, amount: toStroops('0.50'), asset: undefined }),
+    ).not.toThrow();
     expect(resolveRequired(networks, requirements)).toEqual(required);
   });
 });

@@ -27,6 +27,8 @@ import { migration as m0100 } from './0100-search-postings';
 import { migration as m0110 } from './0110-trust-signals';
 import { migration as m0120 } from './0120-liveness-claims';
 import { migration as m0125 } from './0125-search-signal-dirty';
+import { migration as m0135 } from './0135-global-fee-shards';
+import { migration as m0132 } from './0132-postings-filters';
 
 /** Every migration, in order. New ones are appended; applied ones are never edited. */
 export const MIGRATIONS: Migration[] = [
@@ -58,4 +60,6 @@ export const MIGRATIONS: Migration[] = [
   m0110,
   m0120,
   m0125,
+  m0135,
+  m0132,
 ];

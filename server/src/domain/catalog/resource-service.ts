@@ -20,7 +20,8 @@ export interface ResourceDetail extends Resource {
     network: string;
     amount: string;
     payTo: string;
-    asset: RegisteredAsset;
+    /** The registered asset, or (removed from configuration since) its code and issuer with an empty contract id. */
+    asset: RegisteredAsset | { code: string; issuer: string; contractId: '' };
     maxTimeoutSeconds: number;
     resource: string;
   };
@@ -130,7 +131,7 @@ export function createResourceService(deps: ResourceServiceDeps) {
         amount: resource.amount,
         payTo: resource.payTo,
         // An asset removed from configuration after the resource was stored still shows its terms.
-        asset: asset ?? { code: resource.assetCode, issuer: resource.assetIssuer, contractId: '' },
+        asset: asset ?? { code: resource.assetCode, issuer: resource.assetIssuer, contractId: '' as const },
         maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
         resource: resource.url,
       },

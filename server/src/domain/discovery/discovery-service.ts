@@ -142,11 +142,16 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
     return { result, seller, terms };
   }
 
-  /** The trust block of every item, in one read. */
+  /**
+   * The trust block of every item, in one read of those that do not carry it yet (the search statement reads its
+   * page's blocks itself). Without the trust area, items carry none.
+   */
   const withTrust = async <T extends DiscoveryItem>(items: T[]): Promise<T[]> => {
-    if (!deps.trustOf || items.length === 0) return items;
-    const trust = await deps.trustOf(items.map((i) => i.id));
-    return items.map((i) => (trust.has(i.id) ? { ...i, trust: trust.get(i.id) } : i));
+    if (!deps.trustOf) return items.map(({ trust: _t, ...i }) => i as T);
+    const missing = items.filter((i) => !i.trust).map((i) => i.id);
+    if (missing.length === 0) return items;
+    const trust = await deps.trustOf(missing);
+    return items.map((i) => (!i.trust && trust.has(i.id) ? { ...i, trust: trust.get(i.id) } : i));
   };
 
   const strip = (issues: ValidationIssue[]) => issues.map(({ code, field, message }) => ({ code, field, message }));

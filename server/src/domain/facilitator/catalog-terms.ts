@@ -1,10 +1,10 @@
 import { DomainError } from '../errors';
-import { isAmount, normalizeAmount, toStroops } from '../amount';
+import { formatAmount } from '../amount';
 import type { Principal } from '../auth/principal';
 import type { SellerRepository } from '../sellers/types';
 import { RULES } from './rules/catalog';
 import { ensure, refuse } from './rules/rule';
-import type { PaymentRequirementsInput } from './check-payment';
+import { resolveAsset, type NetworkLookup, type PaymentRequirementsInput } from './check-payment';
 import type { ResourceTermsRef, ResourceTermsRepository } from './types';
 
 /**
@@ -19,6 +19,8 @@ import type { ResourceTermsRef, ResourceTermsRepository } from './types';
 export interface CatalogDeps {
   resources: Pick<ResourceTermsRepository, 'resourceRef' | 'findResourceByUrl'>;
   sellers: Pick<SellerRepository, 'sellerIdByWallet'>;
+  /** The configured networks: a URL is looked up only on a network served; a resource's asset is resolved here. */
+  networks: Pick<NetworkLookup, 'get' | 'asset'>;
 }
 
 export interface CatalogQuestion {
@@ -37,13 +39,17 @@ export interface CatalogAnswer {
 }
 
 /** The resource's current terms as requirements (the caller's maxTimeoutSeconds kept: the expiry rule caps it). */
-export function termsOf(r: ResourceTermsRef, maxTimeoutSeconds?: number): PaymentRequirementsInput {
+export function termsOf(
+  networks: Pick<NetworkLookup, 'asset'>,
+  r: ResourceTermsRef,
+  maxTimeoutSeconds?: number,
+): PaymentRequirementsInput {
   return {
     scheme: 'exact',
     network: r.network,
     amount: r.amount,
     payTo: r.payTo,
-    asset: { code: r.assetCode, issuer: r.assetIssuer },
+    asset: resolveAsset(networks, r.network, r.assetCode, r.assetIssuer),
     ...(maxTimeoutSeconds ? { maxTimeoutSeconds } : {}),
   };
 }
@@ -51,13 +57,11 @@ export function termsOf(r: ResourceTermsRef, maxTimeoutSeconds?: number): Paymen
 /** The requirements a caller states must be the cataloged resource's current terms (one named rule each). */
 export function checkCatalogTerms(r: ResourceTermsRef, req: PaymentRequirementsInput): void {
   ensure(RULES.catalogNetwork, r.network === req.network, `The resource is sold on ${r.network}, not ${req.network}`);
-  const price = toStroops(normalizeAmount(r.amount));
-  const stated = isAmount(req.amount) ? toStroops(req.amount) : -1n;
   ensure(
     RULES.catalogAmount,
-    stated === price,
-    `The resource's current price is ${normalizeAmount(r.amount)} ${r.assetCode}; requirements for ` +
-      `${req.amount} are not its terms`,
+    req.amount === r.amount,
+    `The resource's current price is ${formatAmount(r.amount)} ${r.assetCode}; requirements for ` +
+      `${formatAmount(req.amount)} are not its terms`,
   );
   ensure(RULES.catalogPayTo, r.payTo === req.payTo, "The requirements' payTo is not the resource's payTo");
   ensure(
@@ -79,7 +83,7 @@ export async function resolveCatalogTerms(deps: CatalogDeps, q: CatalogQuestion)
     const resource = await deps.resources.resourceRef(q.resourceId);
     if (!resource) throw new DomainError('RESOURCE_NOT_FOUND', `No resource with id ${q.resourceId}`);
     if (req) checkCatalogTerms(resource, req);
-    return { req: termsOf(resource, req?.maxTimeoutSeconds), resource };
+    return { req: termsOf(deps.networks, resource, req?.maxTimeoutSeconds), resource };
   }
   if (!req)
     throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'Settle needs the payment requirements or a cataloged resource');
@@ -87,7 +91,7 @@ export async function resolveCatalogTerms(deps: CatalogDeps, q: CatalogQuestion)
   const found = await deps.resources.findResourceByUrl(req.network, req.payTo, req.resource);
   if (found.resource) {
     checkCatalogTerms(found.resource, req);
-    return { req: termsOf(found.resource, req.maxTimeoutSeconds), resource: found.resource };
+    return { req: termsOf(deps.networks, found.resource, req.maxTimeoutSeconds), resource: found.resource };
   }
   if (found.listedWithOtherPayTo && !(await ownsPayTo(deps, q.principal, req.payTo))) {
     throw refuse(
@@ -121,7 +125,7 @@ export interface AccountableParty extends CatalogAnswer {
  * charged to. Judges nothing about the seller: verify and settle each say when a payment has nobody accountable.
  */
 export async function findAccountableParty(
-  deps: CatalogDeps & { networks: { get(network: string): unknown } },
+  deps: CatalogDeps,
   q: { resourceId?: string | null; paymentRequirements?: PaymentRequirementsInput; principal?: Principal },
 ): Promise<AccountableParty> {
   const { req, resource } = await resolveCatalogTerms(deps, {

@@ -1,4 +1,4 @@
-import { isAmount, toStroops, type Stroops } from '../amount';
+import type { Stroops } from '../amount';
 import { DomainError } from '../errors';
 import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
 import { RULES } from './rules/catalog';
@@ -12,15 +12,34 @@ import {
   type SimulationOutcome,
 } from './rules/simulation';
 import type { AssetRef, LedgerPort } from './types';
+import type { AssetContractId } from '../network-registry';
 
 /**
  * The x402 `exact` Stellar verification, shared by verify and settle (settle runs it again, independently, on what it
  * is given): the offline rules first, then one simulateTransaction as the authority, then the rules judged on it.
  */
 
+/**
+ * An asset as a face names it, resolved against the configured networks at its edge (`resolveAsset`): its contract
+ * id when it is a registered asset of the network, else null (refused by asset_supported, named by its code).
+ */
 export interface AssetInput {
   code: string;
   issuer: string;
+  contractId: AssetContractId | null;
+}
+
+/** The asset (code, issuer) of `network` as the domain takes it: with its contract id when it is registered. */
+export function resolveAsset(networks: Pick<NetworkLookup, 'asset'>, network: string, code: string, issuer: string) {
+  const registered = networks.asset(network, code, issuer);
+  return { code, issuer, contractId: registered?.contractId ?? null } satisfies AssetInput;
+}
+
+/** The registered asset an input names, or undefined when it is not registered. */
+function registeredAsset(asset: AssetInput): AssetRef | undefined {
+  return asset.contractId === null
+    ? undefined
+    : { code: asset.code, issuer: asset.issuer, contractId: asset.contractId };
 }
 
 export interface PaymentPayloadInput {
@@ -29,7 +48,9 @@ export interface PaymentPayloadInput {
   scheme: string;
   network: string;
   asset: AssetInput;
-  amount: string;
+  /** What the payload declares, converted once by its face; null: it is not an amount (it then differs from the
+   * signed one, and the declared-terms rule refuses it). */
+  amount: Stroops | null;
   payTo: string;
   /** /v1: the expiry the payload declares beside its signed entry (x402 declares none: the signed one is read). */
   expiresAtLedger?: number;
@@ -41,7 +62,8 @@ export interface PaymentPayloadInput {
 export interface PaymentRequirementsInput {
   scheme: string;
   network: string;
-  amount: string;
+  /** The required amount, converted once by its face (/v1: a decimal amount; /x402: atomic units). */
+  amount: Stroops;
   payTo: string;
   asset?: AssetInput;
   resource?: string;
@@ -97,21 +119,19 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
 export function resolveRequired(networks: NetworkLookup, req: PaymentRequirementsInput): RequiredTerms {
   const net = networks.get(req.network);
   ensure(RULES.networkSupported, net !== undefined, `Network ${req.network} is not supported`);
-  const asset = req.asset
-    ? networks.asset(req.network, req.asset.code, req.asset.issuer)
-    : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
+  const asset = req.asset ? registeredAsset(req.asset) : (net!.assets.find((a) => a.code === 'USDC') ?? net!.assets[0]);
   ensure(
     RULES.assetSupported,
     asset !== undefined,
     `Asset ${req.asset?.code ?? '(default)'} is not supported on ${req.network}`,
   );
-  if (!isAmount(req.amount) || toStroops(req.amount) <= 0n)
+  if (req.amount <= 0n)
     throw new DomainError('INVALID_PAYMENT_PAYLOAD', 'The required amount must be a positive decimal amount');
   return {
     scheme: req.scheme,
     network: req.network,
     passphrase: net!.passphrase,
-    amount: toStroops(req.amount),
+    amount: req.amount,
     payTo: req.payTo,
     asset: asset!,
   };
@@ -123,14 +143,13 @@ export function checkPaymentOffline(
   payload: PaymentPayloadInput,
   required: RequiredTerms,
 ): CheckedPayment {
-  const declaredAsset = deps.networks.asset(payload.network, payload.asset.code, payload.asset.issuer);
+  const declaredAsset = registeredAsset(payload.asset);
   if (payload.network === required.network)
     ensure(
       RULES.assetSupported,
       declaredAsset !== undefined,
       `Asset ${payload.asset.code} is not supported on ${payload.network}`,
     );
-  const declaredAmount = isAmount(payload.amount) ? toStroops(payload.amount) : null;
   return checkOffline(
     {
       x402Version: payload.x402Version,
@@ -138,7 +157,7 @@ export function checkPaymentOffline(
       network: payload.network,
       required,
       declared: {
-        amount: declaredAmount,
+        amount: payload.amount,
         payTo: payload.payTo,
         assetContractId: declaredAsset?.contractId ?? 'unsupported',
         expiresAtLedger: payload.expiresAtLedger,

@@ -4,6 +4,8 @@ import type { EvidenceLabel } from '../payments/types';
 import type { xdr } from '@stellar/stellar-sdk';
 import type { ErrorCode } from '../errors';
 import type { SimulationOutcome } from './rules/simulation';
+import type { Stroops } from '../amount';
+import type { AssetContractId } from '../network-registry';
 
 export type { SimulationOutcome };
 
@@ -30,7 +32,7 @@ export interface SettlementRecord {
   transactionHash: string;
   ledger: number | null;
   network: string;
-  amount: string;
+  amount: Stroops;
   assetCode: string;
   assetIssuer: string;
   status: SettlementStatus;
@@ -93,7 +95,8 @@ export interface ResourceTermsRef {
   payTo: string;
   assetCode: string;
   assetIssuer: string;
-  amount: string;
+  /** The current price (the row's NUMERIC, read once by the repository). */
+  amount: Stroops;
 }
 
 /** Payment attempts (data/attempt-repository.ts). Every state change is a compare-and-set on the current status. */
@@ -255,7 +258,7 @@ export type LeaseTake = { address: string } | { address: null; full: 'pool' | Pa
 export interface AssetRef {
   code: string;
   issuer: string;
-  contractId: string;
+  contractId: AssetContractId;
 }
 
 export type SubmitResult =

@@ -1,5 +1,4 @@
 import { DomainError, type ErrorCode } from '../errors';
-import { formatAmount } from '../amount';
 import { newId } from '../ids';
 import { paymentHash } from './payment-hash';
 import { RULES } from './rules/catalog';
@@ -13,6 +12,7 @@ import type { Principal } from '../auth/principal';
 import { findAccountableParty, requireSellerAsked, type AccountableParty } from './catalog-terms';
 
 export type { AssetInput, NetworkLookup, PaymentPayloadInput, PaymentRequirementsInput } from './check-payment';
+export { resolveAsset } from './check-payment';
 
 export interface FacilitatorEvents {
   /** Called for every failed check (metrics). */
@@ -147,7 +147,7 @@ export function attemptRecord(
     nonce: checked.nonce,
     assetCode: required.asset.code,
     assetIssuer: required.asset.issuer,
-    amount: formatAmount(checked.amount),
+    amount: checked.amount,
     payTo: checked.to,
     status: failure ? 'verification_failed' : 'verified',
     failureCode: failure?.code ?? null,

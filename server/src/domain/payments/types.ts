@@ -1,4 +1,5 @@
 import type { Page } from '../pagination';
+import type { Stroops } from '../amount';
 
 export const PAYMENT_STATUSES = [
   'created',
@@ -33,7 +34,7 @@ export interface PaymentAttempt {
   payer: string;
   assetCode: string;
   assetIssuer: string;
-  amount: string;
+  amount: Stroops;
   payTo: string;
   status: PaymentStatus;
   failureCode: string | null;

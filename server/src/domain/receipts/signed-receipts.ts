@@ -1,6 +1,5 @@
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import type { ReceiptRecord } from '../facilitator/types';
-import { toStroops } from '../amount';
 
 /** What a signed receipt is made from (a ReceiptRecord, or a receipt as the API presents it). */
 export type ReceiptFacts = Pick<
@@ -58,7 +57,7 @@ export function createSignedReceipts(deps: SignedReceiptsDeps): SignedReceipts {
       transaction: receipt.transactionHash,
       ledger: receipt.ledger,
       asset,
-      amount: toStroops(receipt.amount).toString(),
+      amount: receipt.amount.toString(),
       payer: parties.payer,
       payTo: parties.payTo,
       issuedAt: Math.floor(receipt.settledAt.getTime() / 1000),

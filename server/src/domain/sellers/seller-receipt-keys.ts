@@ -10,9 +10,10 @@
  * - one seller per key: the repository claims each key (its canonical `x`) for one seller (a primary key), and a key
  *   another seller owns is refused CONFLICT, whoever holds it.
  */
-import crypto from 'node:crypto';
+import { decodeProtectedHeader } from 'jose';
 import { DomainError } from '../errors';
 import { assertActsFor, type Principal } from '../auth/principal';
+import { verifyJws } from '../receipts/jws';
 
 export interface SellerReceiptJwk {
   kty: 'OKP';
@@ -57,35 +58,40 @@ export const PROOF_WINDOW_S = 300;
 
 type Problem = { field: string; message: string };
 
-/** Why `proof` does not prove that its signer holds `key` for `sellerId` (code and message), or null when it does. */
-export function keyProofProblem(
+/** The proof statement's payload as a JSON object (the field checks follow the signature). */
+const isObject = (p: unknown): p is Record<string, unknown> => typeof p === 'object' && p !== null;
+
+/**
+ * Why `proof` does not prove that its signer holds `key` for `sellerId` (code and message), or null when it does.
+ * The signature is checked by the one JWS check (receipts/jws.ts: compact, EdDSA, the header's typ, against the key
+ * as a one-key JWK Set); the header's alg and kid must name this key, and the payload must be this seller's
+ * statement about this key, signed within PROOF_WINDOW_S of now.
+ */
+export async function keyProofProblem(
   proof: ReceiptKeyProof,
   key: SellerReceiptJwk,
   sellerId: string,
   now: Date,
-): { code: 'INVALID_SIGNATURE' | 'AUTH_EXPIRED'; message: string } | null {
+): Promise<{ code: 'INVALID_SIGNATURE' | 'AUTH_EXPIRED'; message: string } | null> {
   const bad = (message: string) => ({ code: 'INVALID_SIGNATURE' as const, message });
-  const [h, p, sig] = proof.signature.split('.');
-  let header: Record<string, unknown>;
-  let payload: Record<string, unknown>;
+  const notJws = bad('is not a JWS with a JSON header and payload');
+  const wrongHeader = bad(`needs the protected header {alg: "EdDSA", kid: "${key.kid}", typ: "${PROOF_TYP}"}`);
+  let header: { alg?: unknown; kid?: unknown };
   try {
-    header = JSON.parse(Buffer.from(h, 'base64url').toString('utf8')) as Record<string, unknown>;
-    payload = JSON.parse(Buffer.from(p, 'base64url').toString('utf8')) as Record<string, unknown>;
+    header = decodeProtectedHeader(proof.signature);
   } catch {
-    return bad('is not a JWS with a JSON header and payload');
+    return notJws;
   }
-  if (!header || !payload || typeof header !== 'object' || typeof payload !== 'object')
-    return bad('is not a JWS with a JSON header and payload');
-  if (header.alg !== 'EdDSA' || header.typ !== PROOF_TYP || header.kid !== key.kid)
-    return bad(`needs the protected header {alg: "EdDSA", kid: "${key.kid}", typ: "${PROOF_TYP}"}`);
-  let verified: boolean;
-  try {
-    const publicKey = crypto.createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: key.x }, format: 'jwk' });
-    verified = crypto.verify(null, Buffer.from(`${h}.${p}`, 'ascii'), publicKey, Buffer.from(sig, 'base64url'));
-  } catch {
-    verified = false;
+  if (header.alg !== 'EdDSA' || header.kid !== key.kid) return wrongHeader;
+  const jwk = { kty: 'OKP', crv: 'Ed25519', x: key.x, kid: key.kid, alg: 'EdDSA' };
+  const checked = await verifyJws(proof.signature, { keys: [jwk] }, PROOF_TYP, isObject);
+  if (!checked.valid) {
+    if (checked.reason === 'wrong_type') return wrongHeader;
+    if (checked.reason === 'bad_signature' || checked.reason === 'unknown_key')
+      return bad(`is not a signature by the receipt key ${key.kid}`);
+    return notJws;
   }
-  if (!verified) return bad(`is not a signature by the receipt key ${key.kid}`);
+  const payload = checked.payload;
   if (
     payload.purpose !== PROOF_PURPOSE ||
     payload.sellerId !== sellerId ||
@@ -147,7 +153,7 @@ export function createSellerReceiptKeyService(deps: Deps) {
       });
       if (problems.length)
         throw new DomainError('INVALID_REQUEST', problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
-      assertPossession(
+      await assertPossession(
         sellerId,
         keys,
         proofs,
@@ -176,13 +182,13 @@ export function createSellerReceiptKeyService(deps: Deps) {
 }
 
 /** Every key not already in the seller's set needs a proof that verifies; one proof per kid, none for unknown kids. */
-function assertPossession(
+async function assertPossession(
   sellerId: string,
   keys: SellerReceiptJwk[],
   proofs: ReceiptKeyProof[],
   current: SellerReceiptJwk[],
   now: Date,
-): void {
+): Promise<void> {
   const known = new Set(current.map((k) => k.x));
   const byKid = new Map<string, { proof: ReceiptKeyProof; index: number }>();
   const missing: Problem[] = [];
@@ -207,7 +213,7 @@ function assertPossession(
   for (const k of keys) {
     const entry = byKid.get(k.kid);
     if (!entry) continue;
-    const problem = keyProofProblem(entry.proof, k, sellerId, now);
+    const problem = await keyProofProblem(entry.proof, k, sellerId, now);
     if (problem)
       throw new DomainError(problem.code, `proofs[${entry.index}] ${problem.message}`, [
         { field: `proofs[${entry.index}].signature`, message: problem.message },

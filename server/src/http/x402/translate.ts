@@ -1,5 +1,5 @@
 import { DomainError } from '../../domain/errors';
-import { MAX_AMOUNT_STROOPS, formatAmount, toStroops } from '../../domain/amount';
+import { MAX_AMOUNT_STROOPS, stroops, toStroops, type Stroops } from '../../domain/amount';
 import { addressOf, decodePayment, type DecodedPayment } from '../../domain/facilitator/rules/decode';
 import { addressCredentialsOf } from '../../domain/facilitator/cap71-xdr';
 import { checkPaymentFlow } from '../../domain/facilitator/rules/flows';
@@ -70,9 +70,10 @@ export function decodeX402(payload: X402Payload): DecodedX402 {
 }
 
 /**
- * Turns the x402 `exact` Stellar request into our use cases' inputs: the asset's contract address becomes
- * {code, issuer}, atomic amounts become decimal amounts, and the payload's transaction envelope becomes the
- * authorization (format `transaction`; the facilitator takes the signed entry out of it), handed over decoded. The
+ * Turns the x402 `exact` Stellar request into our use cases' inputs: the asset's contract address becomes the
+ * registered asset (contract id, code, issuer), atomic amounts become Stroops (once, here), and the payload's
+ * transaction envelope becomes the authorization (format `transaction`; the facilitator takes the signed entry out
+ * of it), handed over decoded. The
  * payload declares its amount, payTo and asset (`accepted`); the expiry and the payer are the signed ones, so none
  * is made up here for the rules to compare. Nothing is checked here that the use case checks: unknown networks and
  * assets go through as they are, so the use case answers them.
@@ -109,15 +110,11 @@ export function translate(
   const paid = assetByContract(networks, accepted.network, accepted.asset) ?? required;
   if (read.failure) throw read.failure;
   const resourceUrl = typeof payload.resource?.url === 'string' ? payload.resource.url : null;
-  const amount = formatAmount(amountStroops);
-  // An accepted amount beyond any amount stays as written (not an amount), so the amount rule refuses it.
+  const amount = stroops(amountStroops);
+  // An accepted amount beyond any amount is not an amount (null), so the declared-terms rule refuses it.
   const acceptedAtomic = /^[0-9]{1,20}$/.test(accepted.amount ?? '') ? BigInt(accepted.amount) : null;
-  const acceptedAmount =
-    acceptedAtomic === null
-      ? amount
-      : acceptedAtomic <= MAX_AMOUNT_STROOPS
-        ? formatAmount(acceptedAtomic)
-        : accepted.amount;
+  const acceptedAmount: Stroops | null =
+    acceptedAtomic === null ? amount : acceptedAtomic <= MAX_AMOUNT_STROOPS ? stroops(acceptedAtomic) : null;
   return {
     payer: read.payer,
     resourceUrl,
@@ -125,7 +122,7 @@ export function translate(
       ...(typeof payload.x402Version === 'number' ? { x402Version: payload.x402Version } : {}),
       scheme: accepted.scheme,
       network: accepted.network,
-      asset: { code: paid.code, issuer: paid.issuer },
+      asset: { code: paid.code, issuer: paid.issuer, contractId: paid.contractId },
       amount: acceptedAmount,
       payTo: accepted.payTo,
       authorization: { format: 'transaction', xdr: transaction },
@@ -136,7 +133,7 @@ export function translate(
       network: requirements.network,
       amount,
       payTo: requirements.payTo,
-      asset: { code: required.code, issuer: required.issuer },
+      asset: { code: required.code, issuer: required.issuer, contractId: required.contractId },
       ...(resourceUrl ? { resource: resourceUrl } : {}),
       ...(requirements.maxTimeoutSeconds !== undefined ? { maxTimeoutSeconds: requirements.maxTimeoutSeconds } : {}),
     },

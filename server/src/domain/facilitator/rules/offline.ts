@@ -4,6 +4,7 @@ import { authorizationPayload } from '../authorization';
 import { addressCredentialsOf, credentialKind } from '../cap71-xdr';
 import type { AssetRef } from '../types';
 import type { Stroops } from '../../amount';
+import type { AssetContractId } from '../../network-registry';
 import { RULES } from './catalog';
 import { addressOf, decodePayment, type DecodedPayment } from './decode';
 import { ensure, refuse } from './rule';
@@ -31,7 +32,8 @@ export interface DeclaredTerms {
   /** null: what the payload declares is not an amount (it then differs from the signed one). */
   amount: Stroops | null;
   payTo: string;
-  assetContractId: string | null;
+  /** The declared asset when registered; 'unsupported' (never the signed one) when not; null: none declared. */
+  assetContractId: AssetContractId | 'unsupported' | null;
   /** /v1 only (x402 declares no expiry). */
   expiresAtLedger?: number;
   payer?: string;
@@ -68,7 +70,7 @@ export interface CheckedPayment {
   payer: string;
   to: string;
   amount: Stroops;
-  contractId: string;
+  contractId: AssetContractId;
   nonce: string;
   signatureExpirationLedger: number;
 }
@@ -205,7 +207,7 @@ export function checkFacilitatorSafety(d: DecodedPayment, from: string, ours: Re
 
 export function checkDeclaredTerms(
   declared: DeclaredTerms | undefined,
-  t: { from: string; to: string; amount: Stroops; contractId: string; expiration: number },
+  t: { from: string; to: string; amount: Stroops; contractId: AssetContractId; expiration: number },
 ): void {
   if (!declared) return;
   const same =

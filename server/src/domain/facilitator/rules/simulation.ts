@@ -5,6 +5,7 @@ import { RULES } from './catalog';
 import { addressOf } from './decode';
 import { ensure } from './rule';
 import type { Stroops } from '../../amount';
+import type { AssetContractId } from '../../network-registry';
 
 /**
  * The rules judged with the ledger: the expiry window (against the latest ledger the simulation ran after, so a
@@ -158,7 +159,7 @@ function asTransfer(event: xdr.ContractEvent): Transfer | 'other' {
  */
 export function checkExactBalanceChanges(
   sim: SimulationOutcome,
-  expected: { payer: string; payTo: string; amount: Stroops; contractId: string },
+  expected: { payer: string; payTo: string; amount: Stroops; contractId: AssetContractId },
 ): void {
   const contractEvents = sim.events.map((d) => d.event()).filter((e) => e.type().name === 'contract');
   const transfers = contractEvents.map(asTransfer);
