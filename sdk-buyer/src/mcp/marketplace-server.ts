@@ -270,77 +270,59 @@ const errorField = z
   .union([z.string(), toolError])
   .optional()
   .describe('On a failed call: { code, message, details? } (an x402 PaymentRequired: its reason string)');
-const page = z
-  .object({
-    resources: z.array(z.record(z.unknown())).optional(),
-    items: z.array(z.record(z.unknown())).optional(),
-    nextCursor: z.string().nullable().optional(),
-    error: errorField,
-  })
-  .passthrough();
-const resourceOut = z
-  .object({
-    id: z.string().optional(),
-    type: z.enum(['http', 'mcp']).optional(),
-    name: z.string().optional(),
-    url: z.string().optional(),
-    amount: z.string().optional(),
-    network: z.string().optional(),
-    paymentRequirements: z.record(z.unknown()).optional(),
-    error: errorField,
-  })
-  .passthrough();
-const networksOut = z
-  .object({
-    networks: z.array(z.record(z.unknown())).optional(),
-    supported: z.record(z.unknown()).optional(),
-    error: errorField,
-  })
-  .passthrough();
-const receiptOut = z
-  .object({
-    id: z.string().optional(),
-    status: z.string().optional(),
-    transactionHash: z.string().nullable().optional(),
-    network: z.string().optional(),
-    error: errorField,
-  })
-  .passthrough();
-const callOut = z
-  .object({
-    resourceId: z.string().optional(),
-    type: z.enum(['http', 'mcp']).optional(),
-    paid: z.boolean().optional(),
-    amount: z.string().optional(),
-    settlement: z.record(z.unknown()).nullable().optional(),
-    receipt: z.record(z.unknown()).nullable().optional(),
-    result: z.record(z.unknown()).optional(),
-    x402Version: z
-      .number()
-      .optional()
-      .describe(
-        'Payment required (remote /mcp): sign one of `accepts` and call again with it in _meta["x402/payment"]',
-      ),
-    accepts: z.array(z.record(z.unknown())).optional(),
-    error: errorField,
-  })
-  .passthrough();
-const budgetOut = z
-  .object({
-    perCall: z.string().nullable().optional().describe('Most one call may pay'),
-    total: z.string().nullable().optional().describe('Most this agent may pay in all'),
-    committed: z.string().optional().describe('Signed, not yet settled or proven unusable'),
-    spent: z.string().optional().describe('Settled'),
-    released: z.string().optional().describe('Signed, then proven unusable (no longer counted)'),
-    remaining: z.string().nullable().optional().describe('total - committed - spent; null without a total'),
-    heldBy: z
-      .enum(['server', 'client'])
-      .optional()
-      .describe('client: this server holds no budget (remote /mcp); your own client keeps it'),
-    message: z.string().optional(),
-    error: errorField,
-  })
-  .passthrough();
+/** A tool's answer: its success fields (each optional), the error field, and any other field allowed. */
+const toolAnswer = <T extends z.ZodRawShape>(shape: T) => z.object({ ...shape, error: errorField }).passthrough();
+const page = toolAnswer({
+  resources: z.array(z.record(z.unknown())).optional(),
+  items: z.array(z.record(z.unknown())).optional(),
+  nextCursor: z.string().nullable().optional(),
+});
+const resourceOut = toolAnswer({
+  id: z.string().optional(),
+  type: z.enum(['http', 'mcp']).optional(),
+  name: z.string().optional(),
+  url: z.string().optional(),
+  amount: z.string().optional(),
+  network: z.string().optional(),
+  paymentRequirements: z.record(z.unknown()).optional(),
+});
+const networksOut = toolAnswer({
+  networks: z.array(z.record(z.unknown())).optional(),
+  supported: z.record(z.unknown()).optional(),
+});
+const receiptOut = toolAnswer({
+  id: z.string().optional(),
+  status: z.string().optional(),
+  transactionHash: z.string().nullable().optional(),
+  network: z.string().optional(),
+});
+const callOut = toolAnswer({
+  resourceId: z.string().optional(),
+  type: z.enum(['http', 'mcp']).optional(),
+  paid: z.boolean().optional(),
+  amount: z.string().optional(),
+  settlement: z.record(z.unknown()).nullable().optional(),
+  receipt: z.record(z.unknown()).nullable().optional(),
+  result: z.record(z.unknown()).optional(),
+  x402Version: z
+    .number()
+    .optional()
+    .describe('Payment required (remote /mcp): sign one of `accepts` and call again with it in _meta["x402/payment"]'),
+  accepts: z.array(z.record(z.unknown())).optional(),
+});
+const budgetOut = toolAnswer({
+  perCall: z.string().nullable().optional().describe('Most one call may pay'),
+  total: z.string().nullable().optional().describe('Most this agent may pay in all'),
+  committed: z.string().optional().describe('Signed, not yet settled or proven unusable'),
+  spent: z.string().optional().describe('Settled'),
+  released: z.string().optional().describe('Signed, then proven unusable (no longer counted)'),
+  remaining: z.string().nullable().optional().describe('total - committed - spent; null without a total'),
+  heldBy: z
+    .enum(['server', 'client'])
+    .optional()
+    .describe('client: this server holds no budget (remote /mcp); your own client keeps it'),
+  message: z.string().optional(),
+});
 
 /** Where the budget of an agent paying through the remote /mcp lives (its get_budget answer and instructions). */
 export const CLIENT_BUDGET =
@@ -488,14 +470,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
         code = error.code;
         if (err instanceof BudgetExceededError)
           metrics?.budgetRejection({ network: safeNetwork(note.network), limit: err.limit });
-        const payload = {
-          error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
-        };
-        return {
-          isError: true,
-          structuredContent: payload,
-          content: [{ type: 'text', text: JSON.stringify(payload) }],
-        };
+        return errorResult(error);
       } finally {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         metrics?.toolCall({ tool: name, network: safeNetwork(note.network ?? networkOf(args)), code, seconds });
@@ -884,14 +859,7 @@ export function createMarketplaceMcpServer(options: MarketplaceMcpOptions): McpS
         } catch (err) {
           const error = toToolError(err);
           code = error.code;
-          const payload = {
-            error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
-          };
-          return {
-            isError: true,
-            structuredContent: payload,
-            content: [{ type: 'text', text: JSON.stringify(payload) }],
-          };
+          return errorResult(error);
         } finally {
           metrics?.toolCall({
             tool: 'call_paid_resource',
@@ -1118,6 +1086,18 @@ function fillTemplate(template: string, values: Record<string, string>): string 
   if (missing.length)
     throw new ToolError('INVALID_REQUEST', `pathParams is missing ${missing.join(', ')}`, { missing });
   return url;
+}
+
+/** A tool's failed answer: the error as structured content and as its JSON text. */
+function errorResult(error: ToolError) {
+  const payload = {
+    error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+  };
+  return {
+    isError: true as const,
+    structuredContent: payload,
+    content: [{ type: 'text' as const, text: JSON.stringify(payload) }],
+  };
 }
 
 /** A failure as a tool error whose code is one of MCP_TOOL_ERROR_CODES. */
