@@ -1,6 +1,7 @@
 import { QueryTypes, type Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { toSeller } from './seller-repository';
+import { amountColumn } from './amount-column';
 import type { CatalogWrite, CatalogWriteRepository } from '../domain/discovery/types';
 
 /**
@@ -42,7 +43,7 @@ function catalogStatement(write: CatalogWrite): { text: string; values: unknown[
       pay_to: $(r.payTo),
       asset_code: $(r.assetCode),
       asset_issuer: $(r.assetIssuer),
-      amount: `CAST(${$(r.amount)} AS numeric)`,
+      amount: `CAST(${$(amountColumn(r.amount))} AS numeric)`,
       input_schema: `CAST(${$(JSON.stringify(r.inputSchema))} AS jsonb)`,
       output_schema: `CAST(${$(JSON.stringify(r.outputSchema))} AS jsonb)`,
       extensions: `CAST(${$(JSON.stringify(r.extensions ?? {}))} AS jsonb)`,
@@ -68,7 +69,7 @@ function catalogStatement(write: CatalogWrite): { text: string; values: unknown[
                                           input_schema, output_schema, extensions, seller_domain, created_at)
          SELECT ${$(v.id)}, r.id, ${$(v.version)}, ${$(v.name)}, ${$(v.description)}, ${$(v.url)},
            ${$(v.routeTemplate)}, ${$(v.network)},
-                ${$(v.payTo)}, ${$(v.assetCode)}, ${$(v.assetIssuer)}, CAST(${$(v.amount)} AS
+                ${$(v.payTo)}, ${$(v.assetCode)}, ${$(v.assetIssuer)}, CAST(${$(amountColumn(v.amount))} AS
                   numeric), CAST(${$(JSON.stringify(v.inputSchema))} AS jsonb),
                 CAST(${$(JSON.stringify(v.outputSchema))} AS jsonb),
                   CAST(${$(JSON.stringify(v.extensions ?? {}))} AS jsonb), ${$(v.sellerDomain)},

@@ -1,16 +1,19 @@
-import { normalizeAmount } from '../domain/amount';
+import { stroopsColumn } from './amount-column';
 import type { DiscoveryItem } from '../domain/discovery/types';
 
 type Row = Record<string, unknown>;
 
-/** A listing's payment terms (network, payee, asset, amount), read from camelCase aliases of any catalog row. */
+/**
+ * A listing's payment terms (network, payee, asset, amount in Stroops), read from camelCase aliases of any catalog row
+ * (the amount column, NUMERIC or its text, converted once by stroopsColumn).
+ */
 export function paymentTermFields(row: Row) {
   return {
     network: row.network as string,
     payTo: row.payTo as string,
     assetCode: row.assetCode as string,
     assetIssuer: row.assetIssuer as string,
-    amount: normalizeAmount(String(row.amount)),
+    amount: stroopsColumn(row.amount),
   };
 }
 

@@ -6,7 +6,7 @@ import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facili
 import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
 import { pgQuery } from './pg-query';
 import { describedFields, listingFields, paymentTermFields } from './listing-rows';
-import { stroopsColumn } from './amount-column';
+import { amountColumn } from './amount-column';
 
 type Row = Record<string, unknown>;
 
@@ -43,7 +43,11 @@ function toVersion(row: Row): ResourceVersion {
 
 function resourceRow(r: Resource) {
   const { versionId, ...rest } = r;
-  return { ...rest, currentVersionId: versionId, deletedAt: null };
+  return { ...rest, amount: amountColumn(r.amount), currentVersionId: versionId, deletedAt: null };
+}
+
+function versionRow(v: ResourceVersion) {
+  return { ...v, amount: amountColumn(v.amount) };
 }
 
 export function createResourceRepository(db: Sequelize): ResourceRepository {
@@ -51,7 +55,7 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
     async insert(resource, version, event) {
       await db.transaction(async (transaction) => {
         await ResourceModel.create(resourceRow(resource), { transaction });
-        await ResourceVersionModel.create({ ...version }, { transaction });
+        await ResourceVersionModel.create(versionRow(version), { transaction });
         await CatalogEventModel.create(
           {
             id: event.id,
@@ -105,7 +109,7 @@ export function createResourceRepository(db: Sequelize): ResourceRepository {
         const { id, createdAt: _createdAt, ...changes } = resourceRow(next);
         const [count] = await ResourceModel.update(changes, { where: { id, version: expectedVersion }, transaction });
         if (count === 0) return false;
-        await ResourceVersionModel.create({ ...version }, { transaction });
+        await ResourceVersionModel.create(versionRow(version), { transaction });
         await CatalogEventModel.create(
           {
             id: event.id,
@@ -206,7 +210,6 @@ function toTerms(r: Row): ResourceTermsRef {
     sellerId: r.sellerId as string,
     versionId: r.versionId as string,
     ...paymentTermFields(r),
-    amount: stroopsColumn(r.amount),
   };
 }
 

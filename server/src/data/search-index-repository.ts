@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { toResource } from './resource-repository';
+import { amountColumn } from './amount-column';
 import { QueryTypes, type Sequelize, type Transaction } from 'sequelize';
 import type { IndexOutcome, IndexSnapshot, SearchDocument, SearchIndexRepository } from '../domain/discovery/indexing';
 import type { RankingWeights } from '../domain/discovery/types';
@@ -535,7 +536,12 @@ export function createSearchIndexRepository(db: Sequelize): SearchIndexRepositor
           ]);
           await q(UPSERT_SQL, [
             JSON.stringify(
-              docs.map((d) => ({ ...d, rejectionReasons: d.rejectionReasons, extensionNames: d.extensionNames })),
+              docs.map((d) => ({
+                ...d,
+                amount: amountColumn(d.amount),
+                rejectionReasons: d.rejectionReasons,
+                extensionNames: d.extensionNames,
+              })),
             ),
           ]);
           await db.query(SIGNALS_BATCH_SQL, { bind: [docs.map((d) => d.resourceId)], transaction });

@@ -26,7 +26,7 @@ export function presentListingFields(r: Pick<Resource, keyof S['DiscoveryResourc
     payTo: r.payTo,
     assetCode: r.assetCode,
     assetIssuer: r.assetIssuer,
-    amount: r.amount,
+    amount: formatAmount(r.amount),
     status: r.status,
   };
 }
@@ -47,15 +47,19 @@ export function presentResource(r: Resource): S['Resource'] {
 export function presentResourceDetail(r: ResourceDetail): S['ResourceDetail'] {
   return {
     ...presentResource(r),
-    paymentRequirements: { ...r.paymentRequirements, network: r.paymentRequirements.network as S['Network'] },
+    paymentRequirements: {
+      ...r.paymentRequirements,
+      network: r.paymentRequirements.network as S['Network'],
+      amount: formatAmount(r.paymentRequirements.amount),
+    },
     sellerTrust: { ...r.sellerTrust, domainVerifiedAt: isoOrNull(r.sellerTrust.domainVerifiedAt) },
     settlementStats: { ...r.settlementStats, lastSettledAt: isoOrNull(r.settlementStats.lastSettledAt) },
   };
 }
 
 export function presentVersion(v: ResourceVersion): S['ResourceVersion'] {
-  const { sellerDomain: _d, createdAt, network, ...rest } = v;
-  return { ...rest, network: network as S['Network'], createdAt: iso(createdAt) };
+  const { sellerDomain: _d, createdAt, network, amount, ...rest } = v;
+  return { ...rest, network: network as S['Network'], amount: formatAmount(amount), createdAt: iso(createdAt) };
 }
 
 export function presentSeller(s: SellerView): S['Seller'] {

@@ -104,6 +104,15 @@ describe('POST /v1/discovery/catalog', () => {
       `SELECT version, amount::text AS amount FROM resources WHERE id = '${first.body.resourceId}'`,
     );
     expect(rows).toEqual([{ version: 2, amount: '0.0200000' }]);
+    // Each version's amount column holds the decimal price, not the stroops the domain carries it in.
+    const [versions] = await svc.db.query(
+      `SELECT version, amount::text AS amount FROM resource_versions WHERE resource_id = '${first.body.resourceId}'
+        ORDER BY version`,
+    );
+    expect(versions).toEqual([
+      { version: 1, amount: '0.0100000' },
+      { version: 2, amount: '0.0200000' },
+    ]);
   });
 
   it('without an API key it fails with UNAUTHORIZED; the operator may catalog for any seller', async () => {

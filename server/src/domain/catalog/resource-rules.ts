@@ -1,11 +1,15 @@
 import type { ErrorCode } from '../errors';
-import { formatAmount, isAmount, toStroops } from '../amount';
+import { formatAmount, isAmount, toStroops, type Stroops } from '../amount';
 import type { NetworkRegistry } from '../network-registry';
 import { isPayToAddress } from '../network-registry';
 import { checkRouteTemplate, checkUrlPlaceholders, pathMatchesTemplate } from './route-template';
 import { checkJsonSchema } from './json-schema';
 
-/** The terms of a resource as a seller submits them (create, update, validate and catalog share them). */
+/**
+ * The terms of a resource as a seller submits them (create, update, validate and catalog share them): the amount is
+ * the decimal string the seller wrote, so that validation names it as written. Once checked, the terms are kept as
+ * `ListedTerms` (`listedTerms`).
+ */
 export interface ResourceTerms {
   type: 'http' | 'mcp';
   name: string;
@@ -20,6 +24,19 @@ export interface ResourceTerms {
   inputSchema: Record<string, unknown>;
   outputSchema: Record<string, unknown>;
   extensions: Record<string, unknown>;
+}
+
+/** A resource's terms as listed and stored: the seller's terms with the amount in Stroops. */
+export type ListedTerms = Omit<ResourceTerms, 'amount'> & { amount: Stroops };
+
+/** Checked terms (`checkResourceTerms` found no error) as listed: the amount converted once, to Stroops. */
+export function listedTerms<T extends ResourceTerms>(terms: T): Omit<T, 'amount'> & { amount: Stroops } {
+  return { ...terms, amount: toStroops(terms.amount) };
+}
+
+/** Listed terms as a seller would submit them, to check them again: the amount in its shortest form ("0.01"). */
+export function submittedTerms<T extends ListedTerms>(terms: T): Omit<T, 'amount'> & { amount: string } {
+  return { ...terms, amount: formatAmount(terms.amount) };
 }
 
 export interface ValidationIssue {

@@ -1,6 +1,6 @@
 import { DomainError, notFound, type ErrorDetail } from '../errors';
 import { newId } from '../ids';
-import { normalizeAmount } from '../amount';
+import { normalizeAmount, type Stroops } from '../amount';
 import { MAX_TIMEOUT_SECONDS } from '../defaults';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit, type Page, type PageRequest } from '../pagination';
@@ -9,7 +9,14 @@ import type { Seller } from '../sellers/types';
 import { resourceOwnershipIssues } from './catalog-rules';
 import { needsTrustline, readinessWarnings, type WalletStateReader } from './payto-readiness';
 import { isPayToAddress } from '../network-registry';
-import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
+import {
+  checkResourceTerms,
+  listedTerms,
+  submittedTerms,
+  type ResourceTerms,
+  type RuleResult,
+  type ValidationIssue,
+} from './resource-rules';
 import type { Resource, ResourceFilters, ResourceRepository, ResourceVersion, SettlementStats } from './types';
 import { guardDuplicateEndpoint } from './endpoint';
 import { TERM_FIELDS, sameJson, type TermField } from './term-fields';
@@ -18,7 +25,7 @@ export interface ResourceDetail extends Resource {
   paymentRequirements: {
     scheme: 'exact';
     network: string;
-    amount: string;
+    amount: Stroops;
     payTo: string;
     /** The registered asset, or (removed from configuration since) its code and issuer with an empty contract id. */
     asset: RegisteredAsset | { code: string; issuer: string; contractId: '' };
@@ -165,8 +172,7 @@ export function createResourceService(deps: ResourceServiceDeps) {
       const walletWarnings = readiness(terms);
       const now = new Date();
       const resource: Resource = {
-        ...terms,
-        amount: normalizeAmount(terms.amount),
+        ...listedTerms(terms),
         id: newId('resource'),
         sellerId,
         versionId: newId('version'),
@@ -223,14 +229,17 @@ export function createResourceService(deps: ResourceServiceDeps) {
         assertActsFor(principal, current.sellerId);
         if (current.status === 'deleted') throw new DomainError('CONFLICT', 'A deleted resource cannot be changed');
         const seller = await sellerFor(current.sellerId);
-        const next: Resource = { ...current };
+        // The patch is checked as submitted (its amount as the seller wrote it), then listed with Stroops.
+        const was = submittedTerms(current);
+        const wanted: ResourceTerms = { ...was };
         for (const field of TERM_FIELDS) {
-          if (patch[field] !== undefined) (next as unknown as Record<string, unknown>)[field] = patch[field];
+          if (patch[field] !== undefined) (wanted as unknown as Record<string, unknown>)[field] = patch[field];
         }
-        next.amount = normalizeAmount(next.amount);
-        const changed = TERM_FIELDS.some((f) => !sameJson(current[f], next[f]));
+        wanted.amount = normalizeAmount(wanted.amount);
+        const changed = TERM_FIELDS.some((f) => !sameJson(was[f], wanted[f]));
         if (!changed) return detail(current);
-        check(next, seller);
+        check(wanted, seller);
+        const next: Resource = { ...current, ...listedTerms(wanted), type: current.type };
         const now = new Date();
         next.version = current.version + 1;
         next.versionId = newId('version');

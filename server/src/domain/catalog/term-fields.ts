@@ -27,6 +27,8 @@ export function canonical(v: unknown): unknown {
   return v;
 }
 
+/** Two JSON values (an amount in Stroops among them: a bigint compares by its digits) are the same. */
 export function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+  const json = (v: unknown) => JSON.stringify(canonical(v), (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+  return json(a) === json(b);
 }

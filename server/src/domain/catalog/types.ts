@@ -1,7 +1,8 @@
-import type { ResourceTerms } from './resource-rules';
+import type { ListedTerms } from './resource-rules';
 import type { Page } from '../pagination';
 
-export interface Resource extends ResourceTerms {
+/** A listed resource: its terms carry the amount in Stroops (the data layer converts its NUMERIC column once). */
+export interface Resource extends ListedTerms {
   id: string;
   sellerId: string;
   versionId: string;
@@ -11,7 +12,7 @@ export interface Resource extends ResourceTerms {
   updatedAt: Date;
 }
 
-export interface ResourceVersion extends Omit<ResourceTerms, 'type'> {
+export interface ResourceVersion extends Omit<ListedTerms, 'type'> {
   id: string;
   resourceId: string;
   version: number;

@@ -3,7 +3,6 @@ import { hostClaimedByOther, urlHostProblem } from '../catalog/catalog-rules';
 import { checkExtensions } from '../catalog/extension-rules';
 import type { ResourceTerms } from '../catalog/resource-rules';
 import type { NetworkRegistry } from '../network-registry';
-import { toStroops } from '../amount';
 import { MAX_TIMEOUT_SECONDS } from '../defaults';
 import type { DiscoveryFilters, DiscoveryItem } from './types';
 import type { Trust } from '../trust/types';
@@ -372,7 +371,7 @@ export function createBazaar(deps: BazaarDeps) {
               scheme: 'exact',
               network: r.network,
               asset: asset.contractId,
-              amount: toStroops(r.amount).toString(),
+              amount: r.amount.toString(),
               payTo: r.payTo,
               maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
               extra: { areFeesSponsored: true },

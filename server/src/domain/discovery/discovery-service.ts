@@ -1,12 +1,11 @@
 import { DomainError, notFound } from '../errors';
 import { newId } from '../ids';
-import { normalizeAmount } from '../amount';
 import { assertActsFor, type Principal } from '../auth/principal';
 import { decodeCursor, pageLimit } from '../pagination';
 import { isPayToAddress, type NetworkRegistry } from '../network-registry';
 import type { Seller } from '../sellers/types';
 import type { Resource, ResourceVersion } from '../catalog/types';
-import type { ResourceTerms, RuleResult, ValidationIssue } from '../catalog/resource-rules';
+import { listedTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from '../catalog/resource-rules';
 import { checkCatalogTerms, FIELD_PREFIX } from '../catalog/catalog-rules';
 import { mcpToolName } from '../catalog/extension-rules';
 import { throwIfInvalid } from '../catalog/resource-service';
@@ -223,7 +222,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
         throwIfInvalid(result);
         if (!seller) throw notFound('seller', req.sellerId);
         const now = new Date();
-        const normalized: ResourceTerms = { ...terms, amount: normalizeAmount(terms.amount) };
+        const normalized = listedTerms(terms);
         const declaration = {
           payTo: req.payToDeclared && normalized.payTo !== seller.walletAddress ? normalized.payTo : null,
           trusted: req.trusted ?? false,

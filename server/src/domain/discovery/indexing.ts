@@ -1,7 +1,7 @@
 import type { NetworkRegistry } from '../network-registry';
 import type { Resource } from '../catalog/types';
 import { checkCatalogTerms } from '../catalog/catalog-rules';
-import { issueReason, type ResourceTerms, type ValidationIssue } from '../catalog/resource-rules';
+import { issueReason, submittedTerms, type ListedTerms, type ValidationIssue } from '../catalog/resource-rules';
 import { mcpToolName } from '../catalog/extension-rules';
 
 /**
@@ -24,8 +24,8 @@ export interface IndexSnapshot {
   hostOwner: string | null;
 }
 
-/** The listing's terms as cataloged (ResourceTerms but the schemas and extensions) and its index data. */
-export interface SearchDocument extends Omit<ResourceTerms, 'inputSchema' | 'outputSchema' | 'extensions'> {
+/** The listing's terms as cataloged (ListedTerms but the schemas and extensions) and its index data. */
+export interface SearchDocument extends Omit<ListedTerms, 'inputSchema' | 'outputSchema' | 'extensions'> {
   resourceId: string;
   sellerId: string;
   versionId: string;
@@ -49,7 +49,8 @@ const MAX_SCHEMA_TEXT = 8000;
 export function buildSearchDocument(snap: IndexSnapshot, networks: NetworkRegistry): SearchDocument | null {
   const r = snap.resource;
   if (!r || r.status !== 'active') return null;
-  const result = checkCatalogTerms(r, {
+  // The stored terms checked again as a seller would submit them (the amount in its shortest form).
+  const result = checkCatalogTerms(submittedTerms(r), {
     networks,
     seller: snap.seller,
     callerSellerId: null,
