@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
-import { normalizeAmount } from '../domain/amount';
+import { formatAmount } from '../domain/amount';
+import { stroopsColumn } from './amount-column';
 import type { LivenessState, LivenessTarget, ProbeOutcome, Trust, TrustRepository } from '../domain/trust/types';
 import { scoresSql } from './search-index-repository';
 
@@ -172,7 +173,7 @@ function toState(r: Row): LivenessState | null {
     p50: num(r.p50),
     p99: num(r.p99),
     observedPayTo: (r.observedPayTo as string | null) ?? null,
-    observedAmount: r.observedAmount ? normalizeAmount(String(r.observedAmount)) : null,
+    observedAmount: r.observedAmount ? stroopsColumn(r.observedAmount) : null,
   };
 }
 
@@ -186,7 +187,7 @@ function toTarget(r: Row): LivenessTarget {
     payTo: r.payTo as string,
     assetCode: r.assetCode as string,
     assetIssuer: r.assetIssuer as string,
-    amount: normalizeAmount(String(r.amount)),
+    amount: stroopsColumn(r.amount),
     toolName: (r.toolName as string | null) ?? null,
     state: toState(r),
     knownDrift: (r.drift as Array<{ kind: 'price' | 'payout'; observed: string }>) ?? [],
@@ -197,7 +198,7 @@ function toTarget(r: Row): LivenessTarget {
 /** Kinds the live answer still differs in from the listing (new or known drifts): those drifts stay open. */
 function stillDiffers(o: ProbeOutcome): string[] {
   const kinds = new Set(o.drift.map((d) => d.kind));
-  if (o.obs.amount !== null && normalizeAmount(o.obs.amount) !== normalizeAmount(o.target.amount)) kinds.add('price');
+  if (o.obs.amount !== null && o.obs.amount !== o.target.amount) kinds.add('price');
   if (o.obs.payTo !== null && o.obs.payTo !== o.target.payTo) kinds.add('payout');
   return [...kinds];
 }
@@ -259,7 +260,8 @@ export function createTrustRepository(db: Sequelize): TrustRepository {
             col((o) => o.state.p50),
             col((o) => o.state.p99),
             col((o) => o.state.observedPayTo),
-            col((o) => o.state.observedAmount),
+            // observed_amount is an unscaled NUMERIC: written in the shortest form, as before Stroops.
+            col((o) => (o.state.observedAmount === null ? null : formatAmount(o.state.observedAmount))),
             col((o) => o.obs.live),
             col((o) => (o.obs.live ? stillDiffers(o).join(',') : null)),
             drifts.map((d) => d.id),

@@ -257,6 +257,13 @@ describe('owner and price drift', () => {
         )
       )[0] as Array<Record<string, unknown>>;
       expect(row).toEqual({ kind: 'price', listed: '0.05', observed: '0.5', dated: true });
+      // The observed price is stored as the decimal amount, not as the stroops the probe carries it in.
+      const [observed] = (
+        await svc.db.query(
+          `SELECT observed_amount::text AS amount FROM resource_liveness WHERE resource_id = '${drifting.id}'`,
+        )
+      )[0] as Array<Record<string, unknown>>;
+      expect(observed).toEqual({ amount: '0.5' });
 
       // Another seller's key, an unauthenticated call: refused; the owner's key confirms.
       const other = await signUpSeller(svc.app);

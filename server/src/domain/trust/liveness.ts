@@ -1,4 +1,4 @@
-import { fromStroops, normalizeAmount, toStroops } from '../amount';
+import { formatAmount, stroops, toStroops, type Stroops } from '../amount';
 import { parseAccepts, probeUrl, type Accept } from '../conformance/probe-402';
 import type { LivenessFetch, LivenessState, LivenessTarget, Observation, TrustSettings } from './types';
 
@@ -61,12 +61,15 @@ function assetMatches(a: Accept, t: LivenessTarget, contractId: string | null): 
   );
 }
 
-/** The requirement's amount as a normalized decimal (atomic `amount` / `maxAmountRequired`, or `extra.amount`). */
-function amountOf(a: Accept): string | null {
+/**
+ * The requirement's amount (atomic `amount` / `maxAmountRequired`, or the decimal `extra.amount`): the live 402's
+ * face, converted once to Stroops; null when it names no amount in range.
+ */
+function amountOf(a: Accept): Stroops | null {
   try {
     for (const v of [a.amount, a.maxAmountRequired])
-      if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return normalizeAmount(fromStroops(BigInt(v)));
-    if (typeof a.extra?.amount === 'string') return normalizeAmount(fromStroops(toStroops(a.extra.amount)));
+      if (typeof v === 'string' && /^\d{1,20}$/.test(v)) return stroops(v);
+    if (typeof a.extra?.amount === 'string') return toStroops(a.extra.amount);
   } catch {
     return null;
   }
@@ -197,8 +200,8 @@ export function driftOf(
 ): Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> {
   if (!obs.live) return [];
   const out: Array<{ kind: 'price' | 'payout'; listed: string; observed: string }> = [];
-  if (obs.amount !== null && toStroops(obs.amount) !== toStroops(target.amount))
-    out.push({ kind: 'price', listed: normalizeAmount(target.amount), observed: normalizeAmount(obs.amount) });
+  if (obs.amount !== null && obs.amount !== target.amount)
+    out.push({ kind: 'price', listed: formatAmount(target.amount), observed: formatAmount(obs.amount) });
   if (obs.payTo !== null && obs.payTo !== target.payTo)
     out.push({ kind: 'payout', listed: target.payTo, observed: obs.payTo });
   return out;

@@ -1,4 +1,5 @@
 /** Trust signals of a listing (issue #33): measured liveness, owner, price drift, honest price, demand. */
+import type { Stroops } from '../amount';
 
 /** What a liveness probe fetches with: the SSRF-safe fetcher, reading 402 bodies; a POST for MCP JSON-RPC. */
 export type LivenessFetch = (
@@ -16,7 +17,8 @@ export interface LivenessTarget {
   payTo: string;
   assetCode: string;
   assetIssuer: string;
-  amount: string;
+  /** The listed price. */
+  amount: Stroops;
   /** MCP tools: the tool name `tools/list` must list. */
   toolName: string | null;
   /** The previous state (null: never probed). */
@@ -27,7 +29,10 @@ export interface LivenessTarget {
   claim: string;
 }
 
-/** A change of price or payout address the live 402 shows against the listing. */
+/**
+ * A change of price or payout address the live 402 shows against the listing, as recorded and shown to the seller:
+ * `listed` and `observed` are text (an amount in its shortest decimal form for a price, an address for a payout).
+ */
 export interface Drift {
   kind: 'price' | 'payout';
   listed: string;
@@ -49,9 +54,9 @@ export interface Observation {
   live: boolean;
   reason: string | null;
   latencyMs: number;
-  /** The payTo and amount (decimal) the live requirement asked; null when not live. */
+  /** The payTo and amount the live requirement asked; null when not live (or its amount is not one). */
   payTo: string | null;
-  amount: string | null;
+  amount: Stroops | null;
 }
 
 export interface LivenessState {
@@ -67,7 +72,7 @@ export interface LivenessState {
   p50: number | null;
   p99: number | null;
   observedPayTo: string | null;
-  observedAmount: string | null;
+  observedAmount: Stroops | null;
 }
 
 export interface TrustSettings {
