@@ -1,6 +1,7 @@
 import type { Sequelize } from 'sequelize';
 import { pgQuery } from './pg-query';
 import { toListingItem } from './listing-rows';
+import { amountColumn } from './amount-column';
 import { toTrust, TRUST_COLUMNS } from './trust-repository';
 import type {
   DiscoveryFilters,
@@ -64,8 +65,10 @@ function filterSql(
   if (filters.asset) carried((a, n) => `${a}.asset_code = $${n}`, filters.asset);
   if (filters.type) carried((a, n) => `${a}.type = $${n}`, filters.type);
   if (filters.sellerId) add((n) => `d.seller_id = $${n}`, filters.sellerId);
-  if (filters.minPrice) carried((a, n) => `${a}.amount >= CAST($${n} AS numeric)`, filters.minPrice);
-  if (filters.maxPrice) carried((a, n) => `${a}.amount <= CAST($${n} AS numeric)`, filters.maxPrice);
+  if (filters.minPrice !== undefined)
+    carried((a, n) => `${a}.amount >= CAST($${n} AS numeric)`, amountColumn(filters.minPrice));
+  if (filters.maxPrice !== undefined)
+    carried((a, n) => `${a}.amount <= CAST($${n} AS numeric)`, amountColumn(filters.maxPrice));
   if (filters.extension) add((n) => `$${n} = ANY (d.extension_names)`, filters.extension);
   const base = where.length;
   // Issue #33: a listing dead longer than the configured time is dropped from every result; the trust filters.

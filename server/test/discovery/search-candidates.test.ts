@@ -2,6 +2,7 @@ import request from 'supertest';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
+import { toStroops } from '../../src/domain/amount';
 import { createSearchRepository } from '../../src/data/search-repository';
 import { createSearchIndexRepository, scoresSql } from '../../src/data/search-index-repository';
 import { createTrustRepository } from '../../src/data/trust-repository';
@@ -233,7 +234,7 @@ describe('the candidate bound of the impact-ordered index', () => {
       const repo = createSearchRepository(svc.db);
       const options = { textWeight: RANKING_WEIGHTS.text, candidates: 2, signalsMaxAgeSeconds: 600, rareBudget: 0 };
       // The two most expensive are outside the best 2 postings of "serval", but the only ones at 1 or more.
-      const page = await repo.search('serval', { minPrice: '1' }, null, 10, options);
+      const page = await repo.search('serval', { minPrice: toStroops('1') }, null, 10, options);
       expect(page.map((r) => r.id).sort()).toEqual(made.slice(3).sort());
     },
   );

@@ -121,6 +121,11 @@ describe('GET /v1/discovery/resources filters', () => {
     expect(ids(await list({ minPrice: '8.9999999', maxPrice: '9.0000000' }))).toEqual([made.cheap]);
     expect(ids(await list({ maxPrice: '0.5', asset: 'AQUA' }))).toEqual([made.aqua]);
   });
+  it('a zero price bound is applied, not ignored (maxPrice 0 lists nothing, minPrice 0 everything)', async () => {
+    expect(ids(await list({ maxPrice: '0' }))).toEqual([]);
+    expect(ids(await search({ q: 'quokka', maxPrice: '0' }))).toEqual([]);
+    expect(ids(await list({ minPrice: '0', sellerId: second.id }))).toEqual([made.noext]);
+  });
   it('extension', async () => {
     expect(ids(await list({ extension: 'mcp' }))).toEqual([made.mcp]);
     const bazaar = ids(await list({ extension: 'bazaar', limit: 100 }));

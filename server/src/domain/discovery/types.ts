@@ -1,15 +1,19 @@
 import type { Resource, ResourceVersion } from '../catalog/types';
 import type { Seller } from '../sellers/types';
 import type { Trust } from '../trust/types';
+import type { Stroops } from '../amount';
 
-/** Filters shared by the listing and search. Prices are decimal strings compared exactly (NUMERIC) in SQL. */
+/**
+ * Filters shared by the listing and search. Prices are Stroops (the API's decimal `minPrice`/`maxPrice` converted once
+ * by the handler), compared exactly (NUMERIC) in SQL.
+ */
 export interface DiscoveryFilters {
   network?: string;
   asset?: string;
   type?: 'http' | 'mcp';
   sellerId?: string;
-  minPrice?: string;
-  maxPrice?: string;
+  minPrice?: Stroops;
+  maxPrice?: Stroops;
   extension?: 'bazaar' | 'mcp';
   /** Issue #33: only listings whose measured 7-day uptime is at least this (0..1); unmeasured ones are left out. */
   minUptime?: number;

@@ -1,6 +1,8 @@
 import type { Handlers } from '../operation-types';
 import type { HandlerServices } from './deps';
 import { presentCatalogResult, presentDiscoveryPage, presentSearchPage } from '../presenters-discovery';
+import { toStroops } from '../../domain/amount';
+import type { DiscoveryFilters } from '../../domain/discovery/types';
 
 type DiscoveryHandlers = Pick<
   Handlers,
@@ -13,11 +15,14 @@ export function discoveryHandlers({ discovery }: HandlerServices): DiscoveryHand
   return {
     async listDiscoveryResources({ query }) {
       const { cursor, limit, ...filters } = query;
-      return { status: 200, body: presentDiscoveryPage(await discovery.list(filters, { cursor, limit })) };
+      return { status: 200, body: presentDiscoveryPage(await discovery.list(withPrices(filters), { cursor, limit })) };
     },
     async searchResources({ query }) {
       const { q, cursor, limit, ...filters } = query;
-      return { status: 200, body: presentSearchPage(await discovery.search(q, filters, { cursor, limit })) };
+      return {
+        status: 200,
+        body: presentSearchPage(await discovery.search(q, withPrices(filters), { cursor, limit })),
+      };
     },
     async validateResource({ principal, body }) {
       return { status: 200, body: await discovery.validate(principal, body) };
@@ -26,5 +31,20 @@ export function discoveryHandlers({ discovery }: HandlerServices): DiscoveryHand
       const outcome = await discovery.catalog(principal, body);
       return { status: outcome.created ? 201 : 200, body: presentCatalogResult(outcome) };
     },
+  };
+}
+
+/**
+ * The query's price filters as Stroops: the discovery edge's one conversion (the contract's Amount pattern was
+ * checked by the request validator, or by the MCP tool's input schema).
+ */
+function withPrices<T extends { minPrice?: string; maxPrice?: string }>(
+  query: T,
+): Omit<T, 'minPrice' | 'maxPrice'> & Pick<DiscoveryFilters, 'minPrice' | 'maxPrice'> {
+  const { minPrice, maxPrice, ...rest } = query;
+  return {
+    ...rest,
+    ...(minPrice !== undefined && { minPrice: toStroops(minPrice) }),
+    ...(maxPrice !== undefined && { maxPrice: toStroops(maxPrice) }),
   };
 }
