@@ -6,6 +6,9 @@ import { signTransfer } from './sign-transfer';
 import { probe402, type ProbeFetch } from './probe-402';
 import type { ConformanceCheck, ConformanceRun, ConformanceRunStore } from './types';
 import { MAX_TIMEOUT_SECONDS } from '../defaults';
+import { toStroops } from '../amount';
+import type { PaymentPayloadInput, PaymentRequirementsInput } from '../facilitator/check-payment';
+import type { AssetRef } from '../facilitator/types';
 
 export interface RunnerNetwork {
   network: string;
@@ -13,18 +16,22 @@ export interface RunnerNetwork {
   local: boolean;
   rpcUrl: string | null;
   passphrase: string;
-  assets: Array<{ code: string; issuer: string; contractId: string }>;
+  assets: AssetRef[];
 }
 
 /** The facilitator use cases the runner drives (in process: the same code /v1/verify and /v1/settle run). */
 export interface FacilitatorPort {
   supported(): { schemes: Array<{ name: string; network: string }> };
   verify(input: {
-    paymentPayload: never;
-    paymentRequirements: never;
+    paymentPayload: PaymentPayloadInput;
+    paymentRequirements: PaymentRequirementsInput;
     resourceId?: string;
   }): Promise<{ id: string; status: string }>;
-  settle(input: { paymentAttemptId: string; paymentPayload: never; resourceId: string }): Promise<unknown>;
+  settle(input: {
+    paymentAttemptId: string;
+    paymentPayload: PaymentPayloadInput;
+    resourceId: string;
+  }): Promise<unknown>;
   receipt(id: string): Promise<{ id: string }>;
   /** The seconds per ledger verify converts maxTimeoutSeconds with: the runner's authorizations fit that window. */
   ledgerSeconds(network: string): number;
@@ -149,26 +156,25 @@ export function createConformanceRunner(deps: RunnerDeps) {
         expiration: o.expiration ?? expiresAt,
         passphrase: n.passphrase,
       });
-    const payload = (entryXdr: string, expiresAtLedger: number, amount = CYCLE_AMOUNT) =>
-      ({
-        x402Version: 2,
-        scheme: 'exact',
-        network: n.network,
-        asset: { code: asset.code, issuer: asset.issuer },
-        amount,
-        payTo,
-        expiresAtLedger,
-        authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr },
-      }) as never;
-    const requirements = (o: { amount?: string; payTo?: string; asset?: { code: string; issuer: string } } = {}) =>
-      ({
-        scheme: 'exact',
-        network: n.network,
-        amount: o.amount ?? CYCLE_AMOUNT,
-        payTo: o.payTo ?? payTo,
-        asset: o.asset ?? { code: asset.code, issuer: asset.issuer },
-        maxTimeoutSeconds: CYCLE_TIMEOUT_SECONDS,
-      }) as never;
+    // The facilitator's own inputs (amounts in stroops, the asset with its contract id), as each face converts them.
+    const payload = (entryXdr: string, expiresAtLedger: number, amount = CYCLE_AMOUNT): PaymentPayloadInput => ({
+      x402Version: 2,
+      scheme: 'exact',
+      network: n.network,
+      asset,
+      amount: toStroops(amount),
+      payTo,
+      expiresAtLedger,
+      authorization: { format: 'sorobanAuthorizationEntry', xdr: entryXdr },
+    });
+    const requirements = (o: { amount?: string; payTo?: string } = {}): PaymentRequirementsInput => ({
+      scheme: 'exact',
+      network: n.network,
+      amount: toStroops(o.amount ?? CYCLE_AMOUNT),
+      payTo: o.payTo ?? payTo,
+      asset,
+      maxTimeoutSeconds: CYCLE_TIMEOUT_SECONDS,
+    });
 
     if (funding) {
       // Full cycle, local network only: the runner funds its own payer and recipient.
