@@ -277,6 +277,7 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
   const { resolveWords, searchStatement, RARE_BUDGET, RARE_CAP } = await import('../server/src/data/search-repository');
   const { parseQuery, planImpact } = await import('../server/src/domain/discovery/query');
   const { SEARCH_CANDIDATES } = await import('../server/src/domain/discovery/ranking');
+  const { toStroops } = await import('../server/src/domain/amount');
   const seq = new Sequelize(db.url, { logging: false, pool: { max: 1 } });
   const explain = async (sql: string, bind: unknown[]) => {
     const [r] = await seq.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(
@@ -310,7 +311,14 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
       if (!plan) continue;
       // Unfiltered and with a price filter (the postings carry it since migration 0132: no document read).
       for (const maxPrice of [undefined, '0.25']) {
-        const st = searchStatement(plan, parsed.words.join(' '), maxPrice ? { maxPrice } : {}, null, 20, 600);
+        const st = searchStatement(
+          plan,
+          parsed.words.join(' '),
+          maxPrice ? { maxPrice: toStroops(maxPrice) } : {},
+          null,
+          20,
+          600,
+        );
         await explain(st.text, st.values);
         const label = `"${q}"${maxPrice ? ` maxPrice=${maxPrice}` : ''}`;
         console.log(
