@@ -48,7 +48,10 @@ describe('unbounded metric labels from anonymous input', () => {
     const before = await series();
     for (let i = 0; i < 30; i += 1) await Promise.all(hostile());
     const after = await series();
-    const added = [...after].filter((s) => !before.has(s));
+    // A garbage collection of a kind the process had not run before adds its series here: V8 has four kinds, none
+    // of them chosen by a caller, so those are not input-driven series.
+    const runtimeGc = /^nodejs_gc_duration_seconds_\w+\{.*kind="(minor|major|incremental|weakcb)"\}$/;
+    const added = [...after].filter((s) => !before.has(s) && !runtimeGc.test(s));
     expect(added).toEqual([]);
     const text = await svc.metrics.registry.metrics();
     expect(text).toContain('route="unmatched"');
