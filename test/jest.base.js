@@ -34,6 +34,8 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
       // express-openapi-validator's spec validator, compiled only if used (it is not: validateApiSpec is false); see
       // the file.
       '^\\./openapi\\.schema\\.validator$': path.join(__dirname, 'lazy-openapi-schema-validator.cjs'),
+      // express-openapi-validator's schema preprocessor without the Ajv compiles whose result it drops (see the file).
+      '^\\.(/middlewares)?/parsers/schema\\.preprocessor$': path.join(__dirname, 'eov-schema-preprocessor.cjs'),
     },
     // jest-runtime with a V8 code cache per worker: later test files compile modules from it (see the file).
     runtime: path.join(__dirname, 'jest-runtime-code-cache.cjs'),
