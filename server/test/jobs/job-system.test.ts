@@ -148,7 +148,7 @@ describe('job locks held by a process that died', () => {
           maxRetries: 0,
           async run() {
             runs.push(name);
-            await new Promise((r) => setTimeout(r, lock * 2.5));
+            await new Promise((r) => setTimeout(r, lock * 2)); // twice the lifetime: six renewals
           },
         });
       }
@@ -159,7 +159,9 @@ describe('job locks held by a process that died', () => {
         const [rows] = await db.query("SELECT count(*)::int AS n FROM agenda_jobs WHERE name = 'long-worker'");
         return runs.length > 0 && (rows as Array<{ n: number }>)[0].n === 0; // removed on completion
       }, 20_000);
-      await new Promise((r) => setTimeout(r, lock)); // room for a second taker, had the lock lapsed
+      // The row is gone, so no process can take the job now; a take made before that (had the lock lapsed) has
+      // pushed its run within a poll (processEvery 200 ms) of locking the row: a second is ample room.
+      await new Promise((r) => setTimeout(r, 1_000));
       expect(runs).toHaveLength(1);
       const [dead] = await db.query("SELECT worker FROM dead_letter_jobs WHERE worker = 'long-worker'");
       expect(dead).toEqual([]);
