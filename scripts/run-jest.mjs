@@ -101,8 +101,8 @@ const runs =
     : !serial.length
       ? [jestRun('parallel', [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`])]
       : [
-          // synchronous_commit off on the parallel run's PostgreSQL (server/test/support/global-setup.ts); the serial
-          // files keep PostgreSQL's shipped settings.
+          // synchronous_commit and fsync off on the parallel run's PostgreSQL (server/test/support/global-setup.ts);
+          // the serial files keep the shipped settings.
           jestRun(
             'parallel',
             [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`, ...serial.map((p) => `--testPathIgnorePatterns=${p}`)],
