@@ -640,6 +640,16 @@ export function npmStartNodeFlags(tree = serviceTree()): string[] {
   return m[1].trim() ? m[1].trim().split(/\s+/) : [];
 }
 
+/** BENCH_NODE_FLAGS (e.g. "--max-semi-space-size=8 --heap-growing-percent=20"; "" for none) instead of npm start's
+ * flags: V8 heap flags are not allowed in NODE_OPTIONS, so this is how a bench compares them. */
+function benchNodeFlags(): string[] {
+  const wanted = process.env.BENCH_NODE_FLAGS;
+  if (wanted === undefined) return npmStartNodeFlags();
+  const flags = wanted.split(/\s+/).filter(Boolean);
+  for (const f of flags) if (!/^--[\w-]+(=\S+)?$/.test(f)) throw new Error(`BENCH_NODE_FLAGS: not a node flag: ${f}`);
+  return flags;
+}
+
 export const BENCH_OPERATOR_KEY = 'mk_op_bench_operator_key_0123456789abcdef';
 
 /**
@@ -665,7 +675,7 @@ export async function startServiceProcess(opts: {
     name: 'service',
     tsx: runtime === 'tsx',
     nodeArgs: [
-      ...(runtime === 'dist' ? npmStartNodeFlags() : []),
+      ...(runtime === 'dist' ? benchNodeFlags() : []),
       ...(opts.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=500'] : []),
     ],
     env: {
