@@ -7,6 +7,7 @@ import {
   DEFAULT_ABANDONED_CLAIM_SECONDS,
   DEFAULT_CHANNEL_ACCOUNTS,
   DEFAULT_CHANNEL_LEASE_SECONDS,
+  DEFAULT_CONFIRM_GRACE_MS,
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
   DEFAULT_TX_TIMEOUT_SECONDS,
@@ -106,6 +107,8 @@ export interface Config {
     feeBudgets: { seller: number | null; payer: number | null; client: number | null; global: number | null };
     /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound; settle waits at most this plus a grace. */
     txTimeoutSeconds: number;
+    /** SETTLEMENT_CONFIRM_GRACE_MS: how long past the time bound settle keeps asking for the transaction's fate. */
+    confirmGraceMs: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
     /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last
@@ -369,6 +372,7 @@ export function loadConfig(env: Env = process.env): Config {
         ),
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', DEFAULT_TX_TIMEOUT_SECONDS, 5, 300),
+      confirmGraceMs: r.int('SETTLEMENT_CONFIRM_GRACE_MS', DEFAULT_CONFIRM_GRACE_MS, 1000, 300_000),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', DEFAULT_ABANDONED_CLAIM_SECONDS, 5, 86_400),
       channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', DEFAULT_CHANNEL_LEASE_SECONDS, 3, 600),
       channelsPerSeller:
