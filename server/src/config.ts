@@ -10,6 +10,7 @@ import {
   DEFAULT_CONFIRM_GRACE_MS,
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
+  DEFAULT_SEARCH_SYNC_SECONDS,
   DEFAULT_TX_TIMEOUT_SECONDS,
 } from './domain/defaults';
 import { FEE_PERCENTILES, type FeePercentile } from './domain/facilitator/settlement-fees';
@@ -135,6 +136,8 @@ export interface Config {
     /** A ledger that has not advanced for 3 of these is stale (Stellar: 5 s; the local network: its close interval). */
     ledgerCloseMs: number;
   };
+  /** Search: SEARCH_SYNC_INTERVAL_SECONDS, how often the search-sync worker's pass runs (an Agenda interval). */
+  discovery: { searchSyncEvery: string };
   /** Liveness probes (issue #33): on/off, probes per minute overall, hours dead before a listing is dropped. */
   liveness: { enabled: boolean; maxPerMinute: number; intervalMinutes: number; dropAfterHours: number };
 }
@@ -396,6 +399,9 @@ export function loadConfig(env: Env = process.env): Config {
       networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,
       conformanceEvery: `${r.int('CONFORMANCE_INTERVAL_MINUTES', 60, 1, 10_080)} minutes`,
       ledgerCloseMs: r.int('LEDGER_CLOSE_MS', 5000, 100, 600_000),
+    },
+    discovery: {
+      searchSyncEvery: `${r.int('SEARCH_SYNC_INTERVAL_SECONDS', DEFAULT_SEARCH_SYNC_SECONDS, 1, 3600)} seconds`,
     },
     liveness: {
       enabled: r.bool('LIVENESS_PROBES', true),

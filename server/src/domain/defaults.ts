@@ -17,6 +17,8 @@ export const DEFAULT_TX_TIMEOUT_SECONDS = 30;
  * `settlement_pending` answer) keeps asking the ledger for its fate before answering pending.
  */
 export const DEFAULT_CONFIRM_GRACE_MS = 10_000;
+/** SEARCH_SYNC_INTERVAL_SECONDS: how often the search-sync worker's pass runs. */
+export const DEFAULT_SEARCH_SYNC_SECONDS = 30;
 /** FACILITATOR_ABANDONED_CLAIM_SECONDS: a claim left without its settlement row this long is failed by the worker. */
 export const DEFAULT_ABANDONED_CLAIM_SECONDS = 120;
 /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after renewal. */
