@@ -11,6 +11,7 @@ import {
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
   DEFAULT_SEARCH_SYNC_SECONDS,
+  DEFAULT_STALE_CLEANUP_SECONDS,
   DEFAULT_TX_TIMEOUT_SECONDS,
 } from './domain/defaults';
 import { FEE_PERCENTILES, type FeePercentile } from './domain/facilitator/settlement-fees';
@@ -112,6 +113,8 @@ export interface Config {
     confirmGraceMs: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
+    /** STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: the stale-payment cleanup worker's period (an Agenda interval). */
+    staleCleanupEvery: string;
     /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last
      * renewal (a killed process frees its channels then). */
     channelLeaseSeconds: number;
@@ -294,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
     r.problems.push('OPERATOR_API_KEY_PREVIOUS must be at least 24 characters');
   if (operatorApiKeyPrevious !== null && operatorApiKey === null)
     r.problems.push('OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY');
+  const staleCleanupSeconds = r.int('STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS', DEFAULT_STALE_CLEANUP_SECONDS, 1, 3600);
   const config: Config = {
     environment,
     host: r.str('HOST', '127.0.0.1'),
@@ -377,6 +381,7 @@ export function loadConfig(env: Env = process.env): Config {
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', DEFAULT_TX_TIMEOUT_SECONDS, 5, 300),
       confirmGraceMs: r.int('SETTLEMENT_CONFIRM_GRACE_MS', DEFAULT_CONFIRM_GRACE_MS, 1000, 300_000),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', DEFAULT_ABANDONED_CLAIM_SECONDS, 5, 86_400),
+      staleCleanupEvery: `${staleCleanupSeconds} seconds`,
       channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', DEFAULT_CHANNEL_LEASE_SECONDS, 3, 600),
       channelsPerSeller:
         r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null

@@ -55,6 +55,8 @@ export interface FacilitatorOptions {
   settleQueueTotal?: number;
   /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. */
   abandonedClaimSeconds?: number;
+  /** STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: the cleanup worker's period (default: domain/defaults.ts). */
+  staleCleanupEvery?: string;
   /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default: domain/defaults.ts.
    * */
   maxFeeStroops?: number;
@@ -251,6 +253,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         networks: settlementNetworks,
         logger: ctx.logger,
         abandonedClaimSeconds: opts.abandonedClaimSeconds ?? DEFAULT_ABANDONED_CLAIM_SECONDS,
+        every: opts.staleCleanupEvery,
       }),
     ],
     async start() {
