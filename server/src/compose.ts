@@ -43,6 +43,7 @@ import { createBazaarListingRepository } from './data/bazaar-listing-repository'
 // FACILITATOR_MIN_AMOUNT's default (config.ts's, domain/defaults.ts), for callers that give no facilitator options.
 import { DEFAULT_MIN_AMOUNT } from './domain/defaults';
 import type { Logger } from './logger';
+import { toStroops } from './domain/amount';
 
 /** Everything the HTTP layer needs, built from configuration. main.ts and the tests both build the service here. */
 export interface ServiceOptions {
@@ -143,13 +144,13 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     findSeller: (id) => sellerRepo.findById(id),
     networks: opts.networks,
     onCatalogChange: (id) => onCatalogChange(id),
-    minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT,
+    minimumStroops: toStroops(opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT),
     walletState: createWalletStateReader(opts.networks),
   });
   const ctx: AreaContext = {
     db,
     networks: opts.networks,
-    minimumAmount: opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT,
+    minimumStroops: toStroops(opts.facilitator?.minAmount ?? DEFAULT_MIN_AMOUNT),
     metrics,
     logger: opts.logger,
     jobs,

@@ -6,13 +6,14 @@ import type { JobSystem, WorkerDefinition } from '../jobs/job-system';
 import type { ResourceService } from '../domain/catalog/resource-service';
 import type { SellerService } from '../domain/sellers/seller-service';
 import type { SellerRepository } from '../domain/sellers/types';
+import type { Stroops } from '../domain/amount';
 
 /** What every area of the service is built from (see compose.ts). */
 export interface AreaContext {
   db: Sequelize;
   networks: NetworkRegistry;
-  /** FACILITATOR_MIN_AMOUNT (decimal): the catalog refuses prices below what the facilitator settles. */
-  minimumAmount: string;
+  /** FACILITATOR_MIN_AMOUNT, converted once: the catalog refuses prices below what the facilitator settles. */
+  minimumStroops: Stroops;
   metrics: Metrics;
   logger: Logger;
   jobs: JobSystem;

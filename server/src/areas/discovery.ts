@@ -65,7 +65,7 @@ export function createDiscoveryArea(
     findResource: (id) => resources.findById(id),
     findActiveEndpoint: (sellerId, url, method) => resources.findActiveEndpoint(sellerId, url, method),
     walletState: createWalletStateReader(ctx.networks),
-    minimumAmount: ctx.minimumAmount,
+    minimumStroops: ctx.minimumStroops,
     domainVerifiedByOther: (domain, sellerId) => ctx.sellerRepository.domainVerifiedByOther(domain, sellerId),
     queueIndexing: (catalogEventId, resourceId) => indexSoon({ catalogEventId, resourceId }),
     trustOf: opts.trustOf,

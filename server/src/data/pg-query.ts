@@ -6,11 +6,13 @@ function isPgClient(connection: object): connection is ClientBase {
   return typeof (connection as Partial<ClientBase>).query === 'function';
 }
 
-/** SQLSTATE class 08 (connection exception), 57P01–03 (admin shutdown, crash, cannot connect now), or no SQLSTATE at
- * all (socket closed, ECONNRESET): the connection that raised it is unusable. */
+/** SQLSTATE class 08 (connection exception), 57P01–03 (admin shutdown, crash, cannot connect now), a Node system
+ * error (ECONNRESET, EPIPE: no SQLSTATE class starts with E, and EPIPE has a SQLSTATE's length), or no SQLSTATE at all
+ * (socket closed): the connection that raised it is unusable. */
 function isConnectionFailure(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('08') || /^57P0[123]$/.test(code);
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || /^57P0[123]$/.test(code) || /^E[A-Z]+$/.test(code);
 }
 
 /**

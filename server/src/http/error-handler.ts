@@ -136,14 +136,19 @@ export function notFoundHandler(): RequestHandler {
 
 /** pg's words for a connection that is gone: closed mid-query, or a client broken by an earlier connection error. */
 const CONNECTION_GONE = /Connection terminated|connection error and is not queryable/i;
+/** A Node system error's code (ECONNRESET, EPIPE, ETIMEDOUT): no SQLSTATE class starts with E. */
+const SYSTEM_ERROR = /^E[A-Z]+$/;
 
 function isDatabaseDown(err: unknown): boolean {
   const name = (err as { name?: string })?.name ?? '';
   if (name === 'SequelizeDatabaseError') {
-    // a pooled connection that PostgreSQL closed while stopping (57P01..03, class 08, or a socket closed mid-query)
+    // a pooled connection that PostgreSQL closed while stopping: 57P01..03, class 08, a socket error instead of an
+    // SQLSTATE (ECONNRESET, EPIPE: the server went away without its goodbye, as under load), or a socket closed
+    // mid-query. The same rule as data/pg-query.ts's for the statements it runs.
     const parent = (err as { parent?: { code?: unknown; message?: unknown } }).parent;
     const code = typeof parent?.code === 'string' ? parent.code : '';
-    return /^08|^57P0[123]$/.test(code) || (!code && CONNECTION_GONE.test(String(parent?.message ?? '')));
+    if (code) return /^08|^57P0[123]$/.test(code) || SYSTEM_ERROR.test(code);
+    return CONNECTION_GONE.test(String(parent?.message ?? ''));
   }
   // a connection the pool handed out while PostgreSQL was stopping (pg's own Error, no SQLSTATE)
   if (name === 'Error' && !(err as { code?: unknown }).code && CONNECTION_GONE.test(String((err as Error).message)))

@@ -1,6 +1,7 @@
 import type { NetworkRegistry } from '../network-registry';
 import { checkResourceTerms, type ResourceTerms, type RuleResult, type ValidationIssue } from './resource-rules';
 import { checkExtensions, mcpToolName } from './extension-rules';
+import type { Stroops } from '../amount';
 
 /**
  * The discovery catalog's rule set: the resource rules plus the anti-poisoning rules that keep forged or ambiguous
@@ -35,7 +36,7 @@ export interface CatalogFacts {
   /** Id of another active resource with the same MCP server URL and tool name, if any. */
   mcpToolConflict: string | null;
   /** FACILITATOR_MIN_AMOUNT: a price below it is refused (validate and catalog; see resource-rules.ts). */
-  minimumAmount?: string;
+  minimumStroops?: Stroops;
 }
 
 export const FIELD_PREFIX = 'resource.';
@@ -46,7 +47,7 @@ export function checkCatalogTerms(terms: ResourceTerms, facts: CatalogFacts): Ru
     seller: facts.seller,
     trusted: facts.trusted,
     fieldPrefix: FIELD_PREFIX,
-    minimumAmount: facts.minimumAmount,
+    minimumStroops: facts.minimumStroops,
   });
   const errors: ValidationIssue[] = [...base.errors];
   // The base rules only warn about a foreign payTo; here it is an error unless declared (below).

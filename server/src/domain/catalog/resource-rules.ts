@@ -91,10 +91,10 @@ export interface RuleContext {
   /** Prefix of field paths in issues, e.g. "resource." for the discovery endpoints. */
   fieldPrefix?: string;
   /**
-   * The facilitator's minimum (FACILITATOR_MIN_AMOUNT, decimal units of the asset): a price below it is refused here,
-   * where the seller can fix it, instead of listed and then refused on every payment (issue 32).
+   * The facilitator's minimum (FACILITATOR_MIN_AMOUNT, in stroops): a price below it is refused here, where the
+   * seller can fix it, instead of listed and then refused on every payment (issue 32).
    */
-  minimumAmount?: string;
+  minimumStroops?: Stroops;
 }
 
 export interface RuleResult {
@@ -164,8 +164,8 @@ export function checkResourceTerms(terms: ResourceTerms, ctx: RuleContext): Rule
       'amount',
       'must be a positive decimal amount written with a dot and at most 7 decimals, e.g. 0.01 or 12.5',
     );
-  } else if (ctx.minimumAmount && toStroops(terms.amount) < toStroops(ctx.minimumAmount)) {
-    const minimum = formatAmount(toStroops(ctx.minimumAmount));
+  } else if (ctx.minimumStroops !== undefined && toStroops(terms.amount) < ctx.minimumStroops) {
+    const minimum = formatAmount(ctx.minimumStroops);
     err(
       'CATALOG_VALIDATION_FAILED',
       'amount',

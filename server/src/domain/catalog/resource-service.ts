@@ -50,8 +50,8 @@ export interface ResourceServiceDeps {
   /** Called after every catalog change so the search index can be refreshed (queues indexing). */
   onCatalogChange?: (resourceId: string) => void | Promise<void>;
   onValidationFailure?: (issues: ValidationIssue[]) => void;
-  /** FACILITATOR_MIN_AMOUNT (decimal): create and update refuse a price below it. */
-  minimumAmount?: string;
+  /** FACILITATOR_MIN_AMOUNT: create and update refuse a price below it. */
+  minimumStroops?: Stroops;
   /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
   walletState?: WalletStateReader;
 }
@@ -85,7 +85,7 @@ export function createResourceService(deps: ResourceServiceDeps) {
       networks,
       seller: { id: seller.id, walletAddress: seller.walletAddress, domainVerified: seller.domainVerifiedAt !== null },
       trusted: false,
-      minimumAmount: deps.minimumAmount,
+      minimumStroops: deps.minimumStroops,
     });
     // Same ownership rules as the catalog (catalog-rules.ts): the seller's domain and the seller's own wallet.
     result.errors.push(

@@ -23,6 +23,7 @@ import type { DiscoveryFilters, DiscoveryItem, DiscoveryRepository } from './typ
 import type { Trust } from '../trust/types';
 import { diversify } from './diversity';
 import { TERM_FIELDS, sameJson } from '../catalog/term-fields';
+import type { Stroops } from '../amount';
 
 /**
  * Discovery use cases: browse and search the index, validate a resource, catalog it. Cataloging validates with the
@@ -38,8 +39,8 @@ export interface DiscoveryServiceDeps {
   findActiveEndpoint(sellerId: string, url: string, method: string): Promise<string | null>;
   domainVerifiedByOther(domain: string, sellerId: string): Promise<boolean>;
   queueIndexing(catalogEventId: string, resourceId: string): Promise<void>;
-  /** FACILITATOR_MIN_AMOUNT (decimal): validate and catalog refuse a price below it. */
-  minimumAmount?: string;
+  /** FACILITATOR_MIN_AMOUNT: validate and catalog refuse a price below it. */
+  minimumStroops?: Stroops;
   /** Seller readiness: the payTo wallet's account and trustline on the ledger (null: cannot tell now). */
   walletState?: WalletStateReader;
   observe: DiscoveryObserver;
@@ -122,7 +123,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       domainVerifiedByOther,
       hostOwner,
       mcpToolConflict: toolOwner && !ownToolOnValidate ? toolOwner.resourceId : null,
-      minimumAmount: deps.minimumAmount,
+      minimumStroops: deps.minimumStroops,
     });
     if (ownToolOnValidate && toolOwner) {
       result.warnings.push({
