@@ -189,12 +189,22 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
       }
 
       // A control payment settled without a crash on the restarted server: the settle path works in this setup, so
-      // an all-unpaid outcome above cannot hide a broken setup.
+      // an all-unpaid outcome above cannot hide a broken setup. The killed processes' leases not pinned to a
+      // transaction are ended first, as their 15 s lifetime would end them (no process lives now): the control does
+      // not wait for that timer (waiting for a dead process's leases is the second test's subject).
+      const leases = new Client({ connectionString: database.url });
+      await leases.connect();
+      await leases
+        .query(
+          "UPDATE channel_leases SET leased_until = now() - interval '1 second' " +
+            'WHERE holder IS NOT NULL AND transaction_hash IS NULL AND leased_until >= now()',
+        )
+        .finally(() => leases.end());
       main = await start();
       const control = Keypair.random();
       await network.fundAccount(control.publicKey());
       await network.faucet(control.publicKey(), 'USDC', '1');
-      // Valid long enough to wait for a channel a killed process still leases (leases expire after 15 s).
+      // Valid long enough to wait for a channel should one still be taken (a lease expires after 15 s).
       const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + 600 } });
       const cv = await fetch(`${main.baseUrl}/v1/verify`, {
         method: 'POST',
