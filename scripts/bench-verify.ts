@@ -152,6 +152,16 @@ async function main() {
     env: serviceEnv(PROCESSES[0]),
   });
   const serviceRss = sampleRss(service.pid);
+  // The RSS peak of each measured run, to say which traffic makes the whole run's peak.
+  const phasePeaks: Array<[string, number]> = [];
+  const phase = async <T>(label: string, run: () => Promise<T>): Promise<T> => {
+    const rss = sampleRss(service.pid, 100);
+    try {
+      return await run();
+    } finally {
+      phasePeaks.push([label, rss.stop().maxMiB]);
+    }
+  };
   const api = httpClient(service.baseUrl);
   const created = await api.json<{ id: string }>(
     'POST',
@@ -254,8 +264,10 @@ async function main() {
   );
   progress('measuring valid verifies (closed loop)');
   const fromUs = profileClockUs();
-  const full = await cpuPerRequest(pids, () =>
-    closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }),
+  const full = await phase('valid closed loop', () =>
+    cpuPerRequest(pids, () =>
+      closedLoop({ concurrency: CONCURRENCY, maxRequests: REQUESTS, maxSeconds: SECONDS, send }),
+    ),
   );
   const toUs = profileClockUs();
   const statements = await db.statementCounts();
@@ -277,14 +289,16 @@ async function main() {
   });
   progress('measuring invalid-signature verifies (closed loop)');
   const invalidFromUs = profileClockUs();
-  const invalid = await cpuPerRequest(pids, () =>
-    closedLoop({
-      concurrency: CONCURRENCY,
-      maxRequests: REQUESTS,
-      maxSeconds: SECONDS,
-      send: invalidSend,
-      isOk: refusedSignature,
-    }),
+  const invalid = await phase('invalid-signature closed loop', () =>
+    cpuPerRequest(pids, () =>
+      closedLoop({
+        concurrency: CONCURRENCY,
+        maxRequests: REQUESTS,
+        maxSeconds: SECONDS,
+        send: invalidSend,
+        isOk: refusedSignature,
+      }),
+    ),
   );
   const invalidToUs = profileClockUs();
   const bare = startNodeProcess('scripts/bench/bare-express.ts', { name: 'bare express', cwd: REPO_ROOT, env: {} });
@@ -319,12 +333,14 @@ async function main() {
   progress(`measuring valid verifies at a fixed ${halfRate}/s`);
   const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
   await stalls.start();
-  const half = await openLoop({
-    rate: halfRate,
-    maxRequests: halfCount,
-    maxSeconds: SECONDS,
-    send: verifyFrom(halfPool),
-  });
+  const half = await phase('half rate', () =>
+    openLoop({
+      rate: halfRate,
+      maxRequests: halfCount,
+      maxSeconds: SECONDS,
+      send: verifyFrom(halfPool),
+    }),
+  );
   const halfStalls = await stalls.stop();
   api.close();
   raw.close();
@@ -446,7 +462,8 @@ async function main() {
   );
   console.log(
     `service peak RSS over every run above (WEB_CONCURRENCY=${PROCESSES[0]}): ${rssText(rss)} (last sample ` +
-      `${rss.lastMiB.toFixed(0)} MiB)`,
+      `${rss.lastMiB.toFixed(0)} MiB; peak of each measured run: ` +
+      `${phasePeaks.map(([label, mib]) => `${label} ${mib.toFixed(0)} MiB`).join(', ')})`,
   );
   for (const s of scaled)
     report(

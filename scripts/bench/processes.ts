@@ -626,6 +626,30 @@ function ensureServiceBuild(): void {
   built = true;
 }
 
+/**
+ * The node flags of `npm start` in the service's tree (server/package.json `"start": "node <flags> dist/main.js"`),
+ * so the bench runs the compiled service with exactly the flags `npm start` gives it (BENCH_SERVICE_ENV's
+ * NODE_OPTIONS adds to them).
+ */
+export function npmStartNodeFlags(tree = serviceTree()): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(tree, 'server/package.json'), 'utf8')) as {
+    scripts?: { start?: string };
+  };
+  const m = /^node((?:\s+--[\w-]+(?:=\S+)?)*)\s+dist\/main\.js$/.exec(pkg.scripts?.start ?? '');
+  if (!m) throw new Error(`server/package.json's start script is not "node [--flags] dist/main.js"`);
+  return m[1].trim() ? m[1].trim().split(/\s+/) : [];
+}
+
+/** BENCH_NODE_FLAGS (e.g. "--max-semi-space-size=8 --heap-growing-percent=20"; "" for none) instead of npm start's
+ * flags: V8 heap flags are not allowed in NODE_OPTIONS, so this is how a bench compares them. */
+function benchNodeFlags(): string[] {
+  const wanted = process.env.BENCH_NODE_FLAGS;
+  if (wanted === undefined) return npmStartNodeFlags();
+  const flags = wanted.split(/\s+/).filter(Boolean);
+  for (const f of flags) if (!/^--[\w-]+(=\S+)?$/.test(f)) throw new Error(`BENCH_NODE_FLAGS: not a node flag: ${f}`);
+  return flags;
+}
+
 export const BENCH_OPERATOR_KEY = 'mk_op_bench_operator_key_0123456789abcdef';
 
 /**
@@ -650,7 +674,10 @@ export async function startServiceProcess(opts: {
   const proc = startNodeProcess(runtime === 'dist' ? 'server/dist/main.js' : 'server/src/main.ts', {
     name: 'service',
     tsx: runtime === 'tsx',
-    nodeArgs: opts.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=500'] : [],
+    nodeArgs: [
+      ...(runtime === 'dist' ? benchNodeFlags() : []),
+      ...(opts.cpuProfile ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=500'] : []),
+    ],
     env: {
       APP_ENV: 'bench',
       HOST: '127.0.0.1',

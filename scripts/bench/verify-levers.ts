@@ -5,7 +5,11 @@
  *      built straight in XDR (server/src/ledger/simulation-envelope.ts);
  *   2. the answer: `rpc.parseRawSimulation` (+ the outcome the rules read), against the rules-only read
  *      (server/src/ledger/simulation-answer.ts);
- *   3. a refusal's error at a request-deep stack: an Error capturing its stack, against DomainError (no stack).
+ *   3. a refusal's error at a request-deep stack: an Error capturing its stack, against DomainError (no stack);
+ *   4. the spec validator's route lookup (express-openapi-validator runs `pathToRegexp` for every route of the spec on
+ *      every request, memoized by server/src/http/openapi-route-cache.ts): the memo keyed by a JSON.stringify string
+ *      per call, against the memo keyed by the route alone per flag pair; one operation = one request's lookup of
+ *      POST /v1/verify over every route of openapi/dist/openapi.yaml.
  * CPU time (process.cpuUsage) per operation, the best of BENCH_LEVER_ROUNDS (7) alternating rounds of
  * BENCH_LEVER_OPS (2000) operations, so that a busy machine disturbs the ratio little. Last line: the ratios.
  * Local simulation (the local network, in process; nothing leaves the machine).
@@ -16,7 +20,10 @@ import { buildTransfer, fundedAccount, rpcClient } from '../../local-network/tes
 import { simulationEnvelopeXdr } from '../../server/src/ledger/simulation-envelope';
 import { simulationForRules } from '../../server/src/ledger/simulation-answer';
 import { DomainError } from '../../server/src/domain/errors';
+import { memoizeValidatorRouteCompilation } from '../../server/src/http/openapi-route-cache';
 import { envNumber } from './load';
+import fs from 'node:fs';
+import path from 'node:path';
 
 const ROUNDS = envNumber('BENCH_LEVER_ROUNDS', 7);
 const OPS = envNumber('BENCH_LEVER_OPS', 2000);
@@ -40,6 +47,33 @@ function compare(variants: Record<string, () => unknown>): Record<string, number
 /** `fn` called `depth` frames deep: a refusal is thrown from deep inside express, the router and the domain. */
 function atDepth<T>(depth: number, fn: () => T): T {
   return depth === 0 ? fn() : atDepth(depth - 1, fn);
+}
+
+type PathToRegexp = (route: string, options?: object) => { regexp: RegExp; keys: unknown[] };
+
+/** One request's route lookup as express-openapi-validator 5.x makes it, old memo against new. */
+function routeLookup(): Record<string, () => unknown> {
+  const spec = fs.readFileSync(path.join(__dirname, '../../openapi/dist/openapi.yaml'), 'utf8');
+  const paths = spec.slice(spec.indexOf('\npaths:'), spec.indexOf('\ncomponents:'));
+  const routes = [...paths.matchAll(/^ {2}(\/\S*):$/gm)].map((m) => m[1].replace(/\{([^}]+)\}/g, ':$1'));
+  const validatorDir = path.dirname(require.resolve('express-openapi-validator/package.json'));
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const mod = require(require.resolve('path-to-regexp', { paths: [validatorDir] })) as { pathToRegexp: PathToRegexp };
+  const original = mod.pathToRegexp;
+  const oldCache = new Map<string, ReturnType<PathToRegexp>>();
+  const oldMemo: PathToRegexp = (route, options) => {
+    const key = `${route}\u0000${options ? JSON.stringify(options) : ''}`;
+    let hit = oldCache.get(key);
+    if (!hit) oldCache.set(key, (hit = original(route, options)));
+    return hit;
+  };
+  memoizeValidatorRouteCompilation();
+  const newMemo = mod.pathToRegexp;
+  const lookup = (compile: PathToRegexp) => () => {
+    for (const route of routes)
+      if (compile(route, { sensitive: false, strict: false }).regexp.exec('/v1/verify')) break;
+  };
+  return { old: lookup(oldMemo), new: lookup(newMemo) };
 }
 
 async function main(): Promise<void> {
@@ -97,16 +131,22 @@ async function main(): Promise<void> {
       new: () => atDepth(40, () => new DomainError('INVALID_SIGNATURE', 'The authorization signature does not verify')),
     });
 
+    const lookup = compare(routeLookup());
+
     const line = (name: string, r: Record<string, number>) =>
       `${name}: old ${r.old.toFixed(1)} µs, new ${r.new.toFixed(1)} µs CPU per operation ` +
       `(${(r.old - r.new).toFixed(1)} µs saved)`;
     console.log(line('1. simulated envelope', envelope));
     console.log(line('2. simulation answer read', answer) + `; ${(raw.events ?? []).length} events in the answer`);
     console.log(line('3. refusal error, 40 frames deep', refusal));
+    console.log(line('4. validator route lookup, one request', lookup));
+    const savedValid = envelope.old - envelope.new + (answer.old - answer.new) + (lookup.old - lookup.new);
     console.log(
       `=== new ÷ old CPU: envelope ${(envelope.new / envelope.old).toFixed(2)}, answer ` +
-        `${(answer.new / answer.old).toFixed(2)}, refusal error ${(refusal.new / refusal.old).toFixed(2)}; saved per ` +
-        `valid verify ${(envelope.old - envelope.new + answer.old - answer.new).toFixed(0)} µs ===`,
+        `${(answer.new / answer.old).toFixed(2)}, refusal error ${(refusal.new / refusal.old).toFixed(2)}, ` +
+        `route lookup ${(lookup.new / lookup.old).toFixed(2)}; saved per ` +
+        `valid verify ${savedValid.toFixed(0)} ` +
+        `µs, per invalid-signature refusal ${(refusal.old - refusal.new + lookup.old - lookup.new).toFixed(0)} µs ===`,
     );
   } finally {
     await network.stop();

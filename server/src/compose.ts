@@ -85,6 +85,8 @@ export interface ServiceOptions {
   facilitator?: FacilitatorOptions;
   /** Network health, conformance runner and dashboard settings (defaults in areas/operations.ts). */
   operations?: OperationsOptions;
+  /** How often the search-sync worker's pass runs (SEARCH_SYNC_INTERVAL_SECONDS; default in domain/defaults.ts). */
+  discovery?: { searchSyncEvery?: string };
   /** Liveness probes and trust signals (issue #33; defaults in areas/trust.ts). */
   trust?: TrustOptions;
   /** The receipt signing key (Ed25519 PKCS#8 PEM) and retired public keys; default a key made for this process. */
@@ -157,7 +159,10 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     resources,
   };
   const trust = createTrustArea(ctx, opts.trust);
-  const discovery = createDiscoveryArea(ctx, { trustOf: (ids) => trust.service.trustOf(ids) });
+  const discovery = createDiscoveryArea(ctx, {
+    trustOf: (ids) => trust.service.trustOf(ids),
+    searchSyncEvery: opts.discovery?.searchSyncEvery,
+  });
   onCatalogChange = (id) => discovery.onCatalogChange(id);
   // The ledger pace verify converts maxTimeoutSeconds with: configured, else the close interval the operations area
   // judges the network by (the local network's own interval when it runs embedded), else the spec's 5 s.

@@ -7,8 +7,11 @@ import {
   DEFAULT_ABANDONED_CLAIM_SECONDS,
   DEFAULT_CHANNEL_ACCOUNTS,
   DEFAULT_CHANNEL_LEASE_SECONDS,
+  DEFAULT_CONFIRM_GRACE_MS,
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
+  DEFAULT_SEARCH_SYNC_SECONDS,
+  DEFAULT_STALE_CLEANUP_SECONDS,
   DEFAULT_TX_TIMEOUT_SECONDS,
 } from './domain/defaults';
 import { FEE_PERCENTILES, type FeePercentile } from './domain/facilitator/settlement-fees';
@@ -106,8 +109,12 @@ export interface Config {
     feeBudgets: { seller: number | null; payer: number | null; client: number | null; global: number | null };
     /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound; settle waits at most this plus a grace. */
     txTimeoutSeconds: number;
+    /** SETTLEMENT_CONFIRM_GRACE_MS: how long past the time bound settle keeps asking for the transaction's fate. */
+    confirmGraceMs: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
+    /** STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: the stale-payment cleanup worker's period (an Agenda interval). */
+    staleCleanupEvery: string;
     /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after its last
      * renewal (a killed process frees its channels then). */
     channelLeaseSeconds: number;
@@ -132,6 +139,8 @@ export interface Config {
     /** A ledger that has not advanced for 3 of these is stale (Stellar: 5 s; the local network: its close interval). */
     ledgerCloseMs: number;
   };
+  /** Search: SEARCH_SYNC_INTERVAL_SECONDS, how often the search-sync worker's pass runs (an Agenda interval). */
+  discovery: { searchSyncEvery: string };
   /** Liveness probes (issue #33): on/off, probes per minute overall, hours dead before a listing is dropped. */
   liveness: { enabled: boolean; maxPerMinute: number; intervalMinutes: number; dropAfterHours: number };
 }
@@ -288,6 +297,7 @@ export function loadConfig(env: Env = process.env): Config {
     r.problems.push('OPERATOR_API_KEY_PREVIOUS must be at least 24 characters');
   if (operatorApiKeyPrevious !== null && operatorApiKey === null)
     r.problems.push('OPERATOR_API_KEY_PREVIOUS needs OPERATOR_API_KEY');
+  const staleCleanupSeconds = r.int('STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS', DEFAULT_STALE_CLEANUP_SECONDS, 1, 3600);
   const config: Config = {
     environment,
     host: r.str('HOST', '127.0.0.1'),
@@ -369,7 +379,9 @@ export function loadConfig(env: Env = process.env): Config {
         ),
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', DEFAULT_TX_TIMEOUT_SECONDS, 5, 300),
+      confirmGraceMs: r.int('SETTLEMENT_CONFIRM_GRACE_MS', DEFAULT_CONFIRM_GRACE_MS, 1000, 300_000),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', DEFAULT_ABANDONED_CLAIM_SECONDS, 5, 86_400),
+      staleCleanupEvery: `${staleCleanupSeconds} seconds`,
       channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', DEFAULT_CHANNEL_LEASE_SECONDS, 3, 600),
       channelsPerSeller:
         r.optional('FACILITATOR_CHANNELS_PER_SELLER') === null
@@ -392,6 +404,9 @@ export function loadConfig(env: Env = process.env): Config {
       networkHealthEvery: `${r.int('NETWORK_HEALTH_INTERVAL_SECONDS', 10, 1, 3600)} seconds`,
       conformanceEvery: `${r.int('CONFORMANCE_INTERVAL_MINUTES', 60, 1, 10_080)} minutes`,
       ledgerCloseMs: r.int('LEDGER_CLOSE_MS', 5000, 100, 600_000),
+    },
+    discovery: {
+      searchSyncEvery: `${r.int('SEARCH_SYNC_INTERVAL_SECONDS', DEFAULT_SEARCH_SYNC_SECONDS, 1, 3600)} seconds`,
     },
     liveness: {
       enabled: r.bool('LIVENESS_PROBES', true),

@@ -239,6 +239,7 @@ async function main(): Promise<void> {
     runJobs: true,
     facilitator: config.facilitator,
     receiptSigning: await receiptSigning(config),
+    discovery: config.discovery,
     operations: {
       networkHealthEvery: config.operations.networkHealthEvery,
       conformanceEvery: config.operations.conformanceEvery,

@@ -26,7 +26,7 @@ export interface DiscoveryArea extends Area {
 /** The discovery area: listing, ranked search, validation, cataloging and the indexing workers. */
 export function createDiscoveryArea(
   ctx: AreaContext,
-  opts: { trustOf?: DiscoveryServiceDeps['trustOf'] } = {},
+  opts: { trustOf?: DiscoveryServiceDeps['trustOf']; searchSyncEvery?: string } = {},
 ): DiscoveryArea {
   const m = ctx.metrics.discovery;
   const repo = { ...createSearchRepository(ctx.db), ...createCatalogWriteRepository(ctx.db) };
@@ -95,7 +95,12 @@ export function createDiscoveryArea(
     service,
     workers: [
       createResourceIndexingWorker(indexing),
-      createSearchSyncWorker({ index, requeue: (resourceId) => queue({ resourceId }), logger: ctx.logger }),
+      createSearchSyncWorker({
+        index,
+        requeue: (resourceId) => queue({ resourceId }),
+        logger: ctx.logger,
+        every: opts.searchSyncEvery,
+      }),
     ],
     /** Plain resource creates, updates and deletes (resources API): the index follows them too. */
     async onCatalogChange(resourceId) {

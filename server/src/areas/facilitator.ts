@@ -18,6 +18,7 @@ import {
   DEFAULT_ABANDONED_CLAIM_SECONDS,
   DEFAULT_CHANNEL_ACCOUNTS,
   DEFAULT_CHANNEL_LEASE_SECONDS,
+  DEFAULT_CONFIRM_GRACE_MS,
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
   DEFAULT_TX_TIMEOUT_SECONDS,
@@ -54,6 +55,8 @@ export interface FacilitatorOptions {
   settleQueueTotal?: number;
   /** A claim for settlement left without a settlement row for this long is failed by the cleanup worker. */
   abandonedClaimSeconds?: number;
+  /** STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: the cleanup worker's period (default: domain/defaults.ts). */
+  staleCleanupEvery?: string;
   /** FACILITATOR_MAX_FEE_STROOPS: highest total fee of a settlement transaction, stroops. Default: domain/defaults.ts.
    * */
   maxFeeStroops?: number;
@@ -76,7 +79,8 @@ export interface FacilitatorOptions {
   feeBudgets?: Partial<Record<FeeScope, number | null>>;
   /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. Default: domain/defaults.ts. */
   txTimeoutSeconds?: number;
-  /** How long past the time bound settle keeps asking for the transaction's fate before answering 202. Default 10 s. */
+  /** SETTLEMENT_CONFIRM_GRACE_MS: how long past the time bound settle keeps asking for the transaction's fate before
+   * answering 202. Default: domain/defaults.ts. */
   confirmGraceMs?: number;
   /** The network's estimated seconds per ledger (the local network's close interval, else LEDGER_CLOSE_MS). Default 5.
    * */
@@ -160,7 +164,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     },
     feeBudgets: feeBudgetsOf(opts.feeBudgets),
     owedAnswers: createOwedAnswerRepository(ctx.db),
-    confirmGraceMs: opts.confirmGraceMs ?? 10_000,
+    confirmGraceMs: opts.confirmGraceMs ?? DEFAULT_CONFIRM_GRACE_MS,
     pollMs: opts.pollMs ?? 250,
     afterSubmit: opts.afterSubmit,
     afterClaim: opts.afterClaim,
@@ -249,6 +253,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
         networks: settlementNetworks,
         logger: ctx.logger,
         abandonedClaimSeconds: opts.abandonedClaimSeconds ?? DEFAULT_ABANDONED_CLAIM_SECONDS,
+        every: opts.staleCleanupEvery,
       }),
     ],
     async start() {

@@ -1,5 +1,5 @@
 import type { Sequelize } from 'sequelize';
-import { pgQuery } from './pg-query';
+import { DEFERRED_COMMIT, pgQuery } from './pg-query';
 import { ATTEMPT_COLUMNS, toAttempt } from './payment-rows';
 import { amountColumn } from './amount-column';
 import type { AttemptRepository, NewAttempt } from '../domain/facilitator/types';
@@ -58,15 +58,19 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
      * with one `INSERT ... ON CONFLICT DO NOTHING RETURNING` (the unique replay index decides across processes); only
      * a conflict reads the row it lost to.
      */
-    async insertVerifiedAttempt(a) {
+    async insertVerifiedAttempt(a, opts) {
+      // deferCommit (verify's record, which moves no money): the commit does not wait for its WAL flush (pg-query.ts
+      // DEFERRED_COMMIT); settle's claim of this attempt is a flushed commit later in the same WAL, so it never
+      // outlives a lost attempt row.
+      const deferred = opts?.deferCommit === true;
       const { rows } = await pgQuery(
         db,
         `INSERT INTO payment_attempts (${INSERT_COLUMNS})
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          ON CONFLICT DO NOTHING
-         RETURNING ${ATTEMPT_COLUMNS}`,
+         RETURNING ${ATTEMPT_COLUMNS}${deferred ? `, ${DEFERRED_COMMIT}` : ''}`,
         insertValues(a),
-        'verify_insert_attempt',
+        deferred ? 'verify_insert_attempt_deferred' : 'verify_insert_attempt',
       );
       if (rows[0]) return { attempt: toAttempt(rows[0]) };
       const held = await pgQuery<{ id: string }>(

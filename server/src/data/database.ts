@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { Sequelize, QueryTypes, Transaction } from 'sequelize';
 import { MIGRATIONS } from './migrations';
 
@@ -12,6 +13,23 @@ export const DEFAULT_POOL_MAX = 10;
 export const MAX_POOL_MAX = 100;
 
 /**
+ * pg's Client with an 'error' listener from its first moment. Sequelize attaches its own listener (which marks the
+ * connection invalid and destroys it) only when the connection's start-up has finished, one microtask later; an error
+ * PostgreSQL sends in the same read as the end of that start-up (a shutdown beginning: 57P01) is emitted before it,
+ * to nobody, and an unheard 'error' event crashes the process (seen under load in reliability/database-restart). This
+ * listener marks the connection invalid, so the pool's validation throws it away instead of lending it out.
+ */
+class ListenedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => {
+      (this as { _invalid?: boolean })._invalid = true;
+    });
+  }
+}
+const PG_WITH_LISTENED_CLIENTS = { ...pg, Client: ListenedClient };
+
+/**
  * The service's connection pool (`poolMax` connections, default DEFAULT_POOL_MAX, at most MAX_POOL_MAX). Every
  * connection carries `statement_timeout`, so no query (a slow search, a lock wait) can hold a connection longer
  * than that: PostgreSQL cancels it and the request answers an error instead of exhausting the pool. Migrations use
@@ -24,6 +42,7 @@ export function createSequelize(
   const statementTimeout = opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   return new Sequelize(databaseUrl, {
     dialect: 'postgres',
+    dialectModule: PG_WITH_LISTENED_CLIENTS,
     logging: false,
     pool: {
       max: Math.min(MAX_POOL_MAX, Math.max(1, opts.poolMax ?? DEFAULT_POOL_MAX)),

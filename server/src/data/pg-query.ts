@@ -56,6 +56,17 @@ export async function pgQuery<R extends QueryResultRow = QueryResultRow>(
 }
 
 /**
+ * Appended to a write's RETURNING list: the statement's own (implicit) transaction then commits with
+ * `synchronous_commit = off` (`set_config(..., true)` is local to that transaction and still in force when it commits):
+ * the commit is visible at once, as any other, but does not wait for its WAL flush (the WAL writer flushes it within
+ * ~200 ms). Only a crash of PostgreSQL itself (not of the service) can lose such a commit, and only the last few
+ * hundred ms of them; the WAL is one sequence, so any later synchronous commit (a settle's claim of the same attempt)
+ * flushes it first. For records that move no money only: verify's attempt and its Idempotency-Key records
+ * (server/README.md "Verify's commits"). A statement that returns no row commits as usual (it wrote nothing).
+ */
+export const DEFERRED_COMMIT = `set_config('synchronous_commit', 'off', true) AS deferred_commit`;
+
+/**
  * One kind of statement from concurrent requests, coalesced (group commit): the calls made during one turn of the
  * event loop are run as ONE set-based statement (`runMany`, e.g. `INSERT ... SELECT * FROM unnest($1::text[], ...)`),
  * at most `maxBatch` calls per statement, and each caller gets its own answer. The statement is sent from

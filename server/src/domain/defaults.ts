@@ -12,6 +12,18 @@ export const DEFAULT_MAX_FEE_STROOPS = 1_000_000;
 export const DEFAULT_MIN_AMOUNT = '0.0001';
 /** SETTLEMENT_TX_TIMEOUT_SECONDS: a settlement transaction's time bound. */
 export const DEFAULT_TX_TIMEOUT_SECONDS = 30;
+/**
+ * SETTLEMENT_CONFIRM_GRACE_MS: how long past a settlement transaction's time bound settle (and the retry of an x402
+ * `settlement_pending` answer) keeps asking the ledger for its fate before answering pending.
+ */
+export const DEFAULT_CONFIRM_GRACE_MS = 10_000;
+/** SEARCH_SYNC_INTERVAL_SECONDS: how often the search-sync worker's pass runs. */
+export const DEFAULT_SEARCH_SYNC_SECONDS = 30;
+/**
+ * STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: how often the stale-payment cleanup worker expires verified attempts whose
+ * authorization expired and fails abandoned settlement claims.
+ */
+export const DEFAULT_STALE_CLEANUP_SECONDS = 60;
 /** FACILITATOR_ABANDONED_CLAIM_SECONDS: a claim left without its settlement row this long is failed by the worker. */
 export const DEFAULT_ABANDONED_CLAIM_SECONDS = 120;
 /** FACILITATOR_CHANNEL_LEASE_SECONDS: a channel lease without a pinned transaction expires this long after renewal. */

@@ -1,18 +1,20 @@
 import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { DomainError } from '../domain/errors';
+import type { RouteMatch } from './operation-matcher';
 
 /** The records the middleware keeps per (scope, key) (data/idempotency-repository.ts implements it). */
 export interface IdempotencyStore {
-  /** Claims the key for a request (its body's hash): true when this request is the one to run. */
-  claim(scope: string, key: string, requestHash: string): Promise<boolean>;
+  /** Claims the key for a request (its body's hash): true when this request is the one to run. `deferCommit`: the
+   * record may commit without waiting for its WAL flush (DEFERRED_COMMIT_OPERATIONS). */
+  claim(scope: string, key: string, requestHash: string, opts?: { deferCommit?: boolean }): Promise<boolean>;
   /** The stored first request: null status while it still runs. */
   read(
     scope: string,
     key: string,
   ): Promise<{ requestHash: string; statusCode: number | null; responseBody: unknown } | null>;
   /** Stores the answer (status and JSON body) of the request that claimed the key. */
-  store(scope: string, key: string, status: number, body: string): Promise<void>;
+  store(scope: string, key: string, status: number, body: string, opts?: { deferCommit?: boolean }): Promise<void>;
   /** Forgets the key (a 5xx answer is not kept: a retry runs again). */
   forget(scope: string, key: string): Promise<void>;
 }
@@ -47,17 +49,28 @@ function withholdSecrets(body: unknown): WithheldMarker | null {
 const isWithheld = (body: unknown): body is WithheldMarker =>
   typeof body === 'object' && body !== null && (body as { withheld?: unknown }).withheld === true;
 
+/**
+ * The operations whose Idempotency-Key records commit with synchronous_commit off (data/pg-query.ts DEFERRED_COMMIT):
+ * the verifies, which reserve, submit and move nothing. A PostgreSQL crash (never a service crash) can lose the last
+ * few hundred ms of these records; a retry then runs the verify again, or waits out the abandoned claim (409
+ * IDEMPOTENCY_CONFLICT, Retry-After) and then does (server/README.md "Verify's commits"). Every other operation
+ * (settle, catalog writes, keys) keeps its records' commits flushed.
+ */
+export const DEFERRED_COMMIT_OPERATIONS: ReadonlySet<string> = new Set(['verifyPayment', 'verifyPaymentPayload']);
+
 export function idempotency(keys: IdempotencyStore): RequestHandler {
   return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (req.method !== 'POST' || !key) return next();
+    const operationId = (res.locals.route as RouteMatch | null | undefined)?.operation?.operationId;
+    const opts = { deferCommit: operationId !== undefined && DEFERRED_COMMIT_OPERATIONS.has(operationId) };
     const scope = `${(res.locals.idempotencyScope as string | undefined) ?? `ip:${req.ip}`}`;
     const requestHash = crypto
       .createHash('sha256')
       .update(`${req.method} ${req.originalUrl.split('?')[0]}\n${JSON.stringify(req.body ?? null)}`)
       .digest('hex');
     try {
-      const claimed = await keys.claim(scope, key, requestHash);
+      const claimed = await keys.claim(scope, key, requestHash, opts);
       if (!claimed) {
         const stored = await keys.read(scope, key);
         if (!stored)
@@ -98,7 +111,7 @@ export function idempotency(keys: IdempotencyStore): RequestHandler {
         const status = res.statusCode;
         const store =
           status < 500
-            ? keys.store(scope, key, status, JSON.stringify(withholdSecrets(body) ?? body))
+            ? keys.store(scope, key, status, JSON.stringify(withholdSecrets(body) ?? body), opts)
             : keys.forget(scope, key);
         // The response waits for the record, so a retry that arrives right after it sees the stored answer.
         store.then(

@@ -1,7 +1,7 @@
 import type { WorkerDefinition } from './job-system';
 import type { AttemptRepository, LedgerPort } from '../domain/facilitator/types';
 import type { Logger } from '../logger';
-import { DEFAULT_ABANDONED_CLAIM_SECONDS } from '../domain/defaults';
+import { DEFAULT_ABANDONED_CLAIM_SECONDS, DEFAULT_STALE_CLEANUP_SECONDS } from '../domain/defaults';
 
 /**
  * Owner of the attempts nothing else moves on:
@@ -21,7 +21,7 @@ export function stalePaymentCleanupWorker(deps: {
 }): WorkerDefinition<{ abandonedClaimSeconds?: number }> {
   return {
     name: 'stale-payment-cleanup-worker',
-    every: deps.every ?? '1 minute',
+    every: deps.every ?? `${DEFAULT_STALE_CLEANUP_SECONDS} seconds`,
     concurrency: 1,
     maxRetries: 3,
     async run(data) {

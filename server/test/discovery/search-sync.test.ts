@@ -3,12 +3,16 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { startTestService, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { createSearchIndexRepository } from '../../src/data/search-index-repository';
+import { SEARCH_SYNC_WORKER } from '../../src/jobs/search-sync-worker';
+import { loadConfig } from '../../src/config';
 import { catalog, draft, LONG, waitIndexed } from './helpers';
 
 let svc: TestService;
 let seller: SignedUpSeller;
 beforeAll(async () => {
-  svc = await startTestService({ runJobs: true, jobPollMs: 200 });
+  // The worker's pass runs once at start, then not for an hour (SEARCH_SYNC_INTERVAL_SECONDS): the passes this file
+  // runs itself never interleave with one of its own (see afterWorkerPass).
+  svc = await startTestService({ runJobs: true, jobPollMs: 200, discovery: { searchSyncEvery: '1 hour' } });
   seller = await signUpSeller(svc.app);
   for (const name of ['Sync weather one', 'Sync weather two', 'Sync weather three']) {
     const res = await catalog(svc.app, seller.apiKey, {
@@ -94,14 +98,16 @@ describe('the incremental search-sync pass (issue 31)', () => {
         },
       },
     );
-  /** Waits for the worker's own pass (every 30 s), so the passes below do not interleave with it. */
+  /**
+   * Waits until the worker's own pass at start has finished (its next is an hour away), so the passes below do not
+   * interleave with it: the job system's figures for the worker, one completed run and none running.
+   */
   const afterWorkerPass = async () => {
-    const since = await one<{ t: string }>('SELECT synced_at::text AS t FROM search_signal_sync WHERE id = 1');
-    const until = Date.now() + 45_000;
-    for (;;) {
-      const now = await one<{ t: string }>('SELECT synced_at::text AS t FROM search_signal_sync WHERE id = 1');
-      if (now.t !== since.t) return;
-      if (Date.now() > until) throw new Error('no search-sync pass of the worker within 45 s');
+    const figure = async (name: 'completed' | 'active') =>
+      (await svc.metrics.jobs[name].get()).values.find((v) => v.labels.worker === SEARCH_SYNC_WORKER)?.value ?? 0;
+    const until = Date.now() + 60_000;
+    while ((await figure('completed')) < 1 || (await figure('active')) > 0) {
+      if (Date.now() > until) throw new Error('the search-sync worker finished no pass within 60 s of its start');
       await new Promise((r) => setTimeout(r, 50));
     }
   };
@@ -179,5 +185,17 @@ describe('a reused word lookup (issue 31)', () => {
     await find('quokkka sync ');
     const id = await listIndexed('Quokka sightings', '/v1/quokkas/{city}');
     expect(await find('quokkka sync ')).toContain(id);
+  });
+});
+
+describe('SEARCH_SYNC_INTERVAL_SECONDS', () => {
+  it("sets the search-sync worker's period: 30 s by default, 1 to 3600 s", () => {
+    const local = { LOCAL_NETWORK: 'true' };
+    expect(loadConfig(local).discovery.searchSyncEvery).toBe('30 seconds');
+    expect(loadConfig({ ...local, SEARCH_SYNC_INTERVAL_SECONDS: '5' }).discovery.searchSyncEvery).toBe('5 seconds');
+    for (const bad of ['0', '3601', '1.5'])
+      expect(() => loadConfig({ ...local, SEARCH_SYNC_INTERVAL_SECONDS: bad })).toThrow(
+        /SEARCH_SYNC_INTERVAL_SECONDS must be an integer from 1 to 3600/,
+      );
   });
 });

@@ -191,6 +191,7 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
   );
 
   it("/v1/stats counts the paid calls, not the conformance runner's own test settlements", async () => {
+    const settledBefore = Date.now();
     const [rows] = await svc.db.query(`SELECT (s.domain = 'conformance-runner.invalid') AS runner, count(*)::int AS n
       FROM settlements st JOIN payment_attempts a ON a.id = st.payment_attempt_id JOIN sellers s ON s.id = a.seller_id
       WHERE st.status = 'settled' AND st.network = 'stellar:testnet' GROUP BY 1 ORDER BY 1`);
@@ -199,8 +200,12 @@ describe('operator dashboard (/dashboard) in headless Chromium', () => {
       { runner: false, n: 3 },
       { runner: true, n: expect.any(Number) },
     ]);
-    await new Promise((r) => setTimeout(r, 5_100)); // past the 5 s cache of /v1/stats
-    const stats = await request(server).get('/v1/stats');
+    // An answer computed after the settlements above were read (/v1/stats is cached 5 s: the traffic read it too).
+    let stats = await request(server).get('/v1/stats');
+    while (Date.parse(stats.body.generatedAt) < settledBefore) {
+      await new Promise((r) => setTimeout(r, 100));
+      stats = await request(server).get('/v1/stats');
+    }
     expect(stats.body.networks[0]).toMatchObject({ network: 'stellar:testnet', successfulSettlements: 3 });
     expect(stats.body.networks[0].latestTransactionHashes).toHaveLength(3);
   });

@@ -21,6 +21,7 @@ import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/loca
 import { paymentCase, sleep, type FacilitatorEnv } from '../facilitator/helpers';
 import { startMainProcess, type MainProcess } from './support/main-process';
 import { sellerWithResourceOverHttp } from './support/over-http';
+import { loadConfig } from '../../src/config';
 
 const SEED = Number(process.env.CRASH_SEED ?? 20_261_123);
 const ROUNDS = 4;
@@ -121,6 +122,9 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
         LEDGER_CLOSE_MS: '100',
         // Claims abandoned by a killed process are failed after 5 s (default 120 s), so the wait below covers them.
         FACILITATOR_ABANDONED_CLAIM_SECONDS: '5',
+        // The worker that fails them and expires attempts whose authorization expired runs every 2 s (default 60 s):
+        // the waits below end when it has, not a minute later.
+        STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: '2',
         // Every settle here is for one seller and one client: the whole pool is theirs (fair capacity caps are
         // tested in fair-capacity.test.ts).
         FACILITATOR_CHANNELS_PER_SELLER: '256',
@@ -185,12 +189,22 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
       }
 
       // A control payment settled without a crash on the restarted server: the settle path works in this setup, so
-      // an all-unpaid outcome above cannot hide a broken setup.
+      // an all-unpaid outcome above cannot hide a broken setup. The killed processes' leases not pinned to a
+      // transaction are ended first, as their 15 s lifetime would end them (no process lives now): the control does
+      // not wait for that timer (waiting for a dead process's leases is the second test's subject).
+      const leases = new Client({ connectionString: database.url });
+      await leases.connect();
+      await leases
+        .query(
+          "UPDATE channel_leases SET leased_until = now() - interval '1 second' " +
+            'WHERE holder IS NOT NULL AND transaction_hash IS NULL AND leased_until >= now()',
+        )
+        .finally(() => leases.end());
       main = await start();
       const control = Keypair.random();
       await network.fundAccount(control.publicKey());
       await network.faucet(control.publicKey(), 'USDC', '1');
-      // Valid long enough to wait for a channel a killed process still leases (leases expire after 15 s).
+      // Valid long enough to wait for a channel should one still be taken (a lease expires after 15 s).
       const cc = await paymentCase(env, control, payTo, '0.25', { sign: { expiration: network.latestLedger() + 600 } });
       const cv = await fetch(`${main.baseUrl}/v1/verify`, {
         method: 'POST',
@@ -224,7 +238,8 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
           ).rows;
         const FINAL = new Set(['settled', 'expired', 'settlement_failed']);
         // a bound on the wait (expiry + the workers' periods), not a timing assertion
-        const deadline = Date.now() + 120_000;
+        const waitStarted = Date.now();
+        const deadline = waitStarted + 120_000;
         let rows = await states();
         while (rows.some((r) => !FINAL.has(r.status) || r.settlement === 'pending') && Date.now() < deadline) {
           await sleep(1_000);
@@ -248,7 +263,7 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
             report
               .map((r) => `round ${r.round} kill@${r.killAfterMs}ms ${r.paid ? 'paid' : 'unpaid'}/${r.status}`)
               .join('; ') +
-            '\n',
+            `; all final ${((Date.now() - waitStarted) / 1000).toFixed(1)} s after the control settled\n`,
         );
         const wrong = report.filter((r) =>
           r.paid
@@ -412,4 +427,15 @@ describe('crash during settlement (SIGKILL at random points, restart)', () => {
     },
     300_000,
   );
+});
+
+describe('STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS', () => {
+  it("sets the stale-payment cleanup worker's period: 60 s by default, 1 to 3600 s", () => {
+    const local = { LOCAL_NETWORK: 'true' };
+    expect(loadConfig(local).facilitator.staleCleanupEvery).toBe('60 seconds');
+    const set = (v: string) => loadConfig({ ...local, STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: v });
+    expect(set('2').facilitator.staleCleanupEvery).toBe('2 seconds');
+    for (const bad of ['0', '3601', 'soon'])
+      expect(() => set(bad)).toThrow(/STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS must be an integer from 1 to 3600/);
+  });
 });

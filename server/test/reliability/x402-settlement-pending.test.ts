@@ -17,6 +17,7 @@ import { toStroops } from '../../src/domain/amount';
 import { startMainProcess, type MainProcess } from './support/main-process';
 import { sellerWithResourceOverHttp } from './support/over-http';
 import type { SignedUpSeller } from '../support/fixtures';
+import { loadConfig } from '../../src/config';
 
 const CLIENT_BOUND_MS = 90_000; // @x402/core 2.27 HTTPFacilitatorClient's default timeout
 
@@ -119,8 +120,12 @@ describe(
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
         STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
         LEDGER_CLOSE_MS: '200',
-        // The shortest time bound: a stalled RPC makes settle answer settlement_pending after it plus the grace.
+        // The shortest time bound: a stalled RPC makes settle answer settlement_pending after it plus the grace, or
+        // when the unanswered getTransaction in flight then reaches the RPC client's 8 s deadline, whichever is later.
         SETTLEMENT_TX_TIMEOUT_SECONDS: '5',
+        // A short grace (default 10 s), still long enough for a retry to ask the ledger: each pending answer then
+        // comes with the first unanswered getTransaction (~8 s) instead of after two of them (~16 s).
+        SETTLEMENT_CONFIRM_GRACE_MS: '2000',
       };
       mains.push(await startMainProcess({ databaseUrl: database.url, env }));
       mains.push(await startMainProcess({ databaseUrl: database.url, env }));
@@ -262,3 +267,15 @@ describe(
     );
   },
 );
+
+describe('SETTLEMENT_CONFIRM_GRACE_MS: the confirmation grace past the time bound', () => {
+  it('defaults to 10 s, reads milliseconds, and refuses a grace a retry could not ask the ledger within', () => {
+    const local = { LOCAL_NETWORK: 'true' };
+    expect(loadConfig(local).facilitator.confirmGraceMs).toBe(10_000);
+    expect(loadConfig({ ...local, SETTLEMENT_CONFIRM_GRACE_MS: '2000' }).facilitator.confirmGraceMs).toBe(2000);
+    for (const bad of ['0', '999', '300001', '2s'])
+      expect(() => loadConfig({ ...local, SETTLEMENT_CONFIRM_GRACE_MS: bad })).toThrow(
+        /SETTLEMENT_CONFIRM_GRACE_MS must be an integer from 1000 to 300000/,
+      );
+  });
+});

@@ -102,8 +102,13 @@ export interface ResourceTermsRef {
 /** Payment attempts (data/attempt-repository.ts). Every state change is a compare-and-set on the current status. */
 export interface AttemptRepository {
   findAttempt(id: string): Promise<AttemptRecord | null>;
-  /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone). */
-  insertVerifiedAttempt(a: NewAttempt): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
+  /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone).
+   * `deferCommit` (verify only: the record moves no money): the commit need not wait for its WAL flush, so a crash of
+   * the database may lose it (server/README.md "Verify's commits"); settle's own record is always flushed. */
+  insertVerifiedAttempt(
+    a: NewAttempt,
+    opts?: { deferCommit?: boolean },
+  ): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
   /** The attempt that holds the replay key (network, payer, nonce), among attempts that verified. */
   findByReplayKey(network: string, payer: string, nonce: string): Promise<AttemptRecord | null>;
   findByHash(paymentHash: string): Promise<AttemptRecord[]>;

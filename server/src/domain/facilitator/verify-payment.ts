@@ -44,6 +44,7 @@ const AFTER_AUTH: ReadonlySet<ErrorCode> = new Set(['INSUFFICIENT_BALANCE', 'TRU
  * simulation, whose latest ledger serves the expiry window) and,
  * besides the resource/seller lookup that runs during the simulation, one SQL statement: the insert that claims
  * the authorization (the unique replay index decides across processes: any later verify of it is REPLAY_DETECTED).
+ * It commits without waiting for its WAL flush (it moves no money; server/README.md "Verify's commits").
  *
  * Failures are recorded only when the payer's signature is proven (the simulation got past its authorization) and
  * the payment is for a cataloged resource: an anonymous caller cannot write into a seller's payment list with
@@ -98,7 +99,7 @@ export function createVerifyPayment(deps: VerifyDeps) {
         null,
       );
       if (!persist) return record;
-      const claimed = await deps.attempts.insertVerifiedAttempt(record);
+      const claimed = await deps.attempts.insertVerifiedAttempt(record, { deferCommit: true });
       if ('replayOf' in claimed) {
         throw new DomainError(
           'REPLAY_DETECTED',
