@@ -139,26 +139,34 @@ const CONNECTION_GONE = /Connection terminated|connection error and is not query
 /** A Node system error's code (ECONNRESET, EPIPE, ETIMEDOUT): no SQLSTATE class starts with E. */
 const SYSTEM_ERROR = /^E[A-Z]+$/;
 
+/** Sequelize's errors for a connection it could not make or lend. */
+const CONNECTION_ERRORS = new Set([
+  'SequelizeConnectionError',
+  'SequelizeConnectionRefusedError',
+  'SequelizeConnectionAcquireTimeoutError',
+  'SequelizeHostNotReachableError',
+]);
+
+/**
+ * A connection PostgreSQL took away: 57P01..03 (shutdown, crash, still starting), class 08, a socket error instead
+ * of an SQLSTATE (ECONNRESET, EPIPE: the server went away without its goodbye, as under load), or no code and pg's
+ * words for a closed socket. The same rule as data/pg-query.ts's for the statements it runs.
+ */
+function isConnectionGone(e: { code?: unknown; message?: unknown } | undefined): boolean {
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (code) return /^08|^57P0[123]$/.test(code) || SYSTEM_ERROR.test(code);
+  return CONNECTION_GONE.test(String(e?.message ?? ''));
+}
+
 function isDatabaseDown(err: unknown): boolean {
   const name = (err as { name?: string })?.name ?? '';
-  if (name === 'SequelizeDatabaseError') {
-    // a pooled connection that PostgreSQL closed while stopping: 57P01..03, class 08, a socket error instead of an
-    // SQLSTATE (ECONNRESET, EPIPE: the server went away without its goodbye, as under load), or a socket closed
-    // mid-query. The same rule as data/pg-query.ts's for the statements it runs.
-    const parent = (err as { parent?: { code?: unknown; message?: unknown } }).parent;
-    const code = typeof parent?.code === 'string' ? parent.code : '';
-    if (code) return /^08|^57P0[123]$/.test(code) || SYSTEM_ERROR.test(code);
-    return CONNECTION_GONE.test(String(parent?.message ?? ''));
-  }
-  // a connection the pool handed out while PostgreSQL was stopping (pg's own Error, no SQLSTATE)
-  if (name === 'Error' && !(err as { code?: unknown }).code && CONNECTION_GONE.test(String((err as Error).message)))
-    return true;
-  return (
-    name === 'SequelizeConnectionError' ||
-    name === 'SequelizeConnectionRefusedError' ||
-    name === 'SequelizeConnectionAcquireTimeoutError' ||
-    name === 'SequelizeHostNotReachableError'
-  );
+  if (CONNECTION_ERRORS.has(name)) return true;
+  // a query Sequelize ran on a connection that went away (the pg error is its parent)
+  if (name === 'SequelizeDatabaseError') return isConnectionGone((err as { parent?: { code?: unknown } }).parent);
+  // pg's own error, unwrapped: a connection the pool was still setting up when PostgreSQL began stopping (the
+  // start-up's SET failed with 57P01), or one it handed out broken ('Error', no code)
+  if (name === 'error' || name === 'Error') return isConnectionGone(err as { code?: unknown; message?: unknown });
+  return false;
 }
 
 /** The last middleware: everything leaves in the one envelope; internals are logged, never returned. */

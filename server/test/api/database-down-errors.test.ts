@@ -1,5 +1,6 @@
 import express from 'express';
 import request from 'supertest';
+import { DatabaseError as PgDatabaseError } from 'pg';
 import { ConnectionRefusedError, DatabaseError } from 'sequelize';
 import { errorHandler } from '../../src/http/error-handler';
 import { createLogger } from '../../src/logger';
@@ -38,6 +39,25 @@ describe('database failures in the one envelope', () => {
     expect(res.headers['retry-after']).toMatch(/^\d+$/);
     expect(res.body.error.code).toBe('SERVICE_UNAVAILABLE');
     expect(JSON.stringify(res.body)).not.toMatch(/ECONNRESET|EPIPE|57P0|08006|terminat/);
+  });
+
+  it(
+    "pg's own error, unwrapped (a new pooled connection's start-up statement cut by a shutdown, 57P01) answers 503 " +
+      'SERVICE_UNAVAILABLE',
+    async () => {
+      const cut = new PgDatabaseError('terminating connection due to administrator command', 116, 'error');
+      cut.code = '57P01';
+      const res = await request(appThrowing(cut)).get('/boom');
+      expect(res.status).toBe(503);
+      expect(res.body.error.code).toBe('SERVICE_UNAVAILABLE');
+      expect(JSON.stringify(res.body)).not.toMatch(/57P01|terminating/);
+    },
+  );
+
+  it("pg's own SQL error, unwrapped (a unique violation) stays a 500", async () => {
+    const sqlError = new PgDatabaseError('duplicate key value violates unique constraint', 90, 'error');
+    sqlError.code = '23505';
+    expect((await request(appThrowing(sqlError)).get('/boom')).status).toBe(500);
   });
 
   it('a refused connection answers 503 SERVICE_UNAVAILABLE', async () => {
