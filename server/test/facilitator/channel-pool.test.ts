@@ -48,7 +48,15 @@ describe('one channel pool shared by two service instances through the database'
   beforeAll(async () => {
     env = await startFacilitatorEnv({
       ledgerCloseMs: 0,
-      facilitator: { channelAccounts: 2, channelSeed: SEED, confirmGraceMs: 5_000, pollMs: 20, ...WHOLE_POOL },
+      // ledgerSeconds: the pace of the test's own closer (40 ms): it bounds how far ahead an authorization expires
+      facilitator: {
+        channelAccounts: 2,
+        channelSeed: SEED,
+        confirmGraceMs: 5_000,
+        pollMs: 20,
+        ledgerSeconds: 0.04,
+        ...WHOLE_POOL,
+      },
     });
     // The second instance knows only the first channel of the same seed: a channel both instances use.
     second = await createService({
@@ -67,6 +75,7 @@ describe('one channel pool shared by two service instances through the database'
         channelSeed: SEED,
         confirmGraceMs: 5_000,
         pollMs: 20,
+        ledgerSeconds: 0.04,
         channelAcquireTimeoutMs: 60_000,
         ...WHOLE_POOL,
         afterSubmit: () => {
@@ -91,7 +100,11 @@ describe('one channel pool shared by two service instances through the database'
     request(svc.app).post('/v1/settle').send({ paymentAttemptId: id, paymentPayload: c.payload, resourceId });
   async function verified(): Promise<{ c: PaymentCase; id: string; buyer: string }> {
     const buyer = await fundedBuyer(env, '1');
-    const c = await paymentCase(env, buyer, payTo, '0.1');
+    // 600 ledgers of validity (24 s at the test's 40 ms ledgers): ten settles through two channels on a loaded
+    // machine outlasted the default 50 (2 s) and answered AUTH_EXPIRED, which is not what this file tests.
+    const c = await paymentCase(env, buyer, payTo, '0.1', {
+      sign: { expiration: env.network.latestLedger() + 600 },
+    });
     const v = await request(env.svc.app)
       .post('/v1/verify')
       .send({ paymentPayload: c.payload, paymentRequirements: c.requirements });
