@@ -107,6 +107,29 @@ describe("verify's records commit without waiting for the WAL flush; settle's st
   );
 
   it(
+    'attack: a settle sent under the Idempotency-Key of a verify (a deferred record) is refused 409 and writes ' +
+      "nothing; settled under its own key, every row keeps the server's flushed commit",
+    async () => {
+      const c = await paymentCase(env, buyer, seller.wallet.publicKey(), '0.25');
+      const verified = await verify({ paymentPayload: c.payload, paymentRequirements: c.requirements }, 'vc-reuse-1');
+      expect(verified.status).toBe(200);
+      const body = { paymentAttemptId: verified.body.paymentAttemptId, paymentPayload: c.payload, resourceId };
+      const before = await lastProbe();
+      const reused = await settle(body, 'vc-reuse-1');
+      expect({ status: reused.status, code: reused.body.error?.code }).toEqual({
+        status: 409,
+        code: 'IDEMPOTENCY_CONFLICT',
+      });
+      expect(await probesAfter(before, await lastProbe())).toEqual([]);
+      const own = await settle(body, 'vc-reuse-1-settle');
+      expect(own.status).toBe(200);
+      const rows = await probesAfter(before, await lastProbe());
+      expect(rows.map((r) => r.tbl)).toContain('settlements');
+      expect(rows.filter((r) => r.source === 'session')).toEqual([]);
+    },
+  );
+
+  it(
     'a verify whose attempt and Idempotency-Key records a database crash lost: a settle naming the lost attempt is ' +
       'refused 404 NOT_FOUND, the idempotent retry verifies again, and the money moves once',
     async () => {
