@@ -93,12 +93,85 @@ function report(label: string, r: LoadResult, extra = ''): void {
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
+/** The service's own search timing (`discovery_search_duration_seconds`: the search use case, from the decoded
+ * request to its page, statement and pool wait included) and its HTTP request count, from /metrics. */
+async function searchMetrics(
+  api: ReturnType<typeof httpClient>,
+  operatorKey: string,
+): Promise<{ sum: number; count: number }> {
+  const res = await api.request('GET', '/metrics', undefined, { authorization: `Bearer ${operatorKey}` });
+  const value = (name: string) =>
+    Number(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)$`, 'm').exec(res.text)?.[1] ?? NaN);
+  return {
+    sum: value('discovery_search_duration_seconds_sum'),
+    count: value('discovery_search_duration_seconds_count'),
+  };
+}
+
+/**
+ * Where a search's time goes, means over the measured run (same run, same requests): the HTTP round trip as the
+ * client sees it; the service's search use case (/metrics: parse, plan, pool wait, the statement, rows to items);
+ * the search statement in PostgreSQL (pg_stat_statements: planning + execution, mean). HTTP − use case = the
+ * service's per-request overhead outside the use case (HTTP parsing, rate limiting, request validation, handler,
+ * presenter, JSON serialization, the socket write, waiting for the event loop).
+ */
+function overheadReport(
+  search: LoadResult,
+  before: { sum: number; count: number },
+  after: { sum: number; count: number },
+  statements: Awaited<ReturnType<BenchDatabase['statementCounts']>>,
+): void {
+  const httpMean = search.latencies.reduce((a, b) => a + b, 0) / Math.max(1, search.latencies.length);
+  const n = after.count - before.count;
+  const useCase = n > 0 ? ((after.sum - before.sum) / n) * 1000 : NaN;
+  const st = statements.filter((s) => /WITH k AS \(SELECT CAST/.test(s.query));
+  const calls = st.reduce((a, s) => a + s.calls, 0);
+  const mean = (f: (s: (typeof st)[number]) => number) => st.reduce((a, s) => a + f(s), 0) / Math.max(1, calls);
+  const exec = mean((s) => s.totalMs);
+  const plan = mean((s) => s.planTotalMs ?? 0);
+  const lookups = statements.filter((s) => /^WITH w AS \(/.test(s.query)).reduce((a, s) => a + s.calls, 0);
+  console.log(
+    `where a search's time goes (means over the measured run): HTTP ${httpMean.toFixed(2)} ms; the search use ` +
+      `case ${useCase.toFixed(2)} ms (${n} searches, /metrics); the search statement in PostgreSQL ` +
+      `${(plan + exec).toFixed(2)} ms (planning ${plan.toFixed(2)} + execution ${exec.toFixed(2)}; ${calls} ` +
+      `statements, ${lookups} word lookups); outside the use case ${(httpMean - useCase).toFixed(2)} ms, in the use ` +
+      `case beside the statement ${(useCase - plan - exec).toFixed(2)} ms`,
+  );
+}
+
+/** Each entry of the rotation (query × filter): p50 / p95 of its searches, and how many of the run's slowest 5 %
+ * it made: which queries make the p95. */
+function entryReport(search: LoadResult, byEntry: Map<number, number[]>): void {
+  const cut = percentile(search.latencies, 95);
+  const rows = [...byEntry.entries()].map(([entry, ms]) => {
+    const s = searchOf(entry);
+    const sorted = [...ms].sort((a, b) => a - b);
+    const filter = s.type ? 'type=http' : s.maxPrice ? 'maxPrice=0.25' : s.limit === 50 ? 'limit=50' : '';
+    return {
+      label: `"${s.q}" ${filter}`.trim(),
+      p50: percentile(sorted, 50),
+      p95: percentile(sorted, 95),
+      slow: ms.filter((m) => m > cut).length,
+      n: ms.length,
+    };
+  });
+  rows.sort((a, b) => b.slow - a.slow || b.p95 - a.p95);
+  console.log(`the rotation's entries by their share of the searches over the run's p95 (${cut.toFixed(1)} ms):`);
+  for (const r of rows.slice(0, 12))
+    console.log(
+      `  ${String(r.slow).padStart(4)} of ${String(r.n).padStart(4)} over p95; p50 ${r.p50.toFixed(1)} ms, p95 ` +
+        `${r.p95.toFixed(1)} ms  ${r.label}`,
+    );
+}
+
 async function main() {
   console.log(
     `bench:search — local simulation, separate processes, ${RESOURCES} resources, ${CONCURRENCY} concurrent ` +
       `clients, ≤ ${SEARCHES} searches and ≤ ${SECONDS} s per run${PROFILE ? ', PROFILE mode' : ''}`,
   );
-  const db = await startBenchDatabase({ statements: PROFILE });
+  // pg_stat_statements (with planning time) in every run: the search statement's own time in PostgreSQL is printed
+  // beside the HTTP latency, so the service's per-request overhead is a same-run figure.
+  const db = await startBenchDatabase({ statements: true, trackPlanning: true });
   const net = await startNetworkProcess({ ledgerCloseMs: 5000 });
   const usdc = net.assets.find((a) => a.code === 'USDC')!;
   await seedSearch(db, usdc.issuer, RESOURCES);
@@ -143,20 +216,28 @@ async function main() {
   progress('warming up (one pass over the queries and filters)');
   for (let i = 0; i < QUERIES.length * 4; i++) await api.request('GET', path(searchOf(i)));
   await db.resetStatements();
+  const metricsBefore = await searchMetrics(api, service.operatorApiKey);
 
   progress('measuring search through HTTP');
   const rss = sampleRss(service.pid);
   const fromUs = profileClockUs();
+  const byEntry = new Map<number, number[]>();
   const search = await closedLoop({
     concurrency: CONCURRENCY,
     maxRequests: SEARCHES,
     maxSeconds: SECONDS,
-    send: (i) => api.request('GET', path(searchOf(i))),
+    send: async (i) => {
+      const a = await api.request('GET', path(searchOf(i)));
+      const entry = i % (QUERIES.length * 4);
+      (byEntry.get(entry) ?? byEntry.set(entry, []).get(entry)!).push(a.ms);
+      return a;
+    },
     isOk: countResults,
   });
   const toUs = profileClockUs();
   const searchRss = rss.stop();
   const statements = await db.statementCounts();
+  const metricsAfter = await searchMetrics(api, service.operatorApiKey);
   progress('measuring listing through HTTP');
   const listing = await closedLoop({
     concurrency: CONCURRENCY,
@@ -194,6 +275,8 @@ async function main() {
   );
   report(`listing through HTTP (${CONCURRENCY} clients)`, listing);
   report(`plain PostgreSQL full-text query, same filters (pg, ${CONCURRENCY} connections)`, plain);
+  overheadReport(search, metricsBefore, metricsAfter, statements);
+  entryReport(search, byEntry);
   if (PROFILE) {
     const per = (n: number) => (n / Math.max(1, search.ok + search.failed)).toFixed(2);
     console.log(`\n--- profile: per search over the measured run (${search.ok + search.failed} requests) ---`);
@@ -280,10 +363,9 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
   const { toStroops } = await import('../server/src/domain/amount');
   const seq = new Sequelize(db.url, { logging: false, pool: { max: 1 } });
   const explain = async (sql: string, bind: unknown[]) => {
-    const [r] = await seq.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number }> }>(
-      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`,
-      { bind, type: QueryTypes.SELECT },
-    );
+    const [r] = await seq.query<{
+      'QUERY PLAN': Array<{ Plan: Record<string, unknown>; 'Execution Time': number; 'Planning Time': number }>;
+    }>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${sql}`, { bind, type: QueryTypes.SELECT });
     const top = r['QUERY PLAN'][0];
     const nodes: string[] = [];
     const walk = (node: Record<string, unknown>) => {
@@ -293,7 +375,8 @@ async function explainSearch(db: BenchDatabase): Promise<void> {
     walk(top.Plan);
     const buffers = Number(top.Plan['Shared Hit Blocks'] ?? 0) + Number(top.Plan['Shared Read Blocks'] ?? 0);
     return (
-      `${top['Execution Time'].toFixed(1)} ms, ${top.Plan['Actual Rows']} rows, ${buffers} buffers; ` +
+      `${top['Execution Time'].toFixed(1)} ms (planning ${top['Planning Time'].toFixed(1)} ms), ` +
+      `${top.Plan['Actual Rows']} rows, ${buffers} buffers; ` +
       `${nodes.join(' > ')}`
     );
   };

@@ -343,7 +343,9 @@ export interface BenchDatabase {
   /** Forgets the statement counters (pg_stat_statements_reset). */
   resetStatements(): Promise<void>;
   /** Calls per statement since the last reset (this database only; the statement-counting queries excluded). */
-  statementCounts(): Promise<Array<{ calls: number; totalMs: number; meanMs: number; rows: number; query: string }>>;
+  statementCounts(): Promise<
+    Array<{ calls: number; totalMs: number; meanMs: number; planTotalMs: number; rows: number; query: string }>
+  >;
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   stop(): Promise<void>;
 }
@@ -352,7 +354,9 @@ export interface BenchDatabase {
  * The bench's own embedded PostgreSQL with one migrated database. With `statements`, the server is restarted once
  * with pg_stat_statements preloaded (the bench owns it), so the SQL round trips of a request can be counted.
  */
-export async function startBenchDatabase(opts: { statements?: boolean; name?: string } = {}): Promise<BenchDatabase> {
+export async function startBenchDatabase(
+  opts: { statements?: boolean; trackPlanning?: boolean; name?: string } = {},
+): Promise<BenchDatabase> {
   const dataDir = path.join(tempDir('bench-pg-'), 'data');
   progress(`starting the bench's PostgreSQL in ${dataDir}`);
   let pg: EmbeddedDatabase = await startEmbeddedDatabase({ dataDir, persistent: true });
@@ -361,6 +365,8 @@ export async function startBenchDatabase(opts: { statements?: boolean; name?: st
     await admin.connect();
     await admin.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
     await admin.query(`ALTER SYSTEM SET pg_stat_statements.track = 'top'`);
+    // planTotalMs: total planning time of the statement (0 unless trackPlanning)
+    if (opts.trackPlanning) await admin.query(`ALTER SYSTEM SET pg_stat_statements.track_planning = on`);
     await admin.end();
     await pg.stop();
     pg = await startEmbeddedDatabase({ dataDir, persistent: true });
@@ -390,7 +396,8 @@ export async function startBenchDatabase(opts: { statements?: boolean; name?: st
     async statementCounts() {
       if (!opts.statements) return [];
       const { rows } = await client.query(
-        `SELECT calls::int AS calls, total_exec_time AS "totalMs", mean_exec_time AS "meanMs", rows::int AS rows, query
+        `SELECT calls::int AS calls, total_exec_time AS "totalMs", mean_exec_time AS "meanMs",
+                total_plan_time AS "planTotalMs", rows::int AS rows, query
            FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
           WHERE d.datname = current_database() AND query NOT ILIKE '%pg_stat_statements%'
           ORDER BY calls DESC`,
