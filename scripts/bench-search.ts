@@ -37,56 +37,13 @@ import {
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { performance } from 'node:perf_hooks';
 import { seedSearch } from './bench/search-seed';
+import { QUERIES, plainQuery, searchOf } from './bench/search-rotation';
 
 const RESOURCES = envNumber('BENCH_RESOURCES', 100_000);
 const SEARCHES = envNumber('BENCH_SEARCHES', 3000);
 const SECONDS = envNumber('BENCH_SECONDS', 20);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 4);
 const PROFILE = process.env.BENCH_PROFILE === '1';
-/** Natural queries as agents type them (like the relevance set's, scripts/bench/relevance/queries.txt): sentences,
- * short ones, a typo, punctuation. */
-const QUERIES = [
-  'weather forecast',
-  'translate english to spanish',
-  'crypto price',
-  'generate an image from a prompt',
-  'realtime stock feed',
-  'hourly weather for my city',
-  'pdf converter',
-  'speech to text',
-  'cheap flight search',
-  'no such thing here',
-  'wether forcast',
-  'Air Quality Index (AQI)',
-];
-
-/** The i-th search of the rotation: a query and its filters. */
-function searchOf(i: number): { q: string; type?: string; maxPrice?: string; limit: number } {
-  const q = QUERIES[i % QUERIES.length];
-  const k = Math.floor(i / QUERIES.length) % 4;
-  return { q, type: k === 1 ? 'http' : undefined, maxPrice: k === 2 ? '0.25' : undefined, limit: k === 3 ? 50 : 20 };
-}
-
-/** The plain full-text query: same tsvector, same filters and limit, ranked by ts_rank. */
-function plainQuery(s: ReturnType<typeof searchOf>): { text: string; values: unknown[] } {
-  const values: unknown[] = [s.q, s.limit];
-  const where = [`d.document @@ websearch_to_tsquery('english', $1)`, 'd.discoverable'];
-  if (s.type) {
-    values.push(s.type);
-    where.push(`d.type = $${values.length}`);
-  }
-  if (s.maxPrice) {
-    values.push(s.maxPrice);
-    where.push(`d.amount <= $${values.length}::numeric`);
-  }
-  return {
-    text: `SELECT d.resource_id, d.name, d.description, d.url, d.amount::text AS amount
-             FROM search_documents d WHERE ${where.join(' AND ')}
-            ORDER BY ts_rank(d.document, websearch_to_tsquery('english', $1)) DESC LIMIT $2`,
-    values,
-  };
-}
-
 function report(label: string, r: LoadResult, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
   console.log(`  latency ${latencyLine(r.latencies)}`);

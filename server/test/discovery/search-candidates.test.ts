@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { Sequelize } from 'sequelize';
 import { startTestService, testNetworks, type TestService } from '../support/test-service';
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
@@ -265,6 +266,71 @@ describe('the search statement', () => {
     const res = await search({ q: 'tarsier' });
     expect(res.body.resources[0].trust).toMatchObject({ live: true, latency: { p50Ms: 12, p99Ms: 40 } });
   });
+});
+
+describe('the prepared search statement', () => {
+  it(
+    'is parsed once per request shape on a connection, and every later run (past the fifth PostgreSQL may plan it ' +
+      'generically) answers what the first answered, filtered and paged',
+    async () => {
+      const made: string[] = [];
+      for (const amount of ['0.01', '0.1', '1', '10'])
+        made.push(await put({ name: `Okapi prepared api ${amount}`, amount }));
+      made.push(
+        await put({
+          name: 'Okapi prepared mcp',
+          type: 'mcp',
+          url: `https://${seller.domain}/okapi-mcp`,
+          routeTemplate: '/okapi-mcp',
+          extensions: { mcp: { toolName: 'okapi' } },
+        }),
+      );
+      await waitIndexed(svc.db);
+      // One connection, so every run meets the statement that connection prepared.
+      const one = new Sequelize(svc.databaseUrl, { logging: false, pool: { max: 1 } });
+      try {
+        const repo = createSearchRepository(one);
+        const options = { textWeight: RANKING_WEIGHTS.text, candidates: 300, signalsMaxAgeSeconds: 600 };
+        const shapes: Array<[Parameters<typeof repo.search>[1], number]> = [
+          [{}, 10],
+          [{ maxPrice: toStroops('1') }, 10],
+          [{ type: 'http' }, 2],
+        ];
+        const run = async () => {
+          const out: string[][] = [];
+          for (const [filters, limit] of shapes) {
+            const first = await repo.search('okapi prepared', filters, null, limit, options);
+            const last = first[first.length - 1];
+            const next = await repo.search(
+              'okapi prepared',
+              filters,
+              { score: last.score, id: last.id },
+              limit,
+              options,
+            );
+            out.push([...first, ...next].map((r) => `${r.id}:${r.score}`));
+          }
+          return out;
+        };
+        const firstRun = await run();
+        expect(firstRun[0].map((r) => r.split(':')[0]).sort()).toEqual([...made].sort());
+        const cheap = firstRun[1].map((r) => r.split(':')[0]);
+        expect(cheap).toEqual(expect.arrayContaining(made.slice(0, 3)));
+        expect(cheap).not.toContain(made[3]);
+        expect(firstRun[2].map((r) => r.split(':')[0]).sort()).toEqual(made.slice(0, 4).sort());
+        for (let i = 0; i < 7; i++) expect(await run()).toEqual(firstRun);
+        const [statements] = (await one.query(
+          `SELECT count(*)::int AS n, min(generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements
+            WHERE name LIKE 'search\\_%'`,
+        )) as [Array<{ n: number; runs: number }>, unknown];
+        // three filter shapes, each a first page and a later one, each prepared once and run eight times (whichever
+        // plan PostgreSQL chose for each run: its custom plan or, past the fifth, the generic one)
+        expect(statements[0]).toEqual({ n: 6, runs: 8 });
+      } finally {
+        await one.close();
+      }
+    },
+  );
 });
 
 describe('the impact-ordered index (search_postings) follows the documents', () => {

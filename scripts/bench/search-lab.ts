@@ -1,0 +1,123 @@
+/**
+ * search-lab — the search statement alone, per entry of bench:search's rotation, on a kept database (no service, no
+ * HTTP): for iterating on the statement. Seeds LAB_RESOURCES (20000) once into LAB_DIR (kept between runs), then
+ * for each query × filter prints the statement's planning and execution time in PostgreSQL (EXPLAIN ANALYZE without
+ * per-node timing: median of LAB_ROUNDS, 7) and its buffers, and the plain full-text query's. Local only.
+ *
+ *   LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts
+ */
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Client } from 'pg';
+import { Keypair } from '@stellar/stellar-sdk';
+import { Sequelize } from 'sequelize';
+import { startEmbeddedDatabase } from '../../server/src/data/embedded-database';
+import { migrate } from '../../server/src/data/database';
+import { resolveWords, searchStatement, RARE_BUDGET, RARE_CAP } from '../../server/src/data/search-repository';
+import { parseQuery, planImpact } from '../../server/src/domain/discovery/query';
+import { SEARCH_CANDIDATES } from '../../server/src/domain/discovery/ranking';
+import { toStroops } from '../../server/src/domain/amount';
+import { seedSearch } from './search-seed';
+import { QUERIES, searchOf, plainQuery } from './search-rotation';
+
+const RESOURCES = Number(process.env.LAB_RESOURCES ?? 20000);
+const ROUNDS = Number(process.env.LAB_ROUNDS ?? 7);
+const DIR = process.env.LAB_DIR ?? path.join('/tmp', `search-lab-${RESOURCES}`, 'data');
+
+async function main() {
+  const pg = await startEmbeddedDatabase({ dataDir: DIR, persistent: true });
+  const url = await pg.urlFor('lab');
+  await migrate(url);
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  const db = { query: async <T>(sql: string, p?: unknown[]) => (await client.query(sql, p)).rows as T[] };
+  const [{ n }] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM search_documents');
+  if (n < RESOURCES) {
+    await seedSearch(db, Keypair.random().publicKey(), RESOURCES);
+    await db.query('VACUUM (ANALYZE) search_documents, search_postings');
+  }
+  const seq = new Sequelize(url, { logging: false, pool: { max: 1 } });
+  const measure = async (text: string, values: unknown[]) => {
+    const runs: Array<{ plan: number; exec: number; buffers: number; rows: number }> = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const r = await client.query(`EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, FORMAT JSON) ${text}`, values);
+      const top = (r.rows[0] as { 'QUERY PLAN': Array<Record<string, never>> })['QUERY PLAN'][0];
+      const plan = top.Plan as Record<string, number>;
+      runs.push({
+        plan: top['Planning Time'],
+        exec: top['Execution Time'],
+        buffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'],
+        rows: plan['Actual Rows'],
+      });
+    }
+    const med = (f: (r: (typeof runs)[number]) => number) => runs.map(f).sort((a, b) => a - b)[runs.length >> 1];
+    return { plan: med((r) => r.plan), exec: med((r) => r.exec), buffers: med((r) => r.buffers), rows: runs[0].rows };
+  };
+  let sumSearch = 0;
+  let sumPlain = 0;
+  const only = process.env.LAB_ONLY;
+  for (let i = 0; i < QUERIES.length * 4; i++) {
+    const s = searchOf(i);
+    if (only && !s.q.includes(only)) continue;
+    const parsed = parseQuery(s.q);
+    const plan = planImpact(parsed, await resolveWords(seq, parsed), {
+      rareBudget: RARE_BUDGET,
+      rareCap: RARE_CAP,
+      candidates: SEARCH_CANDIDATES,
+    });
+    const filter = s.type ? 'type=http' : s.maxPrice ? 'maxPrice=0.25' : s.limit === 50 ? 'limit=50' : '';
+    const label = `"${s.q}" ${filter}`.trim();
+    const plain = await measure(plainQuery(s).text, plainQuery(s).values);
+    sumPlain += plain.plan + plain.exec;
+    if (!plan) {
+      console.log(`${label}: no plan; plain ${(plain.plan + plain.exec).toFixed(2)} ms`);
+      continue;
+    }
+    const filters = {
+      ...(s.type ? { type: s.type as 'http' } : {}),
+      ...(s.maxPrice ? { maxPrice: toStroops(s.maxPrice) } : {}),
+    };
+    const st = searchStatement(plan, parsed.words.join(' '), filters, null, s.limit + 1, 600);
+    if (process.env.LAB_EXPLAIN === '1') {
+      const r = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${st.text}`, st.values);
+      console.log(r.rows.map((x: Record<string, string>) => x['QUERY PLAN']).join('\n'));
+    }
+    if (process.env.LAB_PREPARED === '1') {
+      // wall time of the statement sent unnamed vs as a prepared statement (generic plan after 5 runs), interleaved
+      const name = `lab_${i}`;
+      const wall: { unnamed: number[]; named: number[] } = { unnamed: [], named: [] };
+      for (let k = 0; k < 30; k++) {
+        let t = performance.now();
+        await client.query({ text: st.text, values: st.values });
+        wall.unnamed.push(performance.now() - t);
+        t = performance.now();
+        await client.query({ name, text: st.text, values: st.values });
+        wall.named.push(performance.now() - t);
+      }
+      const med = (a: number[]) => a.slice(10).sort((x, y) => x - y)[10];
+      const plans = await client.query(
+        'SELECT generic_plans AS g, custom_plans AS c FROM pg_prepared_statements WHERE name = $1',
+        [name],
+      );
+      console.log(
+        `  wall median: unnamed ${med(wall.unnamed).toFixed(2)} ms, prepared ${med(wall.named).toFixed(2)} ms ` +
+          `(generic plans ${plans.rows[0]?.g}, custom ${plans.rows[0]?.c})`,
+      );
+    }
+    const m = await measure(st.text, st.values);
+    sumSearch += m.plan + m.exec;
+    console.log(
+      `${label.padEnd(48)} search plan ${m.plan.toFixed(2)} + exec ${m.exec.toFixed(2)} ms, ${m.buffers} buf, ` +
+        `${m.rows} rows, ${plan.reads.length} reads | plain ${plain.plan.toFixed(2)} + ${plain.exec.toFixed(2)} ms`,
+    );
+  }
+  console.log(`sum over the rotation: search ${sumSearch.toFixed(1)} ms, plain ${sumPlain.toFixed(1)} ms`);
+  await seq.close();
+  await client.end();
+  await pg.stop();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
