@@ -275,14 +275,14 @@ describe('the prepared search statement', () => {
     async () => {
       const made: string[] = [];
       for (const amount of ['0.01', '0.1', '1', '10'])
-        made.push(await put({ name: `Okapi prepared api ${amount}`, amount }));
+        made.push(await put({ name: `Numbat prepared api ${amount}`, amount }));
       made.push(
         await put({
-          name: 'Okapi prepared mcp',
+          name: 'Numbat prepared mcp',
           type: 'mcp',
-          url: `https://${seller.domain}/okapi-mcp`,
-          routeTemplate: '/okapi-mcp',
-          extensions: { mcp: { toolName: 'okapi' } },
+          url: `https://${seller.domain}/numbat-mcp`,
+          routeTemplate: '/numbat-mcp',
+          extensions: { mcp: { toolName: 'numbat' } },
         }),
       );
       await waitIndexed(svc.db);
@@ -299,10 +299,10 @@ describe('the prepared search statement', () => {
         const run = async () => {
           const out: string[][] = [];
           for (const [filters, limit] of shapes) {
-            const first = await repo.search('okapi prepared', filters, null, limit, options);
+            const first = await repo.search('numbat prepared', filters, null, limit, options);
             const last = first[first.length - 1];
             const next = await repo.search(
-              'okapi prepared',
+              'numbat prepared',
               filters,
               { score: last.score, id: last.id },
               limit,
