@@ -22,9 +22,13 @@
  * BENCH_CONCURRENCY (4), BENCH_PROFILE=1 (service under --cpu-prof, SQL statements counted), BENCH_EXPLAIN=1 (after the
  * measured runs, EXPLAIN ANALYZE of the service's search statement and of the plain query; also printed by PROFILE).
  */
+import fs from 'node:fs';
 import { Pool } from 'pg';
 import { closedLoop, envNumber, httpClient, latencyLine, percentile, type Answer, type LoadResult } from './bench/load';
 import {
+  childPids,
+  cpuPerRequest,
+  serviceProcessPids,
   keepFile,
   progress,
   runBench,
@@ -44,10 +48,24 @@ const SEARCHES = envNumber('BENCH_SEARCHES', 3000);
 const SECONDS = envNumber('BENCH_SECONDS', 20);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 4);
 const PROFILE = process.env.BENCH_PROFILE === '1';
-function report(label: string, r: LoadResult, extra = ''): void {
+function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
   console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
   console.log(`  latency ${latencyLine(r.latencies)}`);
+  if (r.cpuMs)
+    console.log(
+      `  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs)
+        .map(([k, v]) => `${k} ${v.toFixed(2)} ms`)
+        .join(', ')}`,
+    );
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
+}
+
+/** The bench PostgreSQL's processes (the postmaster's children: every backend and helper) at this moment. */
+async function postgresPids(db: BenchDatabase): Promise<number[]> {
+  const [{ pid }] = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const postmaster = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
+  return [postmaster, ...childPids(postmaster)];
 }
 
 /** The service's own search timing (`discovery_search_duration_seconds`: the search use case, from the decoded
@@ -179,45 +197,54 @@ async function main() {
   const rss = sampleRss(service.pid);
   const fromUs = profileClockUs();
   const byEntry = new Map<number, number[]>();
-  const search = await closedLoop({
-    concurrency: CONCURRENCY,
-    maxRequests: SEARCHES,
-    maxSeconds: SECONDS,
-    send: async (i) => {
-      const a = await api.request('GET', path(searchOf(i)));
-      const entry = i % (QUERIES.length * 4);
-      (byEntry.get(entry) ?? byEntry.set(entry, []).get(entry)!).push(a.ms);
-      return a;
-    },
-    isOk: countResults,
-  });
+  const postgres = await postgresPids(db);
+  const search = await cpuPerRequest(
+    { service: serviceProcessPids(service.pid), postgres, 'load generator': process.pid },
+    () =>
+      closedLoop({
+        concurrency: CONCURRENCY,
+        maxRequests: SEARCHES,
+        maxSeconds: SECONDS,
+        send: async (i) => {
+          const a = await api.request('GET', path(searchOf(i)));
+          const entry = i % (QUERIES.length * 4);
+          (byEntry.get(entry) ?? byEntry.set(entry, []).get(entry)!).push(a.ms);
+          return a;
+        },
+        isOk: countResults,
+      }),
+  );
   const toUs = profileClockUs();
   const searchRss = rss.stop();
   const statements = await db.statementCounts();
   const metricsAfter = await searchMetrics(api, service.operatorApiKey);
   progress('measuring listing through HTTP');
-  const listing = await closedLoop({
-    concurrency: CONCURRENCY,
-    maxRequests: 400,
-    maxSeconds: SECONDS,
-    send: (i) => api.request('GET', `/v1/discovery/resources?limit=20${i % 2 ? '&minPrice=0.1&maxPrice=0.2' : ''}`),
-  });
+  const listing = await cpuPerRequest({ service: serviceProcessPids(service.pid), postgres }, () =>
+    closedLoop({
+      concurrency: CONCURRENCY,
+      maxRequests: 400,
+      maxSeconds: SECONDS,
+      send: (i) => api.request('GET', `/v1/discovery/resources?limit=20${i % 2 ? '&minPrice=0.1&maxPrice=0.2' : ''}`),
+    }),
+  );
   api.close();
   const profileFile = await service.stop();
 
   progress('measuring the plain PostgreSQL full-text query (pg, same rows, same filters)');
   const pool = new Pool({ connectionString: db.url, max: CONCURRENCY });
   for (let i = 0; i < QUERIES.length * 4; i++) await pool.query(plainQuery(searchOf(i)));
-  const plain = await closedLoop({
-    concurrency: CONCURRENCY,
-    maxRequests: SEARCHES,
-    maxSeconds: SECONDS,
-    send: async (i) => {
-      const t = performance.now();
-      const r = await pool.query(plainQuery(searchOf(i)));
-      return { status: 200, text: String(r.rowCount), ms: performance.now() - t };
-    },
-  });
+  const plain = await cpuPerRequest({ postgres: await postgresPids(db), 'load generator': process.pid }, () =>
+    closedLoop({
+      concurrency: CONCURRENCY,
+      maxRequests: SEARCHES,
+      maxSeconds: SECONDS,
+      send: async (i) => {
+        const t = performance.now();
+        const r = await pool.query(plainQuery(searchOf(i)));
+        return { status: 200, text: String(r.rowCount), ms: performance.now() - t };
+      },
+    }),
+  );
   await pool.end();
 
   console.log(

@@ -231,7 +231,7 @@ export function rssOf(pid: number): { rssMiB: number; peakMiB: number } {
 }
 
 /** The pids of a process's children (all its threads' children), from /proc. */
-function childPids(pid: number): number[] {
+export function childPids(pid: number): number[] {
   const out: number[] = [];
   try {
     for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
