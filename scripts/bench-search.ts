@@ -28,6 +28,7 @@ import { closedLoop, envNumber, httpClient, latencyLine, percentile, type Answer
 import {
   childPids,
   cpuPerRequest,
+  cpuSeconds,
   serviceProcessPids,
   keepFile,
   progress,
@@ -60,12 +61,24 @@ function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> 
   if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
 }
 
-/** The bench PostgreSQL's processes (the postmaster's children: every backend and helper) at this moment. */
-async function postgresPids(db: BenchDatabase): Promise<number[]> {
+/**
+ * CPU milliseconds per request of the bench PostgreSQL (the postmaster and all its children) over `run`: the
+ * children are listed again at the end, so a backend a pool opened during the run counts from zero (one that exited
+ * during the run is lost: the pools keep theirs).
+ */
+async function withPostgresCpu<T extends LoadResult & { cpuMs: Record<string, number> }>(
+  db: BenchDatabase,
+  run: () => Promise<T>,
+): Promise<T> {
   const [{ pid }] = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const postmaster = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
-  return [postmaster, ...childPids(postmaster)];
+  const postmaster = Number(/^PPid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  const snapshot = () => new Map([postmaster, ...childPids(postmaster)].map((p) => [p, cpuSeconds(p)]));
+  const before = snapshot();
+  const result = await run();
+  let seconds = 0;
+  for (const [p, s] of snapshot()) seconds += s - (before.get(p) ?? 0);
+  result.cpuMs.postgres = (seconds * 1000) / Math.max(1, result.ok + result.failed);
+  return result;
 }
 
 /** The service's own search timing (`discovery_search_duration_seconds`: the search use case, from the decoded
@@ -212,10 +225,8 @@ async function main() {
   const rss = sampleRss(service.pid);
   const fromUs = profileClockUs();
   const byEntry = new Map<number, number[]>();
-  const postgres = await postgresPids(db);
-  const search = await cpuPerRequest(
-    { service: serviceProcessPids(service.pid), postgres, 'load generator': process.pid },
-    () =>
+  const search = await withPostgresCpu(db, () =>
+    cpuPerRequest({ service: serviceProcessPids(service.pid), 'load generator': process.pid }, () =>
       closedLoop({
         concurrency: CONCURRENCY,
         maxRequests: SEARCHES,
@@ -228,21 +239,22 @@ async function main() {
         },
         isOk: countResults,
       }),
+    ),
   );
   const toUs = profileClockUs();
   const searchRss = rss.stop();
   const statements = await db.statementCounts();
   const metricsAfter = await searchMetrics(api, service.operatorApiKey);
   progress('measuring listing through HTTP');
-  const listing = await cpuPerRequest(
-    { service: serviceProcessPids(service.pid), postgres: await postgresPids(db) },
-    () =>
+  const listing = await withPostgresCpu(db, () =>
+    cpuPerRequest({ service: serviceProcessPids(service.pid) }, () =>
       closedLoop({
         concurrency: CONCURRENCY,
         maxRequests: 400,
         maxSeconds: SECONDS,
         send: (i) => api.request('GET', `/v1/discovery/resources?limit=20${i % 2 ? '&minPrice=0.1&maxPrice=0.2' : ''}`),
       }),
+    ),
   );
   api.close();
   const profileFile = await service.stop();
@@ -250,17 +262,19 @@ async function main() {
   progress('measuring the plain PostgreSQL full-text query (pg, same rows, same filters)');
   const pool = new Pool({ connectionString: db.url, max: CONCURRENCY });
   for (let i = 0; i < QUERIES.length * 4; i++) await pool.query(plainQuery(searchOf(i)));
-  const plain = await cpuPerRequest({ postgres: await postgresPids(db), 'load generator': process.pid }, () =>
-    closedLoop({
-      concurrency: CONCURRENCY,
-      maxRequests: SEARCHES,
-      maxSeconds: SECONDS,
-      send: async (i) => {
-        const t = performance.now();
-        const r = await pool.query(plainQuery(searchOf(i)));
-        return { status: 200, text: String(r.rowCount), ms: performance.now() - t };
-      },
-    }),
+  const plain = await withPostgresCpu(db, () =>
+    cpuPerRequest({ 'load generator': process.pid }, () =>
+      closedLoop({
+        concurrency: CONCURRENCY,
+        maxRequests: SEARCHES,
+        maxSeconds: SECONDS,
+        send: async (i) => {
+          const t = performance.now();
+          const r = await pool.query(plainQuery(searchOf(i)));
+          return { status: 200, text: String(r.rowCount), ms: performance.now() - t };
+        },
+      }),
+    ),
   );
   await pool.end();
 

@@ -301,6 +301,8 @@ export async function resolveWords(db: Sequelize, parsed: ParsedQuery): Promise<
          (SELECT CAST(vocabulary_generation AS text) FROM search_index_state WHERE id = 1) AS generation) x
       ORDER BY w.i`,
     [all, fix, prefix, parsed.phrases.map((p) => p.join(' ')), parsed.excluded.map((p) => p.join(' '))],
+    // one text for every query: prepared once per connection, as the search statement is per shape
+    'search_words',
   );
   const toWord = (r: (typeof rows)[number]): ResolvedWord => ({
     lexeme: r.lexeme,
