@@ -321,11 +321,16 @@ describe('the prepared search statement', () => {
         for (let i = 0; i < 7; i++) expect(await run()).toEqual(firstRun);
         const [statements] = (await one.query(
           `SELECT count(*)::int AS n, min(generic_plans + custom_plans)::int AS runs FROM pg_prepared_statements
-            WHERE name LIKE 'search\\_%'`,
+            WHERE name ~ '^search_[0-9a-f]{24}$'`,
         )) as [Array<{ n: number; runs: number }>, unknown];
         // three filter shapes, each a first page and a later one, each prepared once and run eight times (whichever
         // plan PostgreSQL chose for each run: its custom plan or, past the fifth, the generic one)
         expect(statements[0]).toEqual({ n: 6, runs: 8 });
+        // the word lookup (one text for every query) was prepared on the same connection, looked up once
+        const [lookups] = await one.query(
+          `SELECT generic_plans + custom_plans AS runs FROM pg_prepared_statements WHERE name = 'search_words'`,
+        );
+        expect(lookups).toEqual([{ runs: '1' }]);
       } finally {
         await one.close();
       }
