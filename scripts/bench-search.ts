@@ -24,7 +24,7 @@
  */
 import fs from 'node:fs';
 import { Pool } from 'pg';
-import { closedLoop, envNumber, httpClient, latencyLine, percentile, type Answer, type LoadResult } from './bench/load';
+import { closedLoop, envNumber, httpClient, percentile, reportLoad, type Answer, type LoadResult } from './bench/load';
 import {
   childPids,
   cpuPerRequest,
@@ -49,17 +49,7 @@ const SEARCHES = envNumber('BENCH_SEARCHES', 3000);
 const SECONDS = envNumber('BENCH_SECONDS', 20);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 4);
 const PROFILE = process.env.BENCH_PROFILE === '1';
-function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
-  console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
-  console.log(`  latency ${latencyLine(r.latencies)}`);
-  if (r.cpuMs)
-    console.log(
-      `  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs)
-        .map(([k, v]) => `${k} ${v.toFixed(2)} ms`)
-        .join(', ')}`,
-    );
-  if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
-}
+const report = reportLoad;
 
 /**
  * CPU milliseconds per request of the bench PostgreSQL (the postmaster and all its children) over `run`: the

@@ -43,9 +43,9 @@ import {
   closedLoop,
   envNumber,
   httpClient,
-  latencyLine,
   openLoop,
   percentile,
+  reportLoad,
   type Answer,
   type LoadResult,
 } from './bench/load';
@@ -91,17 +91,7 @@ const PROCESSES = (process.env.BENCH_PROCESSES ?? '1,2').split(',').map((p) => {
   return n;
 });
 
-function report(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
-  console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
-  console.log(`  latency ${latencyLine(r.latencies)}`);
-  if (r.cpuMs)
-    console.log(
-      `  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs)
-        .map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`)
-        .join(', ')}`,
-    );
-  if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
-}
+const report = reportLoad;
 
 /** The service's RSS: one process, or the sum over its processes (WEB_CONCURRENCY > 1) with the largest one. */
 function rssText(r: { maxMiB: number; largestProcessMiB: number; processes: number }): string {

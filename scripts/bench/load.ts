@@ -286,3 +286,16 @@ export function postFrom(localAddress: string, url: string, body: unknown, apiKe
     req.end(payload);
   });
 }
+
+/** One run's lines: count, rate, latency percentiles, CPU per request of each process (if measured), first failure. */
+export function reportLoad(label: string, r: LoadResult & { cpuMs?: Record<string, number> }, extra = ''): void {
+  console.log(`${label}: ${r.ok} ok, ${r.failed} failed in ${r.seconds.toFixed(2)} s = ${r.rate.toFixed(1)}/s${extra}`);
+  console.log(`  latency ${latencyLine(r.latencies)}`);
+  if (r.cpuMs)
+    console.log(
+      `  CPU per request (user + system, /proc): ${Object.entries(r.cpuMs)
+        .map(([k, ms]) => `${k} ${ms.toFixed(2)} ms`)
+        .join(', ')}`,
+    );
+  if (r.firstFailure) console.log(`  first failure: ${r.firstFailure}`);
+}
