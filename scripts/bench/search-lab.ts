@@ -6,6 +6,7 @@
  *
  *   LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts
  */
+import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
@@ -22,7 +23,7 @@ import { QUERIES, searchOf, plainQuery } from './search-rotation';
 
 const RESOURCES = Number(process.env.LAB_RESOURCES ?? 20000);
 const ROUNDS = Number(process.env.LAB_ROUNDS ?? 7);
-const DIR = process.env.LAB_DIR ?? path.join('/tmp', `search-lab-${RESOURCES}`, 'data');
+const DIR = process.env.LAB_DIR ?? path.join(os.tmpdir(), `search-lab-${RESOURCES}`, 'data');
 
 async function main() {
   const pg = await startEmbeddedDatabase({ dataDir: DIR, persistent: true });
