@@ -69,6 +69,7 @@ import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { stallProbe } from './bench/stall-probe';
+import { tailBreakdown } from './bench/tail';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
 const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
@@ -78,6 +79,11 @@ const LEDGER_MS = envNumber('BENCH_LEDGER_MS', 5000);
 const WARMUP = Math.min(300, Math.ceil(REQUESTS / 10));
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const BARE = process.env.BENCH_VERIFY_BARE === '1';
+/** BENCH_HALF_ONLY=1: warm up, then only the two half-rate runs (raw simulation, verify), with Server-Timing. */
+const HALF_ONLY = process.env.BENCH_HALF_ONLY === '1';
+/** The service answers with a Server-Timing header (SERVER_TIMING=true), so the half-rate run's tail is split by
+ * stage (scripts/bench/tail.ts); off by default in the full run: it adds a little work to every request. */
+const SERVER_TIMING = HALF_ONLY || process.env.BENCH_SERVER_TIMING === '1';
 const AMOUNT = '0.01';
 const STROOPS = 100_000n;
 /** The service's settlement time bound (SETTLEMENT_TX_TIMEOUT_SECONDS default): part of the simulated draft. */
@@ -118,6 +124,7 @@ const serviceEnv = (processes: number): Record<string, string> => ({
   LEDGER_CLOSE_MS: String(LEDGER_MS),
   SETTLEMENT_TX_TIMEOUT_SECONDS: String(TX_TIMEOUT_SECONDS),
   WEB_CONCURRENCY: String(processes),
+  ...(SERVER_TIMING ? { SERVER_TIMING: 'true' } : {}),
 });
 
 async function main() {
@@ -231,6 +238,51 @@ async function main() {
     return () => raw.request('POST', rpcPath, requests[next++ % requests.length]);
   };
 
+  // The half-rate runs, fresh payloads: the raw simulation, then ours, at the same fixed rate, from the same generator.
+  type HalfRuns = {
+    simHalf: Awaited<ReturnType<typeof openLoop>>;
+    half: Awaited<ReturnType<typeof openLoop>>;
+    halfStalls: string;
+  };
+  const halfRateRuns = async (halfRate: number): Promise<HalfRuns> => {
+    const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
+    progress(`signing ${halfCount} payloads for the half-rate runs`);
+    const halfPool = await sign(halfCount, 'half-rate');
+    progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
+    const simHalf = await openLoop({
+      rate: halfRate,
+      maxRequests: halfCount,
+      maxSeconds: SECONDS,
+      send: rawFrom(halfPool),
+      isOk: simulationSucceeded,
+    });
+    progress(`measuring valid verifies at a fixed ${halfRate}/s`);
+    const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
+    await stalls.start();
+    const half = await phase('half rate', () =>
+      openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: verifyFrom(halfPool) }),
+    );
+    return { simHalf, half, halfStalls: await stalls.stop() };
+  };
+  const reportHalf = (halfRate: number, r: HalfRuns) => {
+    report(
+      `raw simulateTransaction at half rate (open loop at ${halfRate}/s)`,
+      r.simHalf,
+      `; ${r.simHalf.late} sends late`,
+    );
+    report(`valid verify at half rate (open loop at ${halfRate}/s)`, r.half, `; ${r.half.late} sends late`);
+    for (const line of tailBreakdown(r.half.traces)) console.log(line);
+    console.log(`  the service during it (its /metrics): ${r.halfStalls}`);
+  };
+  const halfP99Ratio = (halfRate: number, r: HalfRuns) => {
+    const simP99 = percentile(r.simHalf.latencies, 99);
+    const halfP99 = percentile(r.half.latencies, 99);
+    return (
+      `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
+      `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`
+    );
+  };
+
   progress(`signing ${WARMUP + REQUESTS} payloads`);
   const pool = await sign(WARMUP + REQUESTS, 'full-rate');
   const send = verifyFrom(pool);
@@ -249,6 +301,14 @@ async function main() {
   if (warmRaw.ok === 0) throw new Error(`no raw simulation succeeded during warm-up: ${warmRaw.firstFailure}`);
   await db.resetStatements();
   counter?.reset();
+  if (HALF_ONLY) {
+    const halfRate = envNumber('BENCH_HALF_RATE', 140);
+    const r = await halfRateRuns(halfRate);
+    console.log('\n=== figures (local simulation; the machine is shared, so figures vary with other load) ===');
+    reportHalf(halfRate, r);
+    console.log(`\n=== ratio to the baseline measured in this run ===\n${halfP99Ratio(halfRate, r)}`);
+    return;
+  }
 
   // 1. The raw simulation rate, then ours, back to back.
   progress('measuring raw simulateTransaction at the network (closed loop)');
@@ -319,29 +379,7 @@ async function main() {
 
   // 3. Half rate, fresh payloads: the raw simulation, then ours, at the same fixed rate.
   const halfRate = envNumber('BENCH_HALF_RATE', Math.max(1, Math.floor(full.rate / 2)));
-  const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
-  progress(`signing ${halfCount} payloads for the half-rate runs`);
-  const halfPool = await sign(halfCount, 'half-rate');
-  progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
-  const simHalf = await openLoop({
-    rate: halfRate,
-    maxRequests: halfCount,
-    maxSeconds: SECONDS,
-    send: rawFrom(halfPool),
-    isOk: simulationSucceeded,
-  });
-  progress(`measuring valid verifies at a fixed ${halfRate}/s`);
-  const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
-  await stalls.start();
-  const half = await phase('half rate', () =>
-    openLoop({
-      rate: halfRate,
-      maxRequests: halfCount,
-      maxSeconds: SECONDS,
-      send: verifyFrom(halfPool),
-    }),
-  );
-  const halfStalls = await stalls.stop();
+  const halfRuns = await halfRateRuns(halfRate);
   api.close();
   raw.close();
   const rss = serviceRss.stop();
@@ -451,9 +489,7 @@ async function main() {
     bareRun,
     `; its RSS peak ${bareRssPeak.maxMiB.toFixed(0)} MiB`,
   );
-  report(`raw simulateTransaction at half rate (open loop at ${halfRate}/s)`, simHalf, `; ${simHalf.late} sends late`);
-  report(`valid verify at half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late`);
-  console.log(`  the service during it (its /metrics): ${halfStalls}`);
+  reportHalf(halfRate, halfRuns);
   report(
     `stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`,
     base,
@@ -500,8 +536,7 @@ async function main() {
     }
   }
 
-  const simP99 = percentile(simHalf.latencies, 99);
-  const halfP99 = percentile(half.latencies, 99);
+  const halfP99Line = halfP99Ratio(halfRate, halfRuns);
   const ratioSim = full.rate / Math.max(sim.rate, 1e-9);
   const ratioStock = full.rate / Math.max(base.rate, 1e-9);
   const ratioBare = invalid.rate / Math.max(bareRun.rate, 1e-9);
@@ -518,10 +553,7 @@ async function main() {
     `invalid-signature verifies/s ÷ bare Express 5 JSON endpoint/s: ${ratioBare.toFixed(2)} ` +
       `(${invalid.rate.toFixed(1)} vs ${bareRun.rate.toFixed(1)}/s; target ≥ 0.4: ${met(ratioBare >= 0.4)})`,
   );
-  console.log(
-    `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
-      `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`,
-  );
+  console.log(halfP99Line);
   for (const s of scaled)
     console.log(
       `valid verifies/s, WEB_CONCURRENCY=${s.processes} ÷ WEB_CONCURRENCY=${PROCESSES[0]}: ` +
