@@ -69,7 +69,7 @@ import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { stallProbe } from './bench/stall-probe';
-import { tailBreakdown } from './bench/tail';
+import { tailBreakdown, worstBySecond } from './bench/tail';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
 const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
@@ -270,7 +270,9 @@ async function main() {
       r.simHalf,
       `; ${r.simHalf.late} sends late`,
     );
+    console.log(worstBySecond(r.simHalf.traces));
     report(`valid verify at half rate (open loop at ${halfRate}/s)`, r.half, `; ${r.half.late} sends late`);
+    console.log(worstBySecond(r.half.traces));
     for (const line of tailBreakdown(r.half.traces)) console.log(line);
     console.log(`  the service during it (its /metrics): ${r.halfStalls}`);
   };

@@ -150,7 +150,9 @@ export function stallProbe(baseUrl: string, operatorKey: string, db?: DatabaseCo
         `database: ${dbDiff('checkpoints')} checkpoints (${dbDiff('buffers')} buffers written), ` +
         `${dbDiff('records')} WAL records, ${dbDiff('syncs')} WAL syncs; the service's connections: ` +
         `${dbBefore.connections ?? '?'} open at the start, ${dbAfter.connections ?? '?'} at the end` +
-        `${(dbAfter.newest ?? 0) > (dbBefore.newest ?? 0) ? ' (some opened during the run)' : ' (none opened during the run)'}; ` +
+        ((dbAfter.newest ?? 0) > (dbBefore.newest ?? 0)
+          ? ' (some opened during the run); '
+          : ' (none opened during the run); ') +
         `${memory}`
       );
     },

@@ -56,6 +56,18 @@ function meanLine(rows: Parts[]): string {
     .join(', ');
 }
 
+/** The slowest latency of each second of an open loop (the shape of a tail: one stall or many). */
+export function worstBySecond(traces: OpenLoopTrace[]): string {
+  if (traces.length === 0) return '';
+  const start = Math.min(...traces.map((t) => t.scheduled));
+  const worst: number[] = [];
+  for (const t of traces) {
+    const s = Math.floor((t.scheduled - start) / 1000);
+    worst[s] = Math.max(worst[s] ?? 0, t.latency);
+  }
+  return `  slowest per second of the run: ${[...worst].map((ms) => (ms ?? 0).toFixed(0)).join(', ')} ms`;
+}
+
 /** Lines naming where the slowest 1 % and the middle 10 % of an open loop's requests spent their time (mean ms). */
 export function tailBreakdown(traces: OpenLoopTrace[]): string[] {
   if (traces.length === 0) return [];
@@ -76,8 +88,8 @@ export function tailBreakdown(traces: OpenLoopTrace[]): string[] {
   return [
     `  where the time went (mean ms; generator clock + the service's Server-Timing): slowest 1 % (${slow.length}, ` +
       `≥ ${slow[0].latency.toFixed(1)} ms): ${meanLine(slow)}`,
-    `  middle 10 % (${middle.length}, ${middle[0].latency.toFixed(1)}–${middle[middle.length - 1].latency.toFixed(1)} ` +
-      `ms): ${meanLine(middle)}`,
+    `  middle 10 % (${middle.length}, ${middle[0].latency.toFixed(1)}–` +
+      `${middle[middle.length - 1].latency.toFixed(1)} ms): ${meanLine(middle)}`,
     `  the slowest 1 % were due at ${when} s into the run`,
   ];
 }
