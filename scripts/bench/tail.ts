@@ -77,7 +77,7 @@ export function tailBreakdown(traces: OpenLoopTrace[]): string[] {
     .map((t) => split(t, origin, start))
     .filter((r): r is Parts => r !== null)
     .sort((a, b) => a.latency - b.latency);
-  if (rows.length === 0) return ['  (no Server-Timing header: the service runs without SERVER_TIMING=true)'];
+  if (rows.length === 0) return ['  (no Server-Timing header: BENCH_SERVER_TIMING=0, or a service tree without it)'];
   const slow = rows.slice(Math.floor(rows.length * 0.99));
   const middle = rows.slice(Math.floor(rows.length * 0.45), Math.ceil(rows.length * 0.55));
   const when = slow

@@ -2,14 +2,17 @@ import { performance } from 'node:perf_hooks';
 import type { RequestHandler, Response } from 'express';
 
 /**
- * SERVER_TIMING=true (measurement only, off by default): every response carries a `Server-Timing` header saying where
- * its time went inside this process, so a load generator can split a slow request's latency into its own lateness,
- * the way to the service, each middleware stage and the response write (scripts/bench-verify.ts, the half-rate run).
+ * SERVER_TIMING=true (measurement only, off by default): the response to a request that asks for it
+ * (`X-Server-Timing: 1`) carries a `Server-Timing` header saying where its time went inside this process, so a load
+ * generator can split a slow request's latency into its own lateness, the way to the service, each middleware stage
+ * and the response write (scripts/bench-verify.ts, the half-rate run).
  * `recv;desc=<epoch ms>` is when the first middleware ran (Node's HTTP parser emits the request in the turn that read
  * its headers, so this is when the socket's data was read), then one `<stage>;dur=<ms>` per stage entered, in order,
  * each lasting until the next stage began; the last lasts until the headers are written. Off, nothing is wrapped and
- * no header is sent: timings describe the service's load and are not for every caller.
+ * no header is sent: timings describe the service's load and are not for every caller. On, a request that does not
+ * ask costs a header lookup, and one no-op call per stage.
  */
+export const SERVER_TIMING_REQUEST_HEADER = 'x-server-timing';
 const MARKS = Symbol('server-timing marks');
 type Marked = Response & { [MARKS]?: Array<[string, number]> };
 
@@ -29,7 +32,8 @@ function header(marks: Array<[string, number]>, end: number): string {
 }
 
 /** The first middleware: opens the request's marks and writes the header when the response's headers are written. */
-export const serverTimingStart: RequestHandler = (_req, res, next) => {
+export const serverTimingStart: RequestHandler = (req, res, next) => {
+  if (req.headers[SERVER_TIMING_REQUEST_HEADER] !== '1') return next();
   const marks: Array<[string, number]> = [['start', performance.now()]];
   (res as Marked)[MARKS] = marks;
   const writeHead = res.writeHead;

@@ -253,11 +253,19 @@ describe('Server-Timing (SERVER_TIMING: measurement only)', () => {
     request(app)
       .post('/v1/sellers/challenges')
       .set('Idempotency-Key', key)
+      .set('X-Server-Timing', '1')
       .send({ walletAddress: Keypair.random().publicKey() });
 
   it('is off by default: no answer, success or refusal, tells a caller where its time went', async () => {
     expect((await challenge(svc.app, 'timing-off-0001')).headers['server-timing']).toBeUndefined();
-    expect((await request(svc.app).get('/v1/nowhere')).headers['server-timing']).toBeUndefined();
+    const refused = await request(svc.app).get('/v1/nowhere').set('X-Server-Timing', '1');
+    expect(refused.headers['server-timing']).toBeUndefined();
+  });
+
+  it('on, only a request that asks gets it', async () => {
+    const res = await request(timed.app).get('/v1/networks');
+    expect(res.status).toBe(200);
+    expect(res.headers['server-timing']).toBeUndefined();
   });
 
   it('on, an answer names its stages in order, from the first middleware to the stored answer', async () => {
