@@ -69,6 +69,7 @@ import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { stallProbe } from './bench/stall-probe';
+import { tailBreakdown, worstBySecond } from './bench/tail';
 
 const SECONDS = envNumber('BENCH_SECONDS', 10);
 const REQUESTS = envNumber('BENCH_VERIFY_REQUESTS', 20_000);
@@ -78,6 +79,12 @@ const LEDGER_MS = envNumber('BENCH_LEDGER_MS', 5000);
 const WARMUP = Math.min(300, Math.ceil(REQUESTS / 10));
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const BARE = process.env.BENCH_VERIFY_BARE === '1';
+/** BENCH_HALF_ONLY=1: warm up, then only the two half-rate runs (raw simulation, verify). */
+const HALF_ONLY = process.env.BENCH_HALF_ONLY === '1';
+/** The service runs with SERVER_TIMING=true and the half-rate verify run asks for a Server-Timing header on each
+ * request (X-Server-Timing: 1), so its tail is split by stage (scripts/bench/tail.ts); the other runs do not ask (a
+ * header lookup per request). BENCH_SERVER_TIMING=0: off. */
+const SERVER_TIMING = process.env.BENCH_SERVER_TIMING !== '0';
 const AMOUNT = '0.01';
 const STROOPS = 100_000n;
 /** The service's settlement time bound (SETTLEMENT_TX_TIMEOUT_SECONDS default): part of the simulated draft. */
@@ -118,6 +125,7 @@ const serviceEnv = (processes: number): Record<string, string> => ({
   LEDGER_CLOSE_MS: String(LEDGER_MS),
   SETTLEMENT_TX_TIMEOUT_SECONDS: String(TX_TIMEOUT_SECONDS),
   WEB_CONCURRENCY: String(processes),
+  ...(SERVER_TIMING ? { SERVER_TIMING: 'true' } : {}),
 });
 
 async function main() {
@@ -215,9 +223,10 @@ async function main() {
   // neither, the cheapest public call).
   const headers = (): Record<string, string> =>
     BARE ? {} : { authorization: `Bearer ${seller.apiKey}`, 'idempotency-key': crypto.randomUUID() };
-  const verifyFrom = (pool: VerifyBody[]) => {
+  const verifyFrom = (pool: VerifyBody[], timed = false) => {
     let next = 0;
-    return () => api.request('POST', '/v1/verify', pool[next++], headers());
+    const timing: Record<string, string> = timed && SERVER_TIMING ? { 'x-server-timing': '1' } : {};
+    return () => api.request('POST', '/v1/verify', pool[next++], { ...headers(), ...timing });
   };
 
   // The raw baseline: the same simulations, straight to the network.
@@ -229,6 +238,53 @@ async function main() {
       .map((b, i) => rawSimulateRequest(b, net.passphrase, TX_TIMEOUT_SECONDS, i + 1));
     let next = 0;
     return () => raw.request('POST', rpcPath, requests[next++ % requests.length]);
+  };
+
+  // The half-rate runs, fresh payloads: the raw simulation, then ours, at the same fixed rate, from the same generator.
+  type HalfRuns = {
+    simHalf: Awaited<ReturnType<typeof openLoop>>;
+    half: Awaited<ReturnType<typeof openLoop>>;
+    halfStalls: string;
+  };
+  const halfRateRuns = async (halfRate: number): Promise<HalfRuns> => {
+    const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
+    progress(`signing ${halfCount} payloads for the half-rate runs`);
+    const halfPool = await sign(halfCount, 'half-rate');
+    progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
+    const simHalf = await openLoop({
+      rate: halfRate,
+      maxRequests: halfCount,
+      maxSeconds: SECONDS,
+      send: rawFrom(halfPool),
+      isOk: simulationSucceeded,
+    });
+    progress(`measuring valid verifies at a fixed ${halfRate}/s`);
+    const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
+    await stalls.start();
+    const half = await phase('half rate', () =>
+      openLoop({ rate: halfRate, maxRequests: halfCount, maxSeconds: SECONDS, send: verifyFrom(halfPool, true) }),
+    );
+    return { simHalf, half, halfStalls: await stalls.stop() };
+  };
+  const reportHalf = (halfRate: number, r: HalfRuns) => {
+    report(
+      `raw simulateTransaction at half rate (open loop at ${halfRate}/s)`,
+      r.simHalf,
+      `; ${r.simHalf.late} sends late`,
+    );
+    console.log(worstBySecond(r.simHalf.traces));
+    report(`valid verify at half rate (open loop at ${halfRate}/s)`, r.half, `; ${r.half.late} sends late`);
+    console.log(worstBySecond(r.half.traces));
+    for (const line of tailBreakdown(r.half.traces)) console.log(line);
+    console.log(`  the service during it (its /metrics): ${r.halfStalls}`);
+  };
+  const halfP99Ratio = (halfRate: number, r: HalfRuns) => {
+    const simP99 = percentile(r.simHalf.latencies, 99);
+    const halfP99 = percentile(r.half.latencies, 99);
+    return (
+      `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
+      `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`
+    );
   };
 
   progress(`signing ${WARMUP + REQUESTS} payloads`);
@@ -249,6 +305,14 @@ async function main() {
   if (warmRaw.ok === 0) throw new Error(`no raw simulation succeeded during warm-up: ${warmRaw.firstFailure}`);
   await db.resetStatements();
   counter?.reset();
+  if (HALF_ONLY) {
+    const halfRate = envNumber('BENCH_HALF_RATE', 140);
+    const r = await halfRateRuns(halfRate);
+    console.log('\n=== figures (local simulation; the machine is shared, so figures vary with other load) ===');
+    reportHalf(halfRate, r);
+    console.log(`\n=== ratio to the baseline measured in this run ===\n${halfP99Ratio(halfRate, r)}`);
+    return;
+  }
 
   // 1. The raw simulation rate, then ours, back to back.
   progress('measuring raw simulateTransaction at the network (closed loop)');
@@ -319,29 +383,7 @@ async function main() {
 
   // 3. Half rate, fresh payloads: the raw simulation, then ours, at the same fixed rate.
   const halfRate = envNumber('BENCH_HALF_RATE', Math.max(1, Math.floor(full.rate / 2)));
-  const halfCount = Math.min(REQUESTS, Math.ceil(halfRate * SECONDS));
-  progress(`signing ${halfCount} payloads for the half-rate runs`);
-  const halfPool = await sign(halfCount, 'half-rate');
-  progress(`measuring raw simulateTransaction at a fixed ${halfRate}/s`);
-  const simHalf = await openLoop({
-    rate: halfRate,
-    maxRequests: halfCount,
-    maxSeconds: SECONDS,
-    send: rawFrom(halfPool),
-    isOk: simulationSucceeded,
-  });
-  progress(`measuring valid verifies at a fixed ${halfRate}/s`);
-  const stalls = stallProbe(service.baseUrl, service.operatorApiKey, db);
-  await stalls.start();
-  const half = await phase('half rate', () =>
-    openLoop({
-      rate: halfRate,
-      maxRequests: halfCount,
-      maxSeconds: SECONDS,
-      send: verifyFrom(halfPool),
-    }),
-  );
-  const halfStalls = await stalls.stop();
+  const halfRuns = await halfRateRuns(halfRate);
   api.close();
   raw.close();
   const rss = serviceRss.stop();
@@ -451,9 +493,7 @@ async function main() {
     bareRun,
     `; its RSS peak ${bareRssPeak.maxMiB.toFixed(0)} MiB`,
   );
-  report(`raw simulateTransaction at half rate (open loop at ${halfRate}/s)`, simHalf, `; ${simHalf.late} sends late`);
-  report(`valid verify at half rate (open loop at ${halfRate}/s)`, half, `; ${half.late} sends late`);
-  console.log(`  the service during it (its /metrics): ${halfStalls}`);
+  reportHalf(halfRate, halfRuns);
   report(
     `stock @x402/stellar facilitator verify (closed loop, ${CONCURRENCY} clients, ${stockPool.length} payloads reused)`,
     base,
@@ -500,8 +540,7 @@ async function main() {
     }
   }
 
-  const simP99 = percentile(simHalf.latencies, 99);
-  const halfP99 = percentile(half.latencies, 99);
+  const halfP99Line = halfP99Ratio(halfRate, halfRuns);
   const ratioSim = full.rate / Math.max(sim.rate, 1e-9);
   const ratioStock = full.rate / Math.max(base.rate, 1e-9);
   const ratioBare = invalid.rate / Math.max(bareRun.rate, 1e-9);
@@ -518,10 +557,7 @@ async function main() {
     `invalid-signature verifies/s ÷ bare Express 5 JSON endpoint/s: ${ratioBare.toFixed(2)} ` +
       `(${invalid.rate.toFixed(1)} vs ${bareRun.rate.toFixed(1)}/s; target ≥ 0.4: ${met(ratioBare >= 0.4)})`,
   );
-  console.log(
-    `p99 at half rate (${halfRate}/s): ${halfP99.toFixed(1)} ms vs raw simulation p99 ${simP99.toFixed(1)} ms + ` +
-      `10 ms = ${(simP99 + 10).toFixed(1)} ms (target ≤: ${met(halfP99 <= simP99 + 10)})`,
-  );
+  console.log(halfP99Line);
   for (const s of scaled)
     console.log(
       `valid verifies/s, WEB_CONCURRENCY=${s.processes} ÷ WEB_CONCURRENCY=${PROCESSES[0]}: ` +

@@ -10,6 +10,11 @@ export interface Answer {
   text: string;
   /** Milliseconds from sending the request to the end of the response. */
   ms: number;
+  /** performance.now() of this process when the request was handed to node:http, and when its response ended. */
+  sentAt?: number;
+  endAt?: number;
+  /** The response's Server-Timing header (the service with SERVER_TIMING=true), if any. */
+  serverTiming?: string;
 }
 
 export interface HttpClient {
@@ -52,13 +57,18 @@ export function httpClient(baseUrl: string, maxSockets = 256): HttpClient {
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () =>
+          res.on('end', () => {
+            const endAt = performance.now();
+            const timing = res.headers['server-timing'];
             resolve({
               status: res.statusCode ?? 0,
               text: Buffer.concat(chunks).toString('utf8'),
-              ms: performance.now() - t,
-            }),
-          );
+              ms: endAt - t,
+              sentAt: t,
+              endAt,
+              ...(typeof timing === 'string' ? { serverTiming: timing } : {}),
+            });
+          });
           res.on('error', reject);
         },
       );
@@ -171,7 +181,7 @@ export async function openLoop(opts: {
   maxInFlight?: number;
   send: Send;
   isOk?: (a: Answer) => boolean;
-}): Promise<LoadResult & { late: number }> {
+}): Promise<LoadResult & { late: number; traces: OpenLoopTrace[] }> {
   const isOk = opts.isOk ?? ((a: Answer) => a.status >= 200 && a.status < 300);
   const maxInFlight = opts.maxInFlight ?? 512;
   const total = Math.min(opts.maxRequests, Math.floor(opts.rate * opts.maxSeconds));
@@ -184,6 +194,7 @@ export async function openLoop(opts: {
   let inFlight = 0;
   let firstFailure: string | null = null;
   const pending: Array<Promise<void>> = [];
+  const traces: OpenLoopTrace[] = [];
   for (let i = 0; i < total; i++) {
     const scheduled = started + i * interval;
     const wait = scheduled - performance.now();
@@ -201,7 +212,9 @@ export async function openLoop(opts: {
           inFlight--;
           if (isOk(a)) {
             ok++;
-            latencies.push(performance.now() - scheduled);
+            const latency = performance.now() - scheduled;
+            latencies.push(latency);
+            traces.push({ scheduled, latency, answer: a });
           } else {
             failed++;
             firstFailure ??= `${a.status} ${a.text.slice(0, 400)}`;
@@ -216,7 +229,14 @@ export async function openLoop(opts: {
     );
   }
   await Promise.all(pending);
-  return { ...finish(ok, failed, started, latencies, firstFailure), late };
+  return { ...finish(ok, failed, started, latencies, firstFailure), late, traces };
+}
+
+/** One successful request of an open loop: when it was due (performance.now()), its latency from then, its answer. */
+export interface OpenLoopTrace {
+  scheduled: number;
+  latency: number;
+  answer: Answer;
 }
 
 /** The p-th percentile of ascending-sorted values (nearest rank). */

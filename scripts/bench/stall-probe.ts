@@ -72,10 +72,15 @@ async function databaseCounters(db: DatabaseCounters | undefined): Promise<Recor
           'FROM pg_stat_bgwriter',
       );
   const wal = await one('SELECT wal_records AS records, wal_sync AS syncs FROM pg_stat_wal');
-  return Object.fromEntries(Object.entries({ ...bgwriter, ...wal }).map(([k, v]) => [k, Number(v)])) as Record<
-    string,
-    number
-  >;
+  // The service's connections (its pool: DATABASE_POOL_MAX): how many were open, and the newest one's start, so a
+  // window can tell whether its requests waited for new connections (a pool emptied by its idle timeout).
+  const conns = await one(
+    `SELECT count(*) AS connections, coalesce(extract(epoch FROM max(backend_start)) * 1000, 0) AS newest ` +
+      `FROM pg_stat_activity WHERE application_name = 'paid-api-marketplace'`,
+  );
+  return Object.fromEntries(
+    Object.entries({ ...bgwriter, ...wal, ...conns }).map(([k, v]) => [k, Number(v)]),
+  ) as Record<string, number>;
 }
 
 export interface StallProbe {
@@ -143,7 +148,12 @@ export function stallProbe(baseUrl: string, operatorKey: string, db?: DatabaseCo
         `${loop}; GC pauses: ${gc || 'none'}; jobs completed: ${jobs || 'none'}; verify as the service times it ` +
         `(domain, from the decoded request to the answer): ${verify}; its simulateTransaction calls: ${simulate}; ` +
         `database: ${dbDiff('checkpoints')} checkpoints (${dbDiff('buffers')} buffers written), ` +
-        `${dbDiff('records')} WAL records, ${dbDiff('syncs')} WAL syncs; ${memory}`
+        `${dbDiff('records')} WAL records, ${dbDiff('syncs')} WAL syncs; the service's connections: ` +
+        `${dbBefore.connections ?? '?'} open at the start, ${dbAfter.connections ?? '?'} at the end` +
+        ((dbAfter.newest ?? 0) > (dbBefore.newest ?? 0)
+          ? ' (some opened during the run); '
+          : ' (none opened during the run); ') +
+        `${memory}`
       );
     },
   };

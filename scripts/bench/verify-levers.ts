@@ -9,7 +9,9 @@
  *   4. the spec validator's route lookup (express-openapi-validator runs `pathToRegexp` for every route of the spec on
  *      every request, memoized by server/src/http/openapi-route-cache.ts): the memo keyed by a JSON.stringify string
  *      per call, against the memo keyed by the route alone per flag pair; one operation = one request's lookup of
- *      POST /v1/verify over every route of openapi/dist/openapi.yaml.
+ *      POST /v1/verify over every route of openapi/dist/openapi.yaml;
+ *   5. the shared-simulation key of a verify (server/src/domain/facilitator/check-payment.ts): the authorization
+ *      entry encoded again (`toXDR('base64')`), against the encoding the offline rules already made, read back.
  * CPU time (process.cpuUsage) per operation, the best of BENCH_LEVER_ROUNDS (7) alternating rounds of
  * BENCH_LEVER_OPS (2000) operations, so that a busy machine disturbs the ratio little. Last line: the ratios.
  * Local simulation (the local network, in process; nothing leaves the machine).
@@ -21,6 +23,7 @@ import { simulationEnvelopeXdr } from '../../server/src/ledger/simulation-envelo
 import { simulationForRules } from '../../server/src/ledger/simulation-answer';
 import { DomainError } from '../../server/src/domain/errors';
 import { memoizeValidatorRouteCompilation } from '../../server/src/http/openapi-route-cache';
+import { authEntryXdr, rememberCheckedEntry } from '../../server/src/domain/facilitator/check-payment';
 import { envNumber } from './load';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -133,6 +136,13 @@ async function main(): Promise<void> {
 
     const lookup = compare(routeLookup());
 
+    // 5. As checkPayment does: the checked entry's encoding is remembered, the key reads it.
+    const checkedEntry = xdr.SorobanAuthorizationEntry.fromXDR(auth[0].toXDR('base64'), 'base64');
+    rememberCheckedEntry(checkedEntry, checkedEntry.toXDR('base64'));
+    const keyOf = (encode: (a: xdr.SorobanAuthorizationEntry) => string) => () =>
+      `stellar:testnet|${from}|${[checkedEntry].map(encode).join(',')}`;
+    const simulationKey = compare({ old: keyOf((a) => a.toXDR('base64')), new: keyOf(authEntryXdr) });
+
     const line = (name: string, r: Record<string, number>) =>
       `${name}: old ${r.old.toFixed(1)} µs, new ${r.new.toFixed(1)} µs CPU per operation ` +
       `(${(r.old - r.new).toFixed(1)} µs saved)`;
@@ -140,11 +150,18 @@ async function main(): Promise<void> {
     console.log(line('2. simulation answer read', answer) + `; ${(raw.events ?? []).length} events in the answer`);
     console.log(line('3. refusal error, 40 frames deep', refusal));
     console.log(line('4. validator route lookup, one request', lookup));
-    const savedValid = envelope.old - envelope.new + (answer.old - answer.new) + (lookup.old - lookup.new);
+    console.log(line('5. shared-simulation key', simulationKey));
+    const savedValid =
+      envelope.old -
+      envelope.new +
+      (answer.old - answer.new) +
+      (lookup.old - lookup.new) +
+      (simulationKey.old - simulationKey.new);
     console.log(
       `=== new ÷ old CPU: envelope ${(envelope.new / envelope.old).toFixed(2)}, answer ` +
         `${(answer.new / answer.old).toFixed(2)}, refusal error ${(refusal.new / refusal.old).toFixed(2)}, ` +
-        `route lookup ${(lookup.new / lookup.old).toFixed(2)}; saved per ` +
+        `route lookup ${(lookup.new / lookup.old).toFixed(2)}, simulation key ` +
+        `${(simulationKey.new / simulationKey.old).toFixed(2)}; saved per ` +
         `valid verify ${savedValid.toFixed(0)} ` +
         `µs, per invalid-signature refusal ${(refusal.old - refusal.new + lookup.old - lookup.new).toFixed(0)} µs ===`,
     );

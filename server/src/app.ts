@@ -26,6 +26,7 @@ import { createIdempotencyRepository } from './data/idempotency-repository';
 import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { responseValidation } from './http/response-validation';
 import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
+import { serverTimingStart, timedStage } from './http/server-timing';
 
 export interface AppDeps {
   /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
@@ -54,6 +55,8 @@ export interface AppDeps {
   responseValidation: boolean;
   /** LOG_REQUESTS: one log line per request (request-log.ts). */
   logRequests?: boolean;
+  /** SERVER_TIMING: a Server-Timing header per response, stage by stage (server-timing.ts; measurement only). */
+  serverTiming?: boolean;
 }
 
 const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -102,35 +105,47 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', false);
   const matchOperation = createOperationMatcher(deps.spec.paths as never);
   const routeOf = createRouteLabeler(matchOperation);
-  app.use(requestId);
-  app.use(requestMetrics(deps.metrics, routeOf));
+  const timing = deps.serverTiming ?? false;
+  const stage = (name: string, handler: RequestHandler) => timedStage(timing, name, handler);
+  if (timing) app.use(serverTimingStart);
+  app.use(stage('requestId', requestId));
+  app.use(stage('metrics', requestMetrics(deps.metrics, routeOf)));
   if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
   // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
   app.use(
-    resolveCredentials({
-      sellers: deps.sellers,
-      operatorApiKey: deps.operatorApiKey,
-      operatorKeys: deps.operatorKeys,
-      cache: deps.apiKeyCache,
-    }),
+    stage(
+      'credentials',
+      resolveCredentials({
+        sellers: deps.sellers,
+        operatorApiKey: deps.operatorApiKey,
+        operatorKeys: deps.operatorKeys,
+        cache: deps.apiKeyCache,
+      }),
+    ),
   );
   const limiter = createRateLimiter({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf });
-  app.use(limiter.middleware);
-  app.use(rejectBadCredentials());
-  app.use(enforceAccessPolicy(matchOperation));
+  app.use(stage('rateLimit', limiter.middleware));
+  app.use(stage('badCredentials', rejectBadCredentials()));
+  app.use(stage('accessPolicy', enforceAccessPolicy(matchOperation)));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.get('/', homePage());
   app.use(
-    express.json({
-      limit: deps.bodyLimitBytes,
-      type: ['application/json', 'application/*+json'],
-      verify: verifyJsonDepth,
-    }),
+    stage(
+      'bodyParser',
+      express.json({
+        limit: deps.bodyLimitBytes,
+        type: ['application/json', 'application/*+json'],
+        verify: verifyJsonDepth,
+      }),
+    ),
   );
   // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
   app.use(
-    admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }),
+    stage(
+      'admission',
+      admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }),
+    ),
   );
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
   const mcp = {
@@ -144,24 +159,25 @@ export function createApp(deps: AppDeps): Express {
     '/mcp',
     builtOnFirstRequest(() => import('./http/mcp/mount.js').then(({ mcpRouter }) => mcpRouter(mcp))),
   );
-  app.use(
-    OpenApiValidator.middleware({
-      apiSpec: requestSideOf(deps.spec) as never,
-      // The bundle is validated where it is built: `generate` lints it (redocly `struct`: the OpenAPI 3.1 schema, zero
-      // errors) and `generate --check` in npm test refuses a stale one. Validating it again on every start cost
-      // ~0.2 s of CPU per app (measured with --cpu-prof: OpenAPISchemaValidator).
-      validateApiSpec: false,
-      validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
-      validateResponses: false, // see http/response-validation.ts
-      validateSecurity: false,
-      validateFormats: true,
-      ignoreUndocumented: false,
-    }),
-  );
+  const validator = OpenApiValidator.middleware({
+    apiSpec: requestSideOf(deps.spec) as never,
+    // The bundle is validated where it is built: `generate` lints it (redocly `struct`: the OpenAPI 3.1 schema, zero
+    // errors) and `generate --check` in npm test refuses a stale one. Validating it again on every start cost
+    // ~0.2 s of CPU per app (measured with --cpu-prof: OpenAPISchemaValidator).
+    validateApiSpec: false,
+    validateRequests: { allowUnknownQueryParameters: false, coerceTypes: true, allErrors: true },
+    validateResponses: false, // see http/response-validation.ts
+    validateSecurity: false,
+    validateFormats: true,
+    ignoreUndocumented: false,
+  });
+  app.use(validator.map((handler, i) => (i === 0 ? stage('validator', handler as RequestHandler) : handler)));
   app.use(unknownFieldsBeyondGuard(deps.spec));
   if (deps.responseValidation) app.use(responseValidation(deps.spec as never));
-  app.use(challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics }));
-  app.use(idempotency(createIdempotencyRepository(deps.db)));
+  app.use(
+    stage('challengeLimit', challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics })),
+  );
+  app.use(stage('idempotency', idempotency(createIdempotencyRepository(deps.db))));
   app.use(mountOperations(deps.spec as never, deps.handlers));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -71,6 +71,8 @@ export interface ServiceOptions {
   logger: Logger;
   /** LOG_REQUESTS: one log line per request. */
   logRequests?: boolean;
+  /** SERVER_TIMING: a Server-Timing header per response (http/server-timing.ts; measurement only). */
+  serverTiming?: boolean;
   /** Domain checks: default the safe fetcher and the system DNS resolver. */
   domainCheck?: DomainCheckPorts;
   domainUrlBase?: (domain: string) => string;
@@ -274,6 +276,7 @@ export async function createService(opts: ServiceOptions): Promise<Service> {
     admission: opts.admission,
     responseValidation: opts.responseValidation,
     logRequests: opts.logRequests,
+    serverTiming: opts.serverTiming,
     localDevDomains: opts.localDevDomains,
   });
   for (const area of areas) await area.start?.();

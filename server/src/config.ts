@@ -75,6 +75,8 @@ export interface Config {
   version: string;
   commit: string | null;
   logRequests: boolean;
+  /** SERVER_TIMING: a Server-Timing header per response, stage by stage (http/server-timing.ts; measurement only). */
+  serverTiming: boolean;
   /** LOG_LEVEL: the lowest level written (debug, info, warn, error). */
   logLevel: LogLevel;
   /** Facilitator settings. Channel secrets are never logged. */
@@ -349,6 +351,7 @@ export function loadConfig(env: Env = process.env): Config {
     version: r.str('SERVICE_VERSION', readPackageVersion()),
     commit: r.optional('GIT_COMMIT'),
     logRequests: r.bool('LOG_REQUESTS', false),
+    serverTiming: r.bool('SERVER_TIMING', false),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     facilitator: {
       channelAccounts: r.int('FACILITATOR_CHANNEL_ACCOUNTS', DEFAULT_CHANNEL_ACCOUNTS, 1, 256),

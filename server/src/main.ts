@@ -235,6 +235,7 @@ async function main(): Promise<void> {
     responseValidation: config.responseValidation,
     logger,
     logRequests: config.logRequests,
+    serverTiming: config.serverTiming,
     mongodbUrl: config.mongodbUrl,
     runJobs: true,
     facilitator: config.facilitator,

@@ -11,6 +11,15 @@ export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 /** Default size of the service's connection pool per process (DATABASE_POOL_MAX), and its bound. */
 export const DEFAULT_POOL_MAX = 10;
 export const MAX_POOL_MAX = 100;
+/**
+ * How long a pooled connection may sit unused before the pool closes it. The pool lends its most recently used
+ * connection first, so under a steady trickle one connection serves and the others go idle: with Sequelize's default
+ * 10 s they were closed during any lull (or even under steady load) and the next burst opened them again on the
+ * request path: a PostgreSQL backend's fork, log-in and first statements, 40–90 ms each and ~300 ms for seven at once
+ * on this loaded 2-core machine (scripts/bench/PROFILE.md "Verify (session 7)"). Ten minutes keeps the connections a
+ * burst needed for the next one; a quiet process still gives them back.
+ */
+export const POOL_IDLE_MS = 10 * 60_000;
 
 /**
  * pg's Client with an 'error' listener from its first moment. Sequelize attaches its own listener (which marks the
@@ -47,7 +56,7 @@ export function createSequelize(
     pool: {
       max: Math.min(MAX_POOL_MAX, Math.max(1, opts.poolMax ?? DEFAULT_POOL_MAX)),
       min: 0,
-      idle: 10_000,
+      idle: POOL_IDLE_MS,
       acquire: 30_000,
     },
     dialectOptions: {

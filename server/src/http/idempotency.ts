@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { DomainError } from '../domain/errors';
 import type { RouteMatch } from './operation-matcher';
+import { markStage } from './server-timing';
 
 /** The records the middleware keeps per (scope, key) (data/idempotency-repository.ts implements it). */
 export interface IdempotencyStore {
@@ -108,16 +109,18 @@ export function idempotency(keys: IdempotencyStore): RequestHandler {
       }
       const originalJson = res.json.bind(res);
       res.json = (body: unknown) => {
+        markStage(res, 'idempotencyStore');
         const status = res.statusCode;
         const store =
           status < 500
             ? keys.store(scope, key, status, JSON.stringify(withholdSecrets(body) ?? body), opts)
             : keys.forget(scope, key);
         // The response waits for the record, so a retry that arrives right after it sees the stored answer.
-        store.then(
-          () => originalJson(body),
-          () => originalJson(body),
-        );
+        const answer = () => {
+          markStage(res, 'write');
+          originalJson(body);
+        };
+        store.then(answer, answer);
         return res;
       };
       next();

@@ -1,6 +1,7 @@
 import express, { type Router } from 'express';
 import type { Handlers, OperationId, HandlerContext } from './operation-types';
 import type { Principal } from '../domain/auth/principal';
+import { markStage } from './server-timing';
 
 interface SpecOperation {
   operationId: string;
@@ -29,6 +30,7 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
       router[method](expressPath, async (req, res, next) => {
         res.locals.routeTemplate = path;
         res.locals.operationId = op.operationId;
+        markStage(res, 'handler');
         try {
           const principal = res.locals.principal as Principal;
           const result = await handler({
@@ -40,6 +42,7 @@ export function mountOperations(spec: { paths: SpecPaths }, handlers: Handlers):
             header: (name) => req.get(name),
             clientAddress: req.ip ?? req.socket.remoteAddress ?? 'unknown',
           });
+          markStage(res, 'respond');
           for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
           res.status(result.status);
           if (typeof result.body === 'string')

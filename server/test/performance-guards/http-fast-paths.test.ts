@@ -225,3 +225,81 @@ describe('the idempotency claim in one statement', () => {
     expect(rows).toEqual([{ status_code: 201 }]);
   });
 });
+
+describe('Server-Timing (SERVER_TIMING: measurement only)', () => {
+  let svc: TestService;
+  let timed: Awaited<ReturnType<typeof createService>>;
+  beforeAll(async () => {
+    svc = await startTestService();
+    timed = await createService({
+      databaseUrl: svc.databaseUrl,
+      environment: 'test',
+      version: 'x',
+      commit: null,
+      networks: testNetworks(),
+      operatorApiKey: OPERATOR_KEY,
+      rateLimit: { points: 10_000, windowSeconds: 60 },
+      bodyLimitBytes: 256 * 1024,
+      responseValidation: false,
+      logger: silent,
+      serverTiming: true,
+    });
+  });
+  afterAll(async () => {
+    await timed.close();
+    await svc.stop();
+  });
+  const challenge = (app: typeof svc.app, key: string) =>
+    request(app)
+      .post('/v1/sellers/challenges')
+      .set('Idempotency-Key', key)
+      .set('X-Server-Timing', '1')
+      .send({ walletAddress: Keypair.random().publicKey() });
+
+  it('is off by default: no answer, success or refusal, tells a caller where its time went', async () => {
+    expect((await challenge(svc.app, 'timing-off-0001')).headers['server-timing']).toBeUndefined();
+    const refused = await request(svc.app).get('/v1/nowhere').set('X-Server-Timing', '1');
+    expect(refused.headers['server-timing']).toBeUndefined();
+  });
+
+  it('on, only a request that asks gets it', async () => {
+    const res = await request(timed.app).get('/v1/networks');
+    expect(res.status).toBe(200);
+    expect(res.headers['server-timing']).toBeUndefined();
+  });
+
+  it('on, an answer names its stages in order, from the first middleware to the stored answer', async () => {
+    const before = Date.now();
+    const res = await challenge(timed.app, 'timing-on-0001');
+    const after = Date.now();
+    expect(res.status).toBe(201);
+    const items = String(res.headers['server-timing'])
+      .split(', ')
+      .map((item) => item.split(';'));
+    const recv = Number(/^desc="(.+)"$/.exec(items[0][1])?.[1]);
+    expect(items[0][0]).toBe('recv');
+    expect(recv).toBeGreaterThanOrEqual(before - 1);
+    expect(recv).toBeLessThanOrEqual(after + 1);
+    const stages = items.slice(1).map(([name, dur]) => [name, Number(dur.replace('dur=', ''))] as const);
+    expect(stages.map(([name]) => name)).toEqual([
+      'start',
+      'requestId',
+      'metrics',
+      'credentials',
+      'rateLimit',
+      'badCredentials',
+      'accessPolicy',
+      'bodyParser',
+      'admission',
+      'validator',
+      'challengeLimit',
+      'idempotency',
+      'handler',
+      'respond',
+      'idempotencyStore',
+      'write',
+    ]);
+    for (const [, ms] of stages) expect(ms).toBeGreaterThanOrEqual(0);
+    expect(stages.reduce((sum, [, ms]) => sum + ms, 0)).toBeLessThanOrEqual(after - before + 1);
+  });
+});

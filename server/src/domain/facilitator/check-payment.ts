@@ -1,3 +1,4 @@
+import type { xdr } from '@stellar/stellar-sdk';
 import type { Stroops } from '../amount';
 import { DomainError } from '../errors';
 import { MAX_TIMEOUT_CAP_SECONDS, MAX_TIMEOUT_SECONDS } from '../defaults';
@@ -92,6 +93,22 @@ export interface CheckDeps {
 }
 
 /**
+ * The base64 XDR of each authorization entry the offline rules checked (they encode it once, CheckedPayment.entryXdr),
+ * so the shared-simulation key below reads it instead of encoding the entry again on every verify (issue #31).
+ */
+const CHECKED_ENTRY_XDR = new WeakMap<object, string>();
+
+/** Remembers a checked entry's base64 XDR (checkPayment does, after the offline rules). */
+export function rememberCheckedEntry(entry: xdr.SorobanAuthorizationEntry, entryXdr: string): void {
+  CHECKED_ENTRY_XDR.set(entry, entryXdr);
+}
+
+/** The base64 XDR of an authorization entry: the checked one's, else encoded now. */
+export function authEntryXdr(entry: xdr.SorobanAuthorizationEntry): string {
+  return CHECKED_ENTRY_XDR.get(entry) ?? entry.toXDR('base64');
+}
+
+/**
  * The ledger port with concurrent simulations of one authorization from one source sharing one RPC call: a storm of
  * duplicates of one payment in a process costs one simulation (the answer is the same for all of them).
  */
@@ -104,7 +121,7 @@ export function withSharedSimulations(ledger: LedgerPort): LedgerPort {
     accountSequence: (n, address) => ledger.accountSequence(n, address),
     transaction: (n, hash) => ledger.transaction(n, hash),
     simulate(network, hostFunction, auth, source) {
-      const key = `${network}|${source}|${auth.map((a) => a.toXDR('base64')).join(',')}`;
+      const key = `${network}|${source}|${auth.map(authEntryXdr).join(',')}`;
       let p = inflight.get(key);
       if (!p) {
         p = ledger.simulate(network, hostFunction, auth, source).finally(() => inflight.delete(key));
@@ -250,6 +267,7 @@ export async function checkPayment(
   const required = resolveRequired(deps.networks, req);
   // 2. The offline rules (rules/offline.ts): no ledger, no database, hostile traffic turned away cheaply.
   const checked = checkPaymentOffline(deps, payload, required);
+  rememberCheckedEntry(checked.entry, checked.entryXdr);
   // 3. The caller's step before the ledger is asked.
   if ((await steps.beforeSimulation?.(checked, required)) === false) return null;
   // 4. One simulation, from the account settle would submit from: the ledger is the authority.
