@@ -21,12 +21,14 @@ const SUITES = {
     results: 'jest-server',
     // Files that measure calls or wall-clock time under load, drive several server processes or their own
     // PostgreSQL, or race ledger closes: beside the parallel files (3 workers on 2 cores) they would turn flaky.
-    // Not here: reliability/crash-during-settlement.test.ts. It asserts where every payment ends, never how fast
-    // (its waits are bounds), and spends its minute waiting on kills, restarts and lease expiry: on a parallel
-    // worker it takes no core from the others. (It used to fail under load when a kill landed while the process
-    // held the settlement-confirmation job: that job stayed locked for Agenda's 10 minutes; now 30 s.)
+    // Not here: reliability/crash-during-settlement.test.ts and crash-with-channels-leased.test.ts. They assert where
+    // every payment ends, never how fast (their waits are bounds), and spend their time waiting on kills, restarts
+    // and lease expiry: on a parallel worker they take no core from the others. (The first used to fail under load
+    // when a kill landed while the process held the settlement-confirmation job: that job stayed locked for Agenda's
+    // 10 minutes; now 30 s.)
     // In this order (scripts/jest-ordered-sequencer.cjs), longest first, so that no long file starts last beside an
-    // idle worker (seconds: each file alone on the last fresh-clone run, then after issue #34's serial-lane changes).
+    // idle worker (seconds: each file on the last fresh-clone run before session 8's changes; README, "How the suites
+    // run").
     serial: [
       // two server processes, a restart, RPC stalls past time bounds (50.7 s)
       'server/test/reliability/x402-settlement-pending.test.ts',
