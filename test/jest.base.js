@@ -36,6 +36,8 @@ module.exports = function sharedJestConfig(rootDir, testsDir, overrides = {}) {
       '^\\./openapi\\.schema\\.validator$': path.join(__dirname, 'lazy-openapi-schema-validator.cjs'),
       // express-openapi-validator's schema preprocessor without the Ajv compiles whose result it drops (see the file).
       '^\\.(/middlewares)?/parsers/schema\\.preprocessor$': path.join(__dirname, 'eov-schema-preprocessor.cjs'),
+      // express-openapi-validator's bundle of the bundled spec at each app start, once per worker (see the file).
+      '^@apidevtools/json-schema-ref-parser$': path.join(__dirname, 'eov-ref-parser.cjs'),
     },
     // jest-runtime with a V8 code cache per worker: later test files compile modules from it (see the file).
     runtime: path.join(__dirname, 'jest-runtime-code-cache.cjs'),
