@@ -21,26 +21,33 @@ const SUITES = {
     results: 'jest-server',
     // Files that measure calls or wall-clock time under load, drive several server processes or their own
     // PostgreSQL, or race ledger closes: beside the parallel files (3 workers on 2 cores) they would turn flaky.
-    // Not here: reliability/crash-during-settlement.test.ts. It asserts where every payment ends, never how fast
-    // (its waits are bounds), and spends its minute waiting on kills, restarts and lease expiry: on a parallel
-    // worker it takes no core from the others. (It used to fail under load when a kill landed while the process
-    // held the settlement-confirmation job: that job stayed locked for Agenda's 10 minutes; now 30 s.)
+    // Not here: reliability/crash-during-settlement.test.ts and crash-with-channels-leased.test.ts. They assert where
+    // every payment ends, never how fast (their waits are bounds), and spend their time waiting on kills, restarts
+    // and lease expiry: on a parallel worker they take no core from the others. (The first used to fail under load
+    // when a kill landed while the process held the settlement-confirmation job: that job stayed locked for Agenda's
+    // 10 minutes; now 30 s.)
+    // In this order (scripts/jest-ordered-sequencer.cjs), longest first, so that no long file starts last beside an
+    // idle worker (seconds: each file on the last fresh-clone run before session 8's changes; README, "How the suites
+    // run").
     serial: [
-      'server/test/performance-guards/', // call counts and fast paths under concurrency
-      'server/test/reliability/shutdown-under-load.test.ts', // a load generator against a shutting-down service
-      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load
-      'server/test/reliability/two-processes.test.ts', // two server processes on one database
-      // two server processes, a restart, RPC stalls past time bounds
+      // two server processes, a restart, RPC stalls past time bounds (50.7 s)
       'server/test/reliability/x402-settlement-pending.test.ts',
-      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms
-      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds
-      'server/test/facilitator/channel-pool.test.ts', // two instances settling in parallel against 40 ms ledgers
-      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic
-      'server/test/main/cluster.test.ts', // several server processes
-      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health
-      'server/test/main/compiled-start.test.ts', // compiles the server (tsc) and starts the build
-      'server/test/security/facilitator-payment-safety.test.ts', // a dropped submission reply racing ledger closes
-      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers
+      'server/test/main/cluster.test.ts', // several server processes (28.5 s)
+      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (21.6 s)
+      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic (20.6 s)
+      'server/test/reliability/two-processes.test.ts', // two server processes on one database (19.6 s)
+      // a load generator against a shutting-down service (15.8 s)
+      'server/test/reliability/shutdown-under-load.test.ts',
+      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (10.8 s)
+      // a dropped submission reply racing ledger closes (9.9 s)
+      'server/test/security/facilitator-payment-safety.test.ts',
+      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms (9.2 s)
+      // two instances settling in parallel against 40 ms ledgers (8.0 s)
+      'server/test/facilitator/channel-pool.test.ts',
+      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers (8.0 s)
+      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health (7.0 s)
+      'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (17.6 s)
+      'server/test/performance-guards/', // call counts and fast paths under concurrency (3 files, 12.7 s)
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger
@@ -108,10 +115,15 @@ const runs =
             [`--maxWorkers=${process.env.TEST_WORKERS ?? '3'}`, ...serial.map((p) => `--testPathIgnorePatterns=${p}`)],
             { TEST_POSTGRES_ASYNC_COMMIT: '1' },
           ),
-          jestRun('serial', [
-            `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
-            `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
-          ]),
+          jestRun(
+            'serial',
+            [
+              `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
+              `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
+              `--testSequencer=${path.join(root, 'scripts/jest-ordered-sequencer.cjs')}`,
+            ],
+            { TEST_ORDER: JSON.stringify(suite.serial) },
+          ),
         ];
 
 const sum = (key) => runs.reduce((n, r) => n + (r?.[key] ?? 0), 0);

@@ -1,42 +1,41 @@
 // Issue #31: `npm start` runs the compiled JavaScript (server/dist, written by scripts/build-server.mjs), not
-// TypeScript through tsx. The build is made here into a folder of its own beside server/dist (same depth, so the
-// paths the server resolves from its own folder hold: public/, openapi/dist/, the repository's .data/), never into
-// server/dist, which another process may be running.
-import { execFileSync, spawn } from 'node:child_process';
+// TypeScript through tsx. The build is the one `npm ci` (the root `prepare`) and `npm start`'s prestart make, made
+// current here the same way (`build-server.mjs --if-stale`: nothing to do after `npm ci`, a build when a source
+// changed since), then started with npm start's command line. The compile itself is what `npm ci` and every stale
+// build run: a build that fails leaves no current build, so this test then fails at its first step. (It used to
+// compile a build of its own, ~15 s of CPU, which proved no more.)
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase } from '../support/database';
 import { freePort } from '../support/free-port';
+import { ensureServerBuild, npmStartCommand } from '../reliability/support/main-process';
 
-const ROOT = path.resolve(__dirname, '../../..');
-const SERVER = path.join(ROOT, 'server');
+const SERVER = path.resolve(__dirname, '../..');
 
 describe('the compiled server (what npm start runs)', () => {
-  const outDir = path.join(SERVER, `.build-test-${process.pid}`);
-  afterAll(() => fs.rmSync(outDir, { recursive: true, force: true }));
-
   it(
     'the build writes the file server/package.json names as main, and plain node runs it: /health, /docs, ' +
       '/dashboard and /mcp answer, SIGTERM exits 0',
     async () => {
-      execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-server.mjs'), '--out-dir', outDir], {
-        cwd: ROOT,
-        stdio: 'pipe',
-      });
-      const main = JSON.parse(fs.readFileSync(path.join(SERVER, 'package.json'), 'utf8')) as {
-        main: string;
-        scripts: Record<string, string>;
-      };
+      await ensureServerBuild();
+      const main = JSON.parse(fs.readFileSync(path.join(SERVER, 'package.json'), 'utf8')) as { main: string };
       expect(main.main).toBe('dist/main.js');
       // npm start's node flags (issue #31: the old generation grows by 20 % over what survived its last full
       // collection instead of up to 4x; server/README.md "Running it: compiled JavaScript"), passed to node here too.
-      expect(main.scripts.start).toBe('node --heap-growing-percent=20 dist/main.js');
-      const nodeFlags = main.scripts.start.split(/\s+/).slice(1, -1);
-      const entry = path.join(outDir, path.relative('dist', main.main));
+      const { nodeFlags, entry: startEntry, script } = npmStartCommand();
+      expect(script).toBe('node --heap-growing-percent=20 dist/main.js');
+      expect(startEntry).toBe(main.main);
+      const outDir = path.join(SERVER, 'dist');
+      const entry = path.join(SERVER, main.main);
       expect(fs.existsSync(entry)).toBe(true);
+      // the build's stamp (scripts/build-server.mjs writes it after tsc succeeded; --if-stale compares the sources
+      // with it)
+      expect(fs.existsSync(path.join(outDir, '.build.json'))).toBe(true);
       // nothing of the tests or of the buyer SDK's sources is compiled in: the SDK's mcp export comes from its dist/
       expect(fs.readdirSync(outDir)).not.toContain('sdk-buyer');
+      expect(fs.readdirSync(outDir)).not.toContain('test');
       expect(fs.readFileSync(path.join(outDir, 'http/mcp/mount.js'), 'utf8')).toContain(
         'require("@paid-api-marketplace/sdk-buyer/mcp")',
       );

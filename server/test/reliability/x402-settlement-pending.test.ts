@@ -6,8 +6,6 @@
 // RPC front that can stall `getTransaction` (an RPC that hangs on the question "did it land?") and counts every
 // `sendTransaction` (nothing may be broadcast twice). Scenarios: the retry lands on the other process; a replay races
 // the retry; the process that answered pending is killed and restarted before the retry.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Keypair } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { createTestDatabase } from '../support/database';
@@ -16,46 +14,11 @@ import { asTransactionXdr, paymentCase, type FacilitatorEnv } from '../facilitat
 import { toStroops } from '../../src/domain/amount';
 import { startMainProcess, type MainProcess } from './support/main-process';
 import { sellerWithResourceOverHttp } from './support/over-http';
+import { startStallingRpc, type StallingRpc } from './support/stalling-rpc';
 import type { SignedUpSeller } from '../support/fixtures';
 import { loadConfig } from '../../src/config';
 
 const CLIENT_BOUND_MS = 90_000; // @x402/core 2.27 HTTPFacilitatorClient's default timeout
-
-/** The network's JSON-RPC, forwarded; `getTransaction` never answered while `stall` is on; `sendTransaction` counted.
- * */
-async function startStallingRpc(target: string) {
-  const state = { stall: false, sent: 0 };
-  const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks);
-    let method = '';
-    try {
-      method = String((JSON.parse(body.toString('utf8')) as { method?: unknown }).method ?? '');
-    } catch {
-      // forwarded as is
-    }
-    if (method === 'sendTransaction') state.sent++;
-    if (state.stall && method === 'getTransaction') return; // held open, never answered
-    try {
-      const r = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
-      res.end(Buffer.from(await r.arrayBuffer()));
-    } catch {
-      res.destroy();
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rpc`,
-    state,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 interface SettleBody {
   success: boolean;
@@ -102,7 +65,7 @@ describe(
   () => {
     let database: { url: string; drop(): Promise<void> };
     let network: LocalNetwork;
-    let rpc: Awaited<ReturnType<typeof startStallingRpc>>;
+    let rpc: StallingRpc;
     let env: Record<string, string>;
     let seller: SignedUpSeller;
     const mains: MainProcess[] = [];
@@ -110,7 +73,8 @@ describe(
     beforeAll(async () => {
       database = await createTestDatabase();
       network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
-      rpc = await startStallingRpc(network.rpcUrl);
+      // "Did it land?" never answered while `rpc.state.stall` is on.
+      rpc = await startStallingRpc(network.rpcUrl, 'getTransaction');
       const channels = Array.from({ length: 2 }, () => Keypair.random());
       for (const k of channels) await network.fundAccount(k.publicKey());
       const usdc = network.assets.find((a) => a.code === 'USDC')!;
