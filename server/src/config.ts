@@ -8,6 +8,7 @@ import {
   DEFAULT_CHANNEL_ACCOUNTS,
   DEFAULT_CHANNEL_LEASE_SECONDS,
   DEFAULT_CONFIRM_GRACE_MS,
+  DEFAULT_RPC_TIMEOUT_MS,
   DEFAULT_MAX_FEE_STROOPS,
   DEFAULT_MIN_AMOUNT,
   DEFAULT_SEARCH_SYNC_SECONDS,
@@ -113,6 +114,8 @@ export interface Config {
     txTimeoutSeconds: number;
     /** SETTLEMENT_CONFIRM_GRACE_MS: how long past the time bound settle keeps asking for the transaction's fate. */
     confirmGraceMs: number;
+    /** RPC_TIMEOUT_MS: the deadline of one Soroban RPC call of the facilitator (verify, settle, their workers). */
+    rpcTimeoutMs: number;
     /** A claim for settlement left without its settlement row this long is failed by the cleanup worker (s). */
     abandonedClaimSeconds: number;
     /** STALE_PAYMENT_CLEANUP_INTERVAL_SECONDS: the stale-payment cleanup worker's period (an Agenda interval). */
@@ -383,6 +386,7 @@ export function loadConfig(env: Env = process.env): Config {
       },
       txTimeoutSeconds: r.int('SETTLEMENT_TX_TIMEOUT_SECONDS', DEFAULT_TX_TIMEOUT_SECONDS, 5, 300),
       confirmGraceMs: r.int('SETTLEMENT_CONFIRM_GRACE_MS', DEFAULT_CONFIRM_GRACE_MS, 1000, 300_000),
+      rpcTimeoutMs: r.int('RPC_TIMEOUT_MS', DEFAULT_RPC_TIMEOUT_MS, 1000, 60_000),
       abandonedClaimSeconds: r.int('FACILITATOR_ABANDONED_CLAIM_SECONDS', DEFAULT_ABANDONED_CLAIM_SECONDS, 5, 86_400),
       staleCleanupEvery: `${staleCleanupSeconds} seconds`,
       channelLeaseSeconds: r.int('FACILITATOR_CHANNEL_LEASE_SECONDS', DEFAULT_CHANNEL_LEASE_SECONDS, 3, 600),

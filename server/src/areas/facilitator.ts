@@ -82,6 +82,8 @@ export interface FacilitatorOptions {
   /** SETTLEMENT_CONFIRM_GRACE_MS: how long past the time bound settle keeps asking for the transaction's fate before
    * answering 202. Default: domain/defaults.ts. */
   confirmGraceMs?: number;
+  /** RPC_TIMEOUT_MS: the deadline of one Soroban RPC call. Default: domain/defaults.ts. */
+  rpcTimeoutMs?: number;
   /** The network's estimated seconds per ledger (the local network's close interval, else LEDGER_CLOSE_MS). Default 5.
    * */
   ledgerSeconds?: number;
@@ -122,6 +124,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     inclusionFeePercentile: opts.inclusionFeePercentile,
     feeStatsTtlMs: opts.feeStatsTtlMs,
     txTimeoutSeconds: opts.txTimeoutSeconds ?? DEFAULT_TX_TIMEOUT_SECONDS,
+    rpcTimeoutMs: opts.rpcTimeoutMs,
     feeAccount,
   });
   const channels = new ChannelAccountPool(createChannelLeaseRepository(ctx.db), m, {

@@ -17,6 +17,11 @@ export const DEFAULT_TX_TIMEOUT_SECONDS = 30;
  * `settlement_pending` answer) keeps asking the ledger for its fate before answering pending.
  */
 export const DEFAULT_CONFIRM_GRACE_MS = 10_000;
+/**
+ * RPC_TIMEOUT_MS: the deadline of one Soroban RPC call made for verify, settle and their workers (the JSON-RPC client
+ * destroys the request when it passes; a submission cut off this way stays pending for the confirmation worker).
+ */
+export const DEFAULT_RPC_TIMEOUT_MS = 8000;
 /** SEARCH_SYNC_INTERVAL_SECONDS: how often the search-sync worker's pass runs. */
 export const DEFAULT_SEARCH_SYNC_SECONDS = 30;
 /**

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
+import { DEFAULT_RPC_TIMEOUT_MS } from '../domain/defaults';
 
 /**
  * The ONE JSON-RPC client of the service for Soroban RPC (issue #23 item 5): the ledger port, the channel pool,
@@ -25,7 +26,6 @@ const IDLE_SOCKET_MS = 4000;
 const MAX_SOCKETS = 256;
 /** An answer larger than this is refused (a getLedgerEntries of 200 contract entries is well below it). */
 const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
-const DEFAULT_TIMEOUT_MS = 8000;
 /** Methods with an effect: never sent twice. */
 const WRITES = new Set(['sendTransaction']);
 
@@ -62,7 +62,7 @@ export class JsonRpcClient {
 
   constructor(
     url: string,
-    private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
+    private readonly timeoutMs = DEFAULT_RPC_TIMEOUT_MS,
   ) {
     const parsed = URL.canParse(url) ? new URL(url) : null;
     this.url = parsed && (parsed.protocol === 'http:' || parsed.protocol === 'https:') ? parsed : null;

@@ -18,6 +18,7 @@ import type {
   TransactionState,
 } from '../domain/facilitator/types';
 import { DomainError } from '../domain/errors';
+import { DEFAULT_RPC_TIMEOUT_MS } from '../domain/defaults';
 import { chooseSettlementFees, percentileFee, type FeePercentile } from '../domain/facilitator/settlement-fees';
 import type { FacilitatorMetrics } from '../metrics/facilitator';
 import type { NetworkRegistry } from '../domain/network-registry';
@@ -51,15 +52,14 @@ export interface SorobanLedgerOptions {
   /** Validity of a settlement transaction (its time bound), seconds. */
   txTimeoutSeconds: number;
   /**
-   * Deadline of one RPC call, ms (default 8000; the JSON-RPC client destroys the request when it passes). An RPC
-   * that accepts the connection and never answers fails the call with SERVICE_UNAVAILABLE instead of holding the
-   * request; a submission cut off this way stays pending for the confirmation worker (its outcome is unknown, it is
-   * never resubmitted).
+   * RPC_TIMEOUT_MS: deadline of one RPC call, ms (default: domain/defaults.ts; the JSON-RPC client destroys the
+   * request when it passes). An RPC that accepts the connection and never answers fails the call with
+   * SERVICE_UNAVAILABLE instead of holding the request; a submission cut off this way stays pending for the
+   * confirmation worker (its outcome is unknown, it is never resubmitted).
    */
   rpcTimeoutMs?: number;
 }
 
-const DEFAULT_RPC_TIMEOUT_MS = 8000;
 /** The network-health worker's probe interval: an answer this recent outweighs a probe that timed out. */
 const RECENT_ANSWER_MS = 10_000;
 
