@@ -83,6 +83,24 @@ async function databaseCounters(db: DatabaseCounters | undefined): Promise<Recor
   ) as Record<string, number>;
 }
 
+/**
+ * The background jobs that ran in the window, each with its start and end in seconds from the window's start (Agenda
+ * keeps each recurring job's last run in agenda_jobs), so a burst of slow requests can be set beside what ran then.
+ */
+async function jobRuns(db: DatabaseCounters | undefined, sinceMs: number): Promise<string> {
+  if (!db) return '?';
+  const since = Number(sinceMs) / 1000;
+  const rows = await db
+    .query<{ name: string; started: string; finished: string | null }>(
+      `SELECT name, extract(epoch FROM last_run_at) * 1000 - ${sinceMs} AS started, ` +
+        `extract(epoch FROM last_finished_at) * 1000 - ${sinceMs} AS finished FROM agenda_jobs ` +
+        `WHERE last_run_at >= to_timestamp(${since}) ORDER BY last_run_at`,
+    )
+    .catch(() => []);
+  const s = (v: string | null) => (v === null ? '…' : (Number(v) / 1000).toFixed(2));
+  return rows.map((r) => `${r.name} ${s(r.started)}–${s(r.finished)} s`).join(', ') || 'none';
+}
+
 export interface StallProbe {
   /** Scrapes once (resetting the event-loop histogram): the window starts. */
   start(): Promise<void>;
@@ -99,15 +117,18 @@ export function stallProbe(baseUrl: string, operatorKey: string, db?: DatabaseCo
   };
   let before: Sample = new Map();
   let dbBefore: Record<string, number> = {};
+  let startedAt = 0;
   return {
     async start() {
       dbBefore = await databaseCounters(db);
       before = await scrape();
+      startedAt = Date.now();
     },
     async stop() {
       const after = await scrape();
       api.close();
       const dbAfter = await databaseCounters(db);
+      const runs = await jobRuns(db, startedAt);
       const dbDiff = (k: string) => (k in dbAfter ? String(dbAfter[k] - (dbBefore[k] ?? 0)) : '?');
       const loop =
         `event-loop delay over the run: max ${ms(get(after, 'nodejs_eventloop_lag_max_seconds'))}, ` +
@@ -145,7 +166,8 @@ export function stallProbe(baseUrl: string, operatorKey: string, db?: DatabaseCo
         `${space('code')}, large objects ${space('large_object')}; used ${mib('nodejs_heap_size_used_bytes')}) + ` +
         `external ${mib('nodejs_external_memory_bytes')} + the rest (code, stacks, native libraries, allocator)`;
       return (
-        `${loop}; GC pauses: ${gc || 'none'}; jobs completed: ${jobs || 'none'}; verify as the service times it ` +
+        `${loop}; GC pauses: ${gc || 'none'}; jobs completed: ${jobs || 'none'} (their runs, s from the window's ` +
+        `start: ${runs}); verify as the service times it ` +
         `(domain, from the decoded request to the answer): ${verify}; its simulateTransaction calls: ${simulate}; ` +
         `database: ${dbDiff('checkpoints')} checkpoints (${dbDiff('buffers')} buffers written), ` +
         `${dbDiff('records')} WAL records, ${dbDiff('syncs')} WAL syncs; the service's connections: ` +
