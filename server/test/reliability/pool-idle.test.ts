@@ -1,0 +1,45 @@
+import { QueryTypes } from 'sequelize';
+import { createSequelize } from '../../src/data/database';
+import { createTestDatabase } from '../support/database';
+
+/**
+ * The pool lends its most recently used connection first, so under a trickle every other connection sits unused;
+ * with Sequelize's default idle time (10 s) they were closed in any lull and the next burst opened them again on its
+ * requests' path (a backend's fork, log-in and first statements: 38-93 ms each, ~300 ms for seven at once on this
+ * machine; scripts/bench/PROFILE.md "Verify (session 7)"). That was most of bench:verify's half-rate p99.
+ */
+describe('the connection pool between bursts', () => {
+  it(
+    'a burst after a 12 s lull is served by the connections the previous burst opened: no new backend is started ' +
+      'on its path',
+    async () => {
+      const database = await createTestDatabase();
+      const db = createSequelize(database.url, { poolMax: 5 });
+      // Five statements at once hold five connections; each answers with its backend's process id.
+      const burst = async () =>
+        new Set(
+          (
+            await Promise.all(
+              Array.from({ length: 5 }, () =>
+                db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.2)', {
+                  type: QueryTypes.SELECT,
+                }),
+              ),
+            )
+          ).map(([row]) => row.pid),
+        );
+      try {
+        const first = await burst();
+        expect(first.size).toBe(5);
+        // Longer than the former 10 s idle time plus the pool's eviction tick (1 s).
+        await new Promise((resolve) => setTimeout(resolve, 12_000));
+        const second = await burst();
+        expect([...second].sort()).toEqual([...first].sort());
+      } finally {
+        await db.close();
+        await database.drop();
+      }
+    },
+    60_000,
+  );
+});
