@@ -179,9 +179,10 @@ function searchSql(where: string, postings: string[] | null, paged: boolean, p: 
       ORDER BY i."orderScore" DESC, i.id DESC`;
 }
 
-/** How many statement shapes get a name (each connection keeps its prepared statements; the shapes are few: one per
- * combination of filters, phrase and page, so this bound is a safety net). */
-const NAMED_SHAPES = 512;
+/** How many statement shapes get a name. A caller chooses the shape (which of the optional filters, a phrase, a later
+ * page: thousands of combinations), and each connection keeps every statement it prepared, so only the first
+ * NAMED_SHAPES of a process are named; the rest are sent unnamed (search-candidates.test.ts, the attack). */
+export const NAMED_SHAPES = 512;
 const shapeNames = new Map<string, string>();
 
 /**

@@ -4,7 +4,7 @@ import { startTestService, testNetworks, type TestService } from '../support/tes
 import { signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { RANKING_WEIGHTS } from '../../src/domain/discovery/ranking';
 import { toStroops } from '../../src/domain/amount';
-import { createSearchRepository } from '../../src/data/search-repository';
+import { createSearchRepository, NAMED_SHAPES, searchStatementName } from '../../src/data/search-repository';
 import { createSearchIndexRepository, scoresSql } from '../../src/data/search-index-repository';
 import { createTrustRepository } from '../../src/data/trust-repository';
 import { buildSearchDocument } from '../../src/domain/discovery/indexing';
@@ -541,6 +541,48 @@ describe('the schema check cache', () => {
       expect(compileSchema(JSON.parse(JSON.stringify(good)))).toBe(validate);
       expect(validate({ q: 'x' })).toBeNull();
       expect(validate({})).toMatch(/must have required property 'q'/);
+    },
+  );
+});
+
+// Last in the file: it fills this process's table of statement names.
+describe('attack: a stranger sending ever new search shapes', () => {
+  it(
+    'names at most NAMED_SHAPES statements per process; past the bound a new shape runs unnamed (nothing more is ' +
+      'prepared on the connection) and answers as before, and a shape named earlier keeps its name',
+    async () => {
+      const made = [await put({ name: 'Tuatara api' }), await put({ name: 'Tuatara feed' })];
+      await waitIndexed(svc.db);
+      const one = new Sequelize(svc.databaseUrl, { logging: false, pool: { max: 1 } });
+      try {
+        const repo = createSearchRepository(one);
+        const options = { textWeight: RANKING_WEIGHTS.text, candidates: 300, signalsMaxAgeSeconds: 600 };
+        const prepared = async () =>
+          (
+            (await one.query(
+              `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name ~ '^search_[0-9a-f]{24}$'`,
+            )) as [Array<{ n: number }>, unknown]
+          )[0][0].n;
+        const unfiltered = (await repo.search('tuatara', {}, null, 10, options)).map((r) => r.id);
+        expect(unfiltered.sort()).toEqual([...made].sort());
+        const before = await prepared();
+        // The shapes the stranger's requests make (each distinct text asks for a name) until the table is full.
+        let named = 0;
+        for (let i = 0; i < NAMED_SHAPES + 100; i++) if (searchStatementName(`shape ${i} of a stranger`)) named++;
+        expect(named).toBeLessThanOrEqual(NAMED_SHAPES);
+        expect(searchStatementName('one more shape of a stranger')).toBeUndefined();
+        // A shape never seen before (three filters together, and its later page: the filters alone combine into
+        // thousands of shapes) is sent unnamed and still answers.
+        const odd = { sellerId: seller.id, minPrice: toStroops('0.0001'), type: 'http' as const };
+        const first = await repo.search('tuatara', odd, null, 1, options);
+        const next = await repo.search('tuatara', odd, first[0], 1, options);
+        expect([...first, ...next].map((r) => r.id).sort()).toEqual([...made].sort());
+        // The shape named before the table filled keeps its prepared statement; nothing new was prepared.
+        expect((await repo.search('tuatara', {}, null, 10, options)).map((r) => r.id).sort()).toEqual(unfiltered);
+        expect(await prepared()).toBe(before);
+      } finally {
+        await one.close();
+      }
     },
   );
 });
