@@ -336,6 +336,52 @@ describe('the prepared search statement', () => {
       }
     },
   );
+
+  it(
+    'is not planned again per search: past its fifth run each shape runs on its generic plan, whatever the query ' +
+      '(one word or several, a typo, a prefix), and answers what a freshly planned statement answers',
+    async () => {
+      for (const name of ['Gerenuk generic forecast api', 'Gerenuk generic translator', 'Gerenuk generic image maker'])
+        await put({ name });
+      await waitIndexed(svc.db);
+      const queries = [
+        'gerenuk',
+        'gerenuk generic forecast',
+        'gerenuk translatr',
+        'gerenuk generic ima',
+        'gerenuk image maker',
+      ];
+      const options = { textWeight: RANKING_WEIGHTS.text, candidates: 300, signalsMaxAgeSeconds: 600 };
+      const fresh = new Map<string, string[]>();
+      for (const q of queries) {
+        // a connection of its own per query: the statement is planned for this query's values (a custom plan)
+        const own = new Sequelize(svc.databaseUrl, { logging: false, pool: { max: 1 } });
+        try {
+          fresh.set(
+            q,
+            (await createSearchRepository(own).search(q, {}, null, 10, options)).map((r) => r.id),
+          );
+        } finally {
+          await own.close();
+        }
+      }
+      const one = new Sequelize(svc.databaseUrl, { logging: false, pool: { max: 1 } });
+      try {
+        const repo = createSearchRepository(one);
+        for (let round = 0; round < 4; round++)
+          for (const q of queries)
+            expect((await repo.search(q, {}, null, 10, options)).map((r) => r.id)).toEqual(fresh.get(q));
+        const [plans] = (await one.query(
+          `SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+            WHERE name ~ '^search_[0-9a-f]{24}$'`,
+        )) as [Array<{ generic: number; custom: number }>, unknown];
+        // one shape (no filter, first page), run 20 times: planned for the first five runs' values, then generic
+        expect(plans).toEqual([{ generic: 15, custom: 5 }]);
+      } finally {
+        await one.close();
+      }
+    },
+  );
 });
 
 describe('the impact-ordered index (search_postings) follows the documents', () => {
