@@ -336,6 +336,8 @@ export interface SearchRepositoryOptions {
 /** How long a query's word resolution is reused (RESOLUTION_CACHE_SIZE most recent queries, per process). */
 export const RESOLUTION_TTL_MS = 30_000;
 const RESOLUTION_CACHE_SIZE = 2000;
+/** A reused word lookup, with the plans made from it (per candidate bounds). */
+type Resolution = { resolved: ResolvedQuery; until: number; plans: Map<string, ImpactPlan | null> };
 
 /**
  * A query's word lookup (resolveWords) is reused while the vocabulary's generation is unchanged: it is bumped by each
@@ -351,11 +353,23 @@ function answer(rows: Row[]): SearchAnswer {
 }
 
 export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOptions = {}): DiscoverySearchRepository {
-  const resolutions = new Map<string, { resolved: ResolvedQuery; until: number }>();
+  const resolutions = new Map<string, Resolution>();
   const remember = (key: string, resolved: ResolvedQuery) => {
     resolutions.delete(key);
     if (resolutions.size >= RESOLUTION_CACHE_SIZE) resolutions.delete(resolutions.keys().next().value as string);
-    resolutions.set(key, { resolved, until: Date.now() + RESOLUTION_TTL_MS });
+    resolutions.set(key, { resolved, until: Date.now() + RESOLUTION_TTL_MS, plans: new Map() });
+  };
+  // A query's text parsed once (parseQuery and its synonym alternatives are pure; the profile of a search run showed
+  // them beside the statement's own building): the most recent RESOLUTION_CACHE_SIZE texts.
+  const parsedTexts = new Map<string, { parsed: ParsedQuery; key: string }>();
+  const parse = (q: string) => {
+    const known = parsedTexts.get(q);
+    if (known) return known;
+    const parsed = parseQuery(q);
+    if (parsedTexts.size >= RESOLUTION_CACHE_SIZE) parsedTexts.delete(parsedTexts.keys().next().value as string);
+    const entry = { parsed, key: JSON.stringify(parsed) };
+    parsedTexts.set(q, entry);
+    return entry;
   };
   return {
     async list(filters, afterId, limit) {
@@ -376,22 +390,28 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
     },
 
     async search(q, filters, after, limit, options) {
-      const parsed = parseQuery(q);
+      const { parsed, key } = parse(q);
       if (parsed.words.length === 0) return [];
-      const key = JSON.stringify(parsed);
-      const run = async (resolved: ResolvedQuery) => {
-        const plan = planImpact(parsed, resolved, {
-          rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
-          rareCap: RARE_CAP,
-          candidates: options.candidates,
-        });
+      const bounds = {
+        rareBudget: options.rareBudget ?? opts.rareBudget ?? RARE_BUDGET,
+        rareCap: RARE_CAP,
+        candidates: options.candidates,
+      };
+      const run = async (resolved: ResolvedQuery, plans?: Resolution['plans']) => {
+        // The plan depends only on the query, its resolution and the bounds: kept with a reused resolution.
+        const planKey = `${bounds.rareBudget}:${bounds.candidates}`;
+        let plan = plans?.get(planKey);
+        if (plan === undefined) {
+          plan = planImpact(parsed, resolved, bounds);
+          plans?.set(planKey, plan);
+        }
         if (!plan) return null;
         const st = searchStatement(plan, parsed.words.join(' '), filters, after, limit, options.signalsMaxAgeSeconds);
         return (await pgQuery<Row>(db, st.text, st.values, searchStatementName(st.text))).rows;
       };
       const cached = resolutions.get(key);
       if (cached && cached.until > Date.now()) {
-        const rows = await run(cached.resolved);
+        const rows = await run(cached.resolved, cached.plans);
         // The vocabulary changed since (a new word, a recount): this page may be planned on stale counts; look the
         // words up again and answer from the new plan.
         if (rows !== null && rows[0]?.generation === cached.resolved.generation) return answer(rows);
