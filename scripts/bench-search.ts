@@ -19,8 +19,9 @@
  * Index freshness after a catalog burst is measured by bench:catalog.
  *
  * Env: BENCH_RESOURCES (100000), BENCH_SEARCHES (3000) and BENCH_SECONDS (20) bound each measured run,
- * BENCH_CONCURRENCY (4), BENCH_PROFILE=1 (service under --cpu-prof, SQL statements counted), BENCH_EXPLAIN=1 (after the
- * measured runs, EXPLAIN ANALYZE of the service's search statement and of the plain query; also printed by PROFILE).
+ * BENCH_CONCURRENCY (4), BENCH_WARMUP_PASSES (6: passes over the rotation before measuring), BENCH_PROFILE=1
+ * (service under --cpu-prof, SQL statements counted), BENCH_EXPLAIN=1 (after the measured runs, EXPLAIN ANALYZE of the
+ * service's search statement and of the plain query; also printed by PROFILE).
  */
 import fs from 'node:fs';
 import { Pool } from 'pg';
@@ -48,6 +49,7 @@ const RESOURCES = envNumber('BENCH_RESOURCES', 100_000);
 const SEARCHES = envNumber('BENCH_SEARCHES', 3000);
 const SECONDS = envNumber('BENCH_SECONDS', 20);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 4);
+const WARMUP_PASSES = envNumber('BENCH_WARMUP_PASSES', 6);
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const report = reportLoad;
 
@@ -206,8 +208,18 @@ async function main() {
   }
   await db.query('VACUUM (ANALYZE) search_documents, search_postings');
   progress('first search-sync pass done; search_documents vacuumed and analyzed');
-  progress('warming up (one pass over the queries and filters)');
-  for (let i = 0; i < QUERIES.length * 4; i++) await api.request('GET', path(searchOf(i)));
+  // Warm-up: WARMUP_PASSES passes over the rotation by CONCURRENCY clients, so the pooled connections the measured run
+  // uses have each run every statement shape past PostgreSQL's five custom plans of a prepared statement (a service
+  // that has answered a few hundred searches is past them; a run that starts on them measures their planning: at
+  // 20k and 700 searches, a third of the statements were still custom). No answer is cached by it.
+  progress(`warming up (${WARMUP_PASSES} passes over the queries and filters, ${CONCURRENCY} clients)`);
+  const warm = await closedLoop({
+    concurrency: CONCURRENCY,
+    maxRequests: QUERIES.length * 4 * WARMUP_PASSES,
+    maxSeconds: 120,
+    send: (i) => api.request('GET', path(searchOf(i))),
+  });
+  if (warm.failed > 0) throw new Error(`warm-up searches failed: ${warm.firstFailure}`);
   await db.resetStatements();
   const metricsBefore = await searchMetrics(api, service.operatorApiKey);
 
