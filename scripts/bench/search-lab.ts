@@ -5,7 +5,10 @@
  * per-node timing: median of LAB_ROUNDS, 7) and its buffers, and the plain full-text query's. Local only.
  *
  *   LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts
+ *   LAB_CPU=1 LAB_ROUNDS=10 LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts   (CPU per statement, as the
+ *     service sends it: prepared per shape)
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -14,7 +17,13 @@ import { Keypair } from '@stellar/stellar-sdk';
 import { Sequelize } from 'sequelize';
 import { startEmbeddedDatabase } from '../../server/src/data/embedded-database';
 import { migrate } from '../../server/src/data/database';
-import { resolveWords, searchStatement, RARE_BUDGET, RARE_CAP } from '../../server/src/data/search-repository';
+import {
+  resolveWords,
+  searchStatement,
+  searchStatementName,
+  RARE_BUDGET,
+  RARE_CAP,
+} from '../../server/src/data/search-repository';
 import { parseQuery, planImpact } from '../../server/src/domain/discovery/query';
 import { SEARCH_CANDIDATES } from '../../server/src/domain/discovery/ranking';
 import { toStroops } from '../../server/src/domain/amount';
@@ -54,6 +63,13 @@ async function main() {
     const med = (f: (r: (typeof runs)[number]) => number) => runs.map(f).sort((a, b) => a - b)[runs.length >> 1];
     return { plan: med((r) => r.plan), exec: med((r) => r.exec), buffers: med((r) => r.buffers), rows: runs[0].rows };
   };
+  if (process.env.LAB_CPU === '1') {
+    await cpuPerStatement(client, seq);
+    await seq.close();
+    await client.end();
+    await pg.stop();
+    return;
+  }
   let sumSearch = 0;
   let sumPlain = 0;
   const only = process.env.LAB_ONLY;
@@ -116,6 +132,61 @@ async function main() {
   await seq.close();
   await client.end();
   await pg.stop();
+}
+
+/** The backend's CPU time (user + system, ms) from /proc: precise to its 10 ms tick, so summed over many statements. */
+function backendCpuMs(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * (1000 / 100);
+}
+
+/**
+ * LAB_CPU=1: the rotation as the service runs it: each statement prepared under its shape's name
+ * (searchStatementName) on one connection, a warm-up of 6 rounds (past PostgreSQL's five custom plans), then
+ * LAB_ROUNDS rounds; prints the backend's CPU per statement (/proc, the statement's whole cost in PostgreSQL: parse,
+ * plan when it plans, execution, protocol), the plain query's the same way, and the plans PostgreSQL chose.
+ */
+async function cpuPerStatement(client: Client, seq: Sequelize): Promise<void> {
+  const statements: Array<{ name?: string; text: string; values: unknown[] }> = [];
+  const plains: Array<{ text: string; values: unknown[] }> = [];
+  for (let i = 0; i < QUERIES.length * 4; i++) {
+    const s = searchOf(i);
+    const parsed = parseQuery(s.q);
+    const plan = planImpact(parsed, await resolveWords(seq, parsed), {
+      rareBudget: RARE_BUDGET,
+      rareCap: RARE_CAP,
+      candidates: SEARCH_CANDIDATES,
+    });
+    plains.push(plainQuery(s));
+    if (!plan) continue;
+    const filters = {
+      ...(s.type ? { type: s.type as 'http' } : {}),
+      ...(s.maxPrice ? { maxPrice: toStroops(s.maxPrice) } : {}),
+    };
+    const st = searchStatement(plan, parsed.words.join(' '), filters, null, s.limit + 1, 600);
+    statements.push({ ...st, name: searchStatementName(st.text) });
+  }
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  const pid = rows[0].pid;
+  const perStatement = async (list: Array<{ name?: string; text: string; values: unknown[] }>) => {
+    for (let k = 0; k < 6; k++) for (const st of list) await client.query(st);
+    const cpu = backendCpuMs(pid);
+    const t = performance.now();
+    for (let k = 0; k < ROUNDS; k++) for (const st of list) await client.query(st);
+    const n = ROUNDS * list.length;
+    return { cpu: (backendCpuMs(pid) - cpu) / n, wall: (performance.now() - t) / n };
+  };
+  const search = await perStatement(statements);
+  const plain = await perStatement(plains);
+  const { rows: plans } = await client.query<{ g: number; c: number }>(
+    `SELECT sum(generic_plans)::int AS g, sum(custom_plans)::int AS c FROM pg_prepared_statements`,
+  );
+  console.log(
+    `search statement: backend CPU ${search.cpu.toFixed(2)} ms, wall ${search.wall.toFixed(2)} ms per statement ` +
+      `(${statements.length} rotation entries × ${ROUNDS} rounds after 6 of warm-up; plans: ${plans[0].g} generic, ` +
+      `${plans[0].c} custom); plain query: backend CPU ${plain.cpu.toFixed(2)} ms, wall ${plain.wall.toFixed(2)} ms; ` +
+      `load ${os.loadavg()[0].toFixed(1)}`,
+  );
 }
 
 main().catch((err) => {
