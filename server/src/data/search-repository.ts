@@ -360,7 +360,8 @@ export function createSearchRepository(db: Sequelize, opts: SearchRepositoryOpti
     resolutions.set(key, { resolved, until: Date.now() + RESOLUTION_TTL_MS, plans: new Map() });
   };
   // A query's text parsed once (parseQuery and its synonym alternatives are pure; the profile of a search run showed
-  // them beside the statement's own building): the most recent RESOLUTION_CACHE_SIZE texts.
+  // them beside the statement's own building): the last RESOLUTION_CACHE_SIZE texts parsed (a bounded map, so a
+  // stranger's ever new texts cost at most that many entries).
   const parsedTexts = new Map<string, { parsed: ParsedQuery; key: string }>();
   const parse = (q: string) => {
     const known = parsedTexts.get(q);
