@@ -37,7 +37,7 @@ function samplesOf(route: string): string[] {
 }
 
 function expectSameResolution(routes: string[]) {
-  const reordered = Object.keys(reorderRouteMap(Object.fromEntries(routes.map((r) => [r, {}])), pathToRegexp));
+  const reordered = Object.keys(reorderRouteMap(Object.fromEntries(routes.map((r) => [r, {}])), pathToRegexp as never));
   expect([...reordered].sort()).toEqual([...routes].sort());
   for (const route of routes)
     for (const p of samplesOf(route)) expect([p, firstMatch(reordered, p)]).toEqual([p, firstMatch(routes, p)]);
