@@ -18,22 +18,10 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { Keypair } from '@stellar/stellar-sdk';
 import { closedLoop, envNumber, httpClient, percentile } from './load';
-import {
-  BENCH_OPERATOR_KEY,
-  REPO_ROOT,
-  cpuPerRequest,
-  listeningPorts,
-  npmStartNodeFlags,
-  progress,
-  runBench,
-  startBenchDatabase,
-  startNetworkProcess,
-  startNodeProcess,
-  tempDir,
-  onStop,
-} from './processes';
-import { fundBuyers, signedVerifyBody } from './payments';
+import * as bench from './processes';
+import { fundBuyers } from './payments';
 import { seedSeller } from './seed';
+import { createBenchResource, verifySigner } from './verify-resource';
 
 const ROUNDS = envNumber('BENCH_AB_ROUNDS', 6);
 const SECONDS = envNumber('BENCH_AB_SECONDS', 4);
@@ -43,12 +31,12 @@ const AMOUNT = '0.01';
 const STROOPS = 100_000n;
 
 async function startBuild(name: string, tree: string, databaseUrl: string, rpcUrl: string, assets: string) {
-  const dir = tempDir(`bench-ab-${name}-`);
-  const proc = startNodeProcess('server/dist/main.js', {
+  const dir = bench.tempDir(`bench-ab-${name}-`);
+  const proc = bench.startNodeProcess('server/dist/main.js', {
     name: `service ${name}`,
     tsx: false,
     cwd: tree,
-    nodeArgs: npmStartNodeFlags(tree),
+    nodeArgs: bench.npmStartNodeFlags(tree),
     env: {
       APP_ENV: 'bench',
       HOST: '127.0.0.1',
@@ -58,7 +46,7 @@ async function startBuild(name: string, tree: string, databaseUrl: string, rpcUr
       LOCAL_NETWORK: 'false',
       STELLAR_TESTNET_RPC_URL: rpcUrl,
       STELLAR_TESTNET_ASSETS: assets,
-      OPERATOR_API_KEY: BENCH_OPERATOR_KEY,
+      OPERATOR_API_KEY: bench.BENCH_OPERATOR_KEY,
       RATE_LIMIT_REQUESTS: '1000000',
       RATE_LIMIT_WINDOW_SECONDS: '60',
       LOG_REQUESTS: 'false',
@@ -67,10 +55,10 @@ async function startBuild(name: string, tree: string, databaseUrl: string, rpcUr
       WEB_CONCURRENCY: '1',
     },
   });
-  onStop(async () => void (await proc.stop(10_000)));
+  bench.onStop(async () => void (await proc.stop(10_000)));
   const deadline = Date.now() + 180_000;
   for (;;) {
-    const [port] = listeningPorts(proc.pid);
+    const [port] = bench.listeningPorts(proc.pid);
     if (port) {
       const base = `http://127.0.0.1:${port}`;
       const up = await httpClient(base)
@@ -78,7 +66,7 @@ async function startBuild(name: string, tree: string, databaseUrl: string, rpcUr
         .then((a) => a.status < 500)
         .catch(() => false);
       if (up) {
-        progress(`service ${name} (${tree}) running (pid ${proc.pid}) at ${base}`);
+        bench.progress(`service ${name} (${tree}) running (pid ${proc.pid}) at ${base}`);
         return { name, pid: proc.pid, api: httpClient(base) };
       }
     }
@@ -90,12 +78,15 @@ async function startBuild(name: string, tree: string, databaseUrl: string, rpcUr
 
 async function main() {
   const treeA = process.env.BENCH_AB_A;
-  const treeB = process.env.BENCH_AB_B ?? REPO_ROOT;
+  const treeB = process.env.BENCH_AB_B ?? bench.REPO_ROOT;
   if (!treeA) throw new Error('BENCH_AB_A=<folder of the other build> is required');
-  if (treeB === REPO_ROOT)
-    execFileSync(process.execPath, ['scripts/build-server.mjs', '--if-stale'], { cwd: REPO_ROOT, stdio: 'inherit' });
-  const db = await startBenchDatabase({ statements: false });
-  const net = await startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
+  if (treeB === bench.REPO_ROOT)
+    execFileSync(process.execPath, ['scripts/build-server.mjs', '--if-stale'], {
+      cwd: bench.REPO_ROOT,
+      stdio: 'inherit',
+    });
+  const db = await bench.startBenchDatabase({ statements: false });
+  const net = await bench.startNetworkProcess({ ledgerCloseMs: LEDGER_MS });
   const usdc = net.assets.find((a) => a.code === 'USDC')!;
   const wallet = Keypair.random();
   await net.fund(wallet.publicKey());
@@ -107,48 +98,16 @@ async function main() {
     await startBuild('A', path.resolve(treeA), db.url, net.rpcUrl, assets),
     await startBuild('B', path.resolve(treeB), db.url, net.rpcUrl, assets),
   ];
-  const created = await builds[0].api.json<{ id: string }>(
-    'POST',
-    '/v1/resources',
-    {
-      sellerId: seller.sellerId,
-      type: 'http',
-      name: 'Bench resource',
-      description: 'A paid endpoint for the benchmark',
-      url: 'https://bench.example.com/v1/echo',
-      routeTemplate: '/v1/echo',
-      network: 'stellar:testnet',
-      payTo: wallet.publicKey(),
-      assetCode: usdc.code,
-      assetIssuer: usdc.issuer,
-      amount: AMOUNT,
-      inputSchema: { type: 'object' },
-      outputSchema: { type: 'object' },
-      extensions: {},
-    },
-    { authorization: `Bearer ${seller.apiKey}` },
-  );
-  if (created.status !== 201) throw new Error(`creating the resource answered ${created.status}`);
-  const sign = async (n: number, corruptSignature: boolean) => {
-    const expiration = (await net.latestLedger()) + 55;
-    const out: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const body = await signedVerifyBody({
-        passphrase: net.passphrase,
-        asset: usdc,
-        buyer: buyers[i % buyers.length],
-        payTo: wallet.publicKey(),
-        stroops: STROOPS,
-        amount: AMOUNT,
-        expiration,
-        resourceId: created.body.id,
-        corruptSignature,
-      });
-      out.push(JSON.stringify(body));
-    }
-    return out;
-  };
-  progress('signing the invalid-signature payloads');
+  const resourceId = await createBenchResource(builds[0].api, seller, wallet.publicKey(), usdc, AMOUNT);
+  const signer = verifySigner(net, usdc, buyers, {
+    payTo: wallet.publicKey(),
+    resourceId,
+    amount: AMOUNT,
+    stroops: STROOPS,
+  });
+  const sign = async (n: number, corruptSignature: boolean) =>
+    (await signer(n, 55, corruptSignature)).map((body) => JSON.stringify(body));
+  bench.progress('signing the invalid-signature payloads');
   const invalid = await sign(500, true);
   const cpu: Record<string, Record<'invalid' | 'valid', number[]>> = {
     A: { invalid: [], valid: [] },
@@ -170,7 +129,7 @@ async function main() {
                   authorization: `Bearer ${seller.apiKey}`,
                   'idempotency-key': crypto.randomUUID(),
                 });
-        const r = await cpuPerRequest({ service: b.pid }, () =>
+        const r = await bench.cpuPerRequest({ service: b.pid }, () =>
           closedLoop({
             concurrency: CONCURRENCY,
             maxRequests: kind === 'valid' ? valid.length - nextValid : 1e9,
@@ -183,7 +142,7 @@ async function main() {
         cpu[b.name][kind].push(r.cpuMs.service);
       }
     }
-    progress(
+    bench.progress(
       `round ${round + 1}/${ROUNDS} (load ${loadAverage()}): ` +
         (['invalid', 'valid'] as const)
           .map((k) => `${k} A ${cpu.A[k].at(-1)!.toFixed(3)} / B ${cpu.B[k].at(-1)!.toFixed(3)} ms`)
@@ -216,4 +175,4 @@ const loadAverage = () => {
   }
 };
 
-runBench(main);
+bench.runBench(main);

@@ -6,11 +6,16 @@
  */
 import request from 'supertest';
 import type { Keypair } from '@stellar/stellar-sdk';
-import { createService, type Service } from '../../src/compose';
-import { createLogger } from '../../src/logger';
-import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import type { Service } from '../../src/compose';
 import { bearer, type SignedUpSeller } from '../support/fixtures';
-import { fundedBuyer, paymentCase, sellerWithResource, startFacilitatorEnv, type FacilitatorEnv } from './helpers';
+import {
+  fundedBuyer,
+  paymentCase,
+  secondService,
+  sellerWithResource,
+  startFacilitatorEnv,
+  type FacilitatorEnv,
+} from './helpers';
 
 describe("verify's cached catalog terms across two processes", () => {
   let env: FacilitatorEnv;
@@ -21,21 +26,7 @@ describe("verify's cached catalog terms across two processes", () => {
 
   beforeAll(async () => {
     env = await startFacilitatorEnv();
-    other = await createService({
-      databaseUrl: env.svc.databaseUrl,
-      environment: 'test',
-      version: '0.0.0-test',
-      commit: null,
-      networks: testNetworks({
-        rpcUrl: env.network.rpcUrl,
-        assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
-      }),
-      operatorApiKey: OPERATOR_KEY,
-      rateLimit: { points: 1_000_000, windowSeconds: 60 },
-      bodyLimitBytes: 256 * 1024,
-      responseValidation: true,
-      logger: createLogger({ silent: !process.env.TEST_LOGS }),
-    });
+    other = await secondService(env);
     buyer = await fundedBuyer(env, '10');
     const made = await sellerWithResource(env, '0.01');
     seller = made.seller;
