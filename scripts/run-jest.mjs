@@ -30,7 +30,7 @@ const SUITES = {
     // idle worker (seconds: each file on the last fresh-clone run before session 8's changes; README, "How the suites
     // run").
     serial: [
-      // two server processes, RPC stalls past time bounds (45.9 s with the restart file's scenario)
+      // two server processes, a restart, RPC stalls past time bounds (50.7 s)
       'server/test/reliability/x402-settlement-pending.test.ts',
       'server/test/main/cluster.test.ts', // several server processes (28.5 s)
       'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (21.6 s)
@@ -38,8 +38,6 @@ const SUITES = {
       'server/test/reliability/two-processes.test.ts', // two server processes on one database (19.6 s)
       // a load generator against a shutting-down service (15.8 s)
       'server/test/reliability/shutdown-under-load.test.ts',
-      // a server process killed and restarted, RPC stalls past time bounds (split from x402-settlement-pending)
-      'server/test/reliability/x402-settlement-pending-restart.test.ts',
       'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (10.8 s)
       // a dropped submission reply racing ledger closes (9.9 s)
       'server/test/security/facilitator-payment-safety.test.ts',

@@ -4,13 +4,43 @@
 // settles the same payload once more, and that retry reconciles the transaction already submitted and gets the final
 // answer. Two `server/src/main.ts` processes share one database; the local network runs in the test process behind an
 // RPC front that can stall `getTransaction` (an RPC that hangs on the question "did it land?") and counts every
-// `sendTransaction` (nothing may be broadcast twice); the fixture is support/x402-pending.ts. Scenarios here: the
-// retry lands on the other process; a replay races the retry. The process that answered pending killed and restarted
-// before the retry: x402-settlement-pending-restart.test.ts (a file of its own, so the serial run's two workers share
-// the scenarios).
+// `sendTransaction` (nothing may be broadcast twice). Scenarios: the retry lands on the other process; a replay races
+// the retry; the process that answered pending is killed and restarted before the retry.
+import { Keypair } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/server';
+import { createTestDatabase } from '../support/database';
+import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
+import { asTransactionXdr, paymentCase, type FacilitatorEnv } from '../facilitator/helpers';
+import { toStroops } from '../../src/domain/amount';
+import { startMainProcess, type MainProcess } from './support/main-process';
+import { sellerWithResourceOverHttp } from './support/over-http';
+import { startStallingRpc, type StallingRpc } from './support/stalling-rpc';
+import type { SignedUpSeller } from '../support/fixtures';
 import { loadConfig } from '../../src/config';
-import { retryable, settle, startPendingFixture, type PendingFixture, type SettleBody } from './support/x402-pending';
+
+const CLIENT_BOUND_MS = 90_000; // @x402/core 2.27 HTTPFacilitatorClient's default timeout
+
+interface SettleBody {
+  success: boolean;
+  errorReason?: string;
+  transaction: string;
+  network: string;
+  payer?: string;
+}
+
+async function settle(baseUrl: string, body: unknown): Promise<{ status: number; body: SettleBody }> {
+  const r = await fetch(`${baseUrl}/x402/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(CLIENT_BOUND_MS),
+  });
+  return { status: r.status, body: (await r.json()) as SettleBody };
+}
+
+/** @x402/core 2.27's rule (x402ResourceServer.settleWithPendingRetry): retry once, at once, when pending with a hash.
+ * */
+const retryable = (b: SettleBody) => !b.success && b.errorReason === 'settlement_pending' && !!b.transaction;
 
 type Payload = Parameters<HTTPFacilitatorClient['settle']>[0];
 type Requirements = Parameters<HTTPFacilitatorClient['settle']>[1];
@@ -30,25 +60,100 @@ async function stockSettleWithPendingRetry(
 }
 
 describe(
-  "x402 settlement_pending: the same payload's retry reconciles the submitted transaction (two " + 'processes)',
+  "x402 settlement_pending: the same payload's retry reconciles the submitted transaction (two processes, a " +
+    'restart)',
   () => {
-    let f: PendingFixture;
+    let database: { url: string; drop(): Promise<void> };
+    let network: LocalNetwork;
+    let rpc: StallingRpc;
+    let env: Record<string, string>;
+    let seller: SignedUpSeller;
+    const mains: MainProcess[] = [];
 
     beforeAll(async () => {
-      f = await startPendingFixture(2);
+      database = await createTestDatabase();
+      network = await startLocalNetwork({ port: 0, ledgerCloseMs: 200 });
+      // "Did it land?" never answered while `rpc.state.stall` is on.
+      rpc = await startStallingRpc(network.rpcUrl, 'getTransaction');
+      const channels = Array.from({ length: 2 }, () => Keypair.random());
+      for (const k of channels) await network.fundAccount(k.publicKey());
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      env = {
+        LOCAL_NETWORK: 'false',
+        STELLAR_TESTNET_RPC_URL: rpc.url,
+        STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
+        STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
+        LEDGER_CLOSE_MS: '200',
+        // The shortest time bound: a stalled RPC makes settle answer settlement_pending once it plus the grace has
+        // passed, at the end of the unanswered getTransaction then in flight (each ends at the RPC deadline).
+        SETTLEMENT_TX_TIMEOUT_SECONDS: '5',
+        // The shortest grace (default 10 s); a retry still asks the ledger once within it.
+        SETTLEMENT_CONFIRM_GRACE_MS: '1000',
+        // A stalled getTransaction ends after 3 s (default 8 s), so the second one ends past the time bound plus the
+        // grace: each pending answer comes after ~6.4 s instead of one 8 s deadline (~8.3 s). Every other call here
+        // answers in milliseconds.
+        RPC_TIMEOUT_MS: '3000',
+      };
+      mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+      mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+      seller = (await sellerWithResourceOverHttp(mains[0].baseUrl, network)).seller;
     }, 180_000);
 
     afterAll(async () => {
-      await f?.stop();
+      for (const m of mains) await m.cleanup();
+      await rpc?.close();
+      await network?.stop();
+      await database?.drop();
     });
+
+    /** A fresh funded buyer's x402 settle body for the seller's cataloged resource, 0.25 USDC. */
+    async function x402Payment() {
+      const usdc = network.assets.find((a) => a.code === 'USDC')!;
+      const buyer = Keypair.random();
+      await network.fundAccount(buyer.publicKey());
+      await network.faucet(buyer.publicKey(), 'USDC', '1');
+      const fenv = { network, usdc, svc: { app: mains[0].baseUrl } } as unknown as FacilitatorEnv;
+      const c = await paymentCase(fenv, buyer, seller.wallet.publicKey(), '0.25', {
+        sign: { expiration: network.latestLedger() + 600 },
+      });
+      const accepted = {
+        scheme: 'exact',
+        network: 'stellar:testnet',
+        asset: usdc.contractId,
+        amount: toStroops('0.25').toString(),
+        payTo: seller.wallet.publicKey(),
+        maxTimeoutSeconds: 300,
+        extra: { areFeesSponsored: true },
+      };
+      const body = {
+        x402Version: 2,
+        paymentPayload: {
+          x402Version: 2,
+          resource: { url: `https://${seller.domain}/v1/forecast/porto` },
+          accepted,
+          payload: { transaction: asTransactionXdr(fenv, buyer, c.entry) },
+        },
+        paymentRequirements: accepted,
+      };
+      return { buyer, body };
+    }
+
+    /** The first settle on `base` while the RPC cannot say whether the transaction landed: settlement_pending. */
+    async function pendingOn(base: string, body: unknown) {
+      rpc.state.stall = true;
+      const sentBefore = rpc.state.sent;
+      const first = await settle(base, body);
+      rpc.state.stall = false;
+      return { first, sent: rpc.state.sent - sentBefore };
+    }
 
     it(
       'answers settlement_pending (200, non-empty transaction and network); the stock retry on the other process ' +
         'gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once',
       async () => {
-        const [a, b] = f.mains;
-        const { buyer, body } = await f.x402Payment();
-        f.rpc.state.stall = true;
+        const [a, b] = mains;
+        const { buyer, body } = await x402Payment();
+        rpc.state.stall = true;
         // The RPC comes back while the first settle still waits: its answer is already past the time bound and the
         // grace.
         const stockA = new HTTPFacilitatorClient({ url: `${a.baseUrl}/x402` });
@@ -56,7 +161,7 @@ describe(
         const firstSettle = stockA
           .settle(body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements)
           .then((answer) => {
-            f.rpc.state.stall = false;
+            rpc.state.stall = false;
             return answer;
           });
         const { first, final } = await stockSettleWithPendingRetry(
@@ -79,8 +184,8 @@ describe(
         });
         const raw = await settle(a.baseUrl, body);
         expect(raw.body).toMatchObject({ success: false, errorReason: 'duplicate_settlement', transaction: '' });
-        expect(f.rpc.state.sent).toBe(1);
-        expect(f.network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+        expect(rpc.state.sent).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
       },
       240_000,
     );
@@ -89,10 +194,10 @@ describe(
       'a replay racing the retry (one to each process): exactly one final success, the other a duplicate; nothing ' +
         'broadcast again',
       async () => {
-        const [a, b] = f.mains;
-        const { buyer, body } = await f.x402Payment();
-        const sentBefore = f.rpc.state.sent;
-        const { first } = await f.pendingOn(b.baseUrl, body);
+        const [a, b] = mains;
+        const { buyer, body } = await x402Payment();
+        const sentBefore = rpc.state.sent;
+        const { first } = await pendingOn(b.baseUrl, body);
         // Over HTTP the pending answer is a 200 SettleResponse (a stock client parses any 2xx as an answer, not an
         // error).
         expect(first.status).toBe(200);
@@ -102,10 +207,30 @@ describe(
         expect(successes).toHaveLength(1);
         expect(successes[0].body.transaction).toBe(first.body.transaction);
         expect(answers.filter((x) => x.body.errorReason === 'duplicate_settlement')).toHaveLength(1);
-        expect(f.rpc.state.sent - sentBefore).toBe(1);
-        expect(f.network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+        expect(rpc.state.sent - sentBefore).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
       },
       180_000,
+    );
+
+    it(
+      'the process that answered settlement_pending is killed and restarted: the retry on the restarted process ' +
+        'gets the final answer, nothing broadcast again',
+      async () => {
+        const { buyer, body } = await x402Payment();
+        const sentBefore = rpc.state.sent;
+        const { first } = await pendingOn(mains[0].baseUrl, body);
+        expect(retryable(first.body)).toBe(true);
+        const killed = mains.shift()!;
+        await killed.cleanup(); // SIGKILL
+        const restarted = await startMainProcess({ databaseUrl: database.url, env });
+        mains.push(restarted);
+        const retry = await settle(restarted.baseUrl, body);
+        expect(retry.body).toMatchObject({ success: true, transaction: first.body.transaction });
+        expect(rpc.state.sent - sentBefore).toBe(1);
+        expect(network.balance(buyer.publicKey(), 'USDC')).toBe('0.75');
+      },
+      240_000,
     );
   },
 );
