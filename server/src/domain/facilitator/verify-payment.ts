@@ -103,7 +103,14 @@ export function createVerifyPayment(deps: VerifyDeps) {
     } catch (err) {
       if (err instanceof DomainError) {
         deps.events.failed('verify', payload.network, err.code);
-        if (persist && err.code !== 'REPLAY_DETECTED' && err.code !== 'SERVICE_UNAVAILABLE')
+        // (most refusals, an invalid signature among them, have nothing proven to record: no call, no await)
+        if (
+          persist &&
+          seen.proven &&
+          seen.resource &&
+          err.code !== 'REPLAY_DETECTED' &&
+          err.code !== 'SERVICE_UNAVAILABLE'
+        )
           await recordFailure(deps, input, seen, err);
       }
       throw err;
@@ -200,7 +207,7 @@ async function claim(deps: VerifyDeps, input: PaymentInput, passed: Passed, seen
  * they came from the cache: a record is never linked to terms the resource no longer has). */
 async function recordFailure(deps: VerifyDeps, input: PaymentInput, seen: Seen, err: DomainError): Promise<void> {
   const { proven } = seen;
-  if (!proven || !seen.resource) return;
+  if (!proven) return;
   const resource = seen.cached
     ? await findAccountableParty(deps, input).then(
         (p) => p.resource,
