@@ -64,9 +64,10 @@ import {
   serviceProcessPids,
   onStop,
 } from './bench/processes';
-import { fundBuyers, signedVerifyBody, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
+import { fundBuyers, stockPayload, type StockRequirements, type VerifyBody } from './bench/payments';
 import { rawSimulateRequest, simulationSucceeded } from './bench/simulate';
 import { seedSeller } from './bench/seed';
+import { createBenchResource, verifySigner } from './bench/verify-resource';
 import { profileClockUs, summarizeCpuProfile } from './bench/cpu-profile';
 import { stallProbe } from './bench/stall-probe';
 import { tailBreakdown, worstBySecond } from './bench/tail';
@@ -161,54 +162,20 @@ async function main() {
     }
   };
   const api = httpClient(service.baseUrl);
-  const created = await api.json<{ id: string }>(
-    'POST',
-    '/v1/resources',
-    {
-      sellerId: seller.sellerId,
-      type: 'http',
-      name: 'Bench resource',
-      description: 'A paid endpoint for the benchmark',
-      url: 'https://bench.example.com/v1/echo',
-      routeTemplate: '/v1/echo',
-      network: 'stellar:testnet',
-      payTo: wallet.publicKey(),
-      assetCode: usdc.code,
-      assetIssuer: usdc.issuer,
-      amount: AMOUNT,
-      inputSchema: { type: 'object' },
-      outputSchema: { type: 'object' },
-      extensions: {},
-    },
-    { authorization: `Bearer ${seller.apiKey}` },
-  );
-  if (created.status !== 201)
-    throw new Error(`creating the bench resource answered ${created.status}: ${JSON.stringify(created.body)}`);
-  const resourceId = created.body.id;
+  const resourceId = await createBenchResource(api, seller, wallet.publicKey(), usdc, AMOUNT);
 
   // A cataloged resource's authorization may be valid for at most 300 s: 60 ledgers at BENCH_LEDGER_MS = 5000 (+2 of
   // tolerance). Each pool is signed just before it is used, valid for 55 ledgers from then.
-  const sign = async (n: number, label: string, corruptSignature = false): Promise<VerifyBody[]> => {
-    const expiration = (await net.latestLedger()) + Math.max(2, Math.min(55, Math.floor((300_000 / LEDGER_MS) * 0.9)));
-    const out: VerifyBody[] = [];
-    for (let i = 0; i < n; i++) {
-      out.push(
-        await signedVerifyBody({
-          passphrase: net.passphrase,
-          asset: usdc,
-          buyer: buyers[i % buyers.length],
-          payTo: wallet.publicKey(),
-          stroops: STROOPS,
-          amount: AMOUNT,
-          expiration,
-          resourceId,
-          corruptSignature,
-        }),
-      );
-      if ((i + 1) % 5000 === 0) progress(`  signed ${i + 1}/${n} ${label} payloads`);
-    }
-    return out;
-  };
+  const signer = verifySigner(net, usdc, buyers, {
+    payTo: wallet.publicKey(),
+    resourceId,
+    amount: AMOUNT,
+    stroops: STROOPS,
+  });
+  const sign = (n: number, label: string, corruptSignature = false): Promise<VerifyBody[]> =>
+    signer(n, Math.max(2, Math.min(55, Math.floor((300_000 / LEDGER_MS) * 0.9))), corruptSignature, (i) => {
+      if (i % 5000 === 0) progress(`  signed ${i}/${n} ${label} payloads`);
+    });
   // As the seller SDK calls it: the seller's API key and a fresh Idempotency-Key on every POST (BENCH_VERIFY_BARE=1:
   // neither, the cheapest public call).
   const headers = (): Record<string, string> =>

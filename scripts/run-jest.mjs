@@ -4,9 +4,9 @@
 //     has 2 cores, but most files spend their time waiting on ledger-close timers, PostgreSQL and child processes,
 //     so a third worker pays);
 //  2. the `serial` files, after the parallel run and never beside it, at most TEST_SERIAL_WORKERS at a time (default
-//     2, one per core; 1 runs them one by one): each has a core to itself. Measured on this 2-core machine: 115 s
-//     on 2 workers against 176 s one by one, all passing (the one-by-one run left a core idle: these files wait on
-//     child processes, ledger closes and timers).
+//     3; 1 runs them one by one). They spend much of their time waiting on child processes, ledger closes and timers
+//     (x402-settlement-pending: 19 s of CPU in 46 s), so a third worker fills the time two leave idle (README, "How
+//     the suites run", session 9).
 // Usage: node scripts/run-jest.mjs <server|sdk-buyer|sdk-seller|e2e|local-network> [extra Jest arguments, e.g. a
 // path pattern].
 import { spawnSync } from 'node:child_process';
@@ -27,27 +27,26 @@ const SUITES = {
     // when a kill landed while the process held the settlement-confirmation job: that job stayed locked for Agenda's
     // 10 minutes; now 30 s.)
     // In this order (scripts/jest-ordered-sequencer.cjs), longest first, so that no long file starts last beside an
-    // idle worker (seconds: each file on the last fresh-clone run before session 8's changes; README, "How the suites
-    // run").
+    // idle worker (seconds: each file on the last fresh-clone run, 4468ea7; README, "How the suites run").
     serial: [
-      // two server processes, a restart, RPC stalls past time bounds (50.7 s)
+      // two server processes, a restart, RPC stalls past time bounds (45.9 s)
       'server/test/reliability/x402-settlement-pending.test.ts',
-      'server/test/main/cluster.test.ts', // several server processes (28.5 s)
-      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (21.6 s)
-      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic (20.6 s)
-      'server/test/reliability/two-processes.test.ts', // two server processes on one database (19.6 s)
-      // a load generator against a shutting-down service (15.8 s)
+      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic (31.6 s)
+      'server/test/reliability/two-processes.test.ts', // two server processes on one database (28.6 s)
+      'server/test/main/cluster.test.ts', // several server processes (24.6 s)
+      // a load generator against a shutting-down service (18.4 s)
       'server/test/reliability/shutdown-under-load.test.ts',
-      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (10.8 s)
-      // a dropped submission reply racing ledger closes (9.9 s)
+      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (14.6 s)
+      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms (11.6 s)
+      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (11.3 s)
+      // a dropped submission reply racing ledger closes (9.0 s)
       'server/test/security/facilitator-payment-safety.test.ts',
-      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms (9.2 s)
-      // two instances settling in parallel against 40 ms ledgers (8.0 s)
+      // two instances settling in parallel against 40 ms ledgers (8.9 s)
       'server/test/facilitator/channel-pool.test.ts',
-      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers (8.0 s)
-      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health (7.0 s)
-      'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (17.6 s)
-      'server/test/performance-guards/', // call counts and fast paths under concurrency (3 files, 12.7 s)
+      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers (8.7 s)
+      'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (7.2 s)
+      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health (6.7 s)
+      'server/test/performance-guards/', // call counts and fast paths under concurrency (3 files, 16.6 s)
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger
@@ -118,7 +117,7 @@ const runs =
           jestRun(
             'serial',
             [
-              `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
+              `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '3'}`,
               `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
               `--testSequencer=${path.join(root, 'scripts/jest-ordered-sequencer.cjs')}`,
             ],

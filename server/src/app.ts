@@ -27,6 +27,7 @@ import { memoizeValidatorRouteCompilation } from './http/openapi-route-cache';
 import { responseValidation } from './http/response-validation';
 import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
 import { serverTimingStart, timedStage } from './http/server-timing';
+import { composeMiddleware } from './http/compose';
 
 export interface AppDeps {
   /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
@@ -107,44 +108,53 @@ export function createApp(deps: AppDeps): Express {
   const routeOf = createRouteLabeler(matchOperation);
   const timing = deps.serverTiming ?? false;
   const stage = (name: string, handler: RequestHandler) => timedStage(timing, name, handler);
-  if (timing) app.use(serverTimingStart);
-  app.use(stage('requestId', requestId));
-  app.use(stage('metrics', requestMetrics(deps.metrics, routeOf)));
-  if (deps.logRequests) app.use(requestLog(deps.logger, routeOf));
-  // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
+  // Root middlewares run as a few composed layers (http/compose.ts: Express pays per layer), in the same order as
+  // before; the layers mounted at a path (docs, dashboard, home, MCP) keep their own places between them.
+  const limiter = createRateLimiter({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf });
   app.use(
-    stage(
-      'credentials',
-      resolveCredentials({
-        sellers: deps.sellers,
-        operatorApiKey: deps.operatorApiKey,
-        operatorKeys: deps.operatorKeys,
-        cache: deps.apiKeyCache,
-      }),
+    composeMiddleware(
+      ...(timing ? [serverTimingStart] : []),
+      stage('requestId', requestId),
+      stage('metrics', requestMetrics(deps.metrics, routeOf)),
+      ...(deps.logRequests ? [requestLog(deps.logger, routeOf)] : []),
+      // Rate limiting comes first, on every route (/health, /metrics and /docs too); only the key lookup precedes it.
+      stage(
+        'credentials',
+        resolveCredentials({
+          sellers: deps.sellers,
+          operatorApiKey: deps.operatorApiKey,
+          operatorKeys: deps.operatorKeys,
+          cache: deps.apiKeyCache,
+        }),
+      ),
+      stage('rateLimit', limiter.middleware),
+      stage('badCredentials', rejectBadCredentials()),
+      stage('accessPolicy', enforceAccessPolicy(matchOperation)),
     ),
   );
-  const limiter = createRateLimiter({ db: deps.db, ...deps.rateLimit, metrics: deps.metrics, routeOf });
-  app.use(stage('rateLimit', limiter.middleware));
-  app.use(stage('badCredentials', rejectBadCredentials()));
-  app.use(stage('accessPolicy', enforceAccessPolicy(matchOperation)));
   app.use('/docs', docsRouter(deps.spec));
   app.use('/dashboard', dashboardRouter());
   app.get('/', homePage());
   app.use(
-    stage(
-      'bodyParser',
-      express.json({
-        limit: deps.bodyLimitBytes,
-        type: ['application/json', 'application/*+json'],
-        verify: verifyJsonDepth,
-      }),
-    ),
-  );
-  // Database work is admitted per route class, so reads and writes never take the connections kept for verify/settle.
-  app.use(
-    stage(
-      'admission',
-      admission({ poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX, metrics: deps.metrics.abuse, ...deps.admission }),
+    composeMiddleware(
+      stage(
+        'bodyParser',
+        express.json({
+          limit: deps.bodyLimitBytes,
+          type: ['application/json', 'application/*+json'],
+          verify: verifyJsonDepth,
+        }),
+      ),
+      // Database work is admitted per route class, so reads and writes never take the connections kept for
+      // verify/settle.
+      stage(
+        'admission',
+        admission({
+          poolMax: deps.databasePoolMax ?? DEFAULT_POOL_MAX,
+          metrics: deps.metrics.abuse,
+          ...deps.admission,
+        }),
+      ),
     ),
   );
   // The marketplace MCP server (Streamable HTTP, JSON-RPC bodies): its own transport rules, before the validator.
@@ -171,13 +181,20 @@ export function createApp(deps: AppDeps): Express {
     validateFormats: true,
     ignoreUndocumented: false,
   });
-  app.use(validator.map((handler, i) => (i === 0 ? stage('validator', handler as RequestHandler) : handler)));
-  app.use(unknownFieldsBeyondGuard(deps.spec));
-  if (deps.responseValidation) app.use(responseValidation(deps.spec as never));
   app.use(
-    stage('challengeLimit', challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics })),
+    composeMiddleware(
+      ...validator.map((handler, i) => (i === 0 ? stage('validator', handler as RequestHandler) : handler)),
+    ),
   );
-  app.use(stage('idempotency', idempotency(createIdempotencyRepository(deps.db))));
+  // An error handler (the validator's refusals of huge objects), so a layer of its own.
+  app.use(unknownFieldsBeyondGuard(deps.spec));
+  app.use(
+    composeMiddleware(
+      ...(deps.responseValidation ? [responseValidation(deps.spec as never)] : []),
+      stage('challengeLimit', challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics })),
+      stage('idempotency', idempotency(createIdempotencyRepository(deps.db))),
+    ),
+  );
   app.use(mountOperations(deps.spec as never, deps.handlers));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));

@@ -5,7 +5,7 @@ import { createSettlementRepository } from '../data/settlement-repository';
 import { createReceiptRepository } from '../data/receipt-repository';
 import { createChannelLeaseRepository } from '../data/channel-lease-repository';
 import { createOwedAnswerRepository } from '../data/owed-answer-repository';
-import { createResourceTermsRepository } from '../data/resource-repository';
+import { cachedResourceTerms, createResourceTermsRepository } from '../data/resource-repository';
 import { SorobanLedger } from '../ledger/soroban-ledger';
 import { ChannelAccountPool, setUpChannels } from '../ledger/channel-accounts';
 import { settlementConfirmationWorker } from '../jobs/settlement-confirmation-worker';
@@ -156,6 +156,7 @@ export function createFacilitatorArea(ctx: AreaContext, opts: FacilitatorOptions
     settlements,
     receipts,
     resources: resourceTerms,
+    cachedTerms: cachedResourceTerms(resourceTerms),
     sellers: ctx.sellerRepository,
     ledger,
     channels,

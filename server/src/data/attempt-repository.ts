@@ -37,6 +37,15 @@ const insertValues = (a: NewAttempt) => [
 const HOLDS_REPLAY_KEY =
   `network = $1 AND payer = $2 AND nonce = $3 AND status ` + `NOT IN ('verification_failed', 'created')`;
 
+/**
+ * The guard of a verified attempt linked to a cataloged resource (`termsGuard`): the resource is still active with the
+ * record's version and exactly the record's terms (seller, network, payTo, asset, amount), checked in the insert's own
+ * statement, so a record is never linked to terms that changed after they were read (or cached).
+ */
+const RESOURCE_HAS_RECORD_TERMS = `EXISTS (SELECT 1 FROM resources r WHERE r.id = $2 AND r.status = 'active'
+  AND r.current_version_id = $3 AND r.seller_id = $4 AND r.network = $6 AND r.pay_to = $12 AND r.asset_code = $9
+  AND r.asset_issuer IS NOT DISTINCT FROM $10 AND r.amount = $11::numeric)`;
+
 export function createAttemptRepository(db: Sequelize): AttemptRepository {
   async function changed(name: string, text: string, values: unknown[]): Promise<number> {
     return (await pgQuery(db, text, values, name)).rowCount;
@@ -63,14 +72,20 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
       // DEFERRED_COMMIT); settle's claim of this attempt is a flushed commit later in the same WAL, so it never
       // outlives a lost attempt row.
       const deferred = opts?.deferCommit === true;
+      const guarded = opts?.termsGuard === true && a.resourceId !== null;
+      const returning = `RETURNING ${ATTEMPT_COLUMNS}${deferred ? `, ${DEFERRED_COMMIT}` : ''}`;
       const { rows } = await pgQuery(
         db,
-        `INSERT INTO payment_attempts (${INSERT_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-         ON CONFLICT DO NOTHING
-         RETURNING ${ATTEMPT_COLUMNS}${deferred ? `, ${DEFERRED_COMMIT}` : ''}`,
+        guarded
+          ? `INSERT INTO payment_attempts (${INSERT_COLUMNS})
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17
+              WHERE ${RESOURCE_HAS_RECORD_TERMS}
+             ON CONFLICT DO NOTHING ${returning}`
+          : `INSERT INTO payment_attempts (${INSERT_COLUMNS})
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             ON CONFLICT DO NOTHING ${returning}`,
         insertValues(a),
-        deferred ? 'verify_insert_attempt_deferred' : 'verify_insert_attempt',
+        `verify_insert_attempt${guarded ? '_guarded' : ''}${deferred ? '_deferred' : ''}`,
       );
       if (rows[0]) return { attempt: toAttempt(rows[0]) };
       const held = await pgQuery<{ id: string }>(
@@ -79,7 +94,9 @@ export function createAttemptRepository(db: Sequelize): AttemptRepository {
         [a.network, a.payer, a.nonce],
         'verify_replay_holder',
       );
-      return { replayOf: held.rows[0]?.id ?? null };
+      if (held.rows[0] || !guarded) return { replayOf: held.rows[0]?.id ?? null };
+      // Nothing holds the authorization: the guard refused (the resource's terms are not the record's any more).
+      return { replayOf: null, termsChanged: true };
     },
 
     async findByReplayKey(network, payer, nonce) {

@@ -2,7 +2,7 @@ import { Op, QueryTypes, type Sequelize, type WhereOptions } from 'sequelize';
 import { CatalogEventModel, ResourceModel, ResourceVersionModel } from './models';
 import type { Resource, ResourceRepository, ResourceVersion } from '../domain/catalog/types';
 import { toPage } from '../domain/pagination';
-import type { ResourceTermsRef, ResourceTermsRepository } from '../domain/facilitator/types';
+import type { CachedTerms, ResourceTermsRef, ResourceTermsRepository } from '../domain/facilitator/types';
 import { candidateMatchKeys, splitUrl, urlMatchKey, urlTemplateMatcher } from '../domain/catalog/route-template';
 import { pgQuery } from './pg-query';
 import { describedFields, listingFields, paymentTermFields } from './listing-rows';
@@ -210,6 +210,35 @@ function toTerms(r: Row): ResourceTermsRef {
     sellerId: r.sellerId as string,
     versionId: r.versionId as string,
     ...paymentTermFields(r),
+  };
+}
+
+/** Resources whose terms a process keeps (the oldest is dropped beyond it). */
+const CACHED_TERMS_MAX = 10_000;
+
+/**
+ * The catalog's terms by resource id, kept by the process (issue #31: verify read them on every request). Only
+ * verify's recorded path reads it (domain/facilitator/verify-payment.ts), because the record's insert checks the
+ * terms again in its own statement (attempt-repository.ts termsGuard): terms changed by any process are caught there
+ * and the entry forgotten, and a payment the cached terms refuse is judged again on fresh ones. Settle, /x402 verify
+ * and every other reader read the table. Only active resources are kept.
+ */
+export function cachedResourceTerms(terms: Pick<ResourceTermsRepository, 'resourceRef'>): CachedTerms {
+  const kept = new Map<string, ResourceTermsRef>();
+  return {
+    async resourceRef(id) {
+      const hit = kept.get(id);
+      if (hit) return hit;
+      const fresh = await terms.resourceRef(id);
+      if (fresh) {
+        kept.set(id, fresh);
+        if (kept.size > CACHED_TERMS_MAX) kept.delete(kept.keys().next().value as string);
+      }
+      return fresh;
+    },
+    forget(id) {
+      kept.delete(id);
+    },
   };
 }
 

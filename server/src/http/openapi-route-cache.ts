@@ -61,6 +61,52 @@ export function memoizeValidatorRouteCompilation(): void {
     return hit;
   };
   mod.pathToRegexp = memoized;
+  literalRoutesFirst(memoized);
+}
+
+type RouteMap = Record<string, unknown>;
+/** The Express route a request matches with the app's default options (case-insensitive, trailing slash optional). */
+const DEFAULT_ROUTING = { sensitive: false, strict: false };
+
+/**
+ * express-openapi-validator's `lookupRoute` tries the spec's routes in its context's `expressRouteMap` order (the
+ * library's sort: alphabetical, literal before parameter at the same prefix) and takes the FIRST that matches:
+ * /v1/verify was the 35th of 41 routes, /x402/verify the last, each try a regex and a few lookups, on every request.
+ * The map is reordered once when the context is built: every literal route (no parameter) that no route before it
+ * matches moves to the front, the rest keep their order after them. Which route a request resolves to is unchanged:
+ * a request that matches a moved literal route matched nothing before it (that is the condition for moving it), and
+ * a request whose first match was an unmoved route cannot match a moved one (it would then be that moved route's
+ * path, which an earlier route, the unmoved one or one before it, matches: so it would not have moved).
+ */
+export function reorderRouteMap(map: RouteMap, compile: PathToRegexp): RouteMap {
+  const routes = Object.keys(map);
+  const moved = routes.filter(
+    (route, i) =>
+      !route.includes(':') &&
+      !route.includes('*') &&
+      !routes.slice(0, i).some((earlier) => compile(earlier, DEFAULT_ROUTING).regexp.test(route)),
+  );
+  if (moved.length === 0 || moved.length === routes.length) return map;
+  const order = [...moved, ...routes.filter((r) => !moved.includes(r))];
+  return Object.fromEntries(order.map((r) => [r, map[r]]));
+}
+
+function literalRoutesFirst(compile: PathToRegexp): void {
+  let proto: { buildRouteMaps?: (this: { expressRouteMap: RouteMap }, ...args: unknown[]) => unknown };
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    proto = require('express-openapi-validator/dist/framework/openapi.context').OpenApiContext.prototype;
+  } catch {
+    return; // layout not as expected: leave the library alone
+  }
+  const original = proto.buildRouteMaps;
+  if (typeof original !== 'function') return;
+  proto.buildRouteMaps = function buildRouteMapsLiteralFirst(...args) {
+    const result = original.apply(this, args);
+    if (this.expressRouteMap && typeof this.expressRouteMap === 'object')
+      this.expressRouteMap = reorderRouteMap(this.expressRouteMap, compile);
+    return result;
+  };
 }
 
 /** 0..3 for options that are exactly `{ sensitive?, strict? }` booleans (bit 0 sensitive, bit 1 strict), else -1. */

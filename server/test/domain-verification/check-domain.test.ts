@@ -37,7 +37,9 @@ describe('checkDomain over HTTP against a local server', () => {
       fetchText: createSafeFetcher({
         allowInsecureForTests: true,
         allowPrivateAddressesForTests: true,
-        timeoutMs: 500,
+        // A bound on a hang, not on speed (500 ms expired against this local server at load 20); the timeout test
+        // below sets its own.
+        timeoutMs: 10_000,
       }),
       resolveTxt: async () => [],
     };

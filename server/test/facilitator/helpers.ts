@@ -10,7 +10,8 @@ import {
   xdr,
 } from '@stellar/stellar-sdk';
 import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
-import { startTestService, testNetworks, type TestService } from '../support/test-service';
+import { OPERATOR_KEY, startTestService, testNetworks, type TestService } from '../support/test-service';
+import { createService, type Service } from '../../src/compose';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import type { FacilitatorOptions } from '../../src/areas/facilitator';
 import { toStroops } from '../../src/domain/amount';
@@ -62,6 +63,26 @@ export async function startFacilitatorEnv(
       await network.stop();
     },
   };
+}
+
+/** A second service process's app on the env's database and network (what another server process would be). */
+export function secondService(env: FacilitatorEnv, facilitator?: FacilitatorOptions): Promise<Service> {
+  return createService({
+    databaseUrl: env.svc.databaseUrl,
+    environment: 'test',
+    version: '0.0.0-test',
+    commit: null,
+    networks: testNetworks({
+      rpcUrl: env.network.rpcUrl,
+      assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+    }),
+    operatorApiKey: OPERATOR_KEY,
+    rateLimit: { points: 1_000_000, windowSeconds: 60 },
+    bodyLimitBytes: 256 * 1024,
+    responseValidation: true,
+    logger: createLogger({ silent: !process.env.TEST_LOGS }),
+    ...(facilitator ? { facilitator } : {}),
+  });
 }
 
 export async function fundedBuyer(env: FacilitatorEnv, usdc = '10'): Promise<Keypair> {

@@ -4,6 +4,8 @@ import request from 'supertest';
 import { startLocalNetwork, type LocalNetwork } from '@paid-api-marketplace/local-network';
 import { createSafeFetcher } from '../../src/net';
 import { toStroops } from '../../src/domain/amount';
+import { NetworkRegistry } from '../../src/domain/network-registry';
+import { TESTNET_PASSPHRASE, PUBNET_PASSPHRASE, DEFAULT_USDC_ISSUER } from '../../src/config';
 import { startTestService, testNetworks, OPERATOR_KEY, type TestService } from '../support/test-service';
 import { bearer, resourceInput, signUpSeller, type SignedUpSeller } from '../support/fixtures';
 import { waitFor, waitIndexed } from '../discovery/helpers';
@@ -286,4 +288,137 @@ describe('conformance runner', () => {
     expect(maxInFlight).toBeGreaterThan(1);
     expect(maxInFlight).toBeLessThanOrEqual(4);
   });
+});
+
+// ---- The runner against other networks, each with its own local network and service (formerly their own files,
+// conformance-verify-only.test.ts and conformance-default-pace.test.ts: one module load for the three). ----------
+
+describe('conformance runner on a real network', () => {
+  let network: LocalNetwork;
+  let svc: TestService;
+
+  beforeAll(async () => {
+    network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
+    // The service sees stellar:testnet as a real network (local: false): the runner must not fund or settle there.
+    svc = await startTestService({
+      networks: new NetworkRegistry([
+        {
+          network: 'stellar:testnet',
+          passphrase: TESTNET_PASSPHRASE,
+          rpcUrl: network.rpcUrl,
+          settlementEnabled: true,
+          local: false,
+          assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+        },
+        {
+          network: 'stellar:pubnet',
+          passphrase: PUBNET_PASSPHRASE,
+          rpcUrl: null,
+          settlementEnabled: false,
+          assets: [{ code: 'USDC', issuer: DEFAULT_USDC_ISSUER['stellar:pubnet'] }],
+        },
+      ]),
+      facilitator: { channelAccounts: 1 },
+    });
+  });
+  afterAll(async () => {
+    await svc.stop();
+    await network.stop();
+  });
+
+  it(
+    'runs verify-only checks that move no money, labelled testnet verification; a network without an RPC is ' +
+      'refused',
+    async () => {
+      const queued = await request(svc.app).post('/v1/conformance/runs').set(bearer(OPERATOR_KEY)).send({});
+      expect(queued.status).toBe(202);
+      expect(queued.body.items).toEqual([
+        expect.objectContaining({ network: 'stellar:testnet', evidence: 'testnet_verification', status: 'queued' }),
+      ]);
+      const run = await svc.operations.runner.execute(queued.body.items[0].id);
+      expect(run).toMatchObject({ status: 'passed', evidence: 'testnet_verification' });
+      expect(run!.checks.map((c) => `${c.name}:${c.outcome}`)).toEqual([
+        'supported:passed',
+        'expired_refused:passed',
+        'wrong_amount_refused:passed',
+        'wrong_asset_refused:passed',
+        'wrong_recipient_refused:passed',
+      ]);
+      const attempts = (await svc.db.query(
+        `SELECT count(*)::int AS n FROM payment_attempts WHERE status = 'verified'`,
+        {
+          plain: true,
+        },
+      )) as { n: number };
+      expect(attempts.n).toBe(0);
+      const settlements = (await svc.db.query('SELECT count(*)::int AS n FROM settlements', { plain: true })) as {
+        n: number;
+      };
+      expect(settlements.n).toBe(0);
+
+      const pubnet = await request(svc.app)
+        .post('/v1/conformance/runs')
+        .set(bearer(OPERATOR_KEY))
+        .send({ network: 'stellar:pubnet' });
+      expect(pubnet.status).toBe(400);
+      expect(pubnet.body).toMatchObject({ ok: false, error: { code: 'UNSUPPORTED_NETWORK' } });
+    },
+  );
+});
+
+describe('conformance runner at the default ledger pace', () => {
+  let network: LocalNetwork;
+  let svc: TestService;
+
+  beforeAll(async () => {
+    // Ledgers close every second (the cycle's settle waits for one), but the facilitator judges expiry at its default
+    // 5 s per ledger, as `npm start` does: maxTimeoutSeconds 300 allows at most 60 + 2 ledgers past the latest.
+    network = await startLocalNetwork({ port: 0, ledgerCloseMs: 1000 });
+    svc = await startTestService({
+      networks: testNetworks({
+        rpcUrl: network.rpcUrl,
+        assets: network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
+      }),
+      facilitator: { channelAccounts: 1, pollMs: 50 },
+    });
+  });
+  afterAll(async () => {
+    await svc.stop();
+    await network.stop();
+  });
+
+  it(
+    'when verify judges expiry at 5 s per ledger (npm start), the local cycle signs within that window: verify, ' +
+      'settle and the receipt pass',
+    async () => {
+      const queued = await request(svc.app)
+        .post('/v1/conformance/runs')
+        .set(bearer(OPERATOR_KEY))
+        .send({ network: 'stellar:testnet' });
+      expect(queued.status).toBe(202);
+      const run = await svc.operations.runner.execute(queued.body.items[0].id);
+      const latestAfter = network.latestLedger();
+      const outcomes = Object.fromEntries(
+        run!.checks.map((c) => [c.name, `${c.outcome}${c.reason ? `: ${c.reason}` : ''}`]),
+      );
+      expect(outcomes).toMatchObject({
+        fund_accounts: 'passed',
+        verify: 'passed',
+        settle: 'passed',
+        receipt_readable: 'passed',
+        replay_refused: 'passed',
+      });
+      expect(run).toMatchObject({ status: 'passed', evidence: 'local_simulation' });
+      // The authorization the runner signed stays valid 60 ledgers (300 s at 5 s), not the 100 that verify refused.
+      // It was signed at a ledger no later than the latest after the run (ledgers close every second, and on a busy
+      // machine several close during the run: measured from the latest before it, 61 failed at load 11), so its
+      // expiry lies at most 60 past that one; 100 past would exceed it unless 40 ledgers (40 s) closed after the
+      // signing.
+      const attempt = (await svc.db.query(
+        `SELECT expires_at_ledger AS e FROM payment_attempts WHERE status = 'settled'`,
+        { plain: true },
+      )) as { e: number };
+      expect(attempt.e - latestAfter).toBeLessThanOrEqual(60);
+    },
+  );
 });

@@ -17,8 +17,14 @@ let svc: TestService;
 let server: Server;
 let base = '';
 let browser: Browser;
+let launched: Promise<Browser> | undefined;
 
 beforeAll(async () => {
+  // Chromium starts while the service does (its own process; awaited at the end).
+  launched = chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
   network = await startLocalNetwork({ port: 0, ledgerCloseMs: 100 });
   svc = await startTestService({
     networks: testNetworks({
@@ -33,14 +39,11 @@ beforeAll(async () => {
   server = svc.app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launched;
   fs.mkdirSync(ARTIFACTS, { recursive: true });
 }, 60_000);
 afterAll(async () => {
-  await browser?.close();
+  await (await launched?.catch(() => undefined))?.close();
   await new Promise((r) => server.close(r));
   await svc.stop();
   await network.stop();

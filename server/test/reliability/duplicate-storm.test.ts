@@ -6,13 +6,12 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import http from 'node:http';
-import { createService, type Service } from '../../src/compose';
-import { createLogger } from '../../src/logger';
-import { OPERATOR_KEY, testNetworks } from '../support/test-service';
+import type { Service } from '../../src/compose';
 import { postJson, stormTally, type Answer } from './support/over-http';
 import {
   fundedBuyer,
   paymentCase,
+  secondService,
   sellerWithResource,
   sleep,
   startFacilitatorEnv,
@@ -43,22 +42,7 @@ describe('duplicate storm across two service instances on one database', () => {
 
   beforeAll(async () => {
     env = await startFacilitatorEnv({ ledgerCloseMs: 200, facilitator: FACILITATOR });
-    second = await createService({
-      databaseUrl: env.svc.databaseUrl,
-      environment: 'test',
-      version: '0.0.0-test',
-      commit: null,
-      networks: testNetworks({
-        rpcUrl: env.network.rpcUrl,
-        assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
-      }),
-      operatorApiKey: OPERATOR_KEY,
-      rateLimit: { points: 1_000_000, windowSeconds: 60 },
-      bodyLimitBytes: 256 * 1024,
-      responseValidation: true,
-      logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: FACILITATOR,
-    });
+    second = await secondService(env, FACILITATOR);
   }, 120_000);
 
   afterAll(async () => {
@@ -78,22 +62,7 @@ describe('duplicate storm across two service instances on one database', () => {
 
   it('sends 1,000 concurrent settles of one verified attempt, split across two servers on one database', async () => {
     // The storm's rate is the point here: the first instance gets a raised rate limit like the second.
-    const first = await createService({
-      databaseUrl: env.svc.databaseUrl,
-      environment: 'test',
-      version: '0.0.0-test',
-      commit: null,
-      networks: testNetworks({
-        rpcUrl: env.network.rpcUrl,
-        assets: env.network.assets.map((a) => ({ code: a.code, issuer: a.issuer })),
-      }),
-      operatorApiKey: OPERATOR_KEY,
-      rateLimit: { points: 1_000_000, windowSeconds: 60 },
-      bodyLimitBytes: 256 * 1024,
-      responseValidation: true,
-      logger: createLogger({ silent: !process.env.TEST_LOGS }),
-      facilitator: FACILITATOR,
-    });
+    const first = await secondService(env, FACILITATOR);
     try {
       const a = await listen(first.app);
       const b = await listen(second.app);

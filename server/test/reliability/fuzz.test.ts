@@ -86,7 +86,23 @@ function operations(): Operation[] {
 // ---- hostile values ----------------------------------------------------------------------------------------------
 
 const unicode = fc.string({ unit: 'grapheme', maxLength: 40 });
-const binaryish = fc.string({ unit: 'binary', maxLength: 40 });
+const SURROGATES = 0xe000 - 0xd800;
+/**
+ * fast-check's `binary` string unit (any code point but a lone surrogate), written out: the same values for the same
+ * seed, the same shrinking (checked against `fc.string({ unit: 'binary' })` with fc.sample and shrink on five seeds).
+ * The built-in one maps every one of its 1.1 million code points into a table when the string arbitrary is built
+ * (`canShrinkWithoutContext` of its slices): ~2 s of CPU at each load of this file; this unmapper computes the index.
+ */
+const binaryUnit = fc.nat({ max: 0x10ffff - SURROGATES }).map(
+  (i) => String.fromCodePoint(i < 0xd800 ? i : i + SURROGATES),
+  (v) => {
+    const cp = typeof v === 'string' ? v.codePointAt(0) : undefined;
+    if (cp === undefined || String.fromCodePoint(cp) !== v || (cp >= 0xd800 && cp < 0xe000))
+      throw new Error('not one code point');
+    return cp < 0xd800 ? cp : cp - SURROGATES;
+  },
+);
+const binaryish = fc.string({ unit: binaryUnit, maxLength: 40 });
 const hugeString = fc
   .constantFrom(1_000, 70_000, 300_000)
   .chain((n) => fc.constantFrom('a', 'é', '𝄞', '\u0000', '{', '%').map((c) => c.repeat(n)));
@@ -365,7 +381,7 @@ describe('hostile input fuzzing from the bundled spec', () => {
             });
             let req = request(server)[op.method](url);
             // Node's HTTP client refuses header values with control characters, as every proxy in front would.
-            const headerSafe = (v: string) => !/[^\t\x20-\x7e\x80-\xff]/.test(v) && v.length < 8_000;
+            const headerSafe = (v: string) => v.length < 8_000 && !/[^\t\x20-\x7e\x80-\xff]/.test(v);
             for (const [k, v] of Object.entries(r.headers)) {
               const value = Array.isArray(v) ? v.join(', ') : v;
               if (headerSafe(value)) req = req.set(k, value);

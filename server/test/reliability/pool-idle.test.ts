@@ -1,4 +1,4 @@
-import { QueryTypes } from 'sequelize';
+import type pg from 'pg';
 import { createSequelize } from '../../src/data/database';
 import { createTestDatabase } from '../support/database';
 
@@ -15,27 +15,39 @@ describe('the connection pool between bursts', () => {
     async () => {
       const database = await createTestDatabase();
       const db = createSequelize(database.url, { poolMax: 5 });
-      // Five statements at once hold five connections; each answers with its backend's process id.
-      const burst = async () =>
-        new Set(
-          (
+      // A burst holds five connections at once (taken from the pool together, given back once all five are out, so
+      // none is lent twice however slowly PostgreSQL opens them); each answers with its backend's process id.
+      const burst = async () => {
+        const held = (await Promise.all(
+          Array.from({ length: 5 }, () => db.connectionManager.getConnection({ type: 'write' })),
+        )) as unknown as pg.Client[];
+        try {
+          return new Set(
             await Promise.all(
-              Array.from({ length: 5 }, () =>
-                db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.2)', {
-                  type: QueryTypes.SELECT,
-                }),
-              ),
-            )
-          ).map(([row]) => row.pid),
-        );
+              held.map(async (c) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid),
+            ),
+          );
+        } finally {
+          for (const c of held) db.connectionManager.releaseConnection(c as never);
+        }
+      };
+      // The lull as the pool sees it: its idle check (sequelize-pool's sweep, every second while a connection is
+      // free) compares Date.now() with each free connection's deadline. The clock is moved 12 s on (longer than the
+      // former 10 s idle time) and the test waits for the pool's next sweep, instead of sleeping 12 s.
+      const pool = (db.connectionManager as unknown as { pool: { _removeIdle(): void } }).pool;
+      const sweep = jest.spyOn(pool, '_removeIdle');
+      const now = Date.now.bind(Date);
       try {
         const first = await burst();
         expect(first.size).toBe(5);
-        // Longer than the former 10 s idle time plus the pool's eviction tick (1 s).
-        await new Promise((resolve) => setTimeout(resolve, 12_000));
+        const lull = jest.spyOn(Date, 'now').mockImplementation(() => now() + 12_000);
+        const sweepsBefore = sweep.mock.calls.length;
+        while (sweep.mock.calls.length === sweepsBefore) await new Promise((resolve) => setTimeout(resolve, 50));
+        lull.mockRestore();
         const second = await burst();
         expect([...second].sort()).toEqual([...first].sort());
       } finally {
+        jest.restoreAllMocks();
         await db.close();
         await database.drop();
       }

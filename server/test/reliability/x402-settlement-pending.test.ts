@@ -84,12 +84,15 @@ describe(
         STELLAR_TESTNET_ASSETS: `USDC:${usdc.issuer}`,
         STELLAR_TESTNET_CHANNEL_SECRETS: channels.map((k) => k.secret()).join(','),
         LEDGER_CLOSE_MS: '200',
-        // The shortest time bound: a stalled RPC makes settle answer settlement_pending after it plus the grace, or
-        // when the unanswered getTransaction in flight then reaches the RPC client's 8 s deadline, whichever is later.
+        // The shortest time bound: a stalled RPC makes settle answer settlement_pending once it plus the grace has
+        // passed, at the end of the unanswered getTransaction then in flight (each ends at the RPC deadline).
         SETTLEMENT_TX_TIMEOUT_SECONDS: '5',
-        // A short grace (default 10 s), still long enough for a retry to ask the ledger: each pending answer then
-        // comes with the first unanswered getTransaction (~8 s) instead of after two of them (~16 s).
-        SETTLEMENT_CONFIRM_GRACE_MS: '2000',
+        // The shortest grace (default 10 s); a retry still asks the ledger once within it.
+        SETTLEMENT_CONFIRM_GRACE_MS: '1000',
+        // A stalled getTransaction ends after 3 s (default 8 s), so the second one ends past the time bound plus the
+        // grace: each pending answer comes after ~6.4 s instead of one 8 s deadline (~8.3 s). Every other call here
+        // answers in milliseconds.
+        RPC_TIMEOUT_MS: '3000',
       };
       mains.push(await startMainProcess({ databaseUrl: database.url, env }));
       mains.push(await startMainProcess({ databaseUrl: database.url, env }));

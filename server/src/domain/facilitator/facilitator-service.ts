@@ -3,7 +3,7 @@ import { DomainError, type ErrorCode } from '../errors';
 import { isOperatorOrSeller, type Principal } from '../auth/principal';
 import { createVerifyPayment, type PaymentInput, type NetworkLookup } from './verify-payment';
 import { createSettlePayment, type SettleDeps, type SettleInput, type SettleOutcome } from './settle-payment';
-import type { AttemptRecord, ReceiptRecord, ReceiptRepository, SettlementRecord } from './types';
+import type { AttemptRecord, CachedTerms, ReceiptRecord, ReceiptRepository, SettlementRecord } from './types';
 import { withSharedSimulations } from './check-payment';
 
 export interface FacilitatorObserver {
@@ -19,6 +19,8 @@ export interface FacilitatorObserver {
 
 export interface FacilitatorServiceDeps extends Omit<SettleDeps, 'events' | 'receipts'> {
   receipts: Pick<ReceiptRepository, 'findReceipt' | 'findReceiptByAttempt'>;
+  /** The process's catalog terms by resource id, for /v1 verify (VerifyDeps.cachedTerms). */
+  cachedTerms?: CachedTerms;
   networks: SettleDeps['networks'] &
     NetworkLookup & { list(): Array<{ network: string; assets: Array<{ code: string; issuer: string }> }> };
   observer: FacilitatorObserver;
@@ -38,6 +40,7 @@ export function createFacilitatorService(deps: FacilitatorServiceDeps) {
   const verifyPayment = createVerifyPayment({
     attempts: deps.attempts,
     resources: deps.resources,
+    cachedTerms: deps.cachedTerms,
     sellers: deps.sellers,
     ledger,
     networks: deps.networks,

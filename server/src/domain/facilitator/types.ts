@@ -104,11 +104,14 @@ export interface AttemptRepository {
   findAttempt(id: string): Promise<AttemptRecord | null>;
   /** Inserts a verified attempt; on a replay answers the id of the attempt holding the authorization (null if gone).
    * `deferCommit` (verify only: the record moves no money): the commit need not wait for its WAL flush, so a crash of
-   * the database may lose it (server/README.md "Verify's commits"); settle's own record is always flushed. */
+   * the database may lose it (server/README.md "Verify's commits"); settle's own record is always flushed.
+   * `termsGuard` (verify): a record linked to a resource is inserted only while that resource is active with the
+   * record's version and terms, in the same statement; otherwise nothing is inserted and, when no attempt holds the
+   * authorization, the answer says `termsChanged`. */
   insertVerifiedAttempt(
     a: NewAttempt,
-    opts?: { deferCommit?: boolean },
-  ): Promise<{ attempt: AttemptRecord } | { replayOf: string | null }>;
+    opts?: { deferCommit?: boolean; termsGuard?: boolean },
+  ): Promise<{ attempt: AttemptRecord } | { replayOf: string | null; termsChanged?: true }>;
   /** The attempt that holds the replay key (network, payer, nonce), among attempts that verified. */
   findByReplayKey(network: string, payer: string, nonce: string): Promise<AttemptRecord | null>;
   findByHash(paymentHash: string): Promise<AttemptRecord[]>;
@@ -220,6 +223,15 @@ export interface ResourceTermsRepository {
   ): Promise<{ resource: ResourceTermsRef | null; listedWithOtherPayTo: boolean }>;
   /** The version of a resource that was current at `at` (for receipts written after the fact). */
   versionAt(resourceId: string, at: Date): Promise<string | null>;
+}
+
+/**
+ * A process's cache of catalog terms by resource id (data/resource-repository.ts `cachedResourceTerms`). Only verify's
+ * recorded path reads it, and only because its insert checks the terms again (insertVerifiedAttempt's termsGuard).
+ */
+export interface CachedTerms {
+  resourceRef(id: string): Promise<ResourceTermsRef | null>;
+  forget(id: string): void;
 }
 
 /**
