@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { RouteMatch } from './operation-matcher';
+import { templateRegex, type RouteMatch } from './operation-matcher';
 import type { Handlers, OperationId, HandlerContext } from './operation-types';
 import type { Principal } from '../domain/auth/principal';
 import { markStage } from './server-timing';
@@ -46,15 +46,6 @@ function operationRoute(path: string, op: SpecOperation, handlers: Handlers): Ha
     }
   };
 }
-
-/** A template's regex as the operation matcher's: a parameter is one or more characters other than `/`. */
-const templateRegex = (template: string) =>
-  new RegExp(
-    `^${template
-      .split(/\{[^}]+\}/)
-      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-      .join('[^/]+')}/?$`,
-  );
 
 /**
  * Mounts one route per operation of the bundled spec onto the handler object. The lookup is by operationId through

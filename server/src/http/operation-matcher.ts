@@ -28,9 +28,19 @@ export function requiresKey(op: SpecOperation): boolean {
   return Array.isArray(op.security) && op.security.length > 0 && !op.security.some((s) => Object.keys(s).length === 0);
 }
 
+/** A path template's anchored regex: a parameter is one or more characters other than `/`, a trailing slash allowed. */
+export function templateRegex(template: string): RegExp {
+  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(
+    `^${template
+      .split(/\{[^}]+\}/)
+      .map(literal)
+      .join('[^/]+')}/?$`,
+  );
+}
+
 /** Templates are fixed at start; each is one anchored regex; literal segments first (`/v1/sellers/challenges`). */
 export function createOperationMatcher(paths: SpecPaths): (method: string, path: string) => RouteMatch | null {
-  const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const compiled = Object.entries(paths)
     .map(([template, item]) => {
       const operations: Record<string, MatchedOperation> = {};
@@ -42,12 +52,7 @@ export function createOperationMatcher(paths: SpecPaths): (method: string, path:
         template,
         operations,
         params: (template.match(/\{[^}]+\}/g) ?? []).length,
-        re: new RegExp(
-          `^${template
-            .split(/\{[^}]+\}/)
-            .map(literal)
-            .join('[^/]+')}/?$`,
-        ),
+        re: templateRegex(template),
       };
     })
     .sort((a, b) => a.params - b.params);
