@@ -4,9 +4,9 @@
 //     has 2 cores, but most files spend their time waiting on ledger-close timers, PostgreSQL and child processes,
 //     so a third worker pays);
 //  2. the `serial` files, after the parallel run and never beside it, at most TEST_SERIAL_WORKERS at a time (default
-//     3; 1 runs them one by one). They spend much of their time waiting on child processes, ledger closes and timers
-//     (x402-settlement-pending: 19 s of CPU in 46 s), so a third worker fills the time two leave idle (README, "How
-//     the suites run", session 9).
+//     2, one per core; 1 runs them one by one). Three were tried (session 9): on fresh clones the lane took 116.1 and
+//     159.9 s on three workers against 128.1, 129.8 and 132.6 s on two, and three put the files that race short ledger
+//     windows beside two others (README, "How the suites run").
 // Usage: node scripts/run-jest.mjs <server|sdk-buyer|sdk-seller|e2e|local-network> [extra Jest arguments, e.g. a
 // path pattern].
 import { spawnSync } from 'node:child_process';
@@ -117,7 +117,7 @@ const runs =
           jestRun(
             'serial',
             [
-              `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '3'}`,
+              `--maxWorkers=${process.env.TEST_SERIAL_WORKERS ?? '2'}`,
               `--testPathIgnorePatterns=^(?!.*(${serial.join('|')}))`,
               `--testSequencer=${path.join(root, 'scripts/jest-ordered-sequencer.cjs')}`,
             ],
