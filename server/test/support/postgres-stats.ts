@@ -82,6 +82,9 @@ export async function writePostgresStats(adminUrl: string, dataDir: string | und
       'SELECT round(sum(total_exec_time))::int AS ms, sum(calls)::bigint AS calls FROM pg_stat_statements',
     );
     lines.push(`-- all statements: ${rows[0].ms} ms in ${rows[0].calls} calls`);
+    // Sessions of the databases still there (a dropped database takes its count with it).
+    const sessions = await c.query('SELECT sum(sessions)::bigint AS n, count(*)::int AS dbs FROM pg_stat_database');
+    lines.push(`-- sessions: ${sessions.rows[0].n} on ${sessions.rows[0].dbs} databases`);
   } finally {
     await c.end();
   }
