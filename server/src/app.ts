@@ -28,6 +28,7 @@ import { responseValidation } from './http/response-validation';
 import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
 import { serverTimingStart, timedStage } from './http/server-timing';
 import { composeMiddleware } from './http/compose';
+import { paymentRouteValidation } from './http/payment-route-validation';
 
 export interface AppDeps {
   /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
@@ -181,10 +182,10 @@ export function createApp(deps: AppDeps): Express {
     validateFormats: true,
     ignoreUndocumented: false,
   });
+  // The verify and settle routes take a route-matched fast path to the library's compiled validation of their route
+  // (http/payment-route-validation.ts: the same middleware, the same error texts); the rest takes its whole chain.
   app.use(
-    composeMiddleware(
-      ...validator.map((handler, i) => (i === 0 ? stage('validator', handler as RequestHandler) : handler)),
-    ),
+    stage('validator', paymentRouteValidation(composeMiddleware(...(validator as RequestHandler[])), deps.spec.paths)),
   );
   // An error handler (the validator's refusals of huge objects), so a layer of its own.
   app.use(unknownFieldsBeyondGuard(deps.spec));
