@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import { DomainError } from '../domain/errors';
 import type { RouteMatch } from './operation-matcher';
 import { markStage } from './server-timing';
@@ -60,17 +60,9 @@ const isWithheld = (body: unknown): body is WithheldMarker =>
 export const DEFERRED_COMMIT_OPERATIONS: ReadonlySet<string> = new Set(['verifyPayment', 'verifyPaymentPayload']);
 
 export function idempotency(keys: IdempotencyStore): RequestHandler {
-  const withKey = idempotent(keys);
-  // A request without a key (or not a POST) goes on synchronously: no promise of the async path for it.
-  return (req, res, next) => {
+  return async (req, res, next) => {
     const key = req.get('idempotency-key');
     if (req.method !== 'POST' || !key) return next();
-    return withKey(req, res, next, key);
-  };
-}
-
-function idempotent(keys: IdempotencyStore) {
-  return async (req: Request, res: Response, next: NextFunction, key: string): Promise<void> => {
     const operationId = (res.locals.route as RouteMatch | null | undefined)?.operation?.operationId;
     const opts = { deferCommit: operationId !== undefined && DEFERRED_COMMIT_OPERATIONS.has(operationId) };
     const scope = `${(res.locals.idempotencyScope as string | undefined) ?? `ip:${req.ip}`}`;

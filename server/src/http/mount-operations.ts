@@ -3,8 +3,6 @@ import { templateRegex, type RouteMatch } from './operation-matcher';
 import type { Handlers, OperationId, HandlerContext } from './operation-types';
 import type { Principal } from '../domain/auth/principal';
 import { markStage } from './server-timing';
-import { DomainError } from '../domain/errors';
-import { sendError } from './error-envelope';
 
 interface SpecOperation {
   operationId: string;
@@ -44,9 +42,6 @@ function operationRoute(path: string, op: SpecOperation, handlers: Handlers): Ha
         res.type(Object.keys(op.responses[String(result.status)]?.content ?? {})[0] ?? 'text/plain').send(result.body);
       else res.json(result.body);
     } catch (err) {
-      // A domain refusal is answered here exactly as the error handler answers it (error-handler.ts: sendError),
-      // without the router's error walk over the layers after this one (issue #31: the refused verify's CPU).
-      if (err instanceof DomainError && !res.headersSent) return sendError(res, err);
       next(err);
     }
   };
