@@ -35,12 +35,13 @@ const ITEM_COLUMNS = `d.resource_id AS id, d.seller_id AS "sellerId", d.type, d.
   d.route_template AS "routeTemplate", d.network, d.pay_to AS "payTo", d.asset_code AS "assetCode",
   d.asset_issuer AS "assetIssuer", d.amount::text AS amount, d.status, d.host_verified AS "hostVerified"`;
 
-const toRanked = (row: Row): RankedItem => ({
-  ...toListingItem(row),
-  score: String(row.scoreText),
-  signalsFresh: Boolean(row.signalsFresh),
-  trust: toTrust(row),
-});
+// Added to the new item, not spread into another literal (see toListingItem).
+const toRanked = (row: Row): RankedItem =>
+  Object.assign(toListingItem(row), {
+    score: String(row.scoreText),
+    signalsFresh: Boolean(row.signalsFresh),
+    trust: toTrust(row),
+  });
 
 /**
  * The shared filters over search_documents aliased `d`, positional parameters appended to `values`. Prices compare
