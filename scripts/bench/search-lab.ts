@@ -7,7 +7,12 @@
  *   LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts
  *   LAB_CPU=1 LAB_ROUNDS=10 LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts   (CPU per statement, as the
  *     service sends it: prepared per shape)
+ *   LAB_AB_BASE=<git revision> LAB_ROUNDS=10 LAB_RESOURCES=100000 npx tsx scripts/bench/search-lab.ts   (the working
+ *     tree's search statement against that revision's data/search-repository.ts, on one connection, interleaved:
+ *     whether every rotation entry answers the same rows and scores, and the backend CPU per statement of each)
+ * LAB_URL=<postgres url> uses a database already running (kept up between runs while iterating) instead of LAB_DIR.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,8 +40,9 @@ const ROUNDS = Number(process.env.LAB_ROUNDS ?? 7);
 const DIR = process.env.LAB_DIR ?? path.join(os.tmpdir(), `search-lab-${RESOURCES}`, 'data');
 
 async function main() {
-  const pg = await startEmbeddedDatabase({ dataDir: DIR, persistent: true });
-  const url = await pg.urlFor('lab');
+  // LAB_URL: a database already running (e.g. the lab's, kept up between runs while iterating); else LAB_DIR's.
+  const pg = process.env.LAB_URL ? null : await startEmbeddedDatabase({ dataDir: DIR, persistent: true });
+  const url = process.env.LAB_URL ?? (await pg!.urlFor('lab'));
   await migrate(url);
   const client = new Client({ connectionString: url });
   await client.connect();
@@ -63,11 +69,12 @@ async function main() {
     const med = (f: (r: (typeof runs)[number]) => number) => runs.map(f).sort((a, b) => a - b)[runs.length >> 1];
     return { plan: med((r) => r.plan), exec: med((r) => r.exec), buffers: med((r) => r.buffers), rows: runs[0].rows };
   };
-  if (process.env.LAB_CPU === '1') {
-    await cpuPerStatement(client, seq);
+  if (process.env.LAB_CPU === '1' || process.env.LAB_AB_BASE) {
+    if (process.env.LAB_AB_BASE) await abStatements(client, seq, process.env.LAB_AB_BASE);
+    else await cpuPerStatement(client, seq);
     await seq.close();
     await client.end();
-    await pg.stop();
+    await pg?.stop();
     return;
   }
   let sumSearch = 0;
@@ -131,7 +138,7 @@ async function main() {
   console.log(`sum over the rotation: search ${sumSearch.toFixed(1)} ms, plain ${sumPlain.toFixed(1)} ms`);
   await seq.close();
   await client.end();
-  await pg.stop();
+  await pg?.stop();
 }
 
 /** The backend's CPU time (user + system, ms) from /proc: precise to its 10 ms tick, so summed over many statements. */
@@ -186,6 +193,66 @@ async function cpuPerStatement(client: Client, seq: Sequelize): Promise<void> {
       `(${statements.length} rotation entries × ${ROUNDS} rounds after 6 of warm-up; plans: ${plans[0].g} generic, ` +
       `${plans[0].c} custom); plain query: backend CPU ${plain.cpu.toFixed(2)} ms, wall ${plain.wall.toFixed(2)} ms; ` +
       `load ${os.loadavg()[0].toFixed(1)}`,
+  );
+}
+
+type StatementBuilder = typeof searchStatement;
+
+/** The search statement builder of a git revision: its data/search-repository.ts, imports pointed at this tree. */
+async function statementAt(revision: string): Promise<StatementBuilder> {
+  const data = path.resolve(__dirname, '../../server/src/data');
+  const source = execFileSync('git', ['show', `${revision}:server/src/data/search-repository.ts`], { encoding: 'utf8' })
+    .replace(/from '\.\/([^']+)'/g, (_, f: string) => `from '${path.join(data, f)}'`)
+    .replace(/from '\.\.\/([^']+)'/g, (_, f: string) => `from '${path.resolve(data, '..', f)}'`);
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'search-ab-')), 'search-repository.ts');
+  fs.writeFileSync(file, source);
+  return ((await import(file)) as { searchStatement: StatementBuilder }).searchStatement;
+}
+
+/**
+ * LAB_AB_BASE: the rotation's statements from the base revision (A) and from this tree (B), prepared per shape on one
+ * connection: first whether each entry answers the same rows (ids and scores), then LAB_ROUNDS rounds after 6 of
+ * warm-up, A and B alternating which goes first, the backend CPU per statement of each (/proc) and B ÷ A per round.
+ */
+async function abStatements(client: Client, seq: Sequelize, revision: string): Promise<void> {
+  const builders: Record<'A' | 'B', StatementBuilder> = { A: await statementAt(revision), B: searchStatement };
+  const sets: Record<'A' | 'B', Array<{ name: string; text: string; values: unknown[] }>> = { A: [], B: [] };
+  for (let i = 0; i < QUERIES.length * 4; i++) {
+    const s = searchOf(i);
+    const parsed = parseQuery(s.q);
+    const bounds = { rareBudget: RARE_BUDGET, rareCap: RARE_CAP, candidates: SEARCH_CANDIDATES };
+    const plan = planImpact(parsed, await resolveWords(seq, parsed), bounds);
+    if (!plan) continue;
+    const filters = {
+      ...(s.type ? { type: s.type as 'http' } : {}),
+      ...(s.maxPrice ? { maxPrice: toStroops(s.maxPrice) } : {}),
+    };
+    for (const v of ['A', 'B'] as const) {
+      const st = builders[v](plan, parsed.words.join(' '), filters, null, s.limit + 1, 600);
+      sets[v].push({ name: `ab_${v}_${i}`, ...st });
+    }
+  }
+  const answer = async (st: (typeof sets)['A'][number]) =>
+    JSON.stringify((await client.query(st)).rows.map((r: Record<string, unknown>) => [r.id, r.scoreText]));
+  let same = 0;
+  for (const [k, st] of sets.A.entries()) if ((await answer(st)) === (await answer(sets.B[k]))) same++;
+  const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  for (let k = 0; k < 6; k++) for (const st of [...sets.A, ...sets.B]) await client.query(st);
+  const cpu: Record<'A' | 'B', number[]> = { A: [], B: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const v of r % 2 ? (['B', 'A'] as const) : (['A', 'B'] as const)) {
+      const before = backendCpuMs(pid);
+      for (let k = 0; k < 3; k++) for (const st of sets[v]) await client.query(st);
+      cpu[v].push((backendCpuMs(pid) - before) / (3 * sets[v].length));
+    }
+  }
+  const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1];
+  const ratios = cpu.B.map((b, r) => b / cpu.A[r]);
+  console.log(
+    `A = ${revision}, B = this tree: ${same} of ${sets.A.length} rotation entries answer the same rows and scores\n` +
+      `backend CPU per statement: A ${median(cpu.A).toFixed(2)} ms, B ${median(cpu.B).toFixed(2)} ms (medians of ` +
+      `${ROUNDS} rounds × 3 passes over the rotation); B ÷ A per round ${ratios.map((x) => x.toFixed(2)).join(' ')}, ` +
+      `median ${median(ratios).toFixed(2)}; load ${os.loadavg()[0].toFixed(1)}`,
   );
 }
 

@@ -7,17 +7,16 @@ import type { CatalogOutcome } from '../domain/discovery/discovery-service';
 /** Discovery domain objects -> the contract's JSON shapes. */
 type S = components['schemas'];
 
+/** Fields added to the new object, not spread into another literal (data/listing-rows.ts toListingItem says why). */
 export function presentDiscoveryResource(r: DiscoveryItem): S['DiscoveryResource'] {
-  return {
-    ...presentListingFields(r),
-    hostVerified: r.hostVerified,
-    ...(r.trust ? { trust: presentTrust(r.trust) } : {}),
-  };
+  const shown: S['DiscoveryResource'] = Object.assign(presentListingFields(r), { hostVerified: r.hostVerified });
+  if (r.trust) shown.trust = presentTrust(r.trust);
+  return shown;
 }
 
 /** The trust block (issue #33): what this service measured about a listing. */
 export function presentTrust(t: Trust): S['ResourceTrust'] {
-  return { ...t, checkedAt: t.checkedAt ? t.checkedAt.toISOString() : null };
+  return Object.assign({ ...t }, { checkedAt: t.checkedAt ? t.checkedAt.toISOString() : null });
 }
 
 export function presentDiscoveryPage(page: {

@@ -196,7 +196,10 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       });
       // Diversity (issue #33) on the first page: the same results, at most two per origin in the top 10.
       const shown = after === null ? diversify(items, q) : items;
-      const plain = shown.map(({ score: _s, signalsFresh: _f, mode: _m, ...item }) => item);
+      // The ranking's own fields (score, signalsFresh) stay on the items instead of being copied away per item (a
+      // rest copy per result was a visible share of a search's CPU: issue #31): readers show the contract's fields
+      // only (http/presenters-discovery.ts).
+      const plain: DiscoveryItem[] = shown;
       return { items: await withTrust(plain), nextCursor, partialResults, strategy: RANKING_STRATEGY };
     },
 

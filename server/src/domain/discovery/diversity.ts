@@ -34,32 +34,49 @@ export function originOf(url: string): string {
 
 /** Whether the query names the origin: its host, or one of the host's distinctive labels as a query word. */
 export function queryNamesOrigin(q: string, origin: string): boolean {
+  return namesOrigin(queryTerms(q), origin);
+}
+
+/** The query as queryNamesOrigin reads it: lower case, and its words. */
+function queryTerms(q: string): { text: string; words: Set<string> } {
+  const text = q.toLowerCase();
+  return { text, words: new Set(text.split(/[^a-z0-9-]+/).filter(Boolean)) };
+}
+
+function namesOrigin(query: { text: string; words: Set<string> }, origin: string): boolean {
   let host: string;
   try {
     host = new URL(origin).hostname.toLowerCase();
   } catch {
     return false;
   }
-  const text = q.toLowerCase();
-  if (text.includes(host)) return true;
-  const words = new Set(text.split(/[^a-z0-9-]+/).filter(Boolean));
-  return host.split('.').some((label) => !GENERIC_LABELS.has(label) && label.length >= 3 && words.has(label));
+  if (query.text.includes(host)) return true;
+  return host.split('.').some((label) => !GENERIC_LABELS.has(label) && label.length >= 3 && query.words.has(label));
 }
 
+/**
+ * The page re-ordered (see above). Only the results placed while the top is filling need their origin (URL parsing
+ * was most of this step's cost in the search profile: issue #31), and the query's words are read once per page.
+ */
 export function diversify<T extends { url: string }>(items: T[], q: string): T[] {
   const counts = new Map<string, number>();
   const top: T[] = [];
   const deferred: T[] = [];
   const named = new Map<string, boolean>();
+  let query: ReturnType<typeof queryTerms> | undefined;
   for (const item of items) {
+    if (top.length >= DIVERSITY_TOP) {
+      top.push(item);
+      continue;
+    }
     const origin = originOf(item.url);
-    if (!named.has(origin)) named.set(origin, queryNamesOrigin(q, origin));
+    if (!named.has(origin)) named.set(origin, namesOrigin((query ??= queryTerms(q)), origin));
     const n = counts.get(origin) ?? 0;
-    if (top.length < DIVERSITY_TOP && n >= DIVERSITY_PER_ORIGIN && !named.get(origin)) {
+    if (n >= DIVERSITY_PER_ORIGIN && !named.get(origin)) {
       deferred.push(item);
       continue;
     }
-    if (top.length < DIVERSITY_TOP) counts.set(origin, n + 1);
+    counts.set(origin, n + 1);
     top.push(item);
   }
   // Deferred results follow the capped top, in score order, where the page has room (the page keeps its set).
