@@ -11,7 +11,8 @@
  *
  * A folder is a checkout with its server built (`node scripts/build-server.mjs --if-stale` in it; its node_modules
  * may be links to this tree's); default B is this tree (built first if stale). BENCH_AB_ROUNDS (6) rounds of
- * BENCH_AB_SECONDS (4) per kind and build, BENCH_CONCURRENCY (16). Local simulation; loopback only.
+ * BENCH_AB_SECONDS (4) per kind and build, after a warm-up round of BENCH_AB_WARMUP_SECONDS (2; 0: none) that is not
+ * recorded, BENCH_CONCURRENCY (16). Local simulation; loopback only.
  */
 import crypto from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -25,6 +26,7 @@ import { createBenchResource, verifySigner } from './verify-resource';
 
 const ROUNDS = envNumber('BENCH_AB_ROUNDS', 6);
 const SECONDS = envNumber('BENCH_AB_SECONDS', 4);
+const WARMUP_SECONDS = envNumber('BENCH_AB_WARMUP_SECONDS', 2);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
 const LEDGER_MS = 5000;
 const AMOUNT = '0.01';
@@ -113,9 +115,12 @@ async function main() {
     A: { invalid: [], valid: [] },
     B: { invalid: [], valid: [] },
   };
-  for (let round = 0; round < ROUNDS; round++) {
+  // Round 0, not recorded: each build's first requests of each kind (JIT compilation, inline caches, the first
+  // statements' plans, the validator's first build of a route) weighed on round 1 only, and unequally on the builds.
+  for (let round = WARMUP_SECONDS > 0 ? -1 : 0; round < ROUNDS; round++) {
+    const seconds = round < 0 ? WARMUP_SECONDS : SECONDS;
     // fresh valid payloads per round (each verifies once), signed before the round's clocks start
-    const valid = await sign(Math.ceil(600 * SECONDS), false);
+    const valid = await sign(Math.ceil(600 * seconds), false);
     let nextValid = 0;
     const order = round % 2 === 0 ? builds : [...builds].reverse();
     for (const kind of ['invalid', 'valid'] as const) {
@@ -133,14 +138,18 @@ async function main() {
           closedLoop({
             concurrency: CONCURRENCY,
             maxRequests: kind === 'valid' ? valid.length - nextValid : 1e9,
-            maxSeconds: SECONDS,
+            maxSeconds: seconds,
             send,
             isOk: (a) => (kind === 'invalid' ? a.status === 422 : a.status === 200),
           }),
         );
         if (r.failed > 0) throw new Error(`${b.name} ${kind}: ${r.failed} failed (${r.firstFailure})`);
-        cpu[b.name][kind].push(r.cpuMs.service);
+        if (round >= 0) cpu[b.name][kind].push(r.cpuMs.service);
       }
+    }
+    if (round < 0) {
+      bench.progress(`warm-up round, ${WARMUP_SECONDS} s per kind and build, not recorded (load ${loadAverage()})`);
+      continue;
     }
     bench.progress(
       `round ${round + 1}/${ROUNDS} (load ${loadAverage()}): ` +

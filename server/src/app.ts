@@ -28,6 +28,7 @@ import { responseValidation } from './http/response-validation';
 import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation-bounds';
 import { serverTimingStart, timedStage } from './http/server-timing';
 import { composeMiddleware } from './http/compose';
+import { paymentRouteValidation } from './http/payment-route-validation';
 
 export interface AppDeps {
   /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
@@ -181,21 +182,25 @@ export function createApp(deps: AppDeps): Express {
     validateFormats: true,
     ignoreUndocumented: false,
   });
+  // From the validator to the operation, one layer. The verify and settle routes take a route-matched fast path to
+  // the library's compiled validation of their route (http/payment-route-validation.ts: the same middleware, the
+  // same error texts); the rest takes its whole chain.
   app.use(
     composeMiddleware(
-      ...validator.map((handler, i) => (i === 0 ? stage('validator', handler as RequestHandler) : handler)),
-    ),
-  );
-  // An error handler (the validator's refusals of huge objects), so a layer of its own.
-  app.use(unknownFieldsBeyondGuard(deps.spec));
-  app.use(
-    composeMiddleware(
+      stage(
+        'validator',
+        paymentRouteValidation(composeMiddleware(...(validator as RequestHandler[])), deps.spec.paths),
+      ),
       ...(deps.responseValidation ? [responseValidation(deps.spec as never)] : []),
       stage('challengeLimit', challengeRateLimit({ db: deps.db, limit: deps.challengeLimit, metrics: deps.metrics })),
       stage('idempotency', idempotency(createIdempotencyRepository(deps.db))),
+      mountOperations(deps.spec as never, deps.handlers),
     ),
   );
-  app.use(mountOperations(deps.spec as never, deps.handlers));
+  // An error handler (the validator's refusals of huge objects), so a layer of its own, after the composition: an
+  // error leaves the composition at once (the request handlers after its source are skipped, as they were on layers
+  // of their own), and this handler passes on every error that is not the validator's (status 400 with `errors`).
+  app.use(unknownFieldsBeyondGuard(deps.spec));
   app.use(notFoundHandler());
   app.use(errorHandler(deps.logger));
   return app;
