@@ -46,7 +46,7 @@ const SUITES = {
       // two instances settling in parallel against 40 ms ledgers (6.8 s)
       'server/test/facilitator/channel-pool.test.ts',
       'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (5.3 s)
-      'server/test/performance-guards/', // call counts and fast paths under concurrency (5 files, 16.1 s)
+      'server/test/performance-guards/', // call counts and fast paths under concurrency (6 files; 5 took 16.1 s)
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger
