@@ -52,8 +52,8 @@ describe('request-validation refusals on the verify and settle routes', () => {
   });
 
   it.each(REFUSAL_CASES.map((c) => [c.name, c] as const))('%s: the same answer as recorded', async (_name, c) => {
-    // three times: the first request of a route and content type goes through the library's whole chain, the
-    // later ones may take the fast path
-    for (let round = 0; round < 3; round += 1) expect(answerOf(await send(c))).toEqual(c.expected);
+    // twice: the first request of a route and content type goes through the library's whole chain, the second
+    // takes the fast path where it applies
+    for (let round = 0; round < 2; round += 1) expect(answerOf(await send(c))).toEqual(c.expected);
   });
 });
