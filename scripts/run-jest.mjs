@@ -27,26 +27,26 @@ const SUITES = {
     // when a kill landed while the process held the settlement-confirmation job: that job stayed locked for Agenda's
     // 10 minutes; now 30 s.)
     // In this order (scripts/jest-ordered-sequencer.cjs), longest first, so that no long file starts last beside an
-    // idle worker (seconds: each file on the last fresh-clone run, 4468ea7; README, "How the suites run").
+    // idle worker (seconds: each file on the fresh-clone run of d1928c4; README, "How the suites run").
     serial: [
-      // two server processes, a restart, RPC stalls past time bounds (45.9 s)
+      // two server processes, a restart, RPC stalls past time bounds (47.1 s; its starts now run inside the stalls)
       'server/test/reliability/x402-settlement-pending.test.ts',
-      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic (31.6 s)
-      'server/test/reliability/two-processes.test.ts', // two server processes on one database (28.6 s)
-      'server/test/main/cluster.test.ts', // several server processes (24.6 s)
-      // a load generator against a shutting-down service (18.4 s)
+      'server/test/operations/dashboard.test.ts', // headless Chromium against live traffic (28.9 s)
+      'server/test/main/cluster.test.ts', // two clusters of three processes, one with its own PostgreSQL (28.7 s)
+      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (23.8 s)
+      // a load generator against a shutting-down service (21.8 s)
       'server/test/reliability/shutdown-under-load.test.ts',
-      'server/test/reliability/database-restart.test.ts', // its own PostgreSQL, stopped and started under load (14.6 s)
-      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms (11.6 s)
-      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (11.3 s)
-      // a dropped submission reply racing ledger closes (9.0 s)
+      'server/test/reliability/two-processes.test.ts', // two server processes on one database (15.3 s)
+      'server/test/reliability/duplicate-storm.test.ts', // concurrent duplicate storms (15.0 s)
+      'server/test/facilitator/settlement.test.ts', // 50 concurrent settles racing 5 s transaction time bounds (11.9 s)
+      // a dropped submission reply racing ledger closes (10.7 s)
       'server/test/security/facilitator-payment-safety.test.ts',
-      // two instances settling in parallel against 40 ms ledgers (8.9 s)
+      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers (8.8 s)
+      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health (7.7 s)
+      // two instances settling in parallel against 40 ms ledgers (6.8 s)
       'server/test/facilitator/channel-pool.test.ts',
-      'server/test/facilitator/pubnet-fees.test.ts', // a settle must land within two 1 s ledgers (8.7 s)
-      'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (7.2 s)
-      'server/test/main/shutdown.test.ts', // starts main.ts through tsx and gives it 60 s to serve /health (6.7 s)
-      'server/test/performance-guards/', // call counts and fast paths under concurrency (3 files, 16.6 s)
+      'server/test/main/compiled-start.test.ts', // starts the build (npm start) and stops it (5.3 s)
+      'server/test/performance-guards/', // call counts and fast paths under concurrency (6 files; 5 took 16.1 s)
     ],
   },
   // The SDK and end-to-end suites run one file at a time (`serial: 'all'`): their payments are bounded by ledger

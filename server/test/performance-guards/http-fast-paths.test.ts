@@ -17,6 +17,16 @@ import { bearer, signUpSeller } from '../support/fixtures';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
+/**
+ * One default service for the key-cache, idempotency and Server-Timing tests (their keys and rows are their own): a
+ * service start is ~1.2 s of CPU, and this file runs in the serial lane.
+ */
+let shared: Promise<TestService> | undefined;
+const sharedService = () => (shared ??= startTestService());
+afterAll(async () => {
+  await (await shared?.catch(() => undefined))?.stop();
+});
+
 describe('rate limiting with per-process leases', () => {
   const LIMIT = 300; // lease of 3 points per process
   const WINDOW = 600;
@@ -93,10 +103,7 @@ describe('rate limiting with per-process leases', () => {
 describe('the API-key cache', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc.stop();
+    svc = await sharedService();
   });
 
   function whoAmI(cache: ApiKeyCache) {
@@ -184,10 +191,7 @@ describe('the API-key cache', () => {
 describe('the idempotency claim in one statement', () => {
   let svc: TestService;
   beforeAll(async () => {
-    svc = await startTestService();
-  });
-  afterAll(async () => {
-    await svc.stop();
+    svc = await sharedService();
   });
   const challenge = (key: string) =>
     request(svc.app)
@@ -230,7 +234,7 @@ describe('Server-Timing (SERVER_TIMING: measurement only)', () => {
   let svc: TestService;
   let timed: Awaited<ReturnType<typeof createService>>;
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await sharedService();
     timed = await createService({
       databaseUrl: svc.databaseUrl,
       environment: 'test',
@@ -247,7 +251,6 @@ describe('Server-Timing (SERVER_TIMING: measurement only)', () => {
   });
   afterAll(async () => {
     await timed.close();
-    await svc.stop();
   });
   const challenge = (app: typeof svc.app, key: string) =>
     request(app)

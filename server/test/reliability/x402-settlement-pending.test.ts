@@ -5,7 +5,7 @@
 // answer. Two `server/src/main.ts` processes share one database; the local network runs in the test process behind an
 // RPC front that can stall `getTransaction` (an RPC that hangs on the question "did it land?") and counts every
 // `sendTransaction` (nothing may be broadcast twice). Scenarios: the retry lands on the other process; a replay races
-// the retry; the process that answered pending is killed and restarted before the retry.
+// the retry; the process that answered pending is killed and a new process takes the retry.
 import { Keypair } from '@stellar/stellar-sdk';
 import { HTTPFacilitatorClient } from '@x402/core/server';
 import { createTestDatabase } from '../support/database';
@@ -69,6 +69,8 @@ describe(
     let env: Record<string, string>;
     let seller: SignedUpSeller;
     const mains: MainProcess[] = [];
+    let second: Promise<MainProcess> | undefined;
+    let replacement: Promise<MainProcess> | undefined;
 
     beforeAll(async () => {
       database = await createTestDatabase();
@@ -95,11 +97,17 @@ describe(
         RPC_TIMEOUT_MS: '3000',
       };
       mains.push(await startMainProcess({ databaseUrl: database.url, env }));
-      mains.push(await startMainProcess({ databaseUrl: database.url, env }));
+      // The second process starts while the first scenario's settle waits on the stalled RPC (that wait uses no CPU;
+      // a start is CPU-bound, so two starts at once would buy nothing): the scenario needs it only for the retry.
+      second = startMainProcess({ databaseUrl: database.url, env }).then((m) => (mains.push(m), m));
+      second.catch(() => undefined); // awaited by the first scenario; a failed start fails it there
       seller = (await sellerWithResourceOverHttp(mains[0].baseUrl, network)).seller;
     }, 180_000);
 
     afterAll(async () => {
+      await second?.catch(() => undefined);
+      const spare = await replacement?.catch(() => undefined);
+      if (spare && !mains.includes(spare)) mains.push(spare); // the third scenario failed before taking it
       for (const m of mains) await m.cleanup();
       await rpc?.close();
       await network?.stop();
@@ -151,19 +159,20 @@ describe(
       'answers settlement_pending (200, non-empty transaction and network); the stock retry on the other process ' +
         'gets success with the same transaction; a later replay is a duplicate; one broadcast, money moved once',
       async () => {
-        const [a, b] = mains;
+        const [a] = mains;
         const { buyer, body } = await x402Payment();
         rpc.state.stall = true;
         // The RPC comes back while the first settle still waits: its answer is already past the time bound and the
         // grace.
         const stockA = new HTTPFacilitatorClient({ url: `${a.baseUrl}/x402` });
-        const stockB = new HTTPFacilitatorClient({ url: `${b.baseUrl}/x402` });
         const firstSettle = stockA
           .settle(body.paymentPayload as unknown as Payload, body.paymentRequirements as unknown as Requirements)
           .then((answer) => {
             rpc.state.stall = false;
             return answer;
           });
+        const b = await second!; // serving before the pending answer comes, on a quiet machine
+        const stockB = new HTTPFacilitatorClient({ url: `${b.baseUrl}/x402` });
         const { first, final } = await stockSettleWithPendingRetry(
           { settle: () => firstSettle } as unknown as HTTPFacilitatorClient,
           stockB,
@@ -214,17 +223,22 @@ describe(
     );
 
     it(
-      'the process that answered settlement_pending is killed and restarted: the retry on the restarted process ' +
+      'the process that answered settlement_pending is killed and a new one started: the retry on the new process ' +
         'gets the final answer, nothing broadcast again',
       async () => {
         const { buyer, body } = await x402Payment();
         const sentBefore = rpc.state.sent;
-        const { first } = await pendingOn(mains[0].baseUrl, body);
+        // The new process starts while the settle waits on the stalled RPC (as a supervisor's replacement may), and
+        // takes the retry only once the process that answered is dead: it knows the payment only from the database.
+        const answered = pendingOn(mains[0].baseUrl, body);
+        replacement = startMainProcess({ databaseUrl: database.url, env });
+        const { first } = await answered;
         expect(retryable(first.body)).toBe(true);
         const killed = mains.shift()!;
         await killed.cleanup(); // SIGKILL
-        const restarted = await startMainProcess({ databaseUrl: database.url, env });
+        const restarted = await replacement;
         mains.push(restarted);
+        expect(killed.child.signalCode).toBe('SIGKILL');
         const retry = await settle(restarted.baseUrl, body);
         expect(retry.body).toMatchObject({ success: true, transaction: first.body.transaction });
         expect(rpc.state.sent - sentBefore).toBe(1);
