@@ -11,7 +11,7 @@ import { requestMetrics } from './http/request-metrics';
 import { requestLog } from './http/request-log';
 import { resolveCredentials, rejectBadCredentials, type ApiKeyCache, type OperatorKeys } from './http/authenticate';
 import { createRouteLabeler } from './http/route-label';
-import { createOperationMatcher } from './http/operation-matcher';
+import { createOperationMatcher, type SpecPaths } from './http/operation-matcher';
 import { enforceAccessPolicy } from './http/access-policy';
 import { admission } from './http/admission';
 import { verifyJsonDepth } from './http/json-depth';
@@ -29,6 +29,7 @@ import { guardValidationWork, unknownFieldsBeyondGuard } from './http/validation
 import { serverTimingStart, timedStage } from './http/server-timing';
 import { composeMiddleware } from './http/compose';
 import { paymentRouteValidation } from './http/payment-route-validation';
+import { boundValidatorContentType } from './http/validator-content-type';
 
 export interface AppDeps {
   /** LOCAL_DEV_DOMAINS: the /mcp server's call_paid_resource reaches `*.test` sellers on 127.0.0.1. */
@@ -187,6 +188,8 @@ export function createApp(deps: AppDeps): Express {
   // same error texts); the rest takes its whole chain.
   app.use(
     composeMiddleware(
+      // the header the validator keys its compiled validators by, reduced to what validation depends on (bounded)
+      boundValidatorContentType(deps.spec.paths as SpecPaths),
       stage(
         'validator',
         paymentRouteValidation(composeMiddleware(...(validator as RequestHandler[])), deps.spec.paths),

@@ -57,4 +57,15 @@ describe("the verify and settle routes' validator fast path", () => {
       for (let i = 0; i < 2; i += 1) expect((await lookupsOf(send)).lookups).toBeGreaterThan(0);
     }
   });
+
+  it('a stranger varying Content-Type parameters grows nothing: variants share the remembered route', async () => {
+    const body = { paymentPayload: 'x', paymentRequirements: {} };
+    const send = (contentType: string) => () =>
+      request(svc.app).post('/v1/verify').set('content-type', contentType).send(JSON.stringify(body));
+    await lookupsOf(send('application/json'));
+    // the header the validator sees is the bare media type (http/validator-content-type.ts), so no variant is new
+    const lookupsOfVariants: number[] = [];
+    for (let i = 0; i < 70; i += 1) lookupsOfVariants.push((await lookupsOf(send(`Application/JSON; n=${i}`))).lookups);
+    expect(lookupsOfVariants.filter((n) => n > 0)).toEqual([]);
+  });
 });
