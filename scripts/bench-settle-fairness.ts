@@ -33,6 +33,7 @@ import {
 } from './bench/processes';
 import { channelSecrets, fundBuyers, signedVerifyBody } from './bench/payments';
 import { seedSeller, type SeededSeller } from './bench/seed';
+import { benchResourceInput } from './bench/verify-resource';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const FLOOD_CLIENT = '127.0.0.1';
@@ -63,22 +64,15 @@ async function createResource(
   const r = await post(
     HONEST_CLIENT,
     `${baseUrl}/v1/resources`,
-    {
+    benchResourceInput({
       sellerId: seller.sellerId,
-      type: 'http',
       name,
       description: 'A paid endpoint for the settle fairness benchmark',
-      url: `https://${seller.domain}/v1/echo`,
-      routeTemplate: '/v1/echo',
-      network: 'stellar:testnet',
+      host: seller.domain,
       payTo: seller.walletAddress,
-      assetCode: asset.code,
-      assetIssuer: asset.issuer,
+      asset,
       amount,
-      inputSchema: { type: 'object' },
-      outputSchema: { type: 'object' },
-      extensions: {},
-    },
+    }),
     seller.apiKey,
   );
   if (r.status !== 201) throw new Error(`resource: ${r.status} ${JSON.stringify(r.body)}`);

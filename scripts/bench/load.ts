@@ -253,12 +253,13 @@ export function latencyLine(sorted: number[]): string {
   );
 }
 
-/** Reads a positive number from the environment (bench settings). */
-export function envNumber(name: string, fallback: number): number {
+/** Reads a positive number from the environment (bench settings); `zeroAllowed`: 0 too (a step turned off). */
+export function envNumber(name: string, fallback: number, zeroAllowed = false): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number (got "${raw}")`);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !zeroAllowed))
+    throw new Error(`${name} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number (got "${raw}")`);
   return n;
 }
 

@@ -26,7 +26,7 @@ import { createBenchResource, verifySigner } from './verify-resource';
 
 const ROUNDS = envNumber('BENCH_AB_ROUNDS', 6);
 const SECONDS = envNumber('BENCH_AB_SECONDS', 4);
-const WARMUP_SECONDS = envNumber('BENCH_AB_WARMUP_SECONDS', 2);
+const WARMUP_SECONDS = envNumber('BENCH_AB_WARMUP_SECONDS', 2, true);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 16);
 const LEDGER_MS = 5000;
 const AMOUNT = '0.01';

@@ -7,6 +7,34 @@ import type { HttpClient } from './load';
 import type { NetworkAsset, NetworkProcess } from './processes';
 import { signedVerifyBody, type VerifyBody } from './payments';
 
+/** The POST /v1/resources body of a bench's paid endpoint (`https://<host>/v1/echo` on testnet terms). */
+export function benchResourceInput(r: {
+  sellerId: string;
+  name: string;
+  description: string;
+  host: string;
+  payTo: string;
+  asset: NetworkAsset;
+  amount: string;
+}) {
+  return {
+    sellerId: r.sellerId,
+    type: 'http',
+    name: r.name,
+    description: r.description,
+    url: `https://${r.host}/v1/echo`,
+    routeTemplate: '/v1/echo',
+    network: 'stellar:testnet',
+    payTo: r.payTo,
+    assetCode: r.asset.code,
+    assetIssuer: r.asset.issuer,
+    amount: r.amount,
+    inputSchema: { type: 'object' },
+    outputSchema: { type: 'object' },
+    extensions: {},
+  };
+}
+
 export async function createBenchResource(
   api: HttpClient,
   seller: { sellerId: string; apiKey: string },
@@ -17,22 +45,15 @@ export async function createBenchResource(
   const created = await api.json<{ id: string }>(
     'POST',
     '/v1/resources',
-    {
+    benchResourceInput({
       sellerId: seller.sellerId,
-      type: 'http',
       name: 'Bench resource',
       description: 'A paid endpoint for the benchmark',
-      url: 'https://bench.example.com/v1/echo',
-      routeTemplate: '/v1/echo',
-      network: 'stellar:testnet',
+      host: 'bench.example.com',
       payTo,
-      assetCode: asset.code,
-      assetIssuer: asset.issuer,
+      asset,
       amount,
-      inputSchema: { type: 'object' },
-      outputSchema: { type: 'object' },
-      extensions: {},
-    },
+    }),
     { authorization: `Bearer ${seller.apiKey}` },
   );
   if (created.status !== 201)
