@@ -199,8 +199,7 @@ export function createDiscoveryService(deps: DiscoveryServiceDeps) {
       // The ranking's own fields (score, signalsFresh) stay on the items instead of being copied away per item (a
       // rest copy per result was a visible share of a search's CPU: issue #31): readers show the contract's fields
       // only (http/presenters-discovery.ts).
-      const plain: DiscoveryItem[] = shown;
-      return { items: await withTrust(plain), nextCursor, partialResults, strategy: RANKING_STRATEGY };
+      return { items: await withTrust(shown), nextCursor, partialResults, strategy: RANKING_STRATEGY };
     },
 
     async validate(principal: Principal, req: CatalogRequest) {
